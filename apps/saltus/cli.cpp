@@ -1,0 +1,187 @@
+#include "cli.hpp"
+
+#include <saltus/examples/builtin.hpp>
+#include <saltus/io/csv_output.hpp>
+#include <saltus/io/json_output.hpp>
+#include <saltus/io/report.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace saltus::cli {
+
+namespace {
+
+/// A command-line value that is not acceptable (exit status 2).
+struct UsageError : InputError {
+  using InputError::InputError;
+};
+
+double parse_number(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    throw UsageError(fmt::format("{}: '{}' is not a number", what, text));
+  }
+  if (!std::isfinite(value)) throw UsageError(fmt::format("{}: value must be finite, got '{}'", what, text));
+  return value;
+}
+
+struct RunArgs {
+  std::string name;
+  std::vector<std::string> params;
+  std::string tend, rtol, atol;
+  std::string method = "forward";
+  std::string json_path, out_dir;
+  double fd_step = 1e-5;
+  double cs_step = 1e-20;
+};
+
+void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
+  for (const auto& assignment : a.params) {
+    const auto eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError(fmt::format("--param '{}': expected name=value", assignment));
+    }
+    const std::string name = assignment.substr(0, eq);
+    const double value = parse_number(assignment.substr(eq + 1), fmt::format("--param {}", name));
+    pb.set_nominal(name, value);
+  }
+  if (!a.tend.empty()) set_horizon(options, parse_number(a.tend, "--tend"));
+  if (!a.rtol.empty()) {
+    options.rtol = parse_number(a.rtol, "--rtol");
+    if (options.rtol <= 0.0) throw UsageError(fmt::format("--rtol must be positive, got {}", a.rtol));
+  }
+  if (!a.atol.empty()) {
+    const double atol = parse_number(a.atol, "--atol");
+    if (atol < 0.0) throw UsageError(fmt::format("--atol must not be negative, got {}", a.atol));
+    options.atol = atol;
+    options.atol_per_state.clear();
+  }
+}
+
+template <class F>
+auto timed(double& seconds, F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  auto value = f();
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return value;
+}
+
+RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& a) {
+  RunResult r;
+  r.method = a.method;
+  r.parameters = pb.nominal_parameters();
+  const auto& p = r.parameters;
+  double seconds = 0.0;
+  if (a.method == "forward" || a.method == "all") {
+    r.solution = timed(seconds, [&] { return forward_sensitivity(pb, p, options); });
+    r.estimates.push_back(forward_estimate(r.solution));
+    r.seconds.push_back(seconds);
+  } else {
+    r.solution = simulate(pb, p, options);
+  }
+  if (a.method == "fd" || a.method == "all") {
+    r.estimates.push_back(timed(seconds, [&] { return central_differences(pb, p, options, a.fd_step); }));
+    r.seconds.push_back(seconds);
+  }
+  if (a.method == "complex-step" || a.method == "all") {
+    r.estimates.push_back(timed(seconds, [&] { return complex_step(pb, p, options, a.cs_step); }));
+    r.seconds.push_back(seconds);
+  }
+  if (r.estimates.size() > 1) r.check = compare_gradients(pb, r.estimates);
+  return r;
+}
+
+int run_example(const RunArgs& a, std::ostream& out) {
+  Problem pb = examples::make_example(a.name);
+  Options options = pb.options();
+  apply_overrides(pb, options, a);
+  const RunResult result = run_methods(pb, options, a);
+  print_report(out, pb, result);
+  if (!a.json_path.empty()) {
+    const auto parent = std::filesystem::path(a.json_path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+    write_json(a.json_path, pb, result);
+    fmt::print(out, "Wrote {}\n", a.json_path);
+  }
+  if (!a.out_dir.empty()) {
+    write_csv(a.out_dir, pb, result);
+    fmt::print(out, "Wrote CSV files to {}/\n", a.out_dir);
+  }
+  return 0;
+}
+
+void list_examples(std::ostream& out) {
+  for (const auto& e : examples::builtin_examples()) fmt::print(out, "{:<12} {}\n", e.name, e.summary);
+}
+
+}  // namespace
+
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"Saltus: forward sensitivities of hybrid systems, exact through events", "saltus"};
+  app.require_subcommand(1);
+  auto* list = app.add_subcommand("list", "List the built-in examples");
+  auto* run_cmd = app.add_subcommand("run", "Run a built-in example and print its report");
+  RunArgs a;
+  run_cmd->add_option("name", a.name, "Example name (see `saltus list`)")->required();
+  run_cmd->add_option("--param", a.params, "Override a parameter: name=value (repeatable)");
+  run_cmd->add_option("--tend", a.tend, "Final time [s]");
+  run_cmd->add_option("--method", a.method, "forward | fd | complex-step | all")
+      ->check(CLI::IsMember({"forward", "fd", "complex-step", "all"}));
+  run_cmd->add_option("--rtol", a.rtol, "Relative tolerance");
+  run_cmd->add_option("--atol", a.atol, "Absolute tolerance (all states)");
+  run_cmd->add_option("--fd-step", a.fd_step, "Relative step of central differences")
+      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--cs-step", a.cs_step, "Complex step size")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--json", a.json_path, "Write results as JSON to this file");
+  run_cmd->add_option("--out", a.out_dir, "Write trajectory, sensitivity and event CSV files here");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print(out, "{}", app.help());
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    fmt::print(out, "{}", app.help("", CLI::AppFormatMode::All));
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fmt::print(err, "saltus: error: {}\n", e.what());
+    return 2;
+  }
+  try {
+    if (list->parsed()) {
+      list_examples(out);
+      return 0;
+    }
+    (void)run_cmd;
+    return run_example(a, out);
+  } catch (const UsageError& e) {
+    fmt::print(err, "saltus: error: {}\n", e.what());
+    return 2;
+  } catch (const InputError& e) {
+    fmt::print(err, "saltus: error: {}\n", e.what());
+    return 2;
+  } catch (const Error& e) {
+    fmt::print(err, "saltus: run failed: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(err, "saltus: run failed: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace saltus::cli

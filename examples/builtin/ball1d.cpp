@@ -1,0 +1,43 @@
+// ball1d (docs/benchmarks.md): state (h, v); h' = v, v' = -g - c v; impact when h - r falls
+// through zero, v+ = -e v-.
+#include <saltus/examples/builtin.hpp>
+
+namespace saltus::examples {
+
+Problem ball1d() {
+  Problem pb("ball1d", "bouncing ball with linear drag");
+  pb.set_states({"h", "v"});
+  pb.add_parameter("g", 9.81, "gravity [m/s^2]");
+  pb.add_parameter("c", 0.3, "linear drag coefficient [1/s]");
+  pb.add_parameter("e", 0.8, "coefficient of restitution [-]");
+  pb.add_parameter("h0", 1.0, "initial height [m]");
+  pb.add_parameter("v0", 0.0, "initial velocity [m/s]");
+  pb.add_parameter("r", 0.0, "height of the contact (ball radius) [m]");
+  enum { g, c, e, h0, v0, r };
+  pb.set_initial_state([](const auto& p, auto x0) {
+    x0[0] = p[h0];
+    x0[1] = p[v0];
+  });
+  pb.add_mode("flight", [](auto, const auto& x, const auto& p, auto xdot) {
+    xdot[0] = x[1];
+    xdot[1] = -p[g] - p[c] * x[1];
+  });
+  pb.add_event("impact", Direction::Falling, [](auto, const auto& x, const auto& p) {
+      return x[0] - p[r];
+    }).jump([](auto, const auto& x, const auto& p, auto xp) {
+    xp[0] = x[0];
+    xp[1] = -p[e] * x[1];
+  });
+  pb.add_running_cost("energy_rate", [](auto, const auto& x, const auto& xdot, const auto&) {
+    return x[1] * x[1] + xdot[1] * x[1];
+  });
+  pb.add_terminal_cost("h_T", [](const auto& x, const auto&) { return x[0]; });
+  pb.add_running_cost("h_mean", [](auto, const auto& x, const auto&, const auto&) { return x[0]; });
+  pb.add_terminal_cost("v_T", [](const auto& x, const auto&) { return x[1]; });
+  pb.options().tf = 2.0;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+
+}  // namespace saltus::examples

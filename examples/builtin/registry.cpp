@@ -1,0 +1,28 @@
+#include <saltus/examples/builtin.hpp>
+
+#include <fmt/format.h>
+
+namespace saltus::examples {
+
+const std::vector<ExampleInfo>& builtin_examples() {
+  static const std::vector<ExampleInfo> list = {
+      {"ball1d", "bouncing ball with linear drag (2 states, impacts)", ball1d},
+      {"galan", "switched scalar ODE, switches in both directions (seed 002, Sec. 5.1)", galan},
+      {"box2d", "point mass bouncing in a box with quadratic drag (walls and floor)", box2d},
+      {"time_events", "time-triggered events with state-dependent jumps", time_events},
+      {"robertson", "stiff chemical kinetics, the SUNDIALS CVODES example (no events)",
+       robertson},
+  };
+  return list;
+}
+
+Problem make_example(const std::string& name) {
+  std::string known;
+  for (const auto& e : builtin_examples()) {
+    if (e.name == name) return e.make();
+    known += (known.empty() ? "" : ", ") + e.name;
+  }
+  throw InputError(fmt::format("unknown example '{}' (built-in examples: {})", name, known));
+}
+
+}  // namespace saltus::examples

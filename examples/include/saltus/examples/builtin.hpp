@@ -1,0 +1,30 @@
+#pragma once
+// The built-in examples: the canonical problems of docs/benchmarks.md, exactly as defined
+// there, with the parameter and cost names used in reports.
+#include <saltus/core/problem.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace saltus::examples {
+
+struct ExampleInfo {
+  std::string name;
+  std::string summary;
+  std::function<Problem()> make;
+};
+
+/// Every built-in example, in the order `saltus list` shows them.
+const std::vector<ExampleInfo>& builtin_examples();
+
+/// The example called `name`; throws InputError naming the known examples otherwise.
+Problem make_example(const std::string& name);
+
+Problem ball1d();       ///< bouncing ball with linear drag
+Problem galan();        ///< switched scalar ODE of Galan et al. (seed 002, Sec. 5.1)
+Problem box2d();        ///< point mass bouncing in a box with quadratic drag
+Problem time_events();  ///< time-triggered events with state-dependent jumps
+Problem robertson();    ///< stiff chemical kinetics (SUNDIALS CVODES examples)
+
+}  // namespace saltus::examples

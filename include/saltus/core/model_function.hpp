@@ -1,0 +1,60 @@
+#pragma once
+// Signatures of the user's model functions and the holder that compiles one generic lambda for
+// every scalar type Saltus needs (double, Complex, Dual).
+//
+// Shapes: x, xdot, x_plus and x0 have n_x entries; p has n_p entries; t is time in seconds (it
+// is a scalar of type S because the complex step evaluates jumps at a complex event time).
+#include <saltus/core/scalar.hpp>
+
+#include <functional>
+#include <type_traits>
+
+namespace saltus {
+
+/// Right-hand side of a mode: xdot = f(t, x, p).
+template <class S>
+using RhsFn = std::function<void(S t, In<S> x, In<S> p, Out<S> xdot)>;
+/// Guard (event function) r(t, x, p); the event fires when r crosses zero.
+template <class S>
+using GuardFn = std::function<S(S t, In<S> x, In<S> p)>;
+/// Jump (reset) map x+ = phi(t, x-, p).
+template <class S>
+using JumpFn = std::function<void(S t, In<S> x_minus, In<S> p, Out<S> x_plus)>;
+/// Running cost integrand g(t, x, xdot, p); xdot is the current mode's right-hand side.
+template <class S>
+using RunningCostFn = std::function<S(S t, In<S> x, In<S> xdot, In<S> p)>;
+/// Terminal cost w(x(T), p).
+template <class S>
+using TerminalCostFn = std::function<S(In<S> x, In<S> p)>;
+/// Initial state x(t0) = x0(p).
+template <class S>
+using InitialStateFn = std::function<void(In<S> p, Out<S> x0)>;
+
+/// One model function compiled for double, Complex and Dual from a single generic lambda.
+template <template <class> class Fn>
+struct Instantiated {
+  Fn<double> real;
+  Fn<Complex> complex;
+  Fn<Dual> dual;
+
+  template <class F>
+  static Instantiated from(const F& f) {
+    return Instantiated{Fn<double>(f), Fn<Complex>(f), Fn<Dual>(f)};
+  }
+
+  template <class S>
+  const Fn<S>& get() const {
+    if constexpr (std::is_same_v<S, double>) {
+      return real;
+    } else if constexpr (std::is_same_v<S, Complex>) {
+      return complex;
+    } else {
+      static_assert(std::is_same_v<S, Dual>, "Saltus scalars are double, Complex and Dual");
+      return dual;
+    }
+  }
+
+  explicit operator bool() const { return static_cast<bool>(real); }
+};
+
+}  // namespace saltus

@@ -1,0 +1,54 @@
+#pragma once
+// Integration settings of a run: horizon, output times, tolerances, the CVODES method and the
+// event safeguards. Every problem carries defaults; the solvers take an Options explicitly.
+#include <vector>
+
+namespace saltus {
+
+/// Linear multistep family used by CVODES on each smooth segment.
+enum class LinearMultistep { BDF, Adams };
+
+/// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).
+enum class SensitivityCorrector { Staggered, Simultaneous };
+
+struct Options {
+  double t0 = 0.0;  ///< initial time [s]
+  double tf = 1.0;  ///< final time [s], > t0
+  /// Output times, strictly increasing inside [t0, tf]. Empty: `n_outputs` uniform points from t0
+  /// to tf. tf is always reported. At an output time that coincides with an event the state
+  /// after the event is reported.
+  std::vector<double> output_times;
+  int n_outputs = 201;
+
+  double rtol = 1e-8;                 ///< relative tolerance (states, costs, sensitivities)
+  double atol = 1e-10;                ///< absolute tolerance, in the units of each state
+  std::vector<double> atol_per_state; ///< if not empty (size n_x), replaces atol per state
+  double cost_atol = -1.0;            ///< absolute tolerance of cost quadratures; < 0: atol
+  LinearMultistep method = LinearMultistep::BDF;
+  SensitivityCorrector corrector = SensitivityCorrector::Staggered;
+  /// Parameter scales for the sensitivity error weights (CVODES pbar); empty: |p_k|, or 1
+  /// where p_k = 0.
+  std::vector<double> parameter_scales;
+  bool cost_error_control = true;        ///< quadratures of costs take part in step control
+  bool sensitivity_error_control = true; ///< sensitivities take part in step control
+  long max_steps = 500000;               ///< CVODES steps allowed between two outputs
+
+  // Event safeguards.
+  /// Events closer in time than cascade_window * max(1, |t|) form a cascade (time does not
+  /// advance); a cascade longer than max_event_cascade stops the run with a ZenoError.
+  int max_event_cascade = 100;
+  double cascade_window = 1e-9;
+  long max_events = 100000;  ///< total events allowed in one run
+  /// |r-dot| <= grazing_tolerance * (|r_t| + |r_x| |f|) marks an event as grazing.
+  double grazing_tolerance = 1e-8;
+};
+
+/// Moves the final time to tf, dropping the output times beyond it (tf itself is always
+/// reported). Throws InputError unless tf is finite and greater than t0.
+void set_horizon(Options& options, double tf);
+
+/// Throws InputError naming the offending field if `options` is unusable for a problem with
+/// `n_states` states and `n_parameters` parameters.
+void validate(const Options& options, int n_states, int n_parameters);
+
+}  // namespace saltus

@@ -1,0 +1,199 @@
+#pragma once
+// The description of a hybrid ODE: named states and parameters, modes with their right-hand
+// sides, events (guard, crossing direction, jump, mode switch) and costs.
+//
+//   psi_j = integral_{t0}^{tf} g_j(t, x, xdot, p) dt + w_j(x(tf), p)
+//
+// Model functions are generic lambdas, compiled here for double, Complex and Dual (see
+// scalar.hpp). Sign conventions follow docs/theory.md: guards are scalar functions r(t, x, p);
+// an event fires when r crosses zero in its enabled direction; jumps map x- to x+.
+#include <saltus/core/error.hpp>
+#include <saltus/core/model_function.hpp>
+#include <saltus/core/options.hpp>
+
+#include <Eigen/Core>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace saltus {
+
+/// Crossing direction that triggers an event.
+enum class Direction {
+  Rising,   ///< r goes from negative to positive
+  Falling,  ///< r goes from positive to negative
+  Either,   ///< both
+};
+
+/// Optional analytic Jacobians of a mode; when present they replace forward-mode AD in the
+/// Newton iterations and in the sensitivity right-hand side. Check them with
+/// verify::check_mode_jacobians.
+struct AnalyticJacobian {
+  /// f_x, n_x x n_x.
+  std::function<void(double t, In<double> x, In<double> p, Eigen::Ref<Eigen::MatrixXd> fx)> state;
+  /// f_p, n_x x n_p.
+  std::function<void(double t, In<double> x, In<double> p, Eigen::Ref<Eigen::MatrixXd> fp)>
+      parameters;
+};
+
+struct Mode {
+  std::string name;
+  Instantiated<RhsFn> rhs;
+  std::optional<AnalyticJacobian> jacobian;
+};
+
+/// Mode index meaning "stay in the current mode".
+inline constexpr int kSameMode = -1;
+
+struct Event {
+  std::string name;
+  Direction direction = Direction::Either;
+  Instantiated<GuardFn> guard;
+  Instantiated<JumpFn> jump;      ///< empty: the state is continuous (pure mode switch)
+  int target_mode = kSameMode;    ///< mode after the event
+  std::vector<int> active_modes;  ///< modes in which the guard is watched; empty: all
+  bool active_in(int mode) const;
+};
+
+struct Cost {
+  std::string name;
+  Instantiated<RunningCostFn> running;    ///< empty: no integral part
+  Instantiated<TerminalCostFn> terminal;  ///< empty: no terminal part
+};
+
+struct Parameter {
+  std::string name;
+  double nominal = 0.0;
+  std::string description;
+};
+
+class Problem;
+
+/// Fluent configuration of an event just added to a Problem.
+class EventBuilder {
+ public:
+  EventBuilder(Problem& problem, int index) : problem_(problem), index_(index) {}
+  /// x+ = phi(t, x-, p), a generic lambda `phi(t, x_minus, p, x_plus)`.
+  template <class F>
+  EventBuilder& jump(const F& phi);
+  /// Switch to `mode` (an index returned by Problem::add_mode) when the event fires.
+  EventBuilder& switch_to(int mode);
+  /// Watch the guard only in these modes (default: every mode).
+  EventBuilder& only_in(std::vector<int> modes);
+  int index() const { return index_; }
+
+ private:
+  Event& event();
+  Problem& problem_;
+  int index_;
+};
+
+class Problem {
+ public:
+  explicit Problem(std::string name, std::string description = "");
+
+  const std::string& name() const { return name_; }
+  const std::string& description() const { return description_; }
+
+  // ---- definition -------------------------------------------------------------------------
+  /// Names the states; their number is n_x.
+  void set_states(std::vector<std::string> names);
+  /// Adds a named parameter with its nominal value; returns its index in p.
+  int add_parameter(const std::string& name, double nominal, std::string description = "");
+  /// x(t0) = x0(p). `f(p, x0)` is a generic lambda.
+  template <class F>
+  void set_initial_state(const F& f) {
+    initial_state_ = Instantiated<InitialStateFn>::from(f);
+  }
+  /// Adds a mode with right-hand side `f(t, x, p, xdot)`; returns its index. The first mode
+  /// added is the initial mode unless set_initial_mode says otherwise.
+  template <class F>
+  int add_mode(const std::string& name, const F& f) {
+    return add_mode_impl(name, Instantiated<RhsFn>::from(f));
+  }
+  void set_initial_mode(int mode);
+  void set_jacobian(int mode, AnalyticJacobian jacobian);
+  /// Adds an event with guard `r(t, x, p)` that fires on crossings in `direction`.
+  template <class F>
+  EventBuilder add_event(const std::string& name, Direction direction, const F& r) {
+    return add_event_impl(name, direction, Instantiated<GuardFn>::from(r));
+  }
+  /// Adds the cost psi = integral of g(t, x, xdot, p) dt.
+  template <class G>
+  void add_running_cost(const std::string& name, const G& g) {
+    add_cost_impl(name, Instantiated<RunningCostFn>::from(g), {});
+  }
+  /// Adds the cost psi = w(x(tf), p).
+  template <class W>
+  void add_terminal_cost(const std::string& name, const W& w) {
+    add_cost_impl(name, {}, Instantiated<TerminalCostFn>::from(w));
+  }
+  /// Adds the cost psi = integral of g dt + w(x(tf), p).
+  template <class G, class W>
+  void add_cost(const std::string& name, const G& g, const W& w) {
+    add_cost_impl(name, Instantiated<RunningCostFn>::from(g),
+                  Instantiated<TerminalCostFn>::from(w));
+  }
+  /// Default run settings (horizon, outputs, tolerances, method).
+  Options& options() { return options_; }
+  const Options& options() const { return options_; }
+
+  // ---- queries ----------------------------------------------------------------------------
+  int n_states() const { return static_cast<int>(states_.size()); }
+  int n_parameters() const { return static_cast<int>(parameters_.size()); }
+  int n_costs() const { return static_cast<int>(costs_.size()); }
+  int n_modes() const { return static_cast<int>(modes_.size()); }
+  int n_events() const { return static_cast<int>(events_.size()); }
+  const std::vector<std::string>& state_names() const { return states_; }
+  std::vector<std::string> parameter_names() const;
+  std::vector<std::string> cost_names() const;
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+  const Mode& mode(int i) const { return modes_.at(static_cast<size_t>(i)); }
+  const Event& event(int i) const { return events_.at(static_cast<size_t>(i)); }
+  const Cost& cost(int i) const { return costs_.at(static_cast<size_t>(i)); }
+  const Instantiated<InitialStateFn>& initial_state() const { return initial_state_; }
+  int initial_mode() const { return initial_mode_; }
+
+  /// Index of a parameter / cost / state by name; throws InputError listing the known names.
+  int parameter_index(const std::string& name) const;
+  int cost_index(const std::string& name) const;
+  int state_index(const std::string& name) const;
+  /// Nominal parameter vector, n_p.
+  Eigen::VectorXd nominal_parameters() const;
+  /// Sets the nominal value of a named parameter (throws InputError on unknown names / NaN).
+  void set_nominal(const std::string& name, double value);
+
+  /// Throws InputError if the problem is incomplete (no states, modes, initial state, costs)
+  /// or inconsistent (event targets or active modes out of range).
+  void validate() const;
+  /// Throws InputError if p has the wrong size or a non-finite entry (naming the parameter).
+  void validate_parameters(const Eigen::VectorXd& p) const;
+
+ private:
+  friend class EventBuilder;
+  int add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs);
+  EventBuilder add_event_impl(const std::string& name, Direction direction,
+                              Instantiated<GuardFn> guard);
+  void add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
+                     Instantiated<TerminalCostFn> terminal);
+
+  std::string name_;
+  std::string description_;
+  std::vector<std::string> states_;
+  std::vector<Parameter> parameters_;
+  Instantiated<InitialStateFn> initial_state_;
+  std::vector<Mode> modes_;
+  std::vector<Event> events_;
+  std::vector<Cost> costs_;
+  int initial_mode_ = 0;
+  Options options_;
+};
+
+template <class F>
+EventBuilder& EventBuilder::jump(const F& phi) {
+  event().jump = Instantiated<JumpFn>::from(phi);
+  return *this;
+}
+
+}  // namespace saltus

@@ -1,0 +1,71 @@
+#pragma once
+// The scalar types a Saltus model function is compiled for, and the vector views it receives.
+//
+// A model function is written once as a template (a generic lambda) on the scalar type S and
+// instantiated for
+//   - double                : simulation;
+//   - std::complex<double>  : complex-step differentiation (theory/hybrid-ode.md section 8);
+//   - saltus::Dual          : forward-mode AD, one tangent direction (ceres::Jet<double, 1>).
+// Inside a model function, call math functions unqualified after `using std::sqrt;` etc. so that
+// argument-dependent lookup picks the overload for the scalar type, and take branches on
+// saltus::real_part(value) only: the complex step needs the real trajectory unchanged.
+#include <Eigen/Core>
+#include <ceres/jet.h>
+
+#include <complex>
+
+namespace saltus {
+
+using Complex = std::complex<double>;
+/// Forward-mode dual number: value `.a`, one directional derivative `.v[0]`. It is a
+/// ceres::Jet<double, 1> (all of ceres' math functions apply) that, unlike Jet, converts
+/// implicitly from double, so model code can write `xdot[0] = 1.0;` for every scalar type.
+struct Dual : ceres::Jet<double, 1> {
+  using Base = ceres::Jet<double, 1>;
+  Dual() = default;
+  Dual(double value) : Base(value) {}         // NOLINT(google-explicit-constructor)
+  Dual(const Base& jet) : Base(jet) {}        // NOLINT(google-explicit-constructor)
+};
+
+template <class S>
+using VectorX = Eigen::Matrix<S, Eigen::Dynamic, 1>;
+
+/// Read-only vector argument of a model function (states, state derivatives, parameters).
+template <class S>
+using In = Eigen::Ref<const VectorX<S>>;
+
+/// Output vector argument of a model function (x-dot, post-jump state, initial state).
+template <class S>
+using Out = Eigen::Ref<VectorX<S>>;
+
+/// The real part of any Saltus scalar: use it for every branch in a model function.
+inline double real_part(double s) { return s; }
+inline double real_part(const Complex& s) { return s.real(); }
+inline double real_part(const Dual& s) { return s.a; }
+
+/// A Dual with value `value` and tangent `tangent`.
+inline Dual make_dual(double value, double tangent) {
+  Dual d(value);
+  d.v[0] = tangent;
+  return d;
+}
+
+}  // namespace saltus
+
+namespace Eigen {
+template <>
+struct NumTraits<saltus::Dual> : NumTraits<ceres::Jet<double, 1>> {
+  using Real = saltus::Dual;
+  using NonInteger = saltus::Dual;
+  using Nested = saltus::Dual;
+  using Literal = saltus::Dual;
+};
+template <typename BinaryOp>
+struct ScalarBinaryOpTraits<saltus::Dual, double, BinaryOp> {
+  using ReturnType = saltus::Dual;
+};
+template <typename BinaryOp>
+struct ScalarBinaryOpTraits<double, saltus::Dual, BinaryOp> {
+  using ReturnType = saltus::Dual;
+};
+}  // namespace Eigen

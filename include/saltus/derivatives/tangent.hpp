@@ -1,0 +1,60 @@
+#pragma once
+// Directional derivatives (tangents) of a problem's model functions by forward-mode AD.
+//
+// Each function evaluates its model function once with saltus::Dual scalars seeded with the
+// direction (dt, dx, dp) and returns the value together with
+//     d/de F(t + e dt, x + e dx, p + e dp) at e = 0,
+// e.g. rhs_tangent gives f_t dt + f_x dx + f_p dp. Costs use the mode's x-dot inside, so their
+// tangents include the chain rule through x-dot = f (accelerations in costs).
+// A TangentWorkspace holds the Dual vectors so that repeated calls do not allocate.
+#include <saltus/core/problem.hpp>
+
+namespace saltus {
+
+struct TangentWorkspace {
+  VectorX<Dual> t_x, t_p, t_out, t_xdot;
+};
+
+/// xdot = f_mode(t, x, p) in doubles.
+void evaluate_rhs(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                  Out<double> xdot);
+
+/// Tangent of f_mode: writes f_t dt + f_x dx + f_p dp into `tangent` (n_x).
+void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                 double dt, In<double> dx, In<double> dp, Out<double> tangent,
+                 TangentWorkspace& ws);
+
+/// Tangent of the guard of `event`: r_t dt + r_x dx + r_p dp.
+double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
+                     double dt, In<double> dx, In<double> dp, TangentWorkspace& ws);
+
+/// Tangent of the jump of `event` (identity if the event has no jump):
+/// phi_t dt + phi_x dx + phi_p dp.
+void jump_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
+                  double dt, In<double> dx, In<double> dp, Out<double> tangent,
+                  TangentWorkspace& ws);
+
+/// Running-cost integrand g(t, x, f_mode(t, x, p), p) of cost `cost` (0 if it has none).
+double running_cost(const Problem& problem, int cost, int mode, double t, In<double> x,
+                    In<double> p);
+
+/// Tangent of the running-cost integrand, including the dependence through x-dot.
+double running_cost_tangent(const Problem& problem, int cost, int mode, double t, In<double> x,
+                            In<double> p, double dt, In<double> dx, In<double> dp,
+                            TangentWorkspace& ws);
+
+/// Terminal cost w(x, p) (0 if the cost has none) and its tangent w_x dx + w_p dp.
+double terminal_cost(const Problem& problem, int cost, In<double> x, In<double> p);
+double terminal_cost_tangent(const Problem& problem, int cost, In<double> x, In<double> p,
+                             In<double> dx, In<double> dp, TangentWorkspace& ws);
+
+/// Initial state x0(p) and its sensitivity dx0/dp (n_x x n_p).
+Eigen::VectorXd initial_state(const Problem& problem, In<double> p);
+Eigen::MatrixXd initial_state_jacobian(const Problem& problem, In<double> p);
+
+/// Dense f_x (n_x x n_x) and f_p (n_x x n_p) of a mode: analytic if the mode has them, else AD.
+void rhs_jacobians(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                   Eigen::Ref<Eigen::MatrixXd> fx, Eigen::Ref<Eigen::MatrixXd> fp,
+                   TangentWorkspace& ws);
+
+}  // namespace saltus

@@ -1,0 +1,16 @@
+#pragma once
+// CSV files of a run, written into a folder (created if missing):
+//   trajectory.csv    t, mode, one column per state
+//   sensitivities.csv t, one column d<state>/d<param> per pair (forward sensitivity runs)
+//   events.csv        time, name, mode_before, mode_after, x-/x+ per state, dt/d<param>
+//   gradient.csv      cost, param, one column per method
+#include <saltus/io/run_result.hpp>
+
+#include <string>
+
+namespace saltus {
+
+/// Throws InputError naming the folder or file that cannot be written.
+void write_csv(const std::string& folder, const Problem& problem, const RunResult& result);
+
+}  // namespace saltus

@@ -1,0 +1,23 @@
+#pragma once
+// Everything one `saltus run` produced: the nominal solution (with forward sensitivities when
+// that method ran) and the gradient of every method that ran, for reports and files.
+#include <saltus/core/problem.hpp>
+#include <saltus/solvers/solution.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace saltus {
+
+struct RunResult {
+  std::string method;                       ///< forward | fd | complex-step | all
+  Eigen::VectorXd parameters;               ///< p used, n_p
+  Solution solution;                        ///< nominal trajectory (forward sensitivities if run)
+  std::vector<GradientEstimate> estimates;  ///< one per method; estimates[0] is reported
+  std::vector<double> seconds;              ///< wall time of each method
+  std::optional<GradientCheck> check;       ///< agreement between methods (several methods)
+};
+
+}  // namespace saltus

@@ -1,0 +1,56 @@
+#pragma once
+// What a run returns: the trajectory at the output times, the event log, the costs, solver
+// statistics and, for forward-sensitivity runs, S = dx/dp, tau = dt_e/dp and dpsi/dp.
+#include <Eigen/Core>
+
+#include <string>
+#include <vector>
+
+namespace saltus {
+
+/// One applied event.
+struct EventRecord {
+  double time = 0.0;            ///< event time t_e [s]
+  int event = -1;               ///< index into Problem::events()
+  std::string name;             ///< event name
+  int mode_before = 0;          ///< mode index before the event
+  int mode_after = 0;           ///< mode index after the event
+  Eigen::VectorXd state_before; ///< x(t_e-), n_x
+  Eigen::VectorXd state_after;  ///< x(t_e+), n_x
+  double guard_rate = 0.0;      ///< r-dot- = r_t + r_x f-, the crossing speed of the guard
+  bool grazing = false;         ///< r-dot- vanished: the guard touched zero without crossing
+  Eigen::RowVectorXd dtime_dp;  ///< tau = dt_e/dp, 1 x n_p (forward sensitivity runs only)
+};
+
+/// CVODES counters summed over every segment.
+struct SolverStats {
+  long steps = 0;
+  long rhs_evals = 0;
+  long jacobian_evals = 0;
+  long root_evals = 0;
+  long error_test_failures = 0;
+  long nonlinear_iterations = 0;
+  long nonlinear_failures = 0;
+  long sensitivity_rhs_evals = 0;
+  int segments = 0;  ///< smooth pieces integrated (events + 1)
+};
+
+struct Solution {
+  std::vector<double> times;  ///< output times [s]
+  Eigen::MatrixXd states;     ///< x at the output times, n_out x n_x (after an event at t)
+  std::vector<int> modes;     ///< mode at each output time
+  std::vector<EventRecord> events;
+  Eigen::VectorXd costs;      ///< psi_j, n_c
+  Eigen::VectorXd final_state;
+  int final_mode = 0;
+
+  // Forward sensitivity runs only (empty otherwise).
+  std::vector<Eigen::MatrixXd> sensitivities;  ///< S = dx/dp at each output time, n_x x n_p
+  Eigen::MatrixXd final_sensitivity;           ///< S(tf), n_x x n_p
+  Eigen::MatrixXd cost_gradient;               ///< dpsi_j/dp_k, n_c x n_p
+
+  SolverStats stats;
+  bool has_sensitivities() const { return cost_gradient.size() > 0; }
+};
+
+}  // namespace saltus

@@ -1,0 +1,66 @@
+#pragma once
+// Independent gradient estimates for checking forward (and adjoint) sensitivities:
+// central finite differences and the complex step with complex event times.
+#include <saltus/core/problem.hpp>
+#include <saltus/solvers/solution.hpp>
+
+#include <string>
+#include <vector>
+
+namespace saltus {
+
+/// dpsi/dp, dx(tf)/dp and dt_e/dp estimated by one method.
+struct GradientEstimate {
+  std::string method;
+  Eigen::VectorXd costs;                ///< psi at p, n_c
+  Eigen::MatrixXd cost_gradient;        ///< n_c x n_p
+  Eigen::MatrixXd final_sensitivity;    ///< n_x x n_p
+  /// dt_e/dp per event of the nominal run, n_events x n_p; NaN where a perturbed run had a
+  /// different event sequence (the derivative of that event time is then not estimated).
+  Eigen::MatrixXd event_time_gradient;
+};
+
+/// Step of central differences for parameter value v: relative_step * |v|, or relative_step
+/// when v = 0.
+double central_difference_step(double value, double relative_step);
+
+/// Central differences (psi(p + h e_k) - psi(p - h e_k)) / 2h, two simulations per parameter.
+/// Their truncation error is O(h^2) and their noise about rtol * |psi| / h; across events they
+/// also need the event sequence to stay the same at p +- h.
+GradientEstimate central_differences(const Problem& problem, const Eigen::VectorXd& p,
+                                     const Options& options, double relative_step = 1e-5);
+
+/// Complex step Im psi(p + i h e_k) / h with complex event times (one complex run per
+/// parameter); exact to O(h^2) with no cancellation, so h = 1e-20 is the default.
+GradientEstimate complex_step(const Problem& problem, const Eigen::VectorXd& p,
+                              const Options& options, double step = 1e-20);
+
+/// The same quantities from a forward-sensitivity Solution.
+GradientEstimate forward_estimate(const Solution& solution);
+
+/// |a - b| / max(|b|, floor): the relative difference used in every comparison table.
+double relative_difference(double a, double b, double floor);
+
+/// One row of a gradient comparison: d cost / d parameter by every method.
+struct GradientCheckEntry {
+  std::string cost;
+  std::string parameter;
+  std::vector<double> values;          ///< one per method, same order as GradientCheck::methods
+  std::vector<double> relative_errors; ///< against methods[0]; entry 0 is 0
+};
+
+struct GradientCheck {
+  std::vector<std::string> methods;
+  std::vector<GradientCheckEntry> entries;
+  /// Largest relative error of each method against methods[0].
+  std::vector<double> max_relative_error;
+};
+
+/// Compares estimates entry by entry against `estimates[0]`. The floor of the relative error
+/// of an entry is `floor_fraction` times the largest |d cost/dp| of that cost, so that entries
+/// that are zero in exact arithmetic are judged absolutely.
+GradientCheck compare_gradients(const Problem& problem,
+                                const std::vector<GradientEstimate>& estimates,
+                                double floor_fraction = 1e-6);
+
+}  // namespace saltus

@@ -1,0 +1,69 @@
+#include <saltus/core/error.hpp>
+#include <saltus/core/options.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace saltus {
+
+namespace {
+
+void require(bool ok, const std::string& field, double value, const char* rule) {
+  if (!ok) throw InputError(fmt::format("option '{}' = {} is invalid: {}", field, value, rule));
+}
+
+bool positive(double v) { return std::isfinite(v) && v > 0.0; }
+
+}  // namespace
+
+void set_horizon(Options& o, double tf) {
+  require(std::isfinite(tf) && tf > o.t0, "tf", tf, "must be finite and greater than t0");
+  std::vector<double> kept;
+  for (double t : o.output_times) {
+    if (t < tf) kept.push_back(t);
+  }
+  if (!o.output_times.empty()) kept.push_back(tf);
+  o.output_times = kept;
+  o.tf = tf;
+}
+
+void validate(const Options& o, int n_states, int n_parameters) {
+  require(std::isfinite(o.t0), "t0", o.t0, "must be finite");
+  require(std::isfinite(o.tf) && o.tf > o.t0, "tf", o.tf, "must be finite and greater than t0");
+  require(positive(o.rtol), "rtol", o.rtol, "must be a positive number");
+  require(std::isfinite(o.atol) && o.atol >= 0.0, "atol", o.atol, "must be >= 0");
+  require(o.cost_atol < 0.0 || std::isfinite(o.cost_atol), "cost_atol", o.cost_atol,
+          "must be finite");
+  if (!o.atol_per_state.empty()) {
+    require(static_cast<int>(o.atol_per_state.size()) == n_states, "atol_per_state size",
+            static_cast<double>(o.atol_per_state.size()), "must equal the number of states");
+    for (double a : o.atol_per_state) {
+      require(std::isfinite(a) && a >= 0.0, "atol_per_state", a, "entries must be >= 0");
+    }
+  }
+  if (!o.parameter_scales.empty()) {
+    require(static_cast<int>(o.parameter_scales.size()) == n_parameters,
+            "parameter_scales size", static_cast<double>(o.parameter_scales.size()),
+            "must equal the number of parameters");
+    for (double s : o.parameter_scales) require(positive(s), "parameter_scales", s, "must be > 0");
+  }
+  require(o.output_times.empty() ? o.n_outputs >= 2 : true, "n_outputs", o.n_outputs,
+          "must be at least 2");
+  double previous = o.t0 - 1.0;
+  for (double t : o.output_times) {
+    require(std::isfinite(t) && t >= o.t0 && t <= o.tf, "output_times", t,
+            "must lie in [t0, tf]");
+    require(t > previous, "output_times", t, "must be strictly increasing");
+    previous = t;
+  }
+  require(o.max_steps > 0, "max_steps", static_cast<double>(o.max_steps), "must be positive");
+  require(o.max_event_cascade > 0, "max_event_cascade", o.max_event_cascade, "must be positive");
+  require(std::isfinite(o.cascade_window) && o.cascade_window >= 0.0, "cascade_window",
+          o.cascade_window, "must be >= 0");
+  require(o.max_events > 0, "max_events", static_cast<double>(o.max_events), "must be positive");
+  require(std::isfinite(o.grazing_tolerance) && o.grazing_tolerance >= 0.0, "grazing_tolerance",
+          o.grazing_tolerance, "must be >= 0");
+}
+
+}  // namespace saltus

@@ -1,0 +1,186 @@
+#include <saltus/core/problem.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace saltus {
+
+namespace {
+
+int index_of(const std::vector<std::string>& names, const std::string& name,
+             const std::string& kind, const std::string& problem) {
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) {
+    throw InputError(fmt::format("unknown {} '{}' in problem '{}' (known: {})", kind, name,
+                                 problem, fmt::join(names, ", ")));
+  }
+  return static_cast<int>(it - names.begin());
+}
+
+void require_unique(const std::vector<std::string>& existing, const std::string& name,
+                    const std::string& kind) {
+  if (name.empty()) throw InputError(fmt::format("a {} needs a non-empty name", kind));
+  if (std::find(existing.begin(), existing.end(), name) != existing.end()) {
+    throw InputError(fmt::format("duplicate {} name '{}'", kind, name));
+  }
+}
+
+}  // namespace
+
+bool Event::active_in(int mode) const {
+  return active_modes.empty() ||
+         std::find(active_modes.begin(), active_modes.end(), mode) != active_modes.end();
+}
+
+Event& EventBuilder::event() { return problem_.events_.at(static_cast<size_t>(index_)); }
+
+EventBuilder& EventBuilder::switch_to(int mode) {
+  event().target_mode = mode;
+  return *this;
+}
+
+EventBuilder& EventBuilder::only_in(std::vector<int> modes) {
+  event().active_modes = std::move(modes);
+  return *this;
+}
+
+Problem::Problem(std::string name, std::string description)
+    : name_(std::move(name)), description_(std::move(description)) {}
+
+void Problem::set_states(std::vector<std::string> names) {
+  std::vector<std::string> seen;
+  for (const auto& n : names) {
+    require_unique(seen, n, "state");
+    seen.push_back(n);
+  }
+  states_ = std::move(names);
+}
+
+int Problem::add_parameter(const std::string& name, double nominal, std::string description) {
+  require_unique(parameter_names(), name, "parameter");
+  if (!std::isfinite(nominal)) {
+    throw InputError(fmt::format("parameter '{}' has non-finite nominal value {}", name, nominal));
+  }
+  parameters_.push_back({name, nominal, std::move(description)});
+  return n_parameters() - 1;
+}
+
+int Problem::add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs) {
+  std::vector<std::string> names;
+  for (const auto& m : modes_) names.push_back(m.name);
+  require_unique(names, name, "mode");
+  modes_.push_back({name, std::move(rhs), std::nullopt});
+  return n_modes() - 1;
+}
+
+void Problem::set_initial_mode(int mode) {
+  if (mode < 0 || mode >= n_modes()) {
+    throw InputError(fmt::format("initial mode {} out of range (problem has {} modes)", mode,
+                                 n_modes()));
+  }
+  initial_mode_ = mode;
+}
+
+void Problem::set_jacobian(int mode, AnalyticJacobian jacobian) {
+  if (mode < 0 || mode >= n_modes()) {
+    throw InputError(fmt::format("set_jacobian: mode {} out of range", mode));
+  }
+  modes_[static_cast<size_t>(mode)].jacobian = std::move(jacobian);
+}
+
+EventBuilder Problem::add_event_impl(const std::string& name, Direction direction,
+                                     Instantiated<GuardFn> guard) {
+  std::vector<std::string> names;
+  for (const auto& e : events_) names.push_back(e.name);
+  require_unique(names, name, "event");
+  Event e;
+  e.name = name;
+  e.direction = direction;
+  e.guard = std::move(guard);
+  events_.push_back(std::move(e));
+  return EventBuilder(*this, n_events() - 1);
+}
+
+void Problem::add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
+                            Instantiated<TerminalCostFn> terminal) {
+  require_unique(cost_names(), name, "cost");
+  costs_.push_back({name, std::move(running), std::move(terminal)});
+}
+
+std::vector<std::string> Problem::parameter_names() const {
+  std::vector<std::string> names;
+  for (const auto& p : parameters_) names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string> Problem::cost_names() const {
+  std::vector<std::string> names;
+  for (const auto& c : costs_) names.push_back(c.name);
+  return names;
+}
+
+int Problem::parameter_index(const std::string& name) const {
+  return index_of(parameter_names(), name, "parameter", name_);
+}
+int Problem::cost_index(const std::string& name) const {
+  return index_of(cost_names(), name, "cost", name_);
+}
+int Problem::state_index(const std::string& name) const {
+  return index_of(states_, name, "state", name_);
+}
+
+Eigen::VectorXd Problem::nominal_parameters() const {
+  Eigen::VectorXd p(n_parameters());
+  for (int i = 0; i < n_parameters(); ++i) p[i] = parameters_[static_cast<size_t>(i)].nominal;
+  return p;
+}
+
+void Problem::set_nominal(const std::string& name, double value) {
+  const int i = parameter_index(name);
+  if (!std::isfinite(value)) {
+    throw InputError(fmt::format("parameter '{}' must be finite, got {}", name, value));
+  }
+  parameters_[static_cast<size_t>(i)].nominal = value;
+}
+
+void Problem::validate() const {
+  const auto fail = [&](const std::string& what) {
+    throw InputError(fmt::format("problem '{}': {}", name_, what));
+  };
+  if (states_.empty()) fail("no states (call set_states)");
+  if (modes_.empty()) fail("no modes (call add_mode)");
+  if (!initial_state_) fail("no initial state (call set_initial_state)");
+  if (costs_.empty()) fail("no costs (add at least one running or terminal cost)");
+  if (initial_mode_ < 0 || initial_mode_ >= n_modes()) fail("initial mode out of range");
+  for (const auto& e : events_) {
+    if (e.target_mode != kSameMode && (e.target_mode < 0 || e.target_mode >= n_modes())) {
+      fail(fmt::format("event '{}' switches to mode {} but there are {} modes", e.name,
+                       e.target_mode, n_modes()));
+    }
+    for (int m : e.active_modes) {
+      if (m < 0 || m >= n_modes()) {
+        fail(fmt::format("event '{}' is watched in mode {} but there are {} modes", e.name, m,
+                         n_modes()));
+      }
+    }
+  }
+  saltus::validate(options_, n_states(), n_parameters());
+}
+
+void Problem::validate_parameters(const Eigen::VectorXd& p) const {
+  if (p.size() != n_parameters()) {
+    throw InputError(fmt::format("problem '{}' has {} parameters, got a vector of {}", name_,
+                                 n_parameters(), p.size()));
+  }
+  for (int i = 0; i < p.size(); ++i) {
+    if (!std::isfinite(p[i])) {
+      throw InputError(fmt::format("parameter '{}' of problem '{}' is not finite ({})",
+                                   parameters_[static_cast<size_t>(i)].name, name_, p[i]));
+    }
+  }
+}
+
+}  // namespace saltus

@@ -1,0 +1,142 @@
+#include <saltus/derivatives/tangent.hpp>
+
+namespace saltus {
+
+namespace {
+
+void seed(VectorX<Dual>& out, In<double> value, In<double> direction) {
+  out.resize(value.size());
+  for (Eigen::Index i = 0; i < value.size(); ++i) out[i] = make_dual(value[i], direction[i]);
+}
+
+void seed_constant(VectorX<Dual>& out, In<double> value) {
+  out.resize(value.size());
+  for (Eigen::Index i = 0; i < value.size(); ++i) out[i] = Dual(value[i]);
+}
+
+void tangent_of(const VectorX<Dual>& v, Out<double> tangent) {
+  for (Eigen::Index i = 0; i < v.size(); ++i) tangent[i] = v[i].v[0];
+}
+
+}  // namespace
+
+void evaluate_rhs(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                  Out<double> xdot) {
+  problem.mode(mode).rhs.real(t, x, p, xdot);
+}
+
+void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                 double dt, In<double> dx, In<double> dp, Out<double> tangent,
+                 TangentWorkspace& ws) {
+  seed(ws.t_x, x, dx);
+  seed(ws.t_p, p, dp);
+  ws.t_out.resize(x.size());
+  problem.mode(mode).rhs.dual(make_dual(t, dt), ws.t_x, ws.t_p, ws.t_out);
+  tangent_of(ws.t_out, tangent);
+}
+
+double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
+                     double dt, In<double> dx, In<double> dp, TangentWorkspace& ws) {
+  seed(ws.t_x, x, dx);
+  seed(ws.t_p, p, dp);
+  return problem.event(event).guard.dual(make_dual(t, dt), ws.t_x, ws.t_p).v[0];
+}
+
+void jump_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
+                  double dt, In<double> dx, In<double> dp, Out<double> tangent,
+                  TangentWorkspace& ws) {
+  const auto& jump = problem.event(event).jump;
+  if (!jump) {
+    tangent = dx;
+    return;
+  }
+  seed(ws.t_x, x, dx);
+  seed(ws.t_p, p, dp);
+  ws.t_out.resize(x.size());
+  jump.dual(make_dual(t, dt), ws.t_x, ws.t_p, ws.t_out);
+  tangent_of(ws.t_out, tangent);
+}
+
+double running_cost(const Problem& problem, int cost, int mode, double t, In<double> x,
+                    In<double> p) {
+  const auto& g = problem.cost(cost).running;
+  if (!g) return 0.0;
+  Eigen::VectorXd xdot(x.size());
+  problem.mode(mode).rhs.real(t, x, p, xdot);
+  return g.real(t, x, xdot, p);
+}
+
+double running_cost_tangent(const Problem& problem, int cost, int mode, double t, In<double> x,
+                            In<double> p, double dt, In<double> dx, In<double> dp,
+                            TangentWorkspace& ws) {
+  const auto& g = problem.cost(cost).running;
+  if (!g) return 0.0;
+  seed(ws.t_x, x, dx);
+  seed(ws.t_p, p, dp);
+  ws.t_xdot.resize(x.size());
+  const Dual td = make_dual(t, dt);
+  problem.mode(mode).rhs.dual(td, ws.t_x, ws.t_p, ws.t_xdot);
+  return g.dual(td, ws.t_x, ws.t_xdot, ws.t_p).v[0];
+}
+
+double terminal_cost(const Problem& problem, int cost, In<double> x, In<double> p) {
+  const auto& w = problem.cost(cost).terminal;
+  return w ? w.real(x, p) : 0.0;
+}
+
+double terminal_cost_tangent(const Problem& problem, int cost, In<double> x, In<double> p,
+                             In<double> dx, In<double> dp, TangentWorkspace& ws) {
+  const auto& w = problem.cost(cost).terminal;
+  if (!w) return 0.0;
+  seed(ws.t_x, x, dx);
+  seed(ws.t_p, p, dp);
+  return w.dual(ws.t_x, ws.t_p).v[0];
+}
+
+Eigen::VectorXd initial_state(const Problem& problem, In<double> p) {
+  Eigen::VectorXd x0 = Eigen::VectorXd::Zero(problem.n_states());
+  problem.initial_state().real(p, x0);
+  return x0;
+}
+
+Eigen::MatrixXd initial_state_jacobian(const Problem& problem, In<double> p) {
+  const int nx = problem.n_states();
+  const int np = problem.n_parameters();
+  Eigen::MatrixXd jac(nx, np);
+  VectorX<Dual> pd, x0(nx);
+  for (int j = 0; j < np; ++j) {
+    seed(pd, p, Eigen::VectorXd::Unit(np, j));
+    x0.setConstant(Dual(0.0));
+    problem.initial_state().dual(pd, x0);
+    tangent_of(x0, jac.col(j));
+  }
+  return jac;
+}
+
+void rhs_jacobians(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                   Eigen::Ref<Eigen::MatrixXd> fx, Eigen::Ref<Eigen::MatrixXd> fp,
+                   TangentWorkspace& ws) {
+  const auto& m = problem.mode(mode);
+  if (m.jacobian && m.jacobian->state && m.jacobian->parameters) {
+    m.jacobian->state(t, x, p, fx);
+    m.jacobian->parameters(t, x, p, fp);
+    return;
+  }
+  const auto nx = x.size();
+  const auto np = p.size();
+  ws.t_out.resize(nx);
+  seed_constant(ws.t_p, p);
+  for (Eigen::Index j = 0; j < nx; ++j) {
+    seed(ws.t_x, x, Eigen::VectorXd::Unit(nx, j));
+    m.rhs.dual(Dual(t), ws.t_x, ws.t_p, ws.t_out);
+    tangent_of(ws.t_out, fx.col(j));
+  }
+  seed_constant(ws.t_x, x);
+  for (Eigen::Index j = 0; j < np; ++j) {
+    seed(ws.t_p, p, Eigen::VectorXd::Unit(np, j));
+    m.rhs.dual(Dual(t), ws.t_x, ws.t_p, ws.t_out);
+    tangent_of(ws.t_out, fp.col(j));
+  }
+}
+
+}  // namespace saltus

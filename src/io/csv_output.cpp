@@ -1,0 +1,97 @@
+#include <saltus/io/csv_output.hpp>
+
+#include <saltus/core/error.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace saltus {
+
+namespace {
+
+std::ofstream open_file(const std::filesystem::path& path) {
+  std::ofstream out(path);
+  if (!out) throw InputError(fmt::format("cannot write CSV file '{}'", path.string()));
+  return out;
+}
+
+void write_trajectory(const std::filesystem::path& folder, const Problem& pb, const Solution& s) {
+  auto out = open_file(folder / "trajectory.csv");
+  fmt::print(out, "t,mode");
+  for (const auto& n : pb.state_names()) fmt::print(out, ",{}", n);
+  fmt::print(out, "\n");
+  for (size_t i = 0; i < s.times.size(); ++i) {
+    fmt::print(out, "{:.17g},{}", s.times[i], pb.mode(s.modes[i]).name);
+    for (Eigen::Index j = 0; j < s.states.cols(); ++j) fmt::print(out, ",{:.17g}", s.states(static_cast<Eigen::Index>(i), j));
+    fmt::print(out, "\n");
+  }
+}
+
+void write_sensitivities(const std::filesystem::path& folder, const Problem& pb, const Solution& s) {
+  if (s.sensitivities.empty()) return;
+  auto out = open_file(folder / "sensitivities.csv");
+  const auto params = pb.parameter_names();
+  fmt::print(out, "t");
+  for (const auto& x : pb.state_names()) {
+    for (const auto& p : params) fmt::print(out, ",d{}/d{}", x, p);
+  }
+  fmt::print(out, "\n");
+  for (size_t i = 0; i < s.times.size(); ++i) {
+    fmt::print(out, "{:.17g}", s.times[i]);
+    const auto& S = s.sensitivities[i];
+    for (Eigen::Index r = 0; r < S.rows(); ++r) {
+      for (Eigen::Index c = 0; c < S.cols(); ++c) fmt::print(out, ",{:.17g}", S(r, c));
+    }
+    fmt::print(out, "\n");
+  }
+}
+
+void write_events(const std::filesystem::path& folder, const Problem& pb, const RunResult& r) {
+  auto out = open_file(folder / "events.csv");
+  const auto params = pb.parameter_names();
+  fmt::print(out, "time,name,mode_before,mode_after");
+  for (const auto& x : pb.state_names()) fmt::print(out, ",{}_before,{}_after", x, x);
+  for (const auto& p : params) fmt::print(out, ",dt/d{}", p);
+  fmt::print(out, "\n");
+  const Eigen::MatrixXd& tau = r.estimates.front().event_time_gradient;
+  for (size_t i = 0; i < r.solution.events.size(); ++i) {
+    const auto& e = r.solution.events[i];
+    fmt::print(out, "{:.17g},{},{},{}", e.time, e.name, pb.mode(e.mode_before).name, pb.mode(e.mode_after).name);
+    for (Eigen::Index j = 0; j < e.state_before.size(); ++j) fmt::print(out, ",{:.17g},{:.17g}", e.state_before[j], e.state_after[j]);
+    for (Eigen::Index k = 0; k < tau.cols(); ++k) fmt::print(out, ",{:.17g}", tau(static_cast<Eigen::Index>(i), k));
+    fmt::print(out, "\n");
+  }
+}
+
+void write_gradient(const std::filesystem::path& folder, const Problem& pb, const RunResult& r) {
+  auto out = open_file(folder / "gradient.csv");
+  fmt::print(out, "cost,parameter");
+  for (const auto& e : r.estimates) fmt::print(out, ",{}", e.method);
+  fmt::print(out, "\n");
+  const auto params = pb.parameter_names();
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    for (int k = 0; k < pb.n_parameters(); ++k) {
+      fmt::print(out, "{},{}", pb.cost(c).name, params[static_cast<size_t>(k)]);
+      for (const auto& e : r.estimates) fmt::print(out, ",{:.17g}", e.cost_gradient(c, k));
+      fmt::print(out, "\n");
+    }
+  }
+}
+
+}  // namespace
+
+void write_csv(const std::string& folder, const Problem& pb, const RunResult& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) throw InputError(fmt::format("cannot create output folder '{}': {}", folder, ec.message()));
+  const std::filesystem::path dir(folder);
+  write_trajectory(dir, pb, r.solution);
+  write_sensitivities(dir, pb, r.solution);
+  write_events(dir, pb, r);
+  write_gradient(dir, pb, r);
+}
+
+}  // namespace saltus

@@ -1,0 +1,86 @@
+#include <saltus/io/json_output.hpp>
+
+#include <saltus/core/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+
+namespace saltus {
+
+namespace {
+
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json named(const std::vector<std::string>& names, const Eigen::Ref<const Eigen::VectorXd>& v) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t i = 0; i < names.size(); ++i) j[names[i]] = finite_or_null(v[static_cast<Eigen::Index>(i)]);
+  return j;
+}
+
+nlohmann::json gradient_json(const Problem& pb, const Eigen::MatrixXd& grad) {
+  nlohmann::json j = nlohmann::json::object();
+  const auto params = pb.parameter_names();
+  for (int c = 0; c < pb.n_costs(); ++c) j[pb.cost(c).name] = named(params, grad.row(c).transpose());
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Problem& pb, const RunResult& r) {
+  const Solution& s = r.solution;
+  const auto params = pb.parameter_names();
+  const GradientEstimate& primary = r.estimates.front();
+  nlohmann::json j;
+  j["problem"] = pb.name();
+  j["method"] = r.method;
+  j["parameters"] = named(params, r.parameters);
+  j["costs"] = named(pb.cost_names(), s.costs);
+  j["gradient"] = gradient_json(pb, primary.cost_gradient);
+  j["final_state"] = named(pb.state_names(), s.final_state);
+  j["final_time"] = s.times.back();
+  j["final_mode"] = pb.mode(s.final_mode).name;
+  nlohmann::json events = nlohmann::json::array();
+  for (size_t i = 0; i < s.events.size(); ++i) {
+    const auto& e = s.events[i];
+    nlohmann::json ev;
+    ev["time"] = e.time;
+    ev["name"] = e.name;
+    ev["mode_before"] = pb.mode(e.mode_before).name;
+    ev["mode_after"] = pb.mode(e.mode_after).name;
+    ev["grazing"] = e.grazing;
+    const auto row = static_cast<Eigen::Index>(i);
+    ev["dtime_dp"] = row < primary.event_time_gradient.rows()
+                         ? named(params, primary.event_time_gradient.row(row).transpose())
+                         : nlohmann::json::object();
+    events.push_back(ev);
+  }
+  j["events"] = events;
+  nlohmann::json methods = nlohmann::json::object();
+  for (size_t m = 0; m < r.estimates.size(); ++m) {
+    nlohmann::json mj;
+    mj["gradient"] = gradient_json(pb, r.estimates[m].cost_gradient);
+    mj["seconds"] = r.seconds[m];
+    if (r.check) mj["max_relative_error"] = r.check->max_relative_error[m];
+    methods[r.estimates[m].method] = mj;
+  }
+  j["methods"] = methods;
+  j["stats"] = {{"segments", s.stats.segments},
+                {"steps", s.stats.steps},
+                {"rhs_evals", s.stats.rhs_evals},
+                {"jacobian_evals", s.stats.jacobian_evals},
+                {"root_evals", s.stats.root_evals},
+                {"error_test_failures", s.stats.error_test_failures},
+                {"sensitivity_rhs_evals", s.stats.sensitivity_rhs_evals}};
+  return j;
+}
+
+void write_json(const std::string& path, const Problem& pb, const RunResult& r) {
+  std::ofstream out(path);
+  if (!out) throw InputError(fmt::format("cannot write JSON file '{}'", path));
+  out << to_json(pb, r).dump(2) << "\n";
+  if (!out) throw InputError(fmt::format("error while writing JSON file '{}'", path));
+}
+
+}  // namespace saltus

@@ -1,0 +1,111 @@
+#include <saltus/io/report.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <cmath>
+
+namespace saltus {
+
+namespace {
+
+std::string number(double v) { return std::isfinite(v) ? fmt::format("{: .6e}", v) : "      n/a"; }
+
+const char* direction_word(const EventRecord& e) { return e.grazing ? "  GRAZING" : ""; }
+
+void print_events(std::ostream& out, const Problem& pb, const RunResult& r) {
+  const auto& events = r.solution.events;
+  fmt::print(out, "\nEvents ({}):\n", events.size());
+  if (events.empty()) return;
+  const auto params = pb.parameter_names();
+  const Eigen::MatrixXd& tau = r.estimates.front().event_time_gradient;
+  fmt::print(out, "  {:>4} {:>16}  {:<14}", "#", "time [s]", "event");
+  for (const auto& name : params) fmt::print(out, " {:>14}", "dt/d" + name);
+  fmt::print(out, "\n");
+  for (size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
+    fmt::print(out, "  {:>4} {:>16.10f}  {:<14}", i + 1, e.time, e.name);
+    for (Eigen::Index k = 0; k < tau.cols(); ++k) {
+      fmt::print(out, " {:>14}",
+                 number(tau.rows() > static_cast<Eigen::Index>(i) ? tau(static_cast<Eigen::Index>(i), k)
+                                                                   : NAN));
+    }
+    if (e.mode_before != e.mode_after) {
+      fmt::print(out, "  {} -> {}", pb.mode(e.mode_before).name, pb.mode(e.mode_after).name);
+    }
+    fmt::print(out, "{}\n", direction_word(e));
+  }
+  for (const auto& e : events) {
+    if (e.grazing) {
+      fmt::print(out, "  warning: event '{}' at t = {:.10g} grazes its guard (r-dot = {:.3g}); "
+                      "its time has no derivative\n",
+                 e.name, e.time, e.guard_rate);
+    }
+  }
+}
+
+void print_gradient(std::ostream& out, const Problem& pb, const GradientEstimate& est) {
+  fmt::print(out, "\nGradient d cost / d parameter ({}):\n", est.method);
+  fmt::print(out, "  {:<14}", "cost");
+  for (const auto& name : pb.parameter_names()) fmt::print(out, " {:>14}", name);
+  fmt::print(out, "\n");
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    fmt::print(out, "  {:<14}", pb.cost(c).name);
+    for (int k = 0; k < pb.n_parameters(); ++k) fmt::print(out, " {:>14}", number(est.cost_gradient(c, k)));
+    fmt::print(out, "\n");
+  }
+}
+
+void print_agreement(std::ostream& out, const RunResult& r) {
+  if (!r.check) return;
+  const GradientCheck& check = *r.check;
+  fmt::print(out, "\nAgreement of methods (relative difference against {}):\n", check.methods[0]);
+  fmt::print(out, "  {:<14} {:<10}", "cost", "parameter");
+  for (const auto& m : check.methods) fmt::print(out, " {:>20}", m);
+  for (size_t m = 1; m < check.methods.size(); ++m) fmt::print(out, " {:>12}", "rel.err " + std::to_string(m));
+  fmt::print(out, "\n");
+  for (const auto& e : check.entries) {
+    fmt::print(out, "  {:<14} {:<10}", e.cost, e.parameter);
+    for (double v : e.values) fmt::print(out, " {:>20.12e}", v);
+    for (size_t m = 1; m < e.relative_errors.size(); ++m) fmt::print(out, " {:>12.2e}", e.relative_errors[m]);
+    fmt::print(out, "\n");
+  }
+  for (size_t m = 1; m < check.methods.size(); ++m) {
+    fmt::print(out, "  largest relative difference, {} vs {}: {:.2e}\n", check.methods[m],
+               check.methods[0], check.max_relative_error[m]);
+  }
+}
+
+}  // namespace
+
+void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
+  const Solution& s = r.solution;
+  fmt::print(out, "Saltus run: {} — {}\n", pb.name(), pb.description());
+  fmt::print(out, "Method: {}    horizon: [{}, {}] s\n", r.method, s.times.front(), s.times.back());
+  fmt::print(out, "\nParameters:\n");
+  for (int k = 0; k < pb.n_parameters(); ++k) {
+    fmt::print(out, "  {:<10} = {:.10g}\n", pb.parameters()[static_cast<size_t>(k)].name, r.parameters[k]);
+  }
+  print_events(out, pb, r);
+  fmt::print(out, "\nFinal state (t = {}, mode '{}'):\n", s.times.back(), pb.mode(s.final_mode).name);
+  for (int i = 0; i < pb.n_states(); ++i) {
+    fmt::print(out, "  {:<10} = {: .12e}\n", pb.state_names()[static_cast<size_t>(i)], s.final_state[i]);
+  }
+  fmt::print(out, "\nCosts:\n");
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    fmt::print(out, "  {:<14} = {: .12e}\n", pb.cost(c).name, s.costs[c]);
+  }
+  print_gradient(out, pb, r.estimates.front());
+  print_agreement(out, r);
+  fmt::print(out, "\nSolver: {} segments, {} steps, {} f evals, {} Jacobians, {} guard evals, {} "
+                  "error-test failures\n",
+             s.stats.segments, s.stats.steps, s.stats.rhs_evals, s.stats.jacobian_evals,
+             s.stats.root_evals, s.stats.error_test_failures);
+  fmt::print(out, "Time:");
+  for (size_t m = 0; m < r.estimates.size(); ++m) {
+    fmt::print(out, "  {} {:.3f} s", r.estimates[m].method, r.seconds[m]);
+  }
+  fmt::print(out, "\n");
+}
+
+}  // namespace saltus

@@ -1,0 +1,302 @@
+// Complex-arithmetic hybrid simulation with complex event times (theory/hybrid-ode.md section 8).
+#include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/complex_simulation.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "cvodes_session.hpp"
+#include "guard_rate.hpp"
+#include "run_support.hpp"
+
+namespace saltus {
+
+namespace {
+
+using detail::view;
+
+/// Integrates the real system y = (Re x, Im x) and quadratures q = (Re z, Im z).
+class ComplexRun {
+ public:
+  ComplexRun(const Problem& problem, const VectorX<Complex>& p, const Options& options,
+             double imaginary_scale);
+  ComplexSolution run();
+
+ private:
+  static int rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self);
+  static int jacobian_cb(sunrealtype t, N_Vector y, N_Vector fy, SUNMatrix J, void* self,
+                         N_Vector, N_Vector, N_Vector);
+  static int roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self);
+  static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self);
+
+  void load_state(N_Vector y);  // y -> xc_
+  void begin_segment(double t);
+  void end_segment(double t);
+  void handle_roots(double t);
+  void apply_event(int k, double t);
+  [[noreturn]] void fail(int flag, double t);
+
+  const Problem& pb_;
+  VectorX<Complex> p_;
+  Eigen::VectorXd p_real_;
+  Options opt_;
+  int nx_, nc_;
+  bool has_running_cost_ = false;
+  int mode_ = 0;
+  VectorX<Complex> xc_, fc_;
+  VectorX<Complex> cost_integral_;
+  bool segment_advanced_ = false;
+  Eigen::VectorXd real_x_, real_f_, zero_p_;
+  Eigen::MatrixXd identity_x_;
+  TangentWorkspace ws_;
+  detail::WatchedEvents watched_;
+  detail::CascadeGuard cascade_;
+  std::string model_error_;
+  ComplexSolution sol_;
+  std::unique_ptr<detail::CvodesSession> cv_;
+};
+
+ComplexRun::ComplexRun(const Problem& problem, const VectorX<Complex>& p, const Options& options,
+                       double imaginary_scale)
+    : pb_(problem),
+      p_(p),
+      p_real_(p.real()),
+      opt_(options),
+      nx_(problem.n_states()),
+      nc_(problem.n_costs()),
+      cascade_(opt_) {
+  pb_.validate();
+  validate(opt_, nx_, problem.n_parameters());
+  pb_.validate_parameters(p_real_);
+  if (!(imaginary_scale > 0.0) || !std::isfinite(imaginary_scale)) {
+    throw InputError(fmt::format("complex step size must be positive, got {}", imaginary_scale));
+  }
+  for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  xc_.resize(nx_);
+  fc_.resize(nx_);
+  real_x_.resize(nx_);
+  real_f_.resize(nx_);
+  zero_p_ = Eigen::VectorXd::Zero(p.size());
+  identity_x_ = Eigen::MatrixXd::Identity(nx_, nx_);
+  // Tolerances: imaginary parts (states and cost quadratures) are O(imaginary_scale) and get
+  // absolute tolerances scaled alike, so both parts are integrated to the same accuracy.
+  Options o = opt_;
+  std::vector<double> atol = detail::state_atol(opt_, nx_);
+  std::vector<double> stacked = atol;
+  for (double a : atol) stacked.push_back(a * imaginary_scale);
+  o.atol_per_state = stacked;
+  const double cost_atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
+  std::vector<double> quadrature_atol(static_cast<size_t>(nc_), cost_atol);
+  for (int c = 0; c < nc_; ++c) quadrature_atol.push_back(cost_atol * imaginary_scale);
+  detail::CvodesCallbacks cb;
+  cb.rhs = rhs_cb;
+  cb.jacobian = jacobian_cb;
+  cb.roots = roots_cb;
+  cb.quadrature = quadrature_cb;
+  cv_ = std::make_unique<detail::CvodesSession>(2 * nx_, has_running_cost_ ? 2 * nc_ : 0, 0, o,
+                                                cb, this, stacked, std::vector<double>{},
+                                                quadrature_atol);
+}
+
+void ComplexRun::load_state(N_Vector y) {
+  auto v = view(y);
+  for (int i = 0; i < nx_; ++i) xc_[i] = Complex(v[i], v[nx_ + i]);
+}
+
+int ComplexRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
+  auto* self = static_cast<ComplexRun*>(self_ptr);
+  self->load_state(y);
+  self->pb_.mode(self->mode_).rhs.complex(Complex(t), self->xc_, self->p_, self->fc_);
+  auto out = view(ydot);
+  out.head(self->nx_) = self->fc_.real();
+  out.tail(self->nx_) = self->fc_.imag();
+  if (!out.allFinite()) {
+    self->model_error_ = fmt::format("the right-hand side of mode '{}' is not finite at t = "
+                                     "{:.17g} (complex run)",
+                                     self->pb_.mode(self->mode_).name, t);
+    return 1;
+  }
+  return 0;
+}
+
+int ComplexRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, void* self_ptr,
+                            N_Vector, N_Vector, N_Vector) {
+  // Block-diagonal approximation diag(f_x, f_x) at the real part: the off-diagonal blocks
+  // are O(h) and only slow Newton convergence negligibly.
+  auto* self = static_cast<ComplexRun*>(self_ptr);
+  const int n = self->nx_;
+  auto v = view(y);
+  self->real_x_ = v.head(n);
+  Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), 2 * n, 2 * n);
+  jac.setZero();
+  Eigen::VectorXd col(n);
+  for (int j = 0; j < n; ++j) {
+    rhs_tangent(self->pb_, self->mode_, t, self->real_x_, self->p_real_, 0.0,
+                self->identity_x_.col(j), self->zero_p_, col, self->ws_);
+    jac.block(0, j, n, 1) = col;
+    jac.block(n, n + j, n, 1) = col;
+  }
+  return jac.allFinite() ? 0 : 1;
+}
+
+int ComplexRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_ptr) {
+  auto* self = static_cast<ComplexRun*>(self_ptr);
+  self->load_state(y);
+  for (size_t i = 0; i < self->watched_.events.size(); ++i) {
+    const Event& e = self->pb_.event(self->watched_.events[i]);
+    g[i] = e.guard.complex(Complex(t), self->xc_, self->p_).real();  // events on the real part
+    if (!std::isfinite(g[i])) {
+      self->model_error_ = fmt::format("the guard of event '{}' is not finite at t = {:.17g}",
+                                       e.name, t);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int ComplexRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
+  auto* self = static_cast<ComplexRun*>(self_ptr);
+  self->load_state(y);
+  self->pb_.mode(self->mode_).rhs.complex(Complex(t), self->xc_, self->p_, self->fc_);
+  auto out = view(q);
+  for (int c = 0; c < self->nc_; ++c) {
+    const auto& g = self->pb_.cost(c).running;
+    const Complex value = g ? g.complex(Complex(t), self->xc_, self->fc_, self->p_) : Complex(0);
+    out[c] = value.real();
+    out[self->nc_ + c] = value.imag();
+  }
+  return out.allFinite() ? 0 : 1;
+}
+
+void ComplexRun::begin_segment(double t) {
+  auto y = view(cv_->y());
+  y.head(nx_) = xc_.real();
+  y.tail(nx_) = xc_.imag();
+  cv_->start(t);
+  watched_ = detail::watched_events(pb_, mode_);
+  cv_->set_roots(watched_.directions);
+  segment_advanced_ = false;
+}
+
+void ComplexRun::end_segment(double t) {
+  cv_->add_stats(sol_.stats);
+  if (!segment_advanced_ || cv_->nq() == 0) return;
+  cv_->load_quadratures(t);
+  auto q = view(cv_->q());
+  for (int c = 0; c < nc_; ++c) cost_integral_[c] += Complex(q[c], q[nc_ + c]);
+}
+
+void ComplexRun::apply_event(int k, double t) {
+  const Event& ev = pb_.event(k);
+  const int mode_after = ev.target_mode == kSameMode ? mode_ : ev.target_mode;
+  // Crossing speed on the real part (its O(h) imaginary part changes dt_c only at O(h^2)).
+  real_x_ = xc_.real();
+  pb_.mode(mode_).rhs.real(t, real_x_, p_real_, real_f_);
+  const detail::GuardRate rate = detail::guard_rate(pb_, k, t, real_x_, p_real_, real_f_, ws_);
+  if (rate.grazing(opt_.grazing_tolerance)) {
+    throw GrazingError(fmt::format(
+        "event '{}' at t = {:.17g} grazes its guard (r-dot- = {:.3g}): the event time has no "
+        "derivative there, so the complex step does not exist",
+        ev.name, t, rate.rate));
+  }
+  const Complex tc(t);
+  VectorX<Complex> f_minus(nx_), f_plus(nx_), x_hat(nx_), x_hat_plus(nx_);
+  pb_.mode(mode_).rhs.complex(tc, xc_, p_, f_minus);
+  const Complex r = ev.guard.complex(tc, xc_, p_);
+  const Complex dt_c = -r / rate.rate;
+  const Complex t_event = tc + dt_c;
+  x_hat = xc_ + f_minus * dt_c;
+  if (ev.jump) {
+    ev.jump.complex(t_event, x_hat, p_, x_hat_plus);
+  } else {
+    x_hat_plus = x_hat;
+  }
+  pb_.mode(mode_after).rhs.complex(t_event, x_hat_plus, p_, f_plus);
+  for (int c = 0; c < nc_; ++c) {
+    const auto& g = pb_.cost(c).running;
+    if (!g) continue;
+    const Complex g_minus = g.complex(tc, xc_, f_minus, p_);
+    const Complex g_plus = g.complex(t_event, x_hat_plus, f_plus, p_);
+    cost_integral_[c] += (g_minus - g_plus) * dt_c;
+  }
+  xc_ = x_hat_plus - f_plus * dt_c;
+  if (!xc_.allFinite()) {
+    throw ModelError(fmt::format("the jump of event '{}' at t = {:.17g} returned a non-finite "
+                                 "state (complex run)",
+                                 ev.name, t));
+  }
+  mode_ = mode_after;
+  sol_.event_times.push_back(t_event);
+  sol_.event_ids.push_back(k);
+  cascade_.record(t, ev.name);
+}
+
+void ComplexRun::handle_roots(double t) {
+  load_state(cv_->y());
+  end_segment(t);
+  const std::vector<int> fired = cv_->root_info();
+  const std::vector<int> watched = watched_.events;
+  for (size_t i = 0; i < fired.size(); ++i) {
+    if (fired[i] == 0) continue;
+    const int k = watched[i];
+    if (!pb_.event(k).active_in(mode_)) continue;
+    apply_event(k, t);
+  }
+  begin_segment(t);
+}
+
+void ComplexRun::fail(int flag, double t) {
+  char* name = CVodeGetReturnFlagName(flag);
+  const std::string flag_name = name ? name : "unknown";
+  free(name);
+  const std::string context = fmt::format("at t = {:.17g} in mode '{}' (complex-step run)", t,
+                                          pb_.mode(mode_).name);
+  if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name,
+                                                          context));
+  throw SolverError(fmt::format("CVODES failed with {} {}", flag_name, context));
+}
+
+ComplexSolution ComplexRun::run() {
+  pb_.initial_state().complex(p_, xc_);
+  mode_ = pb_.initial_mode();
+  cost_integral_ = VectorX<Complex>::Zero(nc_);
+  const std::vector<double> grid = detail::output_grid(opt_);
+  double t = opt_.t0;
+  size_t next = grid.front() <= opt_.t0 ? 1 : 0;
+  begin_segment(t);
+  while (next < grid.size()) {
+    const double tout = grid[next];
+    if (tout - t <= 100.0 * 2.2e-16 * std::max(1.0, std::abs(t))) {
+      ++next;
+      continue;
+    }
+    const int flag = cv_->advance(tout, t);
+    if (flag < 0) fail(flag, t);
+    segment_advanced_ = true;
+    if (flag == CV_ROOT_RETURN) {
+      handle_roots(t);
+      continue;
+    }
+    load_state(cv_->y());
+    ++next;
+  }
+  end_segment(t);
+  sol_.final_state = xc_;
+  sol_.costs.resize(nc_);
+  for (int c = 0; c < nc_; ++c) {
+    const auto& w = pb_.cost(c).terminal;
+    sol_.costs[c] = cost_integral_[c] + (w ? w.complex(xc_, p_) : Complex(0));
+  }
+  return std::move(sol_);
+}
+
+}  // namespace
+
+ComplexSolution simulate_complex(const Problem& problem, const VectorX<Complex>& p,
+                                 const Options& options, double imaginary_scale) {
+  return ComplexRun(problem, p, options, imaginary_scale).run();
+}
+
+}  // namespace saltus

@@ -1,0 +1,175 @@
+#include "cvodes_session.hpp"
+
+#include <saltus/core/error.hpp>
+
+#include <fmt/format.h>
+
+namespace saltus::detail {
+
+void check_cvode(int flag, const char* call) {
+  if (flag < 0) {
+    char* name = CVodeGetReturnFlagName(flag);
+    std::string text = name ? name : "unknown";
+    free(name);
+    throw SolverError(fmt::format("{} failed: {}", call, text));
+  }
+}
+
+namespace {
+void check_alloc(const void* ptr, const char* what) {
+  if (!ptr) throw SolverError(fmt::format("SUNDIALS could not allocate {}", what));
+}
+}  // namespace
+
+CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
+                             const CvodesCallbacks& cb, void* user_data,
+                             const std::vector<double>& atol_state,
+                             const std::vector<double>& parameter_scales,
+                             const std::vector<double>& atol_quadrature)
+    : n_(n), nq_(nq), ns_(ns), roots_fn_(cb.roots), tf_(options.tf) {
+  check_cvode(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
+  y_ = N_VNew_Serial(n, ctx_);
+  check_alloc(y_, "the state vector");
+  N_VConst(0.0, y_);
+  atol_ = N_VClone(y_);
+  for (int i = 0; i < n; ++i) NV_Ith_S(atol_, i) = atol_state[static_cast<size_t>(i)];
+  mem_ = CVodeCreate(options.method == LinearMultistep::BDF ? CV_BDF : CV_ADAMS, ctx_);
+  check_alloc(mem_, "CVODES memory");
+  check_cvode(CVodeInit(mem_, cb.rhs, options.t0, y_), "CVodeInit");
+  check_cvode(CVodeSetUserData(mem_, user_data), "CVodeSetUserData");
+  check_cvode(CVodeSVtolerances(mem_, options.rtol, atol_), "CVodeSVtolerances");
+  check_cvode(CVodeSetMaxNumSteps(mem_, options.max_steps), "CVodeSetMaxNumSteps");
+  check_cvode(CVodeSetStopTime(mem_, options.tf), "CVodeSetStopTime");
+  A_ = SUNDenseMatrix(n, n, ctx_);
+  check_alloc(A_, "the Jacobian matrix");
+  LS_ = SUNLinSol_Dense(y_, A_, ctx_);
+  check_alloc(LS_, "the dense linear solver");
+  check_cvode(CVodeSetLinearSolver(mem_, LS_, A_), "CVodeSetLinearSolver");
+  if (cb.jacobian) check_cvode(CVodeSetJacFn(mem_, cb.jacobian), "CVodeSetJacFn");
+
+  const double cost_atol = options.cost_atol < 0.0 ? options.atol : options.cost_atol;
+  if (nq > 0) {
+    q_ = N_VNew_Serial(nq, ctx_);
+    check_alloc(q_, "the quadrature vector");
+    N_VConst(0.0, q_);
+    check_cvode(CVodeQuadInit(mem_, cb.quadrature, q_), "CVodeQuadInit");
+    if (atol_quadrature.empty()) {
+      check_cvode(CVodeQuadSStolerances(mem_, options.rtol, cost_atol), "CVodeQuadSStolerances");
+    } else {
+      N_Vector qatol = N_VClone(q_);
+      for (int i = 0; i < nq; ++i) NV_Ith_S(qatol, i) = atol_quadrature[static_cast<size_t>(i)];
+      const int flag = CVodeQuadSVtolerances(mem_, options.rtol, qatol);
+      N_VDestroy(qatol);
+      check_cvode(flag, "CVodeQuadSVtolerances");
+    }
+    check_cvode(CVodeSetQuadErrCon(mem_, options.cost_error_control ? SUNTRUE : SUNFALSE),
+                "CVodeSetQuadErrCon");
+  }
+  if (ns > 0) {
+    yS_ = N_VCloneVectorArray(ns, y_);
+    check_alloc(yS_, "the sensitivity vectors");
+    for (int k = 0; k < ns; ++k) N_VConst(0.0, yS_[k]);
+    ism_ = options.corrector == SensitivityCorrector::Staggered ? CV_STAGGERED
+                                                                          : CV_SIMULTANEOUS;
+    check_cvode(CVodeSensInit(mem_, ns, ism_, cb.sensitivity, yS_), "CVodeSensInit");
+    std::vector<double> pbar = parameter_scales;
+    check_cvode(CVodeSetSensParams(mem_, nullptr, pbar.data(), nullptr), "CVodeSetSensParams");
+    check_cvode(CVodeSensEEtolerances(mem_), "CVodeSensEEtolerances");
+    check_cvode(
+        CVodeSetSensErrCon(mem_, options.sensitivity_error_control ? SUNTRUE : SUNFALSE),
+        "CVodeSetSensErrCon");
+    if (nq > 0) {
+      qS_ = N_VCloneVectorArray(ns, q_);
+      check_alloc(qS_, "the quadrature sensitivity vectors");
+      for (int k = 0; k < ns; ++k) N_VConst(0.0, qS_[k]);
+      check_cvode(CVodeQuadSensInit(mem_, cb.quadrature_sensitivity, qS_), "CVodeQuadSensInit");
+      check_cvode(CVodeQuadSensEEtolerances(mem_), "CVodeQuadSensEEtolerances");
+      check_cvode(
+          CVodeSetQuadSensErrCon(mem_, options.cost_error_control ? SUNTRUE : SUNFALSE),
+          "CVodeSetQuadSensErrCon");
+    }
+  }
+}
+
+CvodesSession::~CvodesSession() {
+  if (qS_) N_VDestroyVectorArray(qS_, ns_);
+  if (yS_) N_VDestroyVectorArray(yS_, ns_);
+  if (mem_) CVodeFree(&mem_);
+  if (LS_) SUNLinSolFree(LS_);
+  if (A_) SUNMatDestroy(A_);
+  if (q_) N_VDestroy(q_);
+  if (atol_) N_VDestroy(atol_);
+  if (y_) N_VDestroy(y_);
+  if (ctx_) SUNContext_Free(&ctx_);
+}
+
+void CvodesSession::start(double t) {
+  // The first segment was initialised by CVodeInit with the same vector; later ones restart.
+  check_cvode(CVodeReInit(mem_, t, y_), "CVodeReInit");
+  check_cvode(CVodeSetStopTime(mem_, tf_), "CVodeSetStopTime");
+  if (nq_ > 0) {
+    N_VConst(0.0, q_);
+    check_cvode(CVodeQuadReInit(mem_, q_), "CVodeQuadReInit");
+  }
+  if (ns_ > 0) {
+    check_cvode(CVodeSensReInit(mem_, ism_, yS_), "CVodeSensReInit");
+    if (nq_ > 0) {
+      for (int k = 0; k < ns_; ++k) N_VConst(0.0, qS_[k]);
+      check_cvode(CVodeQuadSensReInit(mem_, qS_), "CVodeQuadSensReInit");
+    }
+  }
+}
+
+void CvodesSession::set_roots(const std::vector<int>& directions) {
+  const int nr = static_cast<int>(directions.size());
+  n_roots_ = nr;
+  check_cvode(CVodeRootInit(mem_, nr, nr > 0 ? roots_fn_ : nullptr), "CVodeRootInit");
+  if (nr > 0) {
+    std::vector<int> dirs = directions;
+    check_cvode(CVodeSetRootDirection(mem_, dirs.data()), "CVodeSetRootDirection");
+    // Guards sitting exactly at zero after a restart are masked by CVODES until they move
+    // away; no warning is wanted for that expected situation.
+    check_cvode(CVodeSetNoInactiveRootWarn(mem_), "CVodeSetNoInactiveRootWarn");
+  }
+}
+
+int CvodesSession::advance(double tout, double& t) { return CVode(mem_, tout, y_, &t, CV_NORMAL); }
+
+std::vector<int> CvodesSession::root_info() {
+  std::vector<int> info(static_cast<size_t>(n_roots_), 0);
+  if (n_roots_ > 0) check_cvode(CVodeGetRootInfo(mem_, info.data()), "CVodeGetRootInfo");
+  return info;
+}
+
+void CvodesSession::load_sensitivities(double t) {
+  check_cvode(CVodeGetSensDky(mem_, t, 0, yS_), "CVodeGetSensDky");
+}
+
+void CvodesSession::load_quadratures(double t) {
+  check_cvode(CVodeGetQuadDky(mem_, t, 0, q_), "CVodeGetQuadDky");
+}
+
+void CvodesSession::load_quadrature_sensitivities(double t) {
+  check_cvode(CVodeGetQuadSensDky(mem_, t, 0, qS_), "CVodeGetQuadSensDky");
+}
+
+void CvodesSession::add_stats(SolverStats& s) const {
+  long v = 0;
+  if (CVodeGetNumSteps(mem_, &v) == CV_SUCCESS) s.steps += v;
+  if (CVodeGetNumRhsEvals(mem_, &v) == CV_SUCCESS) s.rhs_evals += v;
+  if (CVodeGetNumJacEvals(mem_, &v) == CV_SUCCESS) s.jacobian_evals += v;
+  if (CVodeGetNumGEvals(mem_, &v) == CV_SUCCESS) s.root_evals += v;
+  if (CVodeGetNumErrTestFails(mem_, &v) == CV_SUCCESS) s.error_test_failures += v;
+  if (CVodeGetNumNonlinSolvIters(mem_, &v) == CV_SUCCESS) s.nonlinear_iterations += v;
+  if (CVodeGetNumNonlinSolvConvFails(mem_, &v) == CV_SUCCESS) s.nonlinear_failures += v;
+  if (ns_ > 0 && CVodeGetSensNumRhsEvals(mem_, &v) == CV_SUCCESS) s.sensitivity_rhs_evals += v;
+  s.segments += 1;
+}
+
+double CvodesSession::current_time() const {
+  double t = 0.0;
+  CVodeGetCurrentTime(mem_, &t);
+  return t;
+}
+
+}  // namespace saltus::detail

@@ -1,0 +1,20 @@
+#pragma once
+// The crossing speed of a guard, r-dot = r_t + r_x f, and the scale it is judged against,
+// |r_t| + sum_i |r_x,i f_i|: a rate that is tiny against its own terms means the trajectory
+// touches the guard without crossing it (grazing).
+#include <saltus/derivatives/tangent.hpp>
+
+namespace saltus::detail {
+
+struct GuardRate {
+  double rate = 0.0;
+  double scale = 0.0;
+  bool grazing(double tolerance) const {
+    return !(std::abs(rate) > tolerance * scale) || scale == 0.0;
+  }
+};
+
+GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
+                     In<double> xdot, TangentWorkspace& ws);
+
+}  // namespace saltus::detail

@@ -1,0 +1,81 @@
+#include "run_support.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace saltus::detail {
+
+std::vector<double> output_grid(const Options& o) {
+  std::vector<double> grid = o.output_times;
+  if (grid.empty()) {
+    const int n = o.n_outputs;
+    for (int i = 0; i < n; ++i) {
+      grid.push_back(i + 1 == n ? o.tf : o.t0 + (o.tf - o.t0) * i / (n - 1));
+    }
+  }
+  if (grid.back() < o.tf) grid.push_back(o.tf);
+  return grid;
+}
+
+WatchedEvents watched_events(const Problem& problem, int mode) {
+  WatchedEvents w;
+  for (int k = 0; k < problem.n_events(); ++k) {
+    const Event& e = problem.event(k);
+    if (!e.active_in(mode)) continue;
+    w.events.push_back(k);
+    w.directions.push_back(e.direction == Direction::Rising    ? 1
+                           : e.direction == Direction::Falling ? -1
+                                                               : 0);
+  }
+  return w;
+}
+
+std::vector<double> state_atol(const Options& o, int n_states) {
+  if (!o.atol_per_state.empty()) return o.atol_per_state;
+  return std::vector<double>(static_cast<size_t>(n_states), o.atol);
+}
+
+std::vector<double> parameter_scales(const Options& o, const Eigen::VectorXd& p) {
+  if (!o.parameter_scales.empty()) return o.parameter_scales;
+  std::vector<double> s(static_cast<size_t>(p.size()));
+  for (Eigen::Index k = 0; k < p.size(); ++k) {
+    s[static_cast<size_t>(k)] = p[k] != 0.0 ? std::abs(p[k]) : 1.0;
+  }
+  return s;
+}
+
+bool same_instant(double a, double b, const Options& o) {
+  return std::abs(a - b) <= o.cascade_window * std::max(1.0, std::abs(a));
+}
+
+void CascadeGuard::record(double t, const std::string& event_name) {
+  ++total_;
+  if (total_ > options_.max_events) {
+    throw ZenoError(fmt::format(
+        "more than {} events by t = {:.17g} (last: '{}'); raise Options::max_events if the "
+        "model really has that many, otherwise the events accumulate (Zeno behaviour)",
+        options_.max_events, t, event_name));
+  }
+  cascade_ = (cascade_ > 0 && same_instant(t, last_time_, options_)) ? cascade_ + 1 : 1;
+  last_time_ = t;
+  if (cascade_ > options_.max_event_cascade) {
+    throw ZenoError(fmt::format(
+        "Zeno behaviour: {} events within {:.3g} s of t = {:.17g} without time advancing (last: "
+        "'{}'); limit Options::max_event_cascade = {}",
+        cascade_, options_.cascade_window * std::max(1.0, std::abs(t)), t, event_name,
+        options_.max_event_cascade));
+  }
+}
+
+std::string describe_state(const Problem& problem, const Eigen::VectorXd& x) {
+  std::string s = "(";
+  for (int i = 0; i < x.size(); ++i) {
+    s += fmt::format("{}{}={:.9g}", i ? ", " : "", problem.state_names()[static_cast<size_t>(i)],
+                     x[i]);
+  }
+  return s + ")";
+}
+
+}  // namespace saltus::detail

@@ -1,0 +1,458 @@
+// Simulation and forward sensitivities of a hybrid ODE, segment by segment on CVODES.
+// The event transfer follows docs/theory/hybrid-ode.md sections 3-5 (equation (H1)).
+#include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/simulate.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "cvodes_session.hpp"
+#include "guard_rate.hpp"
+#include "run_support.hpp"
+
+namespace saltus {
+
+namespace {
+
+using detail::view;
+
+class HybridRun {
+ public:
+  HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options,
+            bool sensitivities);
+  Solution run();
+
+ private:
+  static int rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self);
+  static int jacobian_cb(sunrealtype t, N_Vector y, N_Vector fy, SUNMatrix J, void* self,
+                         N_Vector, N_Vector, N_Vector);
+  static int roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self);
+  static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self);
+  static int sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector ydot, N_Vector* yS,
+                            N_Vector* ySdot, void* self, N_Vector, N_Vector);
+  static int quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector* yS,
+                                       N_Vector q, N_Vector* qS, void* self, N_Vector,
+                                       N_Vector);
+
+  void begin_segment(double t);
+  void end_segment(double t);
+  void handle_roots(double t);
+  void apply_event(int k, double t);
+  void record_output(double t);
+  void finish();
+  bool non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what, double t);
+  [[noreturn]] void fail(int flag, double t);
+
+  const Problem& pb_;
+  Eigen::VectorXd p_;
+  Options opt_;
+  bool sens_;
+  int nx_, np_, nc_;
+  bool has_running_cost_ = false;
+
+  int mode_ = 0;
+  Eigen::VectorXd x_;
+  Eigen::MatrixXd S_;  // n_x x n_p
+  Eigen::VectorXd cost_integral_;
+  Eigen::MatrixXd cost_integral_sens_;  // n_c x n_p
+  bool segment_advanced_ = false;
+
+  Eigen::MatrixXd identity_x_, identity_p_;
+  Eigen::VectorXd zero_p_;
+  Eigen::VectorXd xdot_;
+  Eigen::MatrixXd fx_, fp_;
+  TangentWorkspace ws_;
+  detail::WatchedEvents watched_;
+  detail::CascadeGuard cascade_;
+  std::string model_error_;
+  Solution sol_;
+  std::unique_ptr<detail::CvodesSession> cv_;
+};
+
+HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options,
+                     bool sensitivities)
+    : pb_(problem),
+      p_(p),
+      opt_(options),
+      sens_(sensitivities),
+      nx_(problem.n_states()),
+      np_(problem.n_parameters()),
+      nc_(problem.n_costs()),
+      cascade_(opt_) {
+  pb_.validate();
+  validate(opt_, nx_, np_);
+  pb_.validate_parameters(p_);
+  for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  identity_x_ = Eigen::MatrixXd::Identity(nx_, nx_);
+  identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
+  zero_p_ = Eigen::VectorXd::Zero(np_);
+  xdot_.resize(nx_);
+  fx_.resize(nx_, nx_);
+  fp_.resize(nx_, np_);
+}
+
+bool HybridRun::non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what,
+                           double t) {
+  if (v.allFinite()) return false;
+  model_error_ = fmt::format("{} of mode '{}' is not finite at t = {:.17g}, x = {}", what,
+                             pb_.mode(mode_).name, t, detail::describe_state(pb_, x_));
+  return true;
+}
+
+int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  auto out = view(ydot);
+  self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, out);
+  if (!out.allFinite()) {
+    self->x_ = x;
+    self->non_finite(out, "the right-hand side", t);
+    return 1;  // recoverable: CVODES retries with a smaller step
+  }
+  return 0;
+}
+
+int HybridRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, void* self_ptr,
+                           N_Vector, N_Vector, N_Vector) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), self->nx_, self->nx_);
+  const Mode& mode = self->pb_.mode(self->mode_);
+  if (mode.jacobian && mode.jacobian->state) {
+    mode.jacobian->state(t, x, self->p_, jac);
+  } else {
+    for (int j = 0; j < self->nx_; ++j) {
+      rhs_tangent(self->pb_, self->mode_, t, x, self->p_, 0.0, self->identity_x_.col(j),
+                  self->zero_p_, jac.col(j), self->ws_);
+    }
+  }
+  return jac.allFinite() ? 0 : 1;
+}
+
+int HybridRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_ptr) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  for (size_t i = 0; i < self->watched_.events.size(); ++i) {
+    const Event& e = self->pb_.event(self->watched_.events[i]);
+    g[i] = e.guard.real(t, x, self->p_);
+    if (!std::isfinite(g[i])) {
+      self->model_error_ = fmt::format("the guard of event '{}' is not finite at t = {:.17g}",
+                                       e.name, t);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  auto out = view(q);
+  self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, self->xdot_);
+  for (int c = 0; c < self->nc_; ++c) {
+    const auto& g = self->pb_.cost(c).running;
+    out[c] = g ? g.real(t, x, self->xdot_, self->p_) : 0.0;
+  }
+  if (!out.allFinite()) {
+    self->model_error_ = fmt::format("a running cost is not finite at t = {:.17g}", t);
+    return 1;
+  }
+  return 0;
+}
+
+int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vector* yS,
+                              N_Vector* ySdot, void* self_ptr, N_Vector, N_Vector) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  const Mode& mode = self->pb_.mode(self->mode_);
+  const bool analytic = mode.jacobian && mode.jacobian->state && mode.jacobian->parameters;
+  if (analytic) {
+    mode.jacobian->state(t, x, self->p_, self->fx_);
+    mode.jacobian->parameters(t, x, self->p_, self->fp_);
+  }
+  for (int j = 0; j < ns; ++j) {
+    auto s = view(yS[j]);
+    auto out = view(ySdot[j]);
+    if (analytic) {
+      out.noalias() = self->fx_ * s + self->fp_.col(j);
+    } else {
+      rhs_tangent(self->pb_, self->mode_, t, x, self->p_, 0.0, s, self->identity_p_.col(j), out,
+                  self->ws_);
+    }
+    if (!out.allFinite()) return 1;
+  }
+  return 0;
+}
+
+int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector* yS,
+                                         N_Vector, N_Vector* qS, void* self_ptr, N_Vector,
+                                         N_Vector) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  for (int j = 0; j < ns; ++j) {
+    auto s = view(yS[j]);
+    auto out = view(qS[j]);
+    for (int c = 0; c < self->nc_; ++c) {
+      out[c] = running_cost_tangent(self->pb_, c, self->mode_, t, x, self->p_, 0.0, s,
+                                    self->identity_p_.col(j), self->ws_);
+    }
+    if (!out.allFinite()) return 1;
+  }
+  return 0;
+}
+
+void HybridRun::begin_segment(double t) {
+  view(cv_->y()) = x_;
+  for (int j = 0; j < cv_->ns(); ++j) view(cv_->yS(j)) = S_.col(j);
+  cv_->start(t);
+  watched_ = detail::watched_events(pb_, mode_);
+  cv_->set_roots(watched_.directions);
+  segment_advanced_ = false;
+}
+
+void HybridRun::end_segment(double t) {
+  cv_->add_stats(sol_.stats);
+  if (!segment_advanced_) return;
+  if (cv_->nq() > 0) {
+    cv_->load_quadratures(t);
+    cost_integral_ += view(cv_->q());
+    if (sens_) {
+      cv_->load_quadrature_sensitivities(t);
+      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) += view(cv_->qS(j));
+    }
+  }
+}
+
+void HybridRun::record_output(double t) {
+  const auto row = static_cast<Eigen::Index>(sol_.times.size());
+  sol_.times.push_back(t);
+  sol_.states.row(row) = x_.transpose();
+  sol_.modes.push_back(mode_);
+  if (sens_) sol_.sensitivities.push_back(S_);
+}
+
+void HybridRun::handle_roots(double t) {
+  x_ = view(cv_->y());
+  if (sens_) {
+    cv_->load_sensitivities(t);
+    for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
+  }
+  end_segment(t);
+  const std::vector<int> fired = cv_->root_info();
+  const std::vector<int> watched = watched_.events;
+  std::vector<int> applied;
+  for (size_t i = 0; i < fired.size(); ++i) {
+    if (fired[i] == 0) continue;
+    const int k = watched[i];
+    if (!pb_.event(k).active_in(mode_)) continue;  // an earlier event left this mode
+    apply_event(k, t);
+    applied.push_back(k);
+  }
+  for (int k : applied) {
+    if (!pb_.event(k).active_in(mode_)) continue;
+    pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
+    const detail::GuardRate after = detail::guard_rate(pb_, k, t, x_, p_, xdot_, ws_);
+    if (after.grazing(opt_.grazing_tolerance)) {
+      throw ZenoError(fmt::format(
+          "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}): "
+          "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno "
+          "sequence); Saltus cannot continue past this point",
+          pb_.event(k).name, t, detail::describe_state(pb_, x_), after.rate));
+    }
+  }
+  begin_segment(t);
+}
+
+void HybridRun::apply_event(int k, double t) {
+  const Event& ev = pb_.event(k);
+  const int mode_after = ev.target_mode == kSameMode ? mode_ : ev.target_mode;
+  Eigen::VectorXd f_minus(nx_), f_plus(nx_), x_plus(nx_);
+  pb_.mode(mode_).rhs.real(t, x_, p_, f_minus);
+  const detail::GuardRate rate = detail::guard_rate(pb_, k, t, x_, p_, f_minus, ws_);
+
+  EventRecord rec;
+  rec.time = t;
+  rec.event = k;
+  rec.name = ev.name;
+  rec.mode_before = mode_;
+  rec.mode_after = mode_after;
+  rec.state_before = x_;
+  rec.guard_rate = rate.rate;
+  rec.grazing = rate.grazing(opt_.grazing_tolerance);
+
+  if (ev.jump) {
+    ev.jump.real(t, x_, p_, x_plus);
+  } else {
+    x_plus = x_;
+  }
+  if (!x_plus.allFinite()) {
+    throw ModelError(fmt::format("the jump of event '{}' at t = {:.17g} returned a non-finite "
+                                 "state {} from {}",
+                                 ev.name, t, detail::describe_state(pb_, x_plus),
+                                 detail::describe_state(pb_, x_)));
+  }
+  pb_.mode(mode_after).rhs.real(t, x_plus, p_, f_plus);
+
+  if (sens_) {
+    if (rec.grazing) {
+      throw GrazingError(fmt::format(
+          "event '{}' at t = {:.17g} grazes its guard (r-dot- = {:.3g}, state {}): the event "
+          "time has no derivative there, so no sensitivity exists",
+          ev.name, t, rate.rate, detail::describe_state(pb_, x_)));
+    }
+    // c_e = phi_x f- + phi_t - f+, the reset defect (theory: hybrid-ode.md section 4).
+    Eigen::VectorXd c_e(nx_);
+    jump_tangent(pb_, k, t, x_, p_, 1.0, f_minus, zero_p_, c_e, ws_);
+    c_e -= f_plus;
+    Eigen::VectorXd cost_jump(nc_);  // g- - g+
+    for (int c = 0; c < nc_; ++c) {
+      cost_jump[c] = running_cost(pb_, c, mode_, t, x_, p_) -
+                     running_cost(pb_, c, mode_after, t, x_plus, p_);
+    }
+    Eigen::RowVectorXd tau(np_);
+    Eigen::MatrixXd S_plus(nx_, np_);
+    for (int j = 0; j < np_; ++j) {
+      tau[j] = -guard_tangent(pb_, k, t, x_, p_, 0.0, S_.col(j), identity_p_.col(j), ws_) /
+               rate.rate;
+      jump_tangent(pb_, k, t, x_, p_, 0.0, S_.col(j), identity_p_.col(j), S_plus.col(j), ws_);
+      S_plus.col(j) += c_e * tau[j];
+      cost_integral_sens_.col(j) += cost_jump * tau[j];
+    }
+    rec.dtime_dp = tau;
+    S_ = S_plus;
+  }
+  x_ = x_plus;
+  mode_ = mode_after;
+  rec.state_after = x_;
+  sol_.events.push_back(std::move(rec));
+  cascade_.record(t, ev.name);
+}
+
+void HybridRun::fail(int flag, double t) {
+  char* name = CVodeGetReturnFlagName(flag);
+  const std::string flag_name = name ? name : "unknown";
+  free(name);
+  std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
+  if (!model_error_.empty() &&
+      (flag == CV_RHSFUNC_FAIL || flag == CV_FIRST_RHSFUNC_ERR || flag == CV_REPTD_RHSFUNC_ERR ||
+       flag == CV_UNREC_RHSFUNC_ERR || flag == CV_RTFUNC_FAIL || flag == CV_QRHSFUNC_FAIL ||
+       flag == CV_FIRST_QRHSFUNC_ERR || flag == CV_REPTD_QRHSFUNC_ERR ||
+       flag == CV_UNREC_QRHSFUNC_ERR || flag == CV_CONV_FAILURE || flag == CV_ERR_FAILURE ||
+       flag == CV_LSETUP_FAIL || flag == CV_SRHSFUNC_FAIL || flag == CV_REPTD_SRHSFUNC_ERR ||
+       flag == CV_UNREC_SRHSFUNC_ERR)) {
+    throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name, context));
+  }
+  std::string hint;
+  if (!sol_.events.empty() && std::abs(sol_.events.back().time - t) < 1e-6 * std::max(1.0, t)) {
+    hint = "; events accumulate just before this time (Zeno behaviour?)";
+  }
+  if (flag == CV_TOO_MUCH_WORK) {
+    hint += fmt::format("; Options::max_steps = {} steps were not enough", opt_.max_steps);
+  }
+  throw SolverError(fmt::format("CVODES failed with {} {}{}", flag_name, context, hint));
+}
+
+void HybridRun::finish() {
+  const double tf = sol_.times.back();
+  end_segment(tf);
+  sol_.costs.resize(nc_);
+  for (int c = 0; c < nc_; ++c) {
+    sol_.costs[c] = cost_integral_[c] + terminal_cost(pb_, c, x_, p_);
+  }
+  sol_.final_state = x_;
+  sol_.final_mode = mode_;
+  if (sens_) {
+    sol_.final_sensitivity = S_;
+    sol_.cost_gradient.resize(nc_, np_);
+    for (int c = 0; c < nc_; ++c) {
+      for (int j = 0; j < np_; ++j) {
+        sol_.cost_gradient(c, j) =
+            cost_integral_sens_(c, j) +
+            terminal_cost_tangent(pb_, c, x_, p_, S_.col(j), identity_p_.col(j), ws_);
+      }
+    }
+  }
+  if (!sol_.costs.allFinite()) {
+    throw ModelError(fmt::format("a cost of problem '{}' is not finite", pb_.name()));
+  }
+}
+
+Solution HybridRun::run() {
+  x_ = initial_state(pb_, p_);
+  if (!x_.allFinite()) {
+    throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite",
+                                 detail::describe_state(pb_, x_), pb_.name()));
+  }
+  mode_ = pb_.initial_mode();
+  S_ = sens_ ? initial_state_jacobian(pb_, p_) : Eigen::MatrixXd();
+  cost_integral_ = Eigen::VectorXd::Zero(nc_);
+  cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);
+
+  detail::CvodesCallbacks cb;
+  cb.rhs = rhs_cb;
+  cb.jacobian = jacobian_cb;
+  cb.roots = roots_cb;
+  cb.quadrature = quadrature_cb;
+  cb.sensitivity = sensitivity_cb;
+  cb.quadrature_sensitivity = quadrature_sensitivity_cb;
+  cv_ = std::make_unique<detail::CvodesSession>(
+      nx_, has_running_cost_ ? nc_ : 0, sens_ ? np_ : 0, opt_, cb, this,
+      detail::state_atol(opt_, nx_), detail::parameter_scales(opt_, p_));
+
+  const std::vector<double> grid = detail::output_grid(opt_);
+  sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
+  size_t next = 0;
+  double t = opt_.t0;
+  if (grid.front() <= opt_.t0) {
+    record_output(t);
+    next = 1;
+  }
+  begin_segment(t);
+  while (next < grid.size()) {
+    const double tout = grid[next];
+    if (tout - t <= 100.0 * 2.2e-16 * std::max(1.0, std::abs(t))) {
+      record_output(t);  // an event fell on this output time: report the state after it
+      ++next;
+      continue;
+    }
+    const int flag = cv_->advance(tout, t);
+    if (flag < 0) fail(flag, t);
+    segment_advanced_ = true;
+    if (flag == CV_ROOT_RETURN) {
+      handle_roots(t);
+      continue;
+    }
+    x_ = view(cv_->y());
+    if (sens_) {
+      cv_->load_sensitivities(t);
+      for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
+    }
+    record_output(t);
+    ++next;
+  }
+  finish();
+  return std::move(sol_);
+}
+
+}  // namespace
+
+Solution simulate(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  return HybridRun(problem, p, options, false).run();
+}
+
+Solution simulate(const Problem& problem) {
+  return simulate(problem, problem.nominal_parameters(), problem.options());
+}
+
+Solution forward_sensitivity(const Problem& problem, const Eigen::VectorXd& p,
+                             const Options& options) {
+  return HybridRun(problem, p, options, true).run();
+}
+
+Solution forward_sensitivity(const Problem& problem) {
+  return forward_sensitivity(problem, problem.nominal_parameters(), problem.options());
+}
+
+}  // namespace saltus

@@ -1,0 +1,39 @@
+#include <saltus/solvers/complex_simulation.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <limits>
+
+namespace saltus {
+
+GradientEstimate complex_step(const Problem& problem, const Eigen::VectorXd& p,
+                              const Options& options, double step) {
+  const int np = problem.n_parameters();
+  GradientEstimate est;
+  est.method = "complex step";
+  est.cost_gradient.resize(problem.n_costs(), np);
+  est.final_sensitivity.resize(problem.n_states(), np);
+  std::vector<int> nominal_events;
+  for (int k = 0; k < np; ++k) {
+    VectorX<Complex> pc = p.cast<Complex>();
+    pc[k] += Complex(0.0, step);
+    const ComplexSolution run = simulate_complex(problem, pc, options, step);
+    if (k == 0) {
+      est.costs = run.costs.real();
+      nominal_events = run.event_ids;
+      est.event_time_gradient.setConstant(static_cast<Eigen::Index>(nominal_events.size()), np,
+                                          std::numeric_limits<double>::quiet_NaN());
+    }
+    est.cost_gradient.col(k) = run.costs.imag() / step;
+    est.final_sensitivity.col(k) = run.final_state.imag() / step;
+    if (run.event_ids == nominal_events) {
+      for (size_t e = 0; e < run.event_times.size(); ++e) {
+        est.event_time_gradient(static_cast<Eigen::Index>(e), k) = run.event_times[e].imag() / step;
+      }
+    }
+  }
+  if (np == 0) est.costs = simulate(problem, p, options).costs;
+  return est;
+}
+
+}  // namespace saltus

@@ -1,0 +1,44 @@
+#include <saltus/verify/gradient.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace saltus {
+
+double relative_difference(double a, double b, double floor) {
+  const double scale = std::max(std::abs(b), floor);
+  if (scale == 0.0) return std::abs(a - b);
+  return std::abs(a - b) / scale;
+}
+
+GradientCheck compare_gradients(const Problem& problem,
+                                const std::vector<GradientEstimate>& estimates,
+                                double floor_fraction) {
+  GradientCheck check;
+  for (const auto& e : estimates) check.methods.push_back(e.method);
+  check.max_relative_error.assign(estimates.size(), 0.0);
+  if (estimates.empty()) return check;
+  const Eigen::MatrixXd& ref = estimates.front().cost_gradient;
+  const auto params = problem.parameter_names();
+  const auto costs = problem.cost_names();
+  for (int c = 0; c < ref.rows(); ++c) {
+    const double floor = floor_fraction * ref.row(c).cwiseAbs().maxCoeff();
+    for (int k = 0; k < ref.cols(); ++k) {
+      GradientCheckEntry entry;
+      entry.cost = costs[static_cast<size_t>(c)];
+      entry.parameter = params[static_cast<size_t>(k)];
+      for (size_t m = 0; m < estimates.size(); ++m) {
+        const double v = estimates[m].cost_gradient(c, k);
+        const double err = m == 0 ? 0.0 : relative_difference(v, ref(c, k), floor);
+        entry.values.push_back(v);
+        entry.relative_errors.push_back(err);
+        check.max_relative_error[m] = std::max(check.max_relative_error[m],
+                                               std::isnan(err) ? INFINITY : err);
+      }
+      check.entries.push_back(std::move(entry));
+    }
+  }
+  return check;
+}
+
+}  // namespace saltus
