@@ -47,7 +47,7 @@ struct RunArgs {
   std::string tend, rtol, atol;
   std::string method = "forward";
   std::string json_path, out_dir;
-  double fd_step = 1e-5;
+  double fd_step = 0.0;  // 0: cbrt(rtol)
   double cs_step = 1e-20;
 };
 
@@ -145,11 +145,19 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       ->check(CLI::IsMember({"forward", "fd", "complex-step", "all"}));
   run_cmd->add_option("--rtol", a.rtol, "Relative tolerance");
   run_cmd->add_option("--atol", a.atol, "Absolute tolerance (all states)");
-  run_cmd->add_option("--fd-step", a.fd_step, "Relative step of central differences")
-      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--fd-step", a.fd_step,
+                      "Relative step of central differences (default: cbrt(rtol))")
+      ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--cs-step", a.cs_step, "Complex step size")->check(CLI::PositiveNumber);
   run_cmd->add_option("--json", a.json_path, "Write results as JSON to this file");
   run_cmd->add_option("--out", a.out_dir, "Write trajectory, sensitivity and event CSV files here");
+  if (argc > 1) {
+    const std::string command = argv[1];
+    if (command != "list" && command != "run" && command.rfind("-", 0) != 0) {
+      fmt::print(err, "saltus: error: unknown command '{}' (commands: list, run)\n", command);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -35,6 +35,17 @@ bool Event::active_in(int mode) const {
          std::find(active_modes.begin(), active_modes.end(), mode) != active_modes.end();
 }
 
+int Event::mode_after(int mode) const {
+  const auto it = transitions.find(mode);
+  if (it != transitions.end()) return it->second;
+  return target_mode == kSameMode ? mode : target_mode;
+}
+
+EventBuilder& EventBuilder::switch_to(std::map<int, int> transitions) {
+  event().transitions = std::move(transitions);
+  return *this;
+}
+
 Event& EventBuilder::event() { return problem_.events_.at(static_cast<size_t>(index_)); }
 
 EventBuilder& EventBuilder::switch_to(int mode) {
@@ -159,6 +170,12 @@ void Problem::validate() const {
     if (e.target_mode != kSameMode && (e.target_mode < 0 || e.target_mode >= n_modes())) {
       fail(fmt::format("event '{}' switches to mode {} but there are {} modes", e.name,
                        e.target_mode, n_modes()));
+    }
+    for (const auto& [from, to] : e.transitions) {
+      if (from < 0 || from >= n_modes() || to < 0 || to >= n_modes()) {
+        fail(fmt::format("event '{}' has a mode transition {} -> {} but there are {} modes",
+                         e.name, from, to, n_modes()));
+      }
     }
     for (int m : e.active_modes) {
       if (m < 0 || m >= n_modes()) {

@@ -190,7 +190,7 @@ void ComplexRun::end_segment(double t) {
 
 void ComplexRun::apply_event(int k, double t) {
   const Event& ev = pb_.event(k);
-  const int mode_after = ev.target_mode == kSameMode ? mode_ : ev.target_mode;
+  const int mode_after = ev.mode_after(mode_);
   // Crossing speed on the real part (its O(h) imaginary part changes dt_c only at O(h^2)).
   real_x_ = xc_.real();
   pb_.mode(mode_).rhs.real(t, real_x_, p_real_, real_f_);

@@ -1,7 +1,7 @@
 #pragma once
 // The crossing speed of a guard, r-dot = r_t + r_x f, and the scale it is judged against,
-// |r_t| + sum_i |r_x,i f_i|: a rate that is tiny against its own terms means the trajectory
-// touches the guard without crossing it (grazing).
+// |r_t| + |r_x| |f| (Euclidean norms): a rate that is tiny against that bound means the
+// trajectory moves (nearly) tangent to the guard surface: it grazes it.
 #include <saltus/derivatives/tangent.hpp>
 
 namespace saltus::detail {

@@ -67,6 +67,8 @@ class HybridRun {
   detail::WatchedEvents watched_;
   detail::CascadeGuard cascade_;
   std::string model_error_;
+  int non_finite_evaluations_ = 0;
+  static constexpr int kMaxNonFiniteEvaluations = 50;
   Solution sol_;
   std::unique_ptr<detail::CvodesSession> cv_;
 };
@@ -109,7 +111,9 @@ int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) 
   if (!out.allFinite()) {
     self->x_ = x;
     self->non_finite(out, "the right-hand side", t);
-    return 1;  // recoverable: CVODES retries with a smaller step
+    // Recoverable a few times (a trial step may leave the model's domain), then fatal: a model
+    // that keeps returning NaN would otherwise make CVODES creep towards the bad point.
+    return ++self->non_finite_evaluations_ > kMaxNonFiniteEvaluations ? -1 : 1;
   }
   return 0;
 }
@@ -250,8 +254,12 @@ void HybridRun::handle_roots(double t) {
     apply_event(k, t);
     applied.push_back(k);
   }
-  for (int k : applied) {
-    if (!pb_.event(k).active_in(mode_)) continue;
+  // A jump that leaves the state on its guard (r-dot+ = 0) cannot be continued: the next crossing
+  // is undefined. Events that already grazed before the jump are reported as grazing instead.
+  for (size_t i = 0; i < applied.size(); ++i) {
+    const int k = applied[i];
+    const EventRecord& rec = sol_.events[sol_.events.size() - applied.size() + i];
+    if (rec.grazing || !pb_.event(k).active_in(mode_)) continue;
     pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
     const detail::GuardRate after = detail::guard_rate(pb_, k, t, x_, p_, xdot_, ws_);
     if (after.grazing(opt_.grazing_tolerance)) {
@@ -267,7 +275,7 @@ void HybridRun::handle_roots(double t) {
 
 void HybridRun::apply_event(int k, double t) {
   const Event& ev = pb_.event(k);
-  const int mode_after = ev.target_mode == kSameMode ? mode_ : ev.target_mode;
+  const int mode_after = ev.mode_after(mode_);
   Eigen::VectorXd f_minus(nx_), f_plus(nx_), x_plus(nx_);
   pb_.mode(mode_).rhs.real(t, x_, p_, f_minus);
   const detail::GuardRate rate = detail::guard_rate(pb_, k, t, x_, p_, f_minus, ws_);
@@ -321,6 +329,8 @@ void HybridRun::apply_event(int k, double t) {
       cost_integral_sens_.col(j) += cost_jump * tau[j];
     }
     rec.dtime_dp = tau;
+    rec.sensitivity_before = S_;
+    rec.sensitivity_after = S_plus;
     S_ = S_plus;
   }
   x_ = x_plus;
@@ -335,13 +345,7 @@ void HybridRun::fail(int flag, double t) {
   const std::string flag_name = name ? name : "unknown";
   free(name);
   std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
-  if (!model_error_.empty() &&
-      (flag == CV_RHSFUNC_FAIL || flag == CV_FIRST_RHSFUNC_ERR || flag == CV_REPTD_RHSFUNC_ERR ||
-       flag == CV_UNREC_RHSFUNC_ERR || flag == CV_RTFUNC_FAIL || flag == CV_QRHSFUNC_FAIL ||
-       flag == CV_FIRST_QRHSFUNC_ERR || flag == CV_REPTD_QRHSFUNC_ERR ||
-       flag == CV_UNREC_QRHSFUNC_ERR || flag == CV_CONV_FAILURE || flag == CV_ERR_FAILURE ||
-       flag == CV_LSETUP_FAIL || flag == CV_SRHSFUNC_FAIL || flag == CV_REPTD_SRHSFUNC_ERR ||
-       flag == CV_UNREC_SRHSFUNC_ERR)) {
+  if (!model_error_.empty()) {
     throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name, context));
   }
   std::string hint;

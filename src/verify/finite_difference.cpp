@@ -1,6 +1,7 @@
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -8,6 +9,10 @@ namespace saltus {
 
 double central_difference_step(double value, double relative_step) {
   return value != 0.0 ? relative_step * std::abs(value) : relative_step;
+}
+
+double default_relative_step(double rtol) {
+  return std::clamp(std::cbrt(rtol), 1e-8, 1e-2);
 }
 
 namespace {
@@ -24,6 +29,7 @@ bool same_event_sequence(const Solution& a, const Solution& b) {
 
 GradientEstimate central_differences(const Problem& problem, const Eigen::VectorXd& p,
                                      const Options& options, double relative_step) {
+  if (!(relative_step > 0.0)) relative_step = default_relative_step(options.rtol);
   const Solution nominal = simulate(problem, p, options);
   const int np = problem.n_parameters();
   GradientEstimate est;

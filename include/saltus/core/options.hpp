@@ -39,8 +39,9 @@ struct Options {
   int max_event_cascade = 100;
   double cascade_window = 1e-9;
   long max_events = 100000;  ///< total events allowed in one run
-  /// |r-dot| <= grazing_tolerance * (|r_t| + |r_x| |f|) marks an event as grazing.
-  double grazing_tolerance = 1e-8;
+  /// |r-dot| <= grazing_tolerance * (|r_t| + |r_x| |f|) (Euclidean norms) marks an event as
+  /// grazing: the trajectory meets the guard surface (nearly) tangentially.
+  double grazing_tolerance = 1e-6;
 };
 
 /// Moves the final time to tf, dropping the output times beyond it (tf itself is always

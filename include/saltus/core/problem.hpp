@@ -13,6 +13,7 @@
 
 #include <Eigen/Core>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,9 +52,12 @@ struct Event {
   Direction direction = Direction::Either;
   Instantiated<GuardFn> guard;
   Instantiated<JumpFn> jump;      ///< empty: the state is continuous (pure mode switch)
-  int target_mode = kSameMode;    ///< mode after the event
+  int target_mode = kSameMode;    ///< mode after the event (unless `transitions` says otherwise)
+  std::map<int, int> transitions; ///< mode before -> mode after, overriding target_mode
   std::vector<int> active_modes;  ///< modes in which the guard is watched; empty: all
   bool active_in(int mode) const;
+  /// The mode the event leads to from `mode`.
+  int mode_after(int mode) const;
 };
 
 struct Cost {
@@ -79,6 +83,10 @@ class EventBuilder {
   EventBuilder& jump(const F& phi);
   /// Switch to `mode` (an index returned by Problem::add_mode) when the event fires.
   EventBuilder& switch_to(int mode);
+  /// Mode-dependent switch: from mode `from` go to `transitions.at(from)`; modes not listed
+  /// follow switch_to (or stay). One guard shared by several modes is one event, so that
+  /// simultaneous events compose correctly across mode changes.
+  EventBuilder& switch_to(std::map<int, int> transitions);
   /// Watch the guard only in these modes (default: every mode).
   EventBuilder& only_in(std::vector<int> modes);
   int index() const { return index_; }

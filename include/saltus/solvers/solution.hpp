@@ -19,7 +19,10 @@ struct EventRecord {
   Eigen::VectorXd state_after;  ///< x(t_e+), n_x
   double guard_rate = 0.0;      ///< r-dot- = r_t + r_x f-, the crossing speed of the guard
   bool grazing = false;         ///< r-dot- vanished: the guard touched zero without crossing
-  Eigen::RowVectorXd dtime_dp;  ///< tau = dt_e/dp, 1 x n_p (forward sensitivity runs only)
+  // Forward sensitivity runs only (empty otherwise):
+  Eigen::RowVectorXd dtime_dp;            ///< tau = dt_e/dp, 1 x n_p
+  Eigen::MatrixXd sensitivity_before;     ///< S(t_e-), n_x x n_p
+  Eigen::MatrixXd sensitivity_after;      ///< S(t_e+), n_x x n_p
 };
 
 /// CVODES counters summed over every segment.

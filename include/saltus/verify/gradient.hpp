@@ -24,11 +24,17 @@ struct GradientEstimate {
 /// when v = 0.
 double central_difference_step(double value, double relative_step);
 
-/// Central differences (psi(p + h e_k) - psi(p - h e_k)) / 2h, two simulations per parameter.
+/// Default relative step for central differences at relative tolerance rtol: cbrt(rtol)
+/// (balances the O(h^2) truncation error against the O(rtol / h) integration noise), kept in
+/// [1e-8, 1e-2].
+double default_relative_step(double rtol);
+
+/// Central differences (psi(p + h e_k) - psi(p - h e_k)) / 2h, two simulations per parameter;
+/// relative_step <= 0 picks default_relative_step(options.rtol).
 /// Their truncation error is O(h^2) and their noise about rtol * |psi| / h; across events they
 /// also need the event sequence to stay the same at p +- h.
 GradientEstimate central_differences(const Problem& problem, const Eigen::VectorXd& p,
-                                     const Options& options, double relative_step = 1e-5);
+                                     const Options& options, double relative_step = 0.0);
 
 /// Complex step Im psi(p + i h e_k) / h with complex event times (one complex run per
 /// parameter); exact to O(h^2) with no cancellation, so h = 1e-20 is the default.

@@ -1,0 +1,125 @@
+// The `saltus` command: reports, JSON shape, CSV files and one-line errors with exit status.
+#include <cli.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace {
+
+struct Outcome {
+  int status;
+  std::string out, err;
+};
+
+Outcome saltus_cmd(std::vector<std::string> args) {
+  args.insert(args.begin(), "saltus");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int status = saltus::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {status, out.str(), err.str()};
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("saltus_test_" + name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST(Cli, ListShowsEveryExample) {
+  const Outcome r = saltus_cmd({"list"});
+  EXPECT_EQ(r.status, 0);
+  for (const char* name : {"ball1d", "galan", "box2d", "time_events", "robertson"}) {
+    EXPECT_TRUE(contains(r.out, name)) << name;
+  }
+}
+
+TEST(Cli, RunWritesJsonOfTheAgreedShape) {
+  const auto dir = temp_dir("json");
+  const auto path = (dir / "galan.json").string();
+  const Outcome r = saltus_cmd({"run", "galan", "--json", path});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Gradient"));
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["problem"], "galan");
+  EXPECT_EQ(j["method"], "forward");
+  EXPECT_DOUBLE_EQ(j["parameters"]["p"].get<double>(), 2.9);
+  EXPECT_NEAR(j["costs"]["G"].get<double>(), 20.0290746533596, 1e-8);
+  EXPECT_NEAR(j["gradient"]["G"]["p"].get<double>(), -2.31195310744389, 1e-8);
+  EXPECT_NEAR(j["final_state"]["x"].get<double>(), 4.99884240621728, 1e-9);
+  ASSERT_EQ(j["events"].size(), 3u);
+  EXPECT_EQ(j["events"][1]["name"], "B_to_A");
+  EXPECT_NEAR(j["events"][0]["time"].get<double>(), 0.219215922289804, 1e-10);
+  EXPECT_NEAR(j["events"][0]["dtime_dp"]["p"].get<double>(), 0.315707550098, 1e-8);
+}
+
+TEST(Cli, ParameterAndHorizonOverridesApply) {
+  const auto dir = temp_dir("override");
+  const auto path = (dir / "ball.json").string();
+  const Outcome r = saltus_cmd({"run", "ball1d", "--param", "c=0", "--param", "h0=2", "--tend",
+                                "0.5", "--json", path});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_DOUBLE_EQ(j["parameters"]["h0"].get<double>(), 2.0);
+  EXPECT_NEAR(j["final_state"]["h"].get<double>(), 2.0 - 9.81 * 0.125, 1e-9);  // free fall
+  EXPECT_EQ(j["events"].size(), 0u);
+}
+
+TEST(Cli, MethodAllComparesEveryMethodAndWritesCsv) {
+  const auto dir = temp_dir("csv");
+  const Outcome r = saltus_cmd({"run", "time_events", "--method", "all", "--out", dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "complex step"));
+  EXPECT_TRUE(contains(r.out, "central differences"));
+  EXPECT_TRUE(contains(r.out, "largest relative difference"));
+  for (const char* f : {"trajectory.csv", "sensitivities.csv", "events.csv", "gradient.csv"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+  }
+  std::ifstream traj(dir / "trajectory.csv");
+  std::string header;
+  std::getline(traj, header);
+  EXPECT_EQ(header, "t,mode,x");
+}
+
+TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"run", "nosuch"},
+      {"run", "ball1d", "--param", "gravity=1"},
+      {"run", "ball1d", "--param", "g=abc"},
+      {"run", "ball1d", "--param", "g=nan"},
+      {"run", "ball1d", "--param", "g"},
+      {"run", "ball1d", "--rtol", "-1e-6"},
+      {"run", "ball1d", "--atol", "-1"},
+      {"run", "ball1d", "--tend", "-2"},
+      {"run", "ball1d", "--method", "magic"},
+      {"frobnicate"},
+  };
+  const std::vector<std::string> expected_words = {
+      "nosuch", "gravity", "abc", "finite", "name=value", "rtol", "atol", "tf", "magic", "frobnicate"};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const Outcome r = saltus_cmd(bad[i]);
+    EXPECT_NE(r.status, 0) << i;
+    EXPECT_TRUE(contains(r.err, expected_words[i])) << i << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << i << ": " << r.err;
+  }
+}
+
+TEST(Cli, ZenoRunFailsWithStatusOne) {
+  const Outcome r = saltus_cmd({"run", "ball1d", "--param", "e=0"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "impact")) << r.err;
+}

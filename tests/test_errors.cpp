@@ -1,0 +1,114 @@
+// Bad input and misbehaving models give clear errors that name the problem.
+#include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/simulate.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace saltus;
+
+namespace {
+
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(Errors, NaNParameterIsNamed) {
+  const Problem pb = examples::ball1d();
+  Eigen::VectorXd p = pb.nominal_parameters();
+  p[pb.parameter_index("e")] = std::numeric_limits<double>::quiet_NaN();
+  const auto msg = message_of<InputError>([&] { simulate(pb, p, pb.options()); });
+  EXPECT_TRUE(contains(msg, "'e'")) << msg;
+}
+
+TEST(Errors, WrongParameterVectorSize) {
+  const Problem pb = examples::ball1d();
+  const auto msg = message_of<InputError>([&] { simulate(pb, Eigen::VectorXd(2), pb.options()); });
+  EXPECT_TRUE(contains(msg, "6 parameters")) << msg;
+}
+
+TEST(Errors, UnknownParameterListsTheKnownOnes) {
+  Problem pb = examples::ball1d();
+  const auto msg = message_of<InputError>([&] { pb.set_nominal("gravity", 1.0); });
+  EXPECT_TRUE(contains(msg, "gravity")) << msg;
+  EXPECT_TRUE(contains(msg, "h0")) << msg;
+}
+
+TEST(Errors, NegativeToleranceIsRejected) {
+  const Problem pb = examples::ball1d();
+  Options o = pb.options();
+  o.rtol = -1e-6;
+  const auto msg = message_of<InputError>([&] { simulate(pb, pb.nominal_parameters(), o); });
+  EXPECT_TRUE(contains(msg, "rtol")) << msg;
+}
+
+TEST(Errors, HorizonMustBeAfterStart) {
+  const Problem pb = examples::ball1d();
+  Options o = pb.options();
+  EXPECT_THROW(set_horizon(o, -1.0), InputError);
+  o.tf = o.t0;
+  EXPECT_THROW(simulate(pb, pb.nominal_parameters(), o), InputError);
+}
+
+TEST(Errors, NaNRightHandSideNamesModeTimeAndState) {
+  Problem pb("breaks");
+  pb.set_states({"x"});
+  pb.add_parameter("a", 1.0);
+  pb.set_initial_state([](const auto&, auto x) { x[0] = 0.0; });
+  pb.add_mode("fragile", [](auto t, const auto&, const auto& p, auto xdot) {
+    xdot[0] = p[0];
+    if (real_part(t) > 0.5) xdot[0] = xdot[0] * std::numeric_limits<double>::quiet_NaN();
+  });
+  pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
+  const auto msg = message_of<ModelError>([&] { simulate(pb); });
+  EXPECT_TRUE(contains(msg, "fragile")) << msg;
+  EXPECT_TRUE(contains(msg, "not finite")) << msg;
+  EXPECT_TRUE(contains(msg, "t = ")) << msg;
+}
+
+TEST(Errors, NaNInitialStateIsReported) {
+  Problem pb("bad_start");
+  pb.set_states({"x"});
+  pb.add_parameter("a", -1.0);
+  pb.set_initial_state([](const auto& p, auto x) {
+    using std::sqrt;
+    x[0] = sqrt(p[0]);
+  });
+  pb.add_mode("m", [](auto, const auto&, const auto&, auto xdot) { xdot[0] = 1.0; });
+  pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
+  const auto msg = message_of<ModelError>([&] { simulate(pb); });
+  EXPECT_TRUE(contains(msg, "initial state")) << msg;
+}
+
+TEST(Errors, IncompleteProblemsAreRejected) {
+  Problem pb("empty");
+  EXPECT_THROW(pb.validate(), InputError);
+  pb.set_states({"x"});
+  EXPECT_THROW(pb.validate(), InputError);  // no modes
+  EXPECT_THROW(pb.add_parameter("a", std::nan("")), InputError);
+  pb.add_parameter("a", 1.0);
+  EXPECT_THROW(pb.add_parameter("a", 2.0), InputError);  // duplicate
+}
+
+TEST(Errors, EventSwitchingToAMissingModeIsRejected) {
+  Problem pb = examples::galan();
+  pb.add_event("bad", Direction::Rising, [](auto, const auto& x, const auto&) { return x[0]; })
+      .switch_to(7);
+  const auto msg = message_of<InputError>([&] { pb.validate(); });
+  EXPECT_TRUE(contains(msg, "bad")) << msg;
+}

@@ -1,0 +1,177 @@
+// Simultaneous events, events at output times, grazing, Zeno, and sticking contacts.
+#include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace saltus;
+
+namespace {
+
+// theory/hybrid-ode.md section 10: x1' = x2' = 1; guard x1 = p1 switches x2' to 2, guard
+// x2 = p2 switches x1' to 3. Modes are bit masks of the events that have fired.
+Problem two_switches(double p1, double p2) {
+  Problem pb("two_switches");
+  pb.set_states({"x1", "x2"});
+  pb.add_parameter("p1", p1);
+  pb.add_parameter("p2", p2);
+  pb.set_initial_state([](const auto&, auto x) {
+    x[0] = 0.0;
+    x[1] = 0.0;
+  });
+  const char* names[4] = {"none", "first_fired", "second_fired", "both_fired"};
+  for (int m = 0; m < 4; ++m) {
+    pb.add_mode(names[m], [m](auto, const auto&, const auto&, auto xdot) {
+      xdot[0] = (m & 2) ? 3.0 : 1.0;
+      xdot[1] = (m & 1) ? 2.0 : 1.0;
+    });
+  }
+  pb.add_event("first", Direction::Rising,
+               [](auto, const auto& x, const auto& p) { return x[0] - p[0]; })
+      .only_in({0, 2})
+      .switch_to(std::map<int, int>{{0, 1}, {2, 3}});
+  pb.add_event("second", Direction::Rising,
+               [](auto, const auto& x, const auto& p) { return x[1] - p[1]; })
+      .only_in({0, 1})
+      .switch_to(std::map<int, int>{{0, 2}, {1, 3}});
+  pb.add_terminal_cost("x1_T", [](const auto& x, const auto&) { return x[0]; });
+  pb.options().tf = 2.0;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+
+}  // namespace
+
+TEST(SimultaneousEvents, SeparatedEventsGiveTheClosedForm) {
+  // p1 < p2: order (1, 2), x1(T) = 3T - (p1 + p2).
+  const Solution s = forward_sensitivity(two_switches(0.5, 1.2));
+  ASSERT_EQ(s.events.size(), 2u);
+  EXPECT_NEAR(s.costs[0], 6.0 - 1.7, 1e-9);
+  EXPECT_NEAR(s.cost_gradient(0, 0), -1.0, 1e-8);
+  EXPECT_NEAR(s.cost_gradient(0, 1), -1.0, 1e-8);
+}
+
+TEST(SimultaneousEvents, SameInstantIsAppliedInDeclarationOrderGivingTheOneSidedDerivative) {
+  // p1 = p2: both guards vanish together. Saltus applies 'first' then 'second' (declaration
+  // order), each seeing the state and field left by the previous one: the derivative of the
+  // order (1, 2), i.e. of x1(T) = 3T - (p1 + p2) (section 10).
+  const Solution s = forward_sensitivity(two_switches(1.0, 1.0));
+  ASSERT_EQ(s.events.size(), 2u);
+  EXPECT_EQ(s.events[0].name, "first");
+  EXPECT_EQ(s.events[1].name, "second");
+  EXPECT_DOUBLE_EQ(s.events[0].time, s.events[1].time);
+  EXPECT_EQ(s.final_mode, 3);
+  EXPECT_NEAR(s.costs[0], 4.0, 1e-9);
+  EXPECT_NEAR(s.cost_gradient(0, 0), -1.0, 1e-8);
+  EXPECT_NEAR(s.cost_gradient(0, 1), -1.0, 1e-8);
+}
+
+TEST(SimultaneousEvents, CornerImpactOfCommutingResetsAgreesWithFiniteDifferences) {
+  // box2d without drag or friction, aimed so that the right wall and the floor are hit at the
+  // same instant: x = 0.2 + vx0 t reaches 1 when y = 1 - g t^2 / 2 reaches 0. The two resets
+  // commute (mu = 0, c = 0), so the gradient exists; central differences separate the events.
+  Problem pb = examples::box2d();
+  pb.set_nominal("c", 0.0);
+  pb.set_nominal("mu", 0.0);
+  pb.set_nominal("vx0", 0.8 / std::sqrt(2.0 / 9.81));
+  pb.options().tf = 0.8;
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution s = forward_sensitivity(pb, p, pb.options());
+  ASSERT_EQ(s.events.size(), 2u);
+  EXPECT_NEAR(s.events[0].time, s.events[1].time, 1e-9);
+  const GradientEstimate fd = central_differences(pb, p, pb.options(), 1e-6);
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    for (int k = 0; k < pb.n_parameters(); ++k) {
+      EXPECT_NEAR(s.cost_gradient(c, k), fd.cost_gradient(c, k),
+                  1e-4 * (1.0 + std::abs(fd.cost_gradient(c, k))))
+          << pb.cost(c).name << " / " << pb.parameter_names()[size_t(k)];
+    }
+  }
+}
+
+TEST(EventAtOutputTime, OutputReportsTheStateAfterTheEventAndGradientsAgree) {
+  Problem pb = examples::time_events();
+  pb.options().output_times = {0.0, 1.5, 2.5, 4.0};
+  const Solution s = forward_sensitivity(pb);
+  ASSERT_EQ(s.times.size(), 5u);
+  EXPECT_NEAR(s.states(1, 0), 3.75, 1e-9);     // x(1.5+) = (1 + 1.5) * 1.5
+  EXPECT_NEAR(s.states(2, 0), 26.125, 1e-9);   // x(2.5+) = 5.5 * 4.75
+  EXPECT_EQ(s.events.size(), 3u);
+  const GradientEstimate fd = central_differences(pb, pb.nominal_parameters(), pb.options());
+  for (int k = 0; k < pb.n_parameters(); ++k) {
+    EXPECT_NEAR(s.cost_gradient(0, k), fd.cost_gradient(0, k),
+                1e-5 * std::abs(fd.cost_gradient(0, k)));
+  }
+}
+
+TEST(Grazing, TangentialCrossingIsReportedAndHasNoSensitivity) {
+  // a' = 1, b' = 3 (t - 1)^2, b(0) = -1: b = (t - 1)^3 crosses zero at t = 1 with zero speed.
+  Problem pb("inflection");
+  pb.set_states({"a", "b"});
+  pb.add_parameter("k", 1.0);
+  pb.set_initial_state([](const auto& p, auto x) {
+    x[0] = 0.0 * p[0];
+    x[1] = -1.0;
+  });
+  pb.add_mode("m", [](auto t, const auto&, const auto& p, auto xdot) {
+    xdot[0] = 1.0;
+    xdot[1] = 3.0 * p[0] * (t - 1.0) * (t - 1.0);
+  });
+  pb.add_event("touch", Direction::Either, [](auto, const auto& x, const auto&) { return x[1]; });
+  pb.add_terminal_cost("b_T", [](const auto& x, const auto&) { return x[1]; });
+  pb.options().tf = 2.0;
+  // Tight tolerances so that the numerical crossing lies close to the inflection point (an
+  // error eps in b moves the crossing by eps^(1/3) and its speed to 3 eps^(2/3)).
+  pb.options().rtol = 1e-12;
+  pb.options().atol = 1e-14;
+  const Solution s = simulate(pb);
+  ASSERT_EQ(s.events.size(), 1u);
+  EXPECT_TRUE(s.events[0].grazing);
+  EXPECT_NEAR(s.events[0].time, 1.0, 1e-3);
+  EXPECT_THROW(forward_sensitivity(pb), GrazingError);
+}
+
+TEST(Zeno, BallWithoutRestitutionStopsWithAClearError) {
+  Problem pb = examples::ball1d();
+  pb.set_nominal("e", 0.0);
+  try {
+    simulate(pb);
+    FAIL() << "expected ZenoError";
+  } catch (const ZenoError& err) {
+    EXPECT_NE(std::string(err.what()).find("impact"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Zeno, AccumulatingBouncesStopWithAClearError) {
+  // Without drag the bounces accumulate at t = t1 (1 + 2e/(1 - e)) = 4.06 s < 15 s.
+  Problem pb = examples::ball1d();
+  pb.set_nominal("c", 0.0);
+  pb.options().tf = 15.0;
+  EXPECT_THROW(simulate(pb), Error);
+  try {
+    simulate(pb);
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("Zeno"), std::string::npos) << err.what();
+  }
+}
+
+TEST(Zeno, CascadeLimitIsConfigurable) {
+  // A clock event that resets the clock itself fires again and again at one instant.
+  Problem pb("loop");
+  pb.set_states({"x"});
+  pb.add_parameter("a", 1.0);
+  pb.set_initial_state([](const auto&, auto x) { x[0] = 0.0; });
+  pb.add_mode("m", [](auto, const auto&, const auto&, auto xdot) { xdot[0] = 1.0; });
+  // Each firing moves x back below the guard by 1e-7: it refires 1e-7 s later, again and
+  // again, within the 1e-6 s cascade window.
+  pb.add_event("again", Direction::Rising, [](auto, const auto& x, const auto& p) {
+      return x[0] - p[0];
+    }).jump([](auto, const auto& x, const auto& p, auto xp) { xp[0] = x[0] - 1e-7 * p[0]; });
+  pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
+  pb.options().tf = 2.0;
+  pb.options().max_event_cascade = 5;
+  pb.options().cascade_window = 1e-6;
+  EXPECT_THROW(simulate(pb), ZenoError);
+}

@@ -1,0 +1,44 @@
+// galan (seed 002, Sec. 5.1) against the published dG/dp and the closed form of
+// theory/hybrid-dae.md section 6.
+#include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace saltus;
+
+TEST(Galan, PublishedGradient) {
+  const Solution s = forward_sensitivity(examples::galan());
+  EXPECT_NEAR(s.cost_gradient(0, 0), -2.31195, 5e-6);  // seed 002, printed to 6 digits
+}
+
+TEST(Galan, ClosedFormEventsAndSensitivityJumps) {
+  const Solution s = forward_sensitivity(examples::galan());
+  ASSERT_EQ(s.events.size(), 3u);
+  const double t[3] = {0.219215922289804, 0.275812591473484, 1.266347841796072};
+  const double s_minus[3] = {0.0, -1.469533710095, -0.500643551454};
+  const double tau[3] = {0.315707550098, 0.025508077526, 0.744917151578};
+  const double s_plus[3] = {-1.645655005864, -1.348070546155, -2.754505037664};
+  const char* names[3] = {"A_to_B", "B_to_A", "A_to_B"};
+  for (int i = 0; i < 3; ++i) {
+    const auto& e = s.events[static_cast<size_t>(i)];
+    EXPECT_EQ(e.name, names[i]);
+    EXPECT_NEAR(e.time, t[i], 2e-9);  // state error ~rtol |x| over |x-dot|
+    EXPECT_NEAR(e.sensitivity_before(0, 0), s_minus[i], 1e-8);
+    EXPECT_NEAR(e.dtime_dp[0], tau[i], 1e-8);
+    EXPECT_NEAR(e.sensitivity_after(0, 0), s_plus[i], 1e-8);
+  }
+  EXPECT_NEAR(s.final_state[0], 4.99884240621728, 1e-9);
+  EXPECT_NEAR(s.costs[0], 20.0290746533596, 1e-8);
+  EXPECT_NEAR(s.final_sensitivity(0, 0), -0.00157410794767, 1e-9);
+  EXPECT_NEAR(s.cost_gradient(0, 0), -2.31195310744389, 1e-8);
+}
+
+TEST(Galan, SecondSwitchIsAFallingCrossing) {
+  const Solution s = simulate(examples::galan());
+  ASSERT_EQ(s.events.size(), 3u);
+  EXPECT_LT(s.events[1].guard_rate, 0.0);
+  EXPECT_GT(s.events[0].guard_rate, 0.0);
+  EXPECT_EQ(s.final_mode, 1);  // ends in mode B
+}

@@ -1,0 +1,90 @@
+// Forward sensitivity vs complex step (complex event times) vs central differences on every
+// built-in example, across events.
+//
+// Tolerances: forward sensitivity and the complex step integrate the same tangent-linear model
+// by two independent code paths at the example's tolerance (rtol 1e-8 .. 1e-10), so they agree
+// to ~1e3 rtol; we require 1e-6. Central differences at h = cbrt(rtol) |p| carry an O(h^2)
+// truncation and O(rtol/h) integration-noise error, each ~rtol^(2/3) (~5e-7 at rtol 1e-10),
+// amplified by event-time localisation; we require 1e-4. Entries smaller than 1e-6 of their
+// cost's largest entry are compared absolutely at that floor.
+#include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace saltus;
+
+class EveryExample : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryExample, ForwardComplexStepAndCentralDifferencesAgree) {
+  const Problem pb = examples::make_example(GetParam());
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution fwd = forward_sensitivity(pb, p, pb.options());
+  const GradientCheck check = compare_gradients(
+      pb, {forward_estimate(fwd), complex_step(pb, p, pb.options()),
+           central_differences(pb, p, pb.options())});
+  EXPECT_LT(check.max_relative_error[1], 1e-6) << "complex step vs forward";
+  EXPECT_LT(check.max_relative_error[2], 1e-4) << "central differences vs forward";
+}
+
+TEST_P(EveryExample, EventTimeDerivativesAgreeWithComplexStep) {
+  const Problem pb = examples::make_example(GetParam());
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution fwd = forward_sensitivity(pb, p, pb.options());
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  ASSERT_EQ(cs.event_time_gradient.rows(), static_cast<Eigen::Index>(fwd.events.size()));
+  for (size_t e = 0; e < fwd.events.size(); ++e) {
+    for (int k = 0; k < pb.n_parameters(); ++k) {
+      const double ref = cs.event_time_gradient(static_cast<Eigen::Index>(e), k);
+      EXPECT_NEAR(fwd.events[e].dtime_dp[k], ref, 1e-6 * (1.0 + std::abs(ref)))
+          << "event " << e << " parameter " << k;
+    }
+  }
+}
+
+TEST_P(EveryExample, FinalStateSensitivityAgreesWithComplexStep) {
+  const Problem pb = examples::make_example(GetParam());
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution fwd = forward_sensitivity(pb, p, pb.options());
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  for (Eigen::Index i = 0; i < fwd.final_sensitivity.rows(); ++i) {
+    const double scale = cs.final_sensitivity.row(i).cwiseAbs().maxCoeff();
+    for (Eigen::Index k = 0; k < fwd.final_sensitivity.cols(); ++k) {
+      EXPECT_NEAR(fwd.final_sensitivity(i, k), cs.final_sensitivity(i, k), 1e-6 * scale + 1e-12)
+          << "state " << i << " parameter " << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtin, EveryExample,
+                         ::testing::Values("ball1d", "galan", "box2d", "time_events", "robertson"));
+
+TEST(GradientAgreement, Ball1dWithOverriddenParametersAndLongerHorizon) {
+  // A parameter override of ball1d as in public test suites: g = 9.8, h0 = 10, T = 5.
+  Problem pb = examples::ball1d();
+  pb.set_nominal("g", 9.8);
+  pb.set_nominal("h0", 10.0);
+  pb.options().tf = 5.0;
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const GradientCheck check = compare_gradients(
+      pb, {forward_estimate(forward_sensitivity(pb, p, pb.options())),
+           complex_step(pb, p, pb.options())});
+  EXPECT_LT(check.max_relative_error[1], 1e-6);
+}
+
+TEST(GradientAgreement, AdamsMethodAndSimultaneousCorrectorGiveTheSameGradient) {
+  Problem pb = examples::box2d();
+  Options adams = pb.options();
+  adams.method = LinearMultistep::Adams;
+  adams.corrector = SensitivityCorrector::Simultaneous;
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution bdf = forward_sensitivity(pb, p, pb.options());
+  const Solution ad = forward_sensitivity(pb, p, adams);
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    for (int k = 0; k < pb.n_parameters(); ++k) {
+      EXPECT_NEAR(ad.cost_gradient(c, k), bdf.cost_gradient(c, k),
+                  1e-6 * (1.0 + std::abs(bdf.cost_gradient(c, k))));
+    }
+  }
+}
