@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 DEMO_OUT ?= demo-output
 
-.PHONY: deps build demo test clean
+.PHONY: deps build demo test test-sanitize clean
 
 deps:
 	./scripts/install-deps.sh
@@ -18,5 +18,13 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The test suite under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs it after `test`).
+test-sanitize: deps
+	cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_WERROR=ON \
+	  -DSALTUS_SANITIZE=ON -DSALTUS_BUILD_BENCH=OFF
+	cmake --build $(BUILD)-sanitize -j $(JOBS)
+	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD) $(DEMO_OUT)
+	rm -rf $(BUILD) $(BUILD)-sanitize $(DEMO_OUT)

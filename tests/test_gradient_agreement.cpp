@@ -58,7 +58,8 @@ TEST_P(EveryExample, FinalStateSensitivityAgreesWithComplexStep) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Builtin, EveryExample,
-                         ::testing::Values("ball1d", "galan", "box2d", "time_events", "robertson"));
+                         ::testing::Values("ball1d", "galan", "box2d", "time_events", "robertson",
+                                           "hiskens"));
 
 TEST(GradientAgreement, Ball1dWithOverriddenParametersAndLongerHorizon) {
   // A parameter override of ball1d as in public test suites: g = 9.8, h0 = 10, T = 5.

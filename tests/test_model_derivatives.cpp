@@ -25,7 +25,8 @@ TEST_P(ModelDerivatives, MatchComplexStepAtInitialAndFinalState) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Builtin, ModelDerivatives,
-                         ::testing::Values("ball1d", "galan", "box2d", "time_events", "robertson"));
+                         ::testing::Values("ball1d", "galan", "box2d", "time_events", "robertson",
+                                           "hiskens"));
 
 TEST(ModelDerivatives, DetectsAWrongAnalyticJacobian) {
   Problem pb = examples::robertson();

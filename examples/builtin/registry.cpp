@@ -12,6 +12,8 @@ const std::vector<ExampleInfo>& builtin_examples() {
       {"time_events", "time-triggered events with state-dependent jumps", time_events},
       {"robertson", "stiff chemical kinetics, the SUNDIALS CVODES example (no events)",
        robertson},
+      {"hiskens", "switched linear system, switching lines as parameters (Hiskens & Pai)",
+       hiskens},
   };
   return list;
 }

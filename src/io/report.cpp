@@ -9,7 +9,10 @@ namespace saltus {
 
 namespace {
 
-std::string number(double v) { return std::isfinite(v) ? fmt::format("{: .6e}", v) : "      n/a"; }
+std::string number(double v) {
+  if (!std::isfinite(v)) return "n/a";
+  return fmt::format("{: .6e}", v == 0.0 ? 0.0 : v);  // no "-0.000000e+00"
+}
 
 const char* direction_word(const EventRecord& e) { return e.grazing ? "  GRAZING" : ""; }
 

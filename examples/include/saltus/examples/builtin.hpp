@@ -26,5 +26,6 @@ Problem galan();        ///< switched scalar ODE of Galan et al. (seed 002, Sec.
 Problem box2d();        ///< point mass bouncing in a box with quadratic drag
 Problem time_events();  ///< time-triggered events with state-dependent jumps
 Problem robertson();    ///< stiff chemical kinetics (SUNDIALS CVODES examples)
+Problem hiskens();      ///< switched linear system (Hiskens & Pai 2000)
 
 }  // namespace saltus::examples
