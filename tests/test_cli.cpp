@@ -118,6 +118,18 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
   }
 }
 
+TEST(Cli, AdamsMethodGivesTheSameGradient) {
+  const auto dir = temp_dir("adams");
+  const Outcome bdf = saltus_cmd({"run", "galan", "--json", (dir / "bdf.json").string()});
+  const Outcome adams =
+      saltus_cmd({"run", "galan", "--lmm", "adams", "--json", (dir / "adams.json").string()});
+  ASSERT_EQ(bdf.status, 0);
+  ASSERT_EQ(adams.status, 0) << adams.err;
+  std::ifstream a(dir / "adams.json"), b(dir / "bdf.json");
+  const auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+  EXPECT_NEAR(ja["gradient"]["G"]["p"].get<double>(), jb["gradient"]["G"]["p"].get<double>(), 1e-7);
+}
+
 TEST(Cli, ZenoRunFailsWithStatusOne) {
   const Outcome r = saltus_cmd({"run", "ball1d", "--param", "e=0"});
   EXPECT_EQ(r.status, 1);

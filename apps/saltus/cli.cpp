@@ -46,6 +46,7 @@ struct RunArgs {
   std::vector<std::string> params;
   std::string tend, rtol, atol;
   std::string method = "forward";
+  std::string lmm;
   std::string json_path, out_dir;
   double fd_step = 0.0;  // 0: cbrt(rtol)
   double cs_step = 1e-20;
@@ -62,6 +63,9 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
     pb.set_nominal(name, value);
   }
   if (!a.tend.empty()) set_horizon(options, parse_number(a.tend, "--tend"));
+  if (!a.lmm.empty()) {
+    options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
+  }
   if (!a.rtol.empty()) {
     options.rtol = parse_number(a.rtol, "--rtol");
     if (options.rtol <= 0.0) throw UsageError(fmt::format("--rtol must be positive, got {}", a.rtol));
@@ -143,6 +147,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_option("--tend", a.tend, "Final time [s]");
   run_cmd->add_option("--method", a.method, "forward | fd | complex-step | all")
       ->check(CLI::IsMember({"forward", "fd", "complex-step", "all"}));
+  run_cmd->add_option("--lmm", a.lmm, "CVODES method: bdf | adams (default: the example's)")
+      ->check(CLI::IsMember({"bdf", "adams"}));
   run_cmd->add_option("--rtol", a.rtol, "Relative tolerance");
   run_cmd->add_option("--atol", a.atol, "Absolute tolerance (all states)");
   run_cmd->add_option("--fd-step", a.fd_step,

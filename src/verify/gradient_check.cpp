@@ -1,3 +1,4 @@
+#include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
 #include <algorithm>
@@ -39,6 +40,13 @@ GradientCheck compare_gradients(const Problem& problem,
     }
   }
   return check;
+}
+
+GradientCheck check_gradient(const Problem& problem, const Eigen::VectorXd& p,
+                             const Options& options) {
+  return compare_gradients(problem, {forward_estimate(forward_sensitivity(problem, p, options)),
+                                     complex_step(problem, p, options),
+                                     central_differences(problem, p, options)});
 }
 
 }  // namespace saltus

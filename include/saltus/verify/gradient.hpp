@@ -69,4 +69,9 @@ GradientCheck compare_gradients(const Problem& problem,
                                 const std::vector<GradientEstimate>& estimates,
                                 double floor_fraction = 1e-6);
 
+/// Runs forward sensitivity, the complex step and central differences at p and compares them
+/// entry by entry (methods[0] = forward sensitivity).
+GradientCheck check_gradient(const Problem& problem, const Eigen::VectorXd& p,
+                             const Options& options);
+
 }  // namespace saltus
