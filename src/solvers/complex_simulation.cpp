@@ -144,16 +144,8 @@ int ComplexRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, vo
 int ComplexRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<ComplexRun*>(self_ptr);
   self->load_state(y);
-  for (size_t i = 0; i < self->watched_.events.size(); ++i) {
-    const Event& e = self->pb_.event(self->watched_.events[i]);
-    g[i] = e.guard.complex(Complex(t), self->xc_, self->p_).real();  // events on the real part
-    if (!std::isfinite(g[i])) {
-      self->model_error_ = fmt::format("the guard of event '{}' is not finite at t = {:.17g}",
-                                       e.name, t);
-      return -1;
-    }
-  }
-  return 0;
+  return detail::evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->p_, g,
+                                          self->model_error_);
 }
 
 int ComplexRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
@@ -248,9 +240,7 @@ void ComplexRun::handle_roots(double t) {
 }
 
 void ComplexRun::fail(int flag, double t) {
-  char* name = CVodeGetReturnFlagName(flag);
-  const std::string flag_name = name ? name : "unknown";
-  free(name);
+  const std::string flag_name = detail::flag_name(flag);
   const std::string context = fmt::format("at t = {:.17g} in mode '{}' (complex-step run)", t,
                                           pb_.mode(mode_).name);
   if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name,

@@ -6,13 +6,15 @@
 
 namespace saltus::detail {
 
+std::string flag_name(int flag) {
+  char* name = CVodeGetReturnFlagName(flag);
+  std::string text = name ? name : "unknown";
+  free(name);
+  return text;
+}
+
 void check_cvode(int flag, const char* call) {
-  if (flag < 0) {
-    char* name = CVodeGetReturnFlagName(flag);
-    std::string text = name ? name : "unknown";
-    free(name);
-    throw SolverError(fmt::format("{} failed: {}", call, text));
-  }
+  if (flag < 0) throw SolverError(fmt::format("{} failed: {}", call, flag_name(flag)));
 }
 
 namespace {

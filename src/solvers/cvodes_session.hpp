@@ -17,6 +17,9 @@
 
 namespace saltus::detail {
 
+/// The CVODES name of a return flag ("CV_TOO_MUCH_WORK", ...).
+std::string flag_name(int flag);
+
 /// Throws SolverError "<call> failed: <flag name>" if flag < 0.
 void check_cvode(int flag, const char* call);
 

@@ -3,6 +3,7 @@
 // guards of a mode, the Zeno guard, and the absolute-tolerance vector.
 #include <saltus/core/problem.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,22 @@ std::vector<double> state_atol(const Options& options, int n_states);
 
 /// Parameter scales for the sensitivity error weights (pbar).
 std::vector<double> parameter_scales(const Options& options, const Eigen::VectorXd& p);
+
+/// Writes the real parts of the watched guards at (t, x, p) into g (CVODES root function).
+/// Returns 0, or -1 with `error` naming the event whose guard is not finite.
+template <class S>
+int evaluate_guards(const Problem& problem, const WatchedEvents& watched, double t, In<S> x,
+                    In<S> p, double* g, std::string& error) {
+  for (size_t i = 0; i < watched.events.size(); ++i) {
+    const Event& e = problem.event(watched.events[i]);
+    g[i] = real_part(e.guard.template get<S>()(S(t), x, p));  // events on the real part
+    if (!std::isfinite(g[i])) {
+      error = "the guard of event '" + e.name + "' is not finite at t = " + std::to_string(t);
+      return -1;
+    }
+  }
+  return 0;
+}
 
 /// Stops runs whose events pile up without time advancing.
 class CascadeGuard {

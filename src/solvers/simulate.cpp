@@ -137,17 +137,8 @@ int HybridRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, voi
 
 int HybridRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<HybridRun*>(self_ptr);
-  auto x = view(y);
-  for (size_t i = 0; i < self->watched_.events.size(); ++i) {
-    const Event& e = self->pb_.event(self->watched_.events[i]);
-    g[i] = e.guard.real(t, x, self->p_);
-    if (!std::isfinite(g[i])) {
-      self->model_error_ = fmt::format("the guard of event '{}' is not finite at t = {:.17g}",
-                                       e.name, t);
-      return -1;
-    }
-  }
-  return 0;
+  return detail::evaluate_guards<double>(self->pb_, self->watched_, t, view(y), self->p_, g,
+                                         self->model_error_);
 }
 
 int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
@@ -341,9 +332,7 @@ void HybridRun::apply_event(int k, double t) {
 }
 
 void HybridRun::fail(int flag, double t) {
-  char* name = CVodeGetReturnFlagName(flag);
-  const std::string flag_name = name ? name : "unknown";
-  free(name);
+  const std::string flag_name = detail::flag_name(flag);
   std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
   if (!model_error_.empty()) {
     throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name, context));
