@@ -130,6 +130,15 @@ TEST(Cli, AdamsMethodGivesTheSameGradient) {
   EXPECT_NEAR(ja["gradient"]["G"]["p"].get<double>(), jb["gradient"]["G"]["p"].get<double>(), 1e-7);
 }
 
+TEST(Cli, WarnsWhenFiniteDifferencesStraddleAnEventAtTheHorizon) {
+  // ball1d with g = 8, h0 = 50 to T = 15: the 20th impact falls 5 ms before T and moves by
+  // 39 s per unit of e, so central differences in e change the event count.
+  const Outcome r = saltus_cmd({"run", "ball1d", "--param", "g=8", "--param", "h0=50", "--tend",
+                                "15", "--method", "all"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "warning: central differences for 'e'")) << r.out;
+}
+
 TEST(Cli, ZenoRunFailsWithStatusOne) {
   const Outcome r = saltus_cmd({"run", "ball1d", "--param", "e=0"});
   EXPECT_EQ(r.status, 1);

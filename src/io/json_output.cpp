@@ -63,6 +63,11 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
     mj["gradient"] = gradient_json(pb, r.estimates[m].cost_gradient);
     mj["seconds"] = r.seconds[m];
     if (r.check) mj["max_relative_error"] = r.check->max_relative_error[m];
+    nlohmann::json changed = nlohmann::json::array();
+    for (size_t k = 0; k < r.estimates[m].event_sequence_changed.size(); ++k) {
+      if (r.estimates[m].event_sequence_changed[k]) changed.push_back(params[k]);
+    }
+    mj["event_sequence_changed"] = changed;
     methods[r.estimates[m].method] = mj;
   }
   j["methods"] = methods;

@@ -59,7 +59,7 @@ void print_gradient(std::ostream& out, const Problem& pb, const GradientEstimate
   }
 }
 
-void print_agreement(std::ostream& out, const RunResult& r) {
+void print_agreement(std::ostream& out, const Problem& pb, const RunResult& r) {
   if (!r.check) return;
   const GradientCheck& check = *r.check;
   fmt::print(out, "\nAgreement of methods (relative difference against {}):\n", check.methods[0]);
@@ -72,6 +72,14 @@ void print_agreement(std::ostream& out, const RunResult& r) {
     for (double v : e.values) fmt::print(out, " {:>20.12e}", v);
     for (size_t m = 1; m < e.relative_errors.size(); ++m) fmt::print(out, " {:>12.2e}", e.relative_errors[m]);
     fmt::print(out, "\n");
+  }
+  for (const auto& est : r.estimates) {
+    for (size_t k = 0; k < est.event_sequence_changed.size(); ++k) {
+      if (!est.event_sequence_changed[k]) continue;
+      fmt::print(out, "  warning: {} for '{}': a perturbed run had another event sequence; that "
+                      "estimate straddles a non-smooth point and is not a derivative\n",
+                 est.method, pb.parameter_names()[k]);
+    }
   }
   for (size_t m = 1; m < check.methods.size(); ++m) {
     fmt::print(out, "  largest relative difference, {} vs {}: {:.2e}\n", check.methods[m],
@@ -99,7 +107,7 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
     fmt::print(out, "  {:<14} = {: .12e}\n", pb.cost(c).name, s.costs[c]);
   }
   print_gradient(out, pb, r.estimates.front());
-  print_agreement(out, r);
+  print_agreement(out, pb, r);
   fmt::print(out, "\nSolver: {} segments, {} steps, {} f evals, {} Jacobians, {} guard evals, {} "
                   "error-test failures\n",
              s.stats.segments, s.stats.steps, s.stats.rhs_evals, s.stats.jacobian_evals,

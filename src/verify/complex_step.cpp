@@ -26,6 +26,7 @@ GradientEstimate complex_step(const Problem& problem, const Eigen::VectorXd& p,
     }
     est.cost_gradient.col(k) = run.costs.imag() / step;
     est.final_sensitivity.col(k) = run.final_state.imag() / step;
+    est.event_sequence_changed.push_back(run.event_ids != nominal_events);
     if (run.event_ids == nominal_events) {
       for (size_t e = 0; e < run.event_times.size(); ++e) {
         est.event_time_gradient(static_cast<Eigen::Index>(e), k) = run.event_times[e].imag() / step;

@@ -48,7 +48,9 @@ GradientEstimate central_differences(const Problem& problem, const Eigen::Vector
     const Solution down = simulate(problem, minus, options);
     est.cost_gradient.col(k) = (up.costs - down.costs) / (2.0 * h);
     est.final_sensitivity.col(k) = (up.final_state - down.final_state) / (2.0 * h);
-    if (same_event_sequence(nominal, up) && same_event_sequence(nominal, down)) {
+    const bool same = same_event_sequence(nominal, up) && same_event_sequence(nominal, down);
+    est.event_sequence_changed.push_back(!same);
+    if (same) {
       for (size_t e = 0; e < nominal.events.size(); ++e) {
         est.event_time_gradient(static_cast<Eigen::Index>(e), k) =
             (up.events[e].time - down.events[e].time) / (2.0 * h);

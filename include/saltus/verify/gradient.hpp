@@ -18,6 +18,9 @@ struct GradientEstimate {
   /// dt_e/dp per event of the nominal run, n_events x n_p; NaN where a perturbed run had a
   /// different event sequence (the derivative of that event time is then not estimated).
   Eigen::MatrixXd event_time_gradient;
+  /// Per parameter: a perturbed run had another event sequence than the nominal one, so the
+  /// estimate straddles a point where the cost is not smooth (e.g. an event crossing tf).
+  std::vector<bool> event_sequence_changed;
 };
 
 /// Step of central differences for parameter value v: relative_step * |v|, or relative_step
