@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace saltus;
 
 TEST(Galan, PublishedGradient) {
@@ -41,4 +43,16 @@ TEST(Galan, SecondSwitchIsAFallingCrossing) {
   EXPECT_LT(s.events[1].guard_rate, 0.0);
   EXPECT_GT(s.events[0].guard_rate, 0.0);
   EXPECT_EQ(s.final_mode, 1);  // ends in mode B
+}
+
+TEST(Galan, InitialModeFollowsTheGuardForOverriddenThreshold) {
+  // p = -1: r(0) = 1 > 0, so the run starts in mode B and r stays positive on [0, 5]:
+  // x = 5 (1 - exp(-2t)), G = 25 - 2.5 (1 - exp(-10)), dG/dp = 0.
+  Problem pb = examples::galan();
+  pb.set_nominal("p", -1.0);
+  const Solution s = forward_sensitivity(pb);
+  EXPECT_TRUE(s.events.empty());
+  EXPECT_EQ(s.modes.front(), 1);
+  EXPECT_NEAR(s.costs[0], 25.0 - 2.5 * (1.0 - std::exp(-10.0)), 1e-8);
+  EXPECT_NEAR(s.cost_gradient(0, 0), 0.0, 1e-12);
 }

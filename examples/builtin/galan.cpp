@@ -18,6 +18,10 @@ Problem galan() {
   const auto guard = [](auto, const auto& x, const auto& p) {
     return x[0] * x[0] * x[0] - 5.0 * x[0] * x[0] + 7.0 * x[0] - p[0];
   };
+  // The mode follows from the logical state: A while r <= 0 (also for overrides of p).
+  pb.set_initial_mode_rule([mode_a, mode_b, guard](In<double> x0, In<double> p) {
+    return guard(0.0, x0, p) <= 0.0 ? mode_a : mode_b;
+  });
   pb.add_event("A_to_B", Direction::Rising, guard).only_in({mode_a}).switch_to(mode_b);
   pb.add_event("B_to_A", Direction::Falling, guard).only_in({mode_b}).switch_to(mode_a);
   pb.add_running_cost("G", [](auto, const auto& x, const auto&, const auto&) { return x[0]; });

@@ -95,6 +95,21 @@ void Problem::set_initial_mode(int mode) {
   initial_mode_ = mode;
 }
 
+void Problem::set_initial_mode_rule(std::function<int(In<double>, In<double>)> rule) {
+  initial_mode_rule_ = std::move(rule);
+}
+
+int Problem::initial_mode_for(In<double> x0, In<double> p) const {
+  if (!initial_mode_rule_) return initial_mode_;
+  const int mode = initial_mode_rule_(x0, p);
+  if (mode < 0 || mode >= n_modes()) {
+    throw InputError(fmt::format("problem '{}': the initial-mode rule chose mode {} but there "
+                                 "are {} modes",
+                                 name_, mode, n_modes()));
+  }
+  return mode;
+}
+
 void Problem::set_jacobian(int mode, AnalyticJacobian jacobian) {
   if (mode < 0 || mode >= n_modes()) {
     throw InputError(fmt::format("set_jacobian: mode {} out of range", mode));

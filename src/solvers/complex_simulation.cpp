@@ -250,7 +250,8 @@ void ComplexRun::fail(int flag, double t) {
 
 ComplexSolution ComplexRun::run() {
   pb_.initial_state().complex(p_, xc_);
-  mode_ = pb_.initial_mode();
+  real_x_ = xc_.real();
+  mode_ = pb_.initial_mode_for(real_x_, p_real_);
   cost_integral_ = VectorX<Complex>::Zero(nc_);
   const std::vector<double> grid = detail::output_grid(opt_);
   double t = opt_.t0;

@@ -378,7 +378,7 @@ Solution HybridRun::run() {
     throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite",
                                  detail::describe_state(pb_, x_), pb_.name()));
   }
-  mode_ = pb_.initial_mode();
+  mode_ = pb_.initial_mode_for(x_, p_);
   S_ = sens_ ? initial_state_jacobian(pb_, p_) : Eigen::MatrixXd();
   cost_integral_ = Eigen::VectorXd::Zero(nc_);
   cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);

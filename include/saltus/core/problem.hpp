@@ -121,6 +121,13 @@ class Problem {
     return add_mode_impl(name, Instantiated<RhsFn>::from(f));
   }
   void set_initial_mode(int mode);
+  /// Chooses the initial mode from the logical state: `rule(x0, p)` returns a mode index.
+  /// Use it when the mode follows from the sign of a guard at x0 (it is evaluated on real
+  /// values, also in complex-step runs, so the mode sequence stays that of the real run).
+  void set_initial_mode_rule(std::function<int(In<double> x0, In<double> p)> rule);
+  /// The initial mode for x0 and p: the rule's choice if there is one, else initial_mode().
+  /// Throws InputError if the rule returns an index out of range.
+  int initial_mode_for(In<double> x0, In<double> p) const;
   void set_jacobian(int mode, AnalyticJacobian jacobian);
   /// Adds an event with guard `r(t, x, p)` that fires on crossings in `direction`.
   template <class F>
@@ -195,6 +202,7 @@ class Problem {
   std::vector<Event> events_;
   std::vector<Cost> costs_;
   int initial_mode_ = 0;
+  std::function<int(In<double>, In<double>)> initial_mode_rule_;
   Options options_;
 };
 
