@@ -20,11 +20,6 @@ void tangent_of(const VectorX<Dual>& v, Out<double> tangent) {
 
 }  // namespace
 
-void evaluate_rhs(const Problem& problem, int mode, double t, In<double> x, In<double> p,
-                  Out<double> xdot) {
-  problem.mode(mode).rhs.real(t, x, p, xdot);
-}
-
 void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                  double dt, In<double> dx, In<double> dp, Out<double> tangent,
                  TangentWorkspace& ws) {

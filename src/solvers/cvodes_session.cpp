@@ -168,10 +168,4 @@ void CvodesSession::add_stats(SolverStats& s) const {
   s.segments += 1;
 }
 
-double CvodesSession::current_time() const {
-  double t = 0.0;
-  CVodeGetCurrentTime(mem_, &t);
-  return t;
-}
-
 }  // namespace saltus::detail

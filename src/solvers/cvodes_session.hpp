@@ -65,7 +65,6 @@ class CvodesSession {
   void load_quadrature_sensitivities(double t);
   /// Adds this segment's CVODES counters to `stats` (call before start()).
   void add_stats(SolverStats& stats) const;
-  double current_time() const;
 
   N_Vector y() { return y_; }
   N_Vector yS(int k) { return yS_[k]; }

@@ -15,10 +15,6 @@ struct TangentWorkspace {
   VectorX<Dual> t_x, t_p, t_out, t_xdot;
 };
 
-/// xdot = f_mode(t, x, p) in doubles.
-void evaluate_rhs(const Problem& problem, int mode, double t, In<double> x, In<double> p,
-                  Out<double> xdot);
-
 /// Tangent of f_mode: writes f_t dt + f_x dx + f_p dp into `tangent` (n_x).
 void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                  double dt, In<double> dx, In<double> dp, Out<double> tangent,
