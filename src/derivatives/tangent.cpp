@@ -74,6 +74,20 @@ double running_cost_tangent(const Problem& problem, int cost, int mode, double t
   return g.dual(td, ws.t_x, ws.t_xdot, ws.t_p).v[0];
 }
 
+void running_cost_tangents(const Problem& problem, int mode, double t, In<double> x,
+                           In<double> p, double dt, In<double> dx, In<double> dp,
+                           Out<double> tangents, TangentWorkspace& ws) {
+  seed(ws.t_x, x, dx);
+  seed(ws.t_p, p, dp);
+  ws.t_xdot.resize(x.size());
+  const Dual td = make_dual(t, dt);
+  problem.mode(mode).rhs.dual(td, ws.t_x, ws.t_p, ws.t_xdot);
+  for (int c = 0; c < problem.n_costs(); ++c) {
+    const auto& g = problem.cost(c).running;
+    tangents[c] = g ? g.dual(td, ws.t_x, ws.t_xdot, ws.t_p).v[0] : 0.0;
+  }
+}
+
 double terminal_cost(const Problem& problem, int cost, In<double> x, In<double> p) {
   const auto& w = problem.cost(cost).terminal;
   return w ? w.real(x, p) : 0.0;

@@ -189,10 +189,8 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
     auto out = view(qS[j]);
-    for (int c = 0; c < self->nc_; ++c) {
-      out[c] = running_cost_tangent(self->pb_, c, self->mode_, t, x, self->p_, 0.0, s,
-                                    self->identity_p_.col(j), self->ws_);
-    }
+    running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, 0.0, s,
+                          self->identity_p_.col(j), out, self->ws_);
     if (!out.allFinite()) return 1;
   }
   return 0;

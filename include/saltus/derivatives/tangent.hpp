@@ -39,6 +39,12 @@ double running_cost_tangent(const Problem& problem, int cost, int mode, double t
                             In<double> p, double dt, In<double> dx, In<double> dp,
                             TangentWorkspace& ws);
 
+/// Tangents of every cost's running integrand at once (0 for costs without one), with one
+/// evaluation of the mode's right-hand side: `tangents` has n_c entries.
+void running_cost_tangents(const Problem& problem, int mode, double t, In<double> x,
+                           In<double> p, double dt, In<double> dx, In<double> dp,
+                           Out<double> tangents, TangentWorkspace& ws);
+
 /// Terminal cost w(x, p) (0 if the cost has none) and its tangent w_x dx + w_p dp.
 double terminal_cost(const Problem& problem, int cost, In<double> x, In<double> p);
 double terminal_cost_tangent(const Problem& problem, int cost, In<double> x, In<double> p,
