@@ -64,6 +64,13 @@ void validate(const Options& o, int n_states, int n_parameters) {
   require(o.max_events > 0, "max_events", static_cast<double>(o.max_events), "must be positive");
   require(std::isfinite(o.grazing_tolerance) && o.grazing_tolerance >= 0.0, "grazing_tolerance",
           o.grazing_tolerance, "must be >= 0");
+  require(o.checkpoint_steps > 0, "checkpoint_steps", static_cast<double>(o.checkpoint_steps),
+          "must be positive");
+  require(o.adjoint_rtol < 0.0 || positive(o.adjoint_rtol), "adjoint_rtol", o.adjoint_rtol,
+          "must be positive (or negative for rtol)");
+  require(!std::isnan(o.adjoint_atol), "adjoint_atol", o.adjoint_atol, "must be a number");
+  require(!std::isnan(o.adjoint_quadrature_atol), "adjoint_quadrature_atol",
+          o.adjoint_quadrature_atol, "must be a number");
 }
 
 }  // namespace saltus

@@ -122,6 +122,23 @@ Eigen::MatrixXd initial_state_jacobian(const Problem& problem, In<double> p) {
   return jac;
 }
 
+void rhs_state_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                        Eigen::Ref<Eigen::MatrixXd> fx, TangentWorkspace& ws) {
+  const auto& m = problem.mode(mode);
+  if (m.jacobian && m.jacobian->state) {
+    m.jacobian->state(t, x, p, fx);
+    return;
+  }
+  const auto nx = x.size();
+  ws.t_out.resize(nx);
+  seed_constant(ws.t_p, p);
+  for (Eigen::Index j = 0; j < nx; ++j) {
+    seed(ws.t_x, x, Eigen::VectorXd::Unit(nx, j));
+    m.rhs.dual(Dual(t), ws.t_x, ws.t_p, ws.t_out);
+    tangent_of(ws.t_out, fx.col(j));
+  }
+}
+
 void rhs_jacobians(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                    Eigen::Ref<Eigen::MatrixXd> fx, Eigen::Ref<Eigen::MatrixXd> fp,
                    TangentWorkspace& ws) {
@@ -131,15 +148,10 @@ void rhs_jacobians(const Problem& problem, int mode, double t, In<double> x, In<
     m.jacobian->parameters(t, x, p, fp);
     return;
   }
+  rhs_state_jacobian(problem, mode, t, x, p, fx, ws);
   const auto nx = x.size();
   const auto np = p.size();
   ws.t_out.resize(nx);
-  seed_constant(ws.t_p, p);
-  for (Eigen::Index j = 0; j < nx; ++j) {
-    seed(ws.t_x, x, Eigen::VectorXd::Unit(nx, j));
-    m.rhs.dual(Dual(t), ws.t_x, ws.t_p, ws.t_out);
-    tangent_of(ws.t_out, fx.col(j));
-  }
   seed_constant(ws.t_x, x);
   for (Eigen::Index j = 0; j < np; ++j) {
     seed(ws.t_p, p, Eigen::VectorXd::Unit(np, j));

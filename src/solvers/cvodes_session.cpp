@@ -27,15 +27,22 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
                              const CvodesCallbacks& cb, void* user_data,
                              const std::vector<double>& atol_state,
                              const std::vector<double>& parameter_scales,
-                             const std::vector<double>& atol_quadrature)
-    : n_(n), nq_(nq), ns_(ns), roots_fn_(cb.roots), tf_(options.tf) {
+                             const std::vector<double>& atol_quadrature,
+                             long checkpoint_steps)
+    : n_(n),
+      nq_(nq),
+      ns_(ns),
+      roots_fn_(cb.roots),
+      tf_(options.tf),
+      checkpoint_steps_(checkpoint_steps) {
   check_cvode(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
   y_ = N_VNew_Serial(n, ctx_);
   check_alloc(y_, "the state vector");
   N_VConst(0.0, y_);
   atol_ = N_VClone(y_);
   for (int i = 0; i < n; ++i) NV_Ith_S(atol_, i) = atol_state[static_cast<size_t>(i)];
-  mem_ = CVodeCreate(options.method == LinearMultistep::BDF ? CV_BDF : CV_ADAMS, ctx_);
+  lmm_ = options.method == LinearMultistep::BDF ? CV_BDF : CV_ADAMS;
+  mem_ = CVodeCreate(lmm_, ctx_);
   check_alloc(mem_, "CVODES memory");
   check_cvode(CVodeInit(mem_, cb.rhs, options.t0, y_), "CVodeInit");
   check_cvode(CVodeSetUserData(mem_, user_data), "CVodeSetUserData");
@@ -48,6 +55,11 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
   check_alloc(LS_, "the dense linear solver");
   check_cvode(CVodeSetLinearSolver(mem_, LS_, A_), "CVodeSetLinearSolver");
   if (cb.jacobian) check_cvode(CVodeSetJacFn(mem_, cb.jacobian), "CVodeSetJacFn");
+  if (checkpoint_steps > 0) {
+    // Hermite interpolation between stored steps: the adjoint needs y only, and the segment
+    // never contains an event, so the cubic Hermite data are smooth.
+    check_cvode(CVodeAdjInit(mem_, checkpoint_steps, CV_HERMITE), "CVodeAdjInit");
+  }
 
   const double cost_atol = options.cost_atol < 0.0 ? options.atol : options.cost_atol;
   if (nq > 0) {
@@ -94,6 +106,10 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
 }
 
 CvodesSession::~CvodesSession() {
+  if (LSB_) SUNLinSolFree(LSB_);
+  if (AB_) SUNMatDestroy(AB_);
+  if (qB_) N_VDestroy(qB_);
+  if (yB_) N_VDestroy(yB_);
   if (qS_) N_VDestroyVectorArray(qS_, ns_);
   if (yS_) N_VDestroyVectorArray(yS_, ns_);
   if (mem_) CVodeFree(&mem_);
@@ -135,7 +151,13 @@ void CvodesSession::set_roots(const std::vector<int>& directions) {
   }
 }
 
-int CvodesSession::advance(double tout, double& t) { return CVode(mem_, tout, y_, &t, CV_NORMAL); }
+int CvodesSession::advance(double tout, double& t) {
+  if (checkpoint_steps_ == 0) return CVode(mem_, tout, y_, &t, CV_NORMAL);
+  int ncheck = 0;
+  const int flag = CVodeF(mem_, tout, y_, &t, CV_NORMAL, &ncheck);
+  checkpoints_ = ncheck;
+  return flag;
+}
 
 std::vector<int> CvodesSession::root_info() {
   std::vector<int> info(static_cast<size_t>(n_roots_), 0);
@@ -165,6 +187,69 @@ void CvodesSession::add_stats(SolverStats& s) const {
   if (CVodeGetNumNonlinSolvIters(mem_, &v) == CV_SUCCESS) s.nonlinear_iterations += v;
   if (CVodeGetNumNonlinSolvConvFails(mem_, &v) == CV_SUCCESS) s.nonlinear_failures += v;
   if (ns_ > 0 && CVodeGetSensNumRhsEvals(mem_, &v) == CV_SUCCESS) s.sensitivity_rhs_evals += v;
+  s.segments += 1;
+}
+
+CheckpointUsage CvodesSession::checkpoint_usage() const {
+  // A check point keeps the Nordsieck history (at most L_MAX = 6 BDF / 13 Adams vectors) of the
+  // state and, with error-controlled quadratures, of the quadratures; the interpolation buffer
+  // holds (steps + 1) Hermite pairs (y, y') for one check-point interval.
+  const long history = lmm_ == CV_BDF ? 6 : 13;
+  const long doubles = (checkpoints_ + 1) * history * (n_ + nq_) + (checkpoint_steps_ + 1) * 2 * n_;
+  return {checkpoints_ + 1, doubles * static_cast<long>(sizeof(double))};
+}
+
+void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, double tB0,
+                                   const Eigen::VectorXd& yB0) {
+  check_cvode(CVodeCreateB(mem_, lmm_, &which_), "CVodeCreateB");
+  yB_ = N_VNew_Serial(nB, ctx_);
+  check_alloc(yB_, "the adjoint vector");
+  view(yB_) = yB0;
+  check_cvode(CVodeInitB(mem_, which_, s.rhs, tB0, yB_), "CVodeInitB");
+  check_cvode(CVodeSStolerancesB(mem_, which_, s.rtol, s.atol), "CVodeSStolerancesB");
+  check_cvode(CVodeSetUserDataB(mem_, which_, s.user_data), "CVodeSetUserDataB");
+  check_cvode(CVodeSetMaxNumStepsB(mem_, which_, s.max_steps), "CVodeSetMaxNumStepsB");
+  AB_ = SUNDenseMatrix(nB, nB, ctx_);
+  check_alloc(AB_, "the adjoint Jacobian matrix");
+  LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);
+  check_alloc(LSB_, "the adjoint linear solver");
+  check_cvode(CVodeSetLinearSolverB(mem_, which_, LSB_, AB_), "CVodeSetLinearSolverB");
+  if (s.jacobian) check_cvode(CVodeSetJacFnB(mem_, which_, s.jacobian), "CVodeSetJacFnB");
+  if (nqB > 0) {
+    qB_ = N_VNew_Serial(nqB, ctx_);
+    check_alloc(qB_, "the gradient quadrature vector");
+    N_VConst(0.0, qB_);
+    check_cvode(CVodeQuadInitB(mem_, which_, s.quadrature, qB_), "CVodeQuadInitB");
+    check_cvode(CVodeQuadSStolerancesB(mem_, which_, s.rtol, s.quadrature_atol),
+                "CVodeQuadSStolerancesB");
+    check_cvode(CVodeSetQuadErrConB(mem_, which_, s.quadrature_error_control ? SUNTRUE : SUNFALSE),
+                "CVodeSetQuadErrConB");
+  }
+}
+
+int CvodesSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB) {
+  const int flag = CVodeB(mem_, t_out, CV_NORMAL);
+  if (flag < 0) return flag;
+  double t = 0.0;
+  check_cvode(CVodeGetB(mem_, which_, &t, yB_), "CVodeGetB");
+  yB = view(yB_);
+  if (qB_) {
+    check_cvode(CVodeGetQuadB(mem_, which_, &t, qB_), "CVodeGetQuadB");
+    qB = view(qB_);
+  }
+  return flag;
+}
+
+void CvodesSession::add_backward_stats(SolverStats& s) const {
+  void* memB = CVodeGetAdjCVodeBmem(mem_, which_);
+  if (!memB) return;
+  long v = 0;
+  if (CVodeGetNumSteps(memB, &v) == CV_SUCCESS) s.steps += v;
+  if (CVodeGetNumRhsEvals(memB, &v) == CV_SUCCESS) s.rhs_evals += v;
+  if (CVodeGetNumJacEvals(memB, &v) == CV_SUCCESS) s.jacobian_evals += v;
+  if (CVodeGetNumErrTestFails(memB, &v) == CV_SUCCESS) s.error_test_failures += v;
+  if (CVodeGetNumNonlinSolvIters(memB, &v) == CV_SUCCESS) s.nonlinear_iterations += v;
+  if (CVodeGetNumNonlinSolvConvFails(memB, &v) == CV_SUCCESS) s.nonlinear_failures += v;
   s.segments += 1;
 }
 

@@ -27,6 +27,25 @@ inline Eigen::Map<Eigen::VectorXd> view(N_Vector v) {
   return {N_VGetArrayPointer(v), static_cast<Eigen::Index>(N_VGetLength(v))};
 }
 
+/// Settings and callbacks of a backward (adjoint) problem on a recorded session.
+struct BackwardSettings {
+  double rtol = 1e-8;
+  double atol = 1e-10;            ///< adjoint states
+  double quadrature_atol = 1e-10; ///< gradient quadratures
+  bool quadrature_error_control = true;
+  long max_steps = 500000;
+  CVRhsFnB rhs = nullptr;
+  CVLsJacFnB jacobian = nullptr;
+  CVQuadRhsFnB quadrature = nullptr;
+  void* user_data = nullptr;
+};
+
+/// What one recorded session stored for the backward pass.
+struct CheckpointUsage {
+  long checkpoints = 0;    ///< CVODES check points
+  long stored_bytes = 0;   ///< check points plus the interpolation data of one interval
+};
+
 struct CvodesCallbacks {
   CVRhsFn rhs = nullptr;
   CVLsJacFn jacobian = nullptr;
@@ -44,7 +63,7 @@ class CvodesSession {
   CvodesSession(int n, int nq, int ns, const Options& options, const CvodesCallbacks& callbacks,
                 void* user_data, const std::vector<double>& atol_state,
                 const std::vector<double>& parameter_scales,
-                const std::vector<double>& atol_quadrature = {});
+                const std::vector<double>& atol_quadrature = {}, long checkpoint_steps = 0);
   ~CvodesSession();
   CvodesSession(const CvodesSession&) = delete;
   CvodesSession& operator=(const CvodesSession&) = delete;
@@ -65,6 +84,19 @@ class CvodesSession {
   void load_quadrature_sensitivities(double t);
   /// Adds this segment's CVODES counters to `stats` (call before start()).
   void add_stats(SolverStats& stats) const;
+
+  // ---- adjoint (sessions created with checkpoint_steps > 0) ------------------------------
+  /// Check points and interpolation memory held for the backward pass.
+  CheckpointUsage checkpoint_usage() const;
+  /// Creates the backward problem of size nB with nqB quadratures, starting at tB0 from yB0
+  /// with zero quadratures. One backward problem per session.
+  void start_backward(int nB, int nqB, const BackwardSettings& settings, double tB0,
+                      const Eigen::VectorXd& yB0);
+  /// Integrates the backward problem to t_out (>= the session's start time); yB and qB receive
+  /// the adjoint state and the quadratures accumulated since tB0.
+  int integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB);
+  /// Steps, right-hand-side and Jacobian evaluations of the backward problem.
+  void add_backward_stats(SolverStats& stats) const;
 
   N_Vector y() { return y_; }
   N_Vector yS(int k) { return yS_[k]; }
@@ -88,6 +120,15 @@ class CvodesSession {
   double tf_;
   int ism_ = CV_STAGGERED;
   int n_roots_ = 0;
+  long checkpoint_steps_ = 0;
+  int lmm_ = CV_BDF;
+  long checkpoints_ = 0;
+  // Backward problem.
+  int which_ = -1;
+  N_Vector yB_ = nullptr;
+  N_Vector qB_ = nullptr;
+  SUNMatrix AB_ = nullptr;
+  SUNLinearSolver LSB_ = nullptr;
 };
 
 }  // namespace saltus::detail

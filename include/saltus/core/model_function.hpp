@@ -1,6 +1,6 @@
 #pragma once
 // Signatures of the user's model functions and the holder that compiles one generic lambda for
-// every scalar type Saltus needs (double, Complex, Dual).
+// every scalar type Saltus needs (double, Complex, Dual, Reverse).
 //
 // Shapes: x, xdot, x_plus and x0 have n_x entries; p has n_p entries; t is time in seconds (it
 // is a scalar of type S because the complex step evaluates jumps at a complex event time).
@@ -30,16 +30,17 @@ using TerminalCostFn = std::function<S(In<S> x, In<S> p)>;
 template <class S>
 using InitialStateFn = std::function<void(In<S> p, Out<S> x0)>;
 
-/// One model function compiled for double, Complex and Dual from a single generic lambda.
+/// One model function compiled for double, Complex, Dual and Reverse from one generic lambda.
 template <template <class> class Fn>
 struct Instantiated {
   Fn<double> real;
   Fn<Complex> complex;
   Fn<Dual> dual;
+  Fn<Reverse> reverse;
 
   template <class F>
   static Instantiated from(const F& f) {
-    return Instantiated{Fn<double>(f), Fn<Complex>(f), Fn<Dual>(f)};
+    return Instantiated{Fn<double>(f), Fn<Complex>(f), Fn<Dual>(f), Fn<Reverse>(f)};
   }
 
   template <class S>
@@ -48,9 +49,12 @@ struct Instantiated {
       return real;
     } else if constexpr (std::is_same_v<S, Complex>) {
       return complex;
-    } else {
-      static_assert(std::is_same_v<S, Dual>, "Saltus scalars are double, Complex and Dual");
+    } else if constexpr (std::is_same_v<S, Dual>) {
       return dual;
+    } else {
+      static_assert(std::is_same_v<S, Reverse>,
+                    "Saltus scalars are double, Complex, Dual and Reverse");
+      return reverse;
     }
   }
 

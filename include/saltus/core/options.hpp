@@ -33,6 +33,18 @@ struct Options {
   bool sensitivity_error_control = true; ///< sensitivities take part in step control
   long max_steps = 500000;               ///< CVODES steps allowed between two outputs
 
+  // Adjoint.
+  /// Forward steps between two CVODES check points (CVodeAdjInit's Nd). Larger: less memory
+  /// for check points, more memory for the interpolation buffer of one interval; the forward
+  /// steps between check points are recomputed once during the backward pass.
+  long checkpoint_steps = 100;
+  double adjoint_rtol = -1.0;             ///< relative tolerance of lambda; < 0: rtol
+  /// Absolute tolerance of lambda = (dpsi/dx)^T, in cost units per state unit; < 0: atol.
+  double adjoint_atol = -1.0;
+  /// Absolute tolerance of the gradient quadratures (cost units per parameter unit); < 0:
+  /// the cost quadrature tolerance (cost_atol, else atol).
+  double adjoint_quadrature_atol = -1.0;
+
   // Event safeguards.
   /// Events closer in time than cascade_window * max(1, |t|) form a cascade (time does not
   /// advance); a cascade longer than max_event_cascade stops the run with a ZenoError.

@@ -4,7 +4,7 @@
 //
 //   psi_j = integral_{t0}^{tf} g_j(t, x, xdot, p) dt + w_j(x(tf), p)
 //
-// Model functions are generic lambdas, compiled here for double, Complex and Dual (see
+// Model functions are generic lambdas, compiled here for double, Complex, Dual and Reverse (see
 // scalar.hpp). Sign conventions follow docs/theory.md: guards are scalar functions r(t, x, p);
 // an event fires when r crosses zero in its enabled direction; jumps map x- to x+.
 #include <saltus/core/error.hpp>

@@ -5,11 +5,15 @@
 // instantiated for
 //   - double                : simulation;
 //   - std::complex<double>  : complex-step differentiation (theory/hybrid-ode.md section 8);
-//   - saltus::Dual          : forward-mode AD, one tangent direction (ceres::Jet<double, 1>).
+//   - saltus::Dual          : forward-mode AD, one tangent direction (ceres::Jet<double, 1>);
+//   - saltus::Reverse       : reverse-mode AD (reverse_scalar.hpp: operations record their
+//                             local partials on a tape that one sweep transposes), for the
+//                             vector-Jacobian products of the adjoint.
 // Inside a model function, call math functions unqualified after `using std::sqrt;` etc. so that
 // argument-dependent lookup picks the overload for the scalar type, and take branches on
 // saltus::real_part(value) only: the complex step needs the real trajectory unchanged.
 #include <Eigen/Core>
+#include <saltus/core/reverse_scalar.hpp>
 #include <ceres/jet.h>
 
 #include <complex>
@@ -42,6 +46,7 @@ using Out = Eigen::Ref<VectorX<S>>;
 inline double real_part(double s) { return s; }
 inline double real_part(const Complex& s) { return s.real(); }
 inline double real_part(const Dual& s) { return s.a; }
+inline double real_part(const Reverse& s) { return s.value(); }
 
 /// A Dual with value `value` and tangent `tangent`.
 inline Dual make_dual(double value, double tangent) {
@@ -59,6 +64,30 @@ struct NumTraits<saltus::Dual> : NumTraits<ceres::Jet<double, 1>> {
   using NonInteger = saltus::Dual;
   using Nested = saltus::Dual;
   using Literal = saltus::Dual;
+};
+template <>
+struct NumTraits<saltus::Reverse> : NumTraits<double> {
+  using Real = saltus::Reverse;
+  using NonInteger = saltus::Reverse;
+  using Nested = saltus::Reverse;
+  using Literal = saltus::Reverse;
+  enum {
+    IsComplex = 0,
+    IsInteger = 0,
+    IsSigned = 1,
+    RequireInitialization = 1,
+    ReadCost = 1,
+    AddCost = 3,
+    MulCost = 3
+  };
+};
+template <typename BinaryOp>
+struct ScalarBinaryOpTraits<saltus::Reverse, double, BinaryOp> {
+  using ReturnType = saltus::Reverse;
+};
+template <typename BinaryOp>
+struct ScalarBinaryOpTraits<double, saltus::Reverse, BinaryOp> {
+  using ReturnType = saltus::Reverse;
 };
 template <typename BinaryOp>
 struct ScalarBinaryOpTraits<saltus::Dual, double, BinaryOp> {

@@ -54,6 +54,10 @@ double terminal_cost_tangent(const Problem& problem, int cost, In<double> x, In<
 Eigen::VectorXd initial_state(const Problem& problem, In<double> p);
 Eigen::MatrixXd initial_state_jacobian(const Problem& problem, In<double> p);
 
+/// Dense f_x (n_x x n_x) of a mode: analytic if the mode has it, else n_x AD tangents.
+void rhs_state_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                        Eigen::Ref<Eigen::MatrixXd> fx, TangentWorkspace& ws);
+
 /// Dense f_x (n_x x n_x) and f_p (n_x x n_p) of a mode: analytic if the mode has them, else AD.
 void rhs_jacobians(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                    Eigen::Ref<Eigen::MatrixXd> fx, Eigen::Ref<Eigen::MatrixXd> fp,

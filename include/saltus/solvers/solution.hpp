@@ -1,6 +1,7 @@
 #pragma once
 // What a run returns: the trajectory at the output times, the event log, the costs, solver
-// statistics and, for forward-sensitivity runs, S = dx/dp, tau = dt_e/dp and dpsi/dp.
+// statistics and, for forward-sensitivity runs, S = dx/dp, tau = dt_e/dp and dpsi/dp; for
+// adjoint runs dpsi/dp, dpsi/dx0 and what the backward pass stored.
 #include <Eigen/Core>
 
 #include <string>
@@ -38,6 +39,15 @@ struct SolverStats {
   int segments = 0;  ///< smooth pieces integrated (events + 1)
 };
 
+/// What the adjoint stored and computed.
+struct AdjointStats {
+  long checkpoint_steps = 0;  ///< forward steps between check points (the setting)
+  long checkpoints = 0;       ///< check points over all segments
+  long stored_bytes = 0;      ///< check points plus interpolation buffers (estimate)
+  long tape_recordings = 0;   ///< reverse-mode recordings of the right-hand side
+  SolverStats backward;       ///< CVODES counters of the backward integrations
+};
+
 struct Solution {
   std::vector<double> times;  ///< output times [s]
   Eigen::MatrixXd states;     ///< x at the output times, n_out x n_x (after an event at t)
@@ -52,8 +62,13 @@ struct Solution {
   Eigen::MatrixXd final_sensitivity;           ///< S(tf), n_x x n_p
   Eigen::MatrixXd cost_gradient;               ///< dpsi_j/dp_k, n_c x n_p
 
+  // Adjoint runs only (empty otherwise); cost_gradient is filled too.
+  Eigen::MatrixXd initial_state_gradient;      ///< dpsi_j/dx0_i = lambda_j(t0)^T, n_c x n_x
+  AdjointStats adjoint;
+
   SolverStats stats;
   bool has_sensitivities() const { return cost_gradient.size() > 0; }
+  bool has_adjoint() const { return initial_state_gradient.size() > 0; }
 };
 
 }  // namespace saltus

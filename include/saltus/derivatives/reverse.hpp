@@ -1,0 +1,78 @@
+#pragma once
+// Vector-Jacobian products of a problem's model functions by reverse-mode AD (saltus::Reverse).
+//
+// Each function records its model function once with saltus::Reverse scalars at the given
+// point and sweeps the tape backwards once per weight vector, so that lambda^T F_x and
+// lambda^T F_p cost a few evaluations of F whatever the number of parameters. The adjoint of
+// theory/hybrid-ode.md section 6 is built from these products; none of them forms f_p.
+//
+// The tape is per thread: every recording here clears it, and a generation counter tells
+// cached recordings (AdjointRhs) when the tape they hold has been recycled.
+#include <saltus/core/problem.hpp>
+
+namespace saltus {
+
+/// Gradient of a scalar function of (t, x, p): d/dt (1), d/dx (n_x), d/dp (n_p).
+struct ScalarGradient {
+  double t = 0.0;
+  Eigen::RowVectorXd x;
+  Eigen::RowVectorXd p;
+};
+
+/// Transposed products of a vector function F(t, x, p) with the columns of a weight matrix L:
+/// t = L^T F_t (m), x = F_x^T L (n_x x m), p = F_p^T L (n_p x m).
+struct TransposedProducts {
+  Eigen::VectorXd t;
+  Eigen::MatrixXd x;
+  Eigen::MatrixXd p;
+};
+
+/// r_t, r_x, r_p of the guard of `event` at (t, x, p).
+ScalarGradient guard_gradient(const Problem& problem, int event, double t, In<double> x,
+                              In<double> p);
+
+/// Products of the jump phi of `event` (identity if it has none) at (t, x-, p) with the
+/// columns of `weights` (n_x x m).
+TransposedProducts jump_products(const Problem& problem, int event, double t, In<double> x,
+                                 In<double> p, const Eigen::MatrixXd& weights);
+
+/// w_x and w_p of the terminal part of `cost` at (x(tf), p); zero if it has none.
+ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, In<double> x,
+                                      In<double> p);
+
+/// (dx0/dp)^T L for the columns of `weights` (n_x x m): an n_p x m matrix.
+Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,
+                                       const Eigen::MatrixXd& weights);
+
+/// The products the adjoint right-hand side and its quadrature need inside a mode:
+///     x part:  f_x^T lambda + g_{c,x}^T        (n_x)
+///     p part:  f_p^T lambda + g_{c,p}^T        (n_p)
+/// for cost c with running integrand g_c(t, x, f(t, x, p), p) (accelerations included by the
+/// chain rule). One recording of f and every g_c per point serves any number of adjoint
+/// vectors: CVODES evaluates the backward right-hand side several times at one time point.
+class AdjointRhs {
+ public:
+  AdjointRhs(const Problem& problem, const Eigen::VectorXd& p);
+  /// Records f and the running costs at (mode, t, x) unless the tape already holds them.
+  void record(int mode, double t, In<double> x);
+  /// Sweeps the recording for cost `cost` with adjoint vector `lambda` (n_x). `dp` may have
+  /// size 0 to skip copying the parameter part.
+  void apply(int cost, In<double> lambda, Out<double> dx, Out<double> dp);
+  /// Number of recordings made (diagnostics).
+  long recordings() const { return recordings_; }
+
+ private:
+  const Problem& problem_;
+  Eigen::VectorXd p_;
+  int n_x_, n_c_;
+  // The point recorded, and the tape generation it lives in.
+  long generation_ = -1;
+  int mode_ = -1;
+  double t_ = 0.0;
+  Eigen::VectorXd x_;
+  long recordings_ = 0;
+  VectorX<Reverse> x_ad_, p_ad_, f_ad_, g_ad_;
+  std::vector<double> adjoint_;
+};
+
+}  // namespace saltus

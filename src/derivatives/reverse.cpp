@@ -1,0 +1,167 @@
+// Reverse-mode products of the model functions on the Reverse tape (core/reverse_scalar.hpp):
+// one recording per point, one sweep per weight vector. Seeds are added, so an output that is
+// an input (xdot[0] = x[1]) or shared by two outputs is handled.
+#include <saltus/derivatives/reverse.hpp>
+
+#include <fmt/format.h>
+
+namespace saltus {
+
+namespace {
+
+/// Starts a new recording; earlier recordings (and cached ones) become invalid.
+void begin_recording() { ReverseTape::clear(); }
+
+VectorX<Reverse> independents(In<double> values) {
+  VectorX<Reverse> v(values.size());
+  for (Eigen::Index i = 0; i < values.size(); ++i) v[i] = Reverse::independent(values[i]);
+  return v;
+}
+
+/// Sweeps the tape with adjoint seeds on `outputs` (added, so shared nodes are seeded right).
+class Sweeper {
+ public:
+  void seed_clear() { adjoint_.assign(ReverseTape::nodes().size(), 0.0); }
+  void seed(const Reverse& output, double weight) {
+    if (!output.is_constant()) adjoint_[static_cast<size_t>(output.node())] += weight;
+  }
+  void run() { ReverseTape::sweep(adjoint_); }
+  double adjoint(const Reverse& v) const {
+    return v.is_constant() ? 0.0 : adjoint_[static_cast<size_t>(v.node())];
+  }
+  void adjoints(const VectorX<Reverse>& v, Eigen::Ref<Eigen::VectorXd> out) const {
+    for (Eigen::Index i = 0; i < v.size(); ++i) out[i] = adjoint(v[i]);
+  }
+
+ private:
+  std::vector<double> adjoint_;
+};
+
+/// Sweeps a recorded vector function y once per column of `weights`.
+TransposedProducts products(const VectorX<Reverse>& y, const Reverse& t,
+                            const VectorX<Reverse>& x, const VectorX<Reverse>& p,
+                            const Eigen::MatrixXd& weights) {
+  TransposedProducts out;
+  out.t.resize(weights.cols());
+  out.x.resize(x.size(), weights.cols());
+  out.p.resize(p.size(), weights.cols());
+  Sweeper sweeper;
+  for (Eigen::Index c = 0; c < weights.cols(); ++c) {
+    sweeper.seed_clear();
+    for (Eigen::Index i = 0; i < y.size(); ++i) sweeper.seed(y[i], weights(i, c));
+    sweeper.run();
+    out.t[c] = sweeper.adjoint(t);
+    sweeper.adjoints(x, out.x.col(c));
+    sweeper.adjoints(p, out.p.col(c));
+  }
+  return out;
+}
+
+ScalarGradient scalar_gradient(const Reverse& y, const Reverse& t, const VectorX<Reverse>& x,
+                               const VectorX<Reverse>& p) {
+  Sweeper sweeper;
+  sweeper.seed_clear();
+  sweeper.seed(y, 1.0);
+  sweeper.run();
+  ScalarGradient g{sweeper.adjoint(t), Eigen::RowVectorXd(x.size()), Eigen::RowVectorXd(p.size())};
+  sweeper.adjoints(x, g.x.transpose());
+  sweeper.adjoints(p, g.p.transpose());
+  return g;
+}
+
+}  // namespace
+
+ScalarGradient guard_gradient(const Problem& problem, int event, double t, In<double> x,
+                              In<double> p) {
+  begin_recording();
+  const Reverse t_ad = Reverse::independent(t);
+  const VectorX<Reverse> x_ad = independents(x);
+  const VectorX<Reverse> p_ad = independents(p);
+  const Reverse r = problem.event(event).guard.reverse(t_ad, x_ad, p_ad);
+  return scalar_gradient(r, t_ad, x_ad, p_ad);
+}
+
+TransposedProducts jump_products(const Problem& problem, int event, double t, In<double> x,
+                                 In<double> p, const Eigen::MatrixXd& weights) {
+  const Event& ev = problem.event(event);
+  if (!ev.jump) {  // identity: phi_x = I, phi_t = 0, phi_p = 0
+    return {Eigen::VectorXd::Zero(weights.cols()), weights,
+            Eigen::MatrixXd::Zero(p.size(), weights.cols())};
+  }
+  begin_recording();
+  const Reverse t_ad = Reverse::independent(t);
+  const VectorX<Reverse> x_ad = independents(x);
+  const VectorX<Reverse> p_ad = independents(p);
+  VectorX<Reverse> y = VectorX<Reverse>::Zero(x.size());
+  ev.jump.reverse(t_ad, x_ad, p_ad, y);
+  return products(y, t_ad, x_ad, p_ad, weights);
+}
+
+ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, In<double> x,
+                                      In<double> p) {
+  const auto& w = problem.cost(cost).terminal;
+  if (!w) {
+    return {0.0, Eigen::RowVectorXd::Zero(x.size()), Eigen::RowVectorXd::Zero(p.size())};
+  }
+  begin_recording();
+  const VectorX<Reverse> x_ad = independents(x);
+  const VectorX<Reverse> p_ad = independents(p);
+  const Reverse value = w.reverse(x_ad, p_ad);
+  return scalar_gradient(value, Reverse(0.0), x_ad, p_ad);
+}
+
+Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,
+                                       const Eigen::MatrixXd& weights) {
+  begin_recording();
+  const VectorX<Reverse> x_ad(0);  // x0 depends on p only
+  const VectorX<Reverse> p_ad = independents(p);
+  VectorX<Reverse> y = VectorX<Reverse>::Zero(weights.rows());
+  problem.initial_state().reverse(p_ad, y);
+  return products(y, Reverse(0.0), x_ad, p_ad, weights).p;
+}
+
+AdjointRhs::AdjointRhs(const Problem& problem, const Eigen::VectorXd& p)
+    : problem_(problem), p_(p), n_x_(problem.n_states()), n_c_(problem.n_costs()) {}
+
+void AdjointRhs::record(int mode, double t, In<double> x) {
+  if (generation_ == ReverseTape::generation() && mode == mode_ && t == t_ &&
+      x.size() == x_.size() && x == x_) {
+    return;
+  }
+  begin_recording();
+  ++recordings_;
+  generation_ = ReverseTape::generation();
+  mode_ = mode;
+  t_ = t;
+  x_ = x;
+  const Reverse t_ad(t);  // passive: the adjoint needs no time derivative inside a mode
+  x_ad_ = independents(x);
+  p_ad_ = independents(p_);
+  f_ad_ = VectorX<Reverse>::Zero(n_x_);
+  problem_.mode(mode).rhs.reverse(t_ad, x_ad_, p_ad_, f_ad_);
+  g_ad_ = VectorX<Reverse>::Zero(n_c_);
+  for (int c = 0; c < n_c_; ++c) {
+    const auto& g = problem_.cost(c).running;
+    if (g) g_ad_[c] = g.reverse(t_ad, x_ad_, f_ad_, p_ad_);
+  }
+}
+
+void AdjointRhs::apply(int cost, In<double> lambda, Out<double> dx, Out<double> dp) {
+  if (generation_ != ReverseTape::generation()) {
+    throw Error("AdjointRhs::apply: the recording was recycled; call record() first");
+  }
+  adjoint_.assign(ReverseTape::nodes().size(), 0.0);
+  const auto seed = [this](const Reverse& v, double w) {
+    if (!v.is_constant()) adjoint_[static_cast<size_t>(v.node())] += w;
+  };
+  for (int i = 0; i < n_x_; ++i) seed(f_ad_[i], lambda[i]);
+  seed(g_ad_[cost], 1.0);
+  ReverseTape::sweep(adjoint_);
+  const auto adj = [this](const Reverse& v) {
+    return v.is_constant() ? 0.0 : adjoint_[static_cast<size_t>(v.node())];
+  };
+  for (int i = 0; i < n_x_; ++i) dx[i] = adj(x_ad_[i]);
+  for (Eigen::Index k = 0; k < dp.size(); ++k) dp[k] = adj(p_ad_[k]);
+}
+
+}  // namespace saltus

@@ -1,0 +1,265 @@
+// The backward pass of the hybrid adjoint: CVODES backward integration per recorded segment,
+// the transposed event jumps (H3)-(H4) of theory/hybrid-ode.md section 6 between them.
+#include <saltus/derivatives/reverse.hpp>
+#include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/adjoint.hpp>
+
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "hybrid_run.hpp"
+
+namespace saltus {
+
+namespace {
+
+using detail::view;
+
+class AdjointSweep {
+ public:
+  AdjointSweep(const Problem& problem, const Eigen::VectorXd& p, const Options& options,
+               detail::HybridRun& run, Solution& sol);
+  void run();
+
+ private:
+  static int rhs_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector yBdot, void* self);
+  static int jacobian_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector fyB, SUNMatrix JB,
+                         void* self, N_Vector, N_Vector, N_Vector);
+  static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector qBdot, void* self);
+
+  /// Sweeps the right-hand-side tape at (t, x) for every cost column of the stacked yB;
+  /// fills dx_ (n_x x n_c) and dp_ (n_p x n_c).
+  void products_at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
+                   const Eigen::Ref<const Eigen::VectorXd>& yB);
+  int guarded(const char* what, double t, const std::function<void()>& body);
+  void terminal_conditions();
+  void integrate_segment(detail::RecordedSegment& segment);
+  void transpose_event(const EventRecord& event);
+  detail::BackwardSettings settings();
+
+  const Problem& pb_;
+  Eigen::VectorXd p_;
+  Options opt_;
+  detail::HybridRun& run_;
+  Solution& sol_;
+  int nx_, np_, nc_;
+  int mode_ = 0;  // mode of the segment being integrated
+
+  Eigen::MatrixXd lambda_;  // n_x x n_c
+  Eigen::MatrixXd grad_;    // n_c x n_p
+  AdjointRhs rhs_;
+  TangentWorkspace ws_;
+  Eigen::MatrixXd fx_;
+  // The last sweep: its point, stacked adjoint and results (reused by the quadrature).
+  long sweep_recordings_ = -1;
+  double sweep_t_ = 0.0;
+  Eigen::VectorXd sweep_yB_;
+  Eigen::MatrixXd dx_, dp_;
+  std::string error_;
+  std::exception_ptr exception_;
+};
+
+AdjointSweep::AdjointSweep(const Problem& problem, const Eigen::VectorXd& p,
+                           const Options& options, detail::HybridRun& run, Solution& sol)
+    : pb_(problem),
+      p_(p),
+      opt_(options),
+      run_(run),
+      sol_(sol),
+      nx_(problem.n_states()),
+      np_(problem.n_parameters()),
+      nc_(problem.n_costs()),
+      rhs_(problem, p) {
+  fx_.resize(nx_, nx_);
+  dx_.resize(nx_, nc_);
+  dp_.resize(np_, nc_);
+}
+
+int AdjointSweep::guarded(const char* what, double t, const std::function<void()>& body) {
+  // Exceptions must not cross CVODES' C frames: keep the first and report failure.
+  try {
+    body();
+  } catch (...) {
+    if (!exception_) exception_ = std::current_exception();
+    return -1;
+  }
+  if (!dx_.allFinite() || !dp_.allFinite()) {
+
+    error_ = fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what,
+                         pb_.mode(mode_).name, t);
+    return 1;
+  }
+  return 0;
+}
+
+void AdjointSweep::products_at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
+                               const Eigen::Ref<const Eigen::VectorXd>& yB) {
+  rhs_.record(mode_, t, x);
+  if (sweep_recordings_ == rhs_.recordings() && sweep_t_ == t &&
+      sweep_yB_.size() == yB.size() && sweep_yB_ == yB) {
+    return;
+  }
+  for (int c = 0; c < nc_; ++c) {
+    rhs_.apply(c, yB.segment(c * nx_, nx_), dx_.col(c), dp_.col(c));
+  }
+  sweep_recordings_ = rhs_.recordings();
+  sweep_t_ = t;
+  sweep_yB_ = yB;
+}
+
+// lambda' = -(f_x^T lambda + g_x^T), one column per cost.
+int AdjointSweep::rhs_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector yBdot, void* ptr) {
+  auto* self = static_cast<AdjointSweep*>(ptr);
+  return self->guarded("right-hand side", t, [&] {
+    self->products_at(t, view(y), view(yB));
+    auto out = view(yBdot);
+    for (int c = 0; c < self->nc_; ++c) out.segment(c * self->nx_, self->nx_) = -self->dx_.col(c);
+  });
+}
+
+// CVODES integrates q' = fQB backwards from 0 at the segment's end, so fQB = -(lambda^T f_p +
+// g_p) accumulates +integral(lambda^T f_p + g_p) over the segment.
+int AdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector qBdot,
+                                void* ptr) {
+  auto* self = static_cast<AdjointSweep*>(ptr);
+  return self->guarded("quadrature", t, [&] {
+    self->products_at(t, view(y), view(yB));
+    auto out = view(qBdot);
+    for (int c = 0; c < self->nc_; ++c) out.segment(c * self->np_, self->np_) = -self->dp_.col(c);
+  });
+}
+
+// d(lambda')/d(lambda) = -f_x^T, block diagonal over the costs.
+int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUNMatrix JB,
+                              void* ptr, N_Vector, N_Vector, N_Vector) {
+  auto* self = static_cast<AdjointSweep*>(ptr);
+  const int n = self->nx_ * self->nc_;
+  Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(JB), n, n);
+  try {
+    rhs_state_jacobian(self->pb_, self->mode_, t, view(y), self->p_, self->fx_, self->ws_);
+  } catch (...) {
+    if (!self->exception_) self->exception_ = std::current_exception();
+    return -1;
+  }
+  jac.setZero();
+  for (int c = 0; c < self->nc_; ++c) {
+    jac.block(c * self->nx_, c * self->nx_, self->nx_, self->nx_) = -self->fx_.transpose();
+  }
+  return jac.allFinite() ? 0 : 1;
+}
+
+detail::BackwardSettings AdjointSweep::settings() {
+  detail::BackwardSettings s;
+  s.rtol = opt_.adjoint_rtol > 0.0 ? opt_.adjoint_rtol : opt_.rtol;
+  s.atol = opt_.adjoint_atol >= 0.0 ? opt_.adjoint_atol : opt_.atol;
+  const double cost_atol = opt_.cost_atol >= 0.0 ? opt_.cost_atol : opt_.atol;
+  s.quadrature_atol =
+      opt_.adjoint_quadrature_atol >= 0.0 ? opt_.adjoint_quadrature_atol : cost_atol;
+  s.quadrature_error_control = opt_.cost_error_control;
+  s.max_steps = opt_.max_steps;
+  s.rhs = rhs_cb;
+  s.jacobian = jacobian_cb;
+  s.quadrature = quadrature_cb;
+  s.user_data = this;
+  return s;
+}
+
+void AdjointSweep::terminal_conditions() {
+  lambda_.resize(nx_, nc_);
+  grad_.resize(nc_, np_);
+  for (int c = 0; c < nc_; ++c) {
+    const ScalarGradient w = terminal_cost_gradient(pb_, c, sol_.final_state, p_);
+    lambda_.col(c) = w.x.transpose();
+    grad_.row(c) = w.p;
+  }
+}
+
+void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
+  if (!seg.advanced || !(seg.t_end > seg.t_start)) return;
+  mode_ = seg.mode;
+  run_.set_mode(seg.mode);  // CVODES recomputes forward steps of this segment
+  const Eigen::VectorXd stacked = lambda_.reshaped();
+  seg.session->start_backward(nx_ * nc_, np_ * nc_, settings(), seg.t_end, stacked);
+  Eigen::VectorXd yB, qB;
+  const int flag = seg.session->integrate_backward(seg.t_start, yB, qB);
+  seg.session->add_backward_stats(sol_.adjoint.backward);
+  if (exception_) std::rethrow_exception(exception_);
+  if (flag < 0) {
+    const std::string context =
+        fmt::format("on [{:.17g}, {:.17g}] in mode '{}'", seg.t_start, seg.t_end,
+                    pb_.mode(seg.mode).name);
+    if (!error_.empty()) throw ModelError(fmt::format("{} ({})", error_, context));
+    throw SolverError(fmt::format("the backward (adjoint) integration failed with {} {}",
+                                  detail::flag_name(flag), context));
+  }
+  lambda_ = yB.reshaped(nx_, nc_);
+  if (np_ > 0) grad_ += qB.reshaped(np_, nc_).transpose();
+}
+
+void AdjointSweep::transpose_event(const EventRecord& e) {
+  const double t = e.time;
+  if (e.grazing) {
+    throw GrazingError(fmt::format(
+        "event '{}' at t = {:.17g} grazes its guard (r-dot- = {:.3g}): the event time has no "
+        "derivative there, so no adjoint sensitivity exists",
+        e.name, t, e.guard_rate));
+  }
+  Eigen::VectorXd f_minus(nx_), f_plus(nx_), c_e(nx_);
+  pb_.mode(e.mode_before).rhs.real(t, e.state_before, p_, f_minus);
+  pb_.mode(e.mode_after).rhs.real(t, e.state_after, p_, f_plus);
+  const ScalarGradient r = guard_gradient(pb_, e.event, t, e.state_before, p_);
+  const double r_dot = r.t + r.x.dot(f_minus);
+  const Eigen::RowVectorXd tau_x = -r.x / r_dot;
+  const Eigen::RowVectorXd tau_p = -r.p / r_dot;
+  // c_e = phi_x f- + phi_t - f+: one forward tangent of the jump in the direction (1, f-, 0).
+  jump_tangent(pb_, e.event, t, e.state_before, p_, 1.0, f_minus, Eigen::VectorXd::Zero(np_),
+               c_e, ws_);
+  c_e -= f_plus;
+  const TransposedProducts phi = jump_products(pb_, e.event, t, e.state_before, p_, lambda_);
+
+  for (int c = 0; c < nc_; ++c) {
+    const double g_jump = running_cost(pb_, c, e.mode_before, t, e.state_before, p_) -
+                          running_cost(pb_, c, e.mode_after, t, e.state_after, p_);
+    const double kappa = c_e.dot(lambda_.col(c)) + g_jump;  // dpsi/dt_e
+    grad_.row(c) += phi.p.col(c).transpose() + kappa * tau_p;
+    lambda_.col(c) = phi.x.col(c) + tau_x.transpose() * kappa;
+  }
+}
+
+void AdjointSweep::run() {
+  terminal_conditions();
+  auto& segments = run_.segments();
+  for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
+    integrate_segment(*it);
+    for (size_t i = it->events_end; i > it->events_begin; --i) transpose_event(sol_.events[i - 1]);
+  }
+  if (np_ > 0) grad_ += initial_state_products(pb_, p_, lambda_).transpose();
+  sol_.cost_gradient = grad_;
+  sol_.initial_state_gradient = lambda_.transpose();
+  sol_.adjoint.checkpoint_steps = opt_.checkpoint_steps;
+  for (const auto& seg : segments) {
+    const detail::CheckpointUsage usage = seg.session->checkpoint_usage();
+    sol_.adjoint.checkpoints += usage.checkpoints;
+    sol_.adjoint.stored_bytes += usage.stored_bytes;
+  }
+  sol_.adjoint.tape_recordings = rhs_.recordings();
+  if (!sol_.cost_gradient.allFinite()) {
+    throw ModelError(fmt::format("the adjoint gradient of problem '{}' is not finite", pb_.name()));
+  }
+}
+
+}  // namespace
+
+Solution adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  detail::HybridRun run(problem, p, options, detail::RunKind::AdjointRecording);
+  Solution sol = run.run();
+  AdjointSweep(problem, p, options, run, sol).run();
+  return sol;
+}
+
+Solution adjoint(const Problem& problem) {
+  return adjoint(problem, problem.nominal_parameters(), problem.options());
+}
+
+}  // namespace saltus

@@ -1,0 +1,387 @@
+// A hybrid run segment by segment on CVODES: simulation, forward sensitivities, adjoint recording.
+// The event transfer follows docs/theory/hybrid-ode.md sections 3-5 (equation (H1)).
+#include "hybrid_run.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "guard_rate.hpp"
+
+namespace saltus::detail {
+
+HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options,
+                     RunKind kind)
+    : pb_(problem),
+      p_(p),
+      opt_(options),
+      kind_(kind),
+      sens_(kind == RunKind::ForwardSensitivity),
+      nx_(problem.n_states()),
+      np_(problem.n_parameters()),
+      nc_(problem.n_costs()),
+      cascade_(opt_) {
+  pb_.validate();
+  validate(opt_, nx_, np_);
+  pb_.validate_parameters(p_);
+  for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  identity_x_ = Eigen::MatrixXd::Identity(nx_, nx_);
+  identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
+  zero_p_ = Eigen::VectorXd::Zero(np_);
+  xdot_.resize(nx_);
+  fx_.resize(nx_, nx_);
+  fp_.resize(nx_, np_);
+}
+
+bool HybridRun::non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what,
+                           double t) {
+  if (v.allFinite()) return false;
+  model_error_ = fmt::format("{} of mode '{}' is not finite at t = {:.17g}, x = {}", what,
+                             pb_.mode(mode_).name, t, describe_state(pb_, x_));
+  return true;
+}
+
+int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  auto out = view(ydot);
+  self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, out);
+  if (!out.allFinite()) {
+    self->x_ = x;
+    self->non_finite(out, "the right-hand side", t);
+    // Recoverable a few times (a trial step may leave the model's domain), then fatal: a model
+    // that keeps returning NaN would otherwise make CVODES creep towards the bad point.
+    return ++self->non_finite_evaluations_ > kMaxNonFiniteEvaluations ? -1 : 1;
+  }
+  return 0;
+}
+
+int HybridRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, void* self_ptr,
+                           N_Vector, N_Vector, N_Vector) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), self->nx_, self->nx_);
+  rhs_state_jacobian(self->pb_, self->mode_, t, x, self->p_, jac, self->ws_);
+  return jac.allFinite() ? 0 : 1;
+}
+
+int HybridRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_ptr) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  return evaluate_guards<double>(self->pb_, self->watched_, t, view(y), self->p_, g,
+                                         self->model_error_);
+}
+
+int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  auto out = view(q);
+  self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, self->xdot_);
+  for (int c = 0; c < self->nc_; ++c) {
+    const auto& g = self->pb_.cost(c).running;
+    out[c] = g ? g.real(t, x, self->xdot_, self->p_) : 0.0;
+  }
+  if (!out.allFinite()) {
+    self->model_error_ = fmt::format("a running cost is not finite at t = {:.17g}", t);
+    return 1;
+  }
+  return 0;
+}
+
+int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vector* yS,
+                              N_Vector* ySdot, void* self_ptr, N_Vector, N_Vector) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  const Mode& mode = self->pb_.mode(self->mode_);
+  const bool analytic = mode.jacobian && mode.jacobian->state && mode.jacobian->parameters;
+  if (analytic) {
+    mode.jacobian->state(t, x, self->p_, self->fx_);
+    mode.jacobian->parameters(t, x, self->p_, self->fp_);
+  }
+  for (int j = 0; j < ns; ++j) {
+    auto s = view(yS[j]);
+    auto out = view(ySdot[j]);
+    if (analytic) {
+      out.noalias() = self->fx_ * s + self->fp_.col(j);
+    } else {
+      rhs_tangent(self->pb_, self->mode_, t, x, self->p_, 0.0, s, self->identity_p_.col(j), out,
+                  self->ws_);
+    }
+    if (!out.allFinite()) return 1;
+  }
+  return 0;
+}
+
+int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector* yS,
+                                         N_Vector, N_Vector* qS, void* self_ptr, N_Vector,
+                                         N_Vector) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  auto x = view(y);
+  for (int j = 0; j < ns; ++j) {
+    auto s = view(yS[j]);
+    auto out = view(qS[j]);
+    running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, 0.0, s,
+                          self->identity_p_.col(j), out, self->ws_);
+    if (!out.allFinite()) return 1;
+  }
+  return 0;
+}
+
+void HybridRun::begin_segment(double t) {
+  if (kind_ == RunKind::AdjointRecording) {
+    // A session of its own per segment: its check points end at this segment's event.
+    RecordedSegment seg;
+    seg.session = std::make_unique<CvodesSession>(
+        nx_, has_running_cost_ ? nc_ : 0, 0, opt_, callbacks_, this, state_atol(opt_, nx_),
+        std::vector<double>{}, std::vector<double>{}, opt_.checkpoint_steps);
+    seg.mode = mode_;
+    seg.t_start = t;
+    // The events applied since the previous segment started are those at its end.
+    seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
+    seg.events_end = sol_.events.size();
+    cv_ = seg.session.get();
+    segments_.push_back(std::move(seg));
+  }
+  view(cv_->y()) = x_;
+  for (int j = 0; j < cv_->ns(); ++j) view(cv_->yS(j)) = S_.col(j);
+  cv_->start(t);
+  watched_ = watched_events(pb_, mode_);
+  cv_->set_roots(watched_.directions);
+  segment_advanced_ = false;
+}
+
+void HybridRun::close_segment(double t) {
+  if (kind_ != RunKind::AdjointRecording) return;
+  RecordedSegment& seg = segments_.back();
+  seg.t_end = t;
+  seg.advanced = segment_advanced_;
+  // Recomputing forward steps from a check point during the backward pass must not stop at
+  // roots again.
+  cv_->set_roots({});
+}
+
+void HybridRun::end_segment(double t) {
+  close_segment(t);
+  cv_->add_stats(sol_.stats);
+  if (!segment_advanced_) return;
+  if (cv_->nq() > 0) {
+    cv_->load_quadratures(t);
+    cost_integral_ += view(cv_->q());
+    if (sens_) {
+      cv_->load_quadrature_sensitivities(t);
+      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) += view(cv_->qS(j));
+    }
+  }
+}
+
+void HybridRun::record_output(double t) {
+  const auto row = static_cast<Eigen::Index>(sol_.times.size());
+  sol_.times.push_back(t);
+  sol_.states.row(row) = x_.transpose();
+  sol_.modes.push_back(mode_);
+  if (sens_) sol_.sensitivities.push_back(S_);
+}
+
+void HybridRun::handle_roots(double t) {
+  x_ = view(cv_->y());
+  if (sens_) {
+    cv_->load_sensitivities(t);
+    for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
+  }
+  const std::vector<int> fired = cv_->root_info();  // before end_segment clears the roots
+  end_segment(t);
+  const std::vector<int> watched = watched_.events;
+  std::vector<int> applied;
+  for (size_t i = 0; i < fired.size(); ++i) {
+    if (fired[i] == 0) continue;
+    const int k = watched[i];
+    if (!pb_.event(k).active_in(mode_)) continue;  // an earlier event left this mode
+    apply_event(k, t);
+    applied.push_back(k);
+  }
+  // A jump that leaves the state on its guard (r-dot+ = 0) cannot be continued: the next crossing
+  // is undefined. Events that already grazed before the jump are reported as grazing instead.
+  for (size_t i = 0; i < applied.size(); ++i) {
+    const int k = applied[i];
+    const EventRecord& rec = sol_.events[sol_.events.size() - applied.size() + i];
+    if (rec.grazing || !pb_.event(k).active_in(mode_)) continue;
+    pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
+    const GuardRate after = guard_rate(pb_, k, t, x_, p_, xdot_, ws_);
+    if (after.grazing(opt_.grazing_tolerance)) {
+      throw ZenoError(fmt::format(
+          "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}): "
+          "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno "
+          "sequence); Saltus cannot continue past this point",
+          pb_.event(k).name, t, describe_state(pb_, x_), after.rate));
+    }
+  }
+  begin_segment(t);
+}
+
+void HybridRun::apply_event(int k, double t) {
+  const Event& ev = pb_.event(k);
+  const int mode_after = ev.mode_after(mode_);
+  Eigen::VectorXd f_minus(nx_), f_plus(nx_), x_plus(nx_);
+  pb_.mode(mode_).rhs.real(t, x_, p_, f_minus);
+  const GuardRate rate = guard_rate(pb_, k, t, x_, p_, f_minus, ws_);
+
+  EventRecord rec;
+  rec.time = t;
+  rec.event = k;
+  rec.name = ev.name;
+  rec.mode_before = mode_;
+  rec.mode_after = mode_after;
+  rec.state_before = x_;
+  rec.guard_rate = rate.rate;
+  rec.grazing = rate.grazing(opt_.grazing_tolerance);
+
+  if (ev.jump) {
+    ev.jump.real(t, x_, p_, x_plus);
+  } else {
+    x_plus = x_;
+  }
+  if (!x_plus.allFinite()) {
+    throw ModelError(fmt::format("the jump of event '{}' at t = {:.17g} returned a non-finite "
+                                 "state {} from {}",
+                                 ev.name, t, describe_state(pb_, x_plus),
+                                 describe_state(pb_, x_)));
+  }
+  pb_.mode(mode_after).rhs.real(t, x_plus, p_, f_plus);
+
+  if (sens_) {
+    if (rec.grazing) {
+      throw GrazingError(fmt::format(
+          "event '{}' at t = {:.17g} grazes its guard (r-dot- = {:.3g}, state {}): the event "
+          "time has no derivative there, so no sensitivity exists",
+          ev.name, t, rate.rate, describe_state(pb_, x_)));
+    }
+    // c_e = phi_x f- + phi_t - f+, the reset defect (theory: hybrid-ode.md section 4).
+    Eigen::VectorXd c_e(nx_);
+    jump_tangent(pb_, k, t, x_, p_, 1.0, f_minus, zero_p_, c_e, ws_);
+    c_e -= f_plus;
+    Eigen::VectorXd cost_jump(nc_);  // g- - g+
+    for (int c = 0; c < nc_; ++c) {
+      cost_jump[c] = running_cost(pb_, c, mode_, t, x_, p_) -
+                     running_cost(pb_, c, mode_after, t, x_plus, p_);
+    }
+    Eigen::RowVectorXd tau(np_);
+    Eigen::MatrixXd S_plus(nx_, np_);
+    for (int j = 0; j < np_; ++j) {
+      tau[j] = -guard_tangent(pb_, k, t, x_, p_, 0.0, S_.col(j), identity_p_.col(j), ws_) /
+               rate.rate;
+      jump_tangent(pb_, k, t, x_, p_, 0.0, S_.col(j), identity_p_.col(j), S_plus.col(j), ws_);
+      S_plus.col(j) += c_e * tau[j];
+      cost_integral_sens_.col(j) += cost_jump * tau[j];
+    }
+    rec.dtime_dp = tau;
+    rec.sensitivity_before = S_;
+    rec.sensitivity_after = S_plus;
+    S_ = S_plus;
+  }
+  x_ = x_plus;
+  mode_ = mode_after;
+  rec.state_after = x_;
+  sol_.events.push_back(std::move(rec));
+  cascade_.record(t, ev.name);
+}
+
+void HybridRun::fail(int flag, double t) {
+  const std::string name = flag_name(flag);
+  std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
+  if (!model_error_.empty()) {
+    throw ModelError(fmt::format("{} ({} {})", model_error_, name, context));
+  }
+  std::string hint;
+  if (!sol_.events.empty() && std::abs(sol_.events.back().time - t) < 1e-6 * std::max(1.0, t)) {
+    hint = "; events accumulate just before this time (Zeno behaviour?)";
+  }
+  if (flag == CV_TOO_MUCH_WORK) {
+    hint += fmt::format("; Options::max_steps = {} steps were not enough", opt_.max_steps);
+  }
+  throw SolverError(fmt::format("CVODES failed with {} {}{}", name, context, hint));
+}
+
+void HybridRun::finish() {
+  const double tf = sol_.times.back();
+  end_segment(tf);
+  sol_.costs.resize(nc_);
+  for (int c = 0; c < nc_; ++c) {
+    sol_.costs[c] = cost_integral_[c] + terminal_cost(pb_, c, x_, p_);
+  }
+  sol_.final_state = x_;
+  sol_.final_mode = mode_;
+  if (sens_) {
+    sol_.final_sensitivity = S_;
+    sol_.cost_gradient.resize(nc_, np_);
+    for (int c = 0; c < nc_; ++c) {
+      for (int j = 0; j < np_; ++j) {
+        sol_.cost_gradient(c, j) =
+            cost_integral_sens_(c, j) +
+            terminal_cost_tangent(pb_, c, x_, p_, S_.col(j), identity_p_.col(j), ws_);
+      }
+    }
+  }
+  if (!sol_.costs.allFinite()) {
+    throw ModelError(fmt::format("a cost of problem '{}' is not finite", pb_.name()));
+  }
+}
+
+Solution HybridRun::run() {
+  x_ = initial_state(pb_, p_);
+  if (!x_.allFinite()) {
+    throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite",
+                                 describe_state(pb_, x_), pb_.name()));
+  }
+  mode_ = pb_.initial_mode_for(x_, p_);
+  S_ = sens_ ? initial_state_jacobian(pb_, p_) : Eigen::MatrixXd();
+  cost_integral_ = Eigen::VectorXd::Zero(nc_);
+  cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);
+
+  callbacks_.rhs = rhs_cb;
+  callbacks_.jacobian = jacobian_cb;
+  callbacks_.roots = roots_cb;
+  callbacks_.quadrature = quadrature_cb;
+  callbacks_.sensitivity = sensitivity_cb;
+  callbacks_.quadrature_sensitivity = quadrature_sensitivity_cb;
+  if (kind_ != RunKind::AdjointRecording) {
+    session_ = std::make_unique<CvodesSession>(nx_, has_running_cost_ ? nc_ : 0,
+                                               sens_ ? np_ : 0, opt_, callbacks_, this,
+                                               state_atol(opt_, nx_), parameter_scales(opt_, p_));
+    cv_ = session_.get();
+  }
+
+  const std::vector<double> grid = output_grid(opt_);
+  sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
+  size_t next = 0;
+  double t = opt_.t0;
+  if (grid.front() <= opt_.t0) {
+    record_output(t);
+    next = 1;
+  }
+  begin_segment(t);
+  while (next < grid.size()) {
+    const double tout = grid[next];
+    if (tout - t <= 100.0 * 2.2e-16 * std::max(1.0, std::abs(t))) {
+      record_output(t);  // an event fell on this output time: report the state after it
+      ++next;
+      continue;
+    }
+    const int flag = cv_->advance(tout, t);
+    if (flag < 0) fail(flag, t);
+    segment_advanced_ = true;
+    if (flag == CV_ROOT_RETURN) {
+      handle_roots(t);
+      continue;
+    }
+    x_ = view(cv_->y());
+    if (sens_) {
+      cv_->load_sensitivities(t);
+      for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
+    }
+    record_output(t);
+    ++next;
+  }
+  finish();
+  return std::move(sol_);
+}
+
+}  // namespace saltus::detail
