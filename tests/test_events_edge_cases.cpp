@@ -5,44 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "support/test_problems.hpp"
+
 using namespace saltus;
-
-namespace {
-
-// theory/hybrid-ode.md section 10: x1' = x2' = 1; guard x1 = p1 switches x2' to 2, guard
-// x2 = p2 switches x1' to 3. Modes are bit masks of the events that have fired.
-Problem two_switches(double p1, double p2) {
-  Problem pb("two_switches");
-  pb.set_states({"x1", "x2"});
-  pb.add_parameter("p1", p1);
-  pb.add_parameter("p2", p2);
-  pb.set_initial_state([](const auto&, auto x) {
-    x[0] = 0.0;
-    x[1] = 0.0;
-  });
-  const char* names[4] = {"none", "first_fired", "second_fired", "both_fired"};
-  for (int m = 0; m < 4; ++m) {
-    pb.add_mode(names[m], [m](auto, const auto&, const auto&, auto xdot) {
-      xdot[0] = (m & 2) ? 3.0 : 1.0;
-      xdot[1] = (m & 1) ? 2.0 : 1.0;
-    });
-  }
-  pb.add_event("first", Direction::Rising,
-               [](auto, const auto& x, const auto& p) { return x[0] - p[0]; })
-      .only_in({0, 2})
-      .switch_to(std::map<int, int>{{0, 1}, {2, 3}});
-  pb.add_event("second", Direction::Rising,
-               [](auto, const auto& x, const auto& p) { return x[1] - p[1]; })
-      .only_in({0, 1})
-      .switch_to(std::map<int, int>{{0, 2}, {1, 3}});
-  pb.add_terminal_cost("x1_T", [](const auto& x, const auto&) { return x[0]; });
-  pb.options().tf = 2.0;
-  pb.options().rtol = 1e-10;
-  pb.options().atol = 1e-12;
-  return pb;
-}
-
-}  // namespace
+using saltus::testing::two_switches;
 
 TEST(SimultaneousEvents, SeparatedEventsGiveTheClosedForm) {
   // p1 < p2: order (1, 2), x1(T) = 3T - (p1 + p2).
@@ -69,14 +35,8 @@ TEST(SimultaneousEvents, SameInstantIsAppliedInDeclarationOrderGivingTheOneSided
 }
 
 TEST(SimultaneousEvents, CornerImpactOfCommutingResetsAgreesWithFiniteDifferences) {
-  // box2d without drag or friction, aimed so that the right wall and the floor are hit at the
-  // same instant: x = 0.2 + vx0 t reaches 1 when y = 1 - g t^2 / 2 reaches 0. The two resets
-  // commute (mu = 0, c = 0), so the gradient exists; central differences separate the events.
-  Problem pb = examples::box2d();
-  pb.set_nominal("c", 0.0);
-  pb.set_nominal("mu", 0.0);
-  pb.set_nominal("vx0", 0.8 / std::sqrt(2.0 / 9.81));
-  pb.options().tf = 0.8;
+  // Central differences separate the two events; the resets commute, so they agree.
+  const Problem pb = saltus::testing::corner_impact_box2d();
   const Eigen::VectorXd p = pb.nominal_parameters();
   const Solution s = forward_sensitivity(pb, p, pb.options());
   ASSERT_EQ(s.events.size(), 2u);
@@ -108,24 +68,7 @@ TEST(EventAtOutputTime, OutputReportsTheStateAfterTheEventAndGradientsAgree) {
 
 TEST(Grazing, TangentialCrossingIsReportedAndHasNoSensitivity) {
   // a' = 1, b' = 3 (t - 1)^2, b(0) = -1: b = (t - 1)^3 crosses zero at t = 1 with zero speed.
-  Problem pb("inflection");
-  pb.set_states({"a", "b"});
-  pb.add_parameter("k", 1.0);
-  pb.set_initial_state([](const auto& p, auto x) {
-    x[0] = 0.0 * p[0];
-    x[1] = -1.0;
-  });
-  pb.add_mode("m", [](auto t, const auto&, const auto& p, auto xdot) {
-    xdot[0] = 1.0;
-    xdot[1] = 3.0 * p[0] * (t - 1.0) * (t - 1.0);
-  });
-  pb.add_event("touch", Direction::Either, [](auto, const auto& x, const auto&) { return x[1]; });
-  pb.add_terminal_cost("b_T", [](const auto& x, const auto&) { return x[1]; });
-  pb.options().tf = 2.0;
-  // Tight tolerances so that the numerical crossing lies close to the inflection point (an
-  // error eps in b moves the crossing by eps^(1/3) and its speed to 3 eps^(2/3)).
-  pb.options().rtol = 1e-12;
-  pb.options().atol = 1e-14;
+  const Problem pb = saltus::testing::inflection_crossing();
   const Solution s = simulate(pb);
   ASSERT_EQ(s.events.size(), 1u);
   EXPECT_TRUE(s.events[0].grazing);

@@ -4,6 +4,7 @@
 #include <saltus/io/csv_output.hpp>
 #include <saltus/io/json_output.hpp>
 #include <saltus/io/report.hpp>
+#include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
@@ -50,6 +51,7 @@ struct RunArgs {
   std::string json_path, out_dir;
   double fd_step = 0.0;  // 0: cbrt(rtol)
   double cs_step = 1e-20;
+  long checkpoint_steps = 0;  // 0: the example's setting
 };
 
 void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
@@ -63,6 +65,7 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
     pb.set_nominal(name, value);
   }
   if (!a.tend.empty()) set_horizon(options, parse_number(a.tend, "--tend"));
+  if (a.checkpoint_steps > 0) options.checkpoint_steps = a.checkpoint_steps;
   if (!a.lmm.empty()) {
     options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
   }
@@ -96,8 +99,16 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     r.solution = timed(seconds, [&] { return forward_sensitivity(pb, p, options); });
     r.estimates.push_back(forward_estimate(r.solution));
     r.seconds.push_back(seconds);
-  } else {
+  } else if (a.method != "adjoint") {
     r.solution = simulate(pb, p, options);
+  }
+  if (a.method == "adjoint" || a.method == "all") {
+    Solution adj = timed(seconds, [&] { return adjoint(pb, p, options); });
+    r.estimates.push_back(adjoint_estimate(adj));
+    r.seconds.push_back(seconds);
+    r.initial_state_gradient = adj.initial_state_gradient;
+    r.adjoint = adj.adjoint;
+    if (a.method == "adjoint") r.solution = std::move(adj);
   }
   if (a.method == "fd" || a.method == "all") {
     r.estimates.push_back(timed(seconds, [&] { return central_differences(pb, p, options, a.fd_step); }));
@@ -137,7 +148,7 @@ void list_examples(std::ostream& out) {
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  CLI::App app{"Saltus: forward sensitivities of hybrid systems, exact through events", "saltus"};
+  CLI::App app{"Saltus: forward and adjoint sensitivities of hybrid systems, exact through events", "saltus"};
   app.require_subcommand(1);
   auto* list = app.add_subcommand("list", "List the built-in examples");
   auto* run_cmd = app.add_subcommand("run", "Run a built-in example and print its report");
@@ -145,8 +156,11 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_option("name", a.name, "Example name (see `saltus list`)")->required();
   run_cmd->add_option("--param", a.params, "Override a parameter: name=value (repeatable)");
   run_cmd->add_option("--tend", a.tend, "Final time [s]");
-  run_cmd->add_option("--method", a.method, "forward | fd | complex-step | all")
-      ->check(CLI::IsMember({"forward", "fd", "complex-step", "all"}));
+  run_cmd->add_option("--method", a.method, "forward | adjoint | fd | complex-step | all")
+      ->check(CLI::IsMember({"forward", "adjoint", "fd", "complex-step", "all"}));
+  run_cmd->add_option("--checkpoint-steps", a.checkpoint_steps,
+                      "adjoint: forward steps between CVODES check points (default 100)")
+      ->check(CLI::PositiveNumber);
   run_cmd->add_option("--lmm", a.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
   run_cmd->add_option("--rtol", a.rtol, "Relative tolerance");

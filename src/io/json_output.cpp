@@ -71,6 +71,20 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
     methods[r.estimates[m].method] = mj;
   }
   j["methods"] = methods;
+  if (r.adjoint) {
+    const AdjointStats& a = *r.adjoint;
+    nlohmann::json x0 = nlohmann::json::object();
+    for (int c = 0; c < pb.n_costs(); ++c) {
+      x0[pb.cost(c).name] = named(pb.state_names(), r.initial_state_gradient.row(c).transpose());
+    }
+    j["adjoint"] = {{"initial_state_gradient", x0},
+                    {"checkpoint_steps", a.checkpoint_steps},
+                    {"checkpoints", a.checkpoints},
+                    {"stored_bytes", a.stored_bytes},
+                    {"tape_recordings", a.tape_recordings},
+                    {"backward_steps", a.backward.steps},
+                    {"backward_rhs_evals", a.backward.rhs_evals}};
+  }
   j["stats"] = {{"segments", s.stats.segments},
                 {"steps", s.stats.steps},
                 {"rhs_evals", s.stats.rhs_evals},

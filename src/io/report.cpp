@@ -87,6 +87,25 @@ void print_agreement(std::ostream& out, const Problem& pb, const RunResult& r) {
   }
 }
 
+void print_adjoint(std::ostream& out, const Problem& pb, const RunResult& r) {
+  if (!r.adjoint) return;
+  const AdjointStats& a = *r.adjoint;
+  fmt::print(out, "\nAdjoint: {} check points (one every {} steps), {:.1f} kB stored; backward: {} "
+                  "segments, {} steps, {} right-hand sides, {} tape recordings\n",
+             a.checkpoints, a.checkpoint_steps, static_cast<double>(a.stored_bytes) / 1024.0,
+             a.backward.segments, a.backward.steps, a.backward.rhs_evals, a.tape_recordings);
+  fmt::print(out, "Initial-state gradient d cost / d x0 (adjoint):\n  {:<14}", "cost");
+  for (const auto& name : pb.state_names()) fmt::print(out, " {:>14}", name);
+  fmt::print(out, "\n");
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    fmt::print(out, "  {:<14}", pb.cost(c).name);
+    for (int i = 0; i < pb.n_states(); ++i) {
+      fmt::print(out, " {:>14}", number(r.initial_state_gradient(c, i)));
+    }
+    fmt::print(out, "\n");
+  }
+}
+
 }  // namespace
 
 void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
@@ -108,6 +127,7 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   }
   print_gradient(out, pb, r.estimates.front());
   print_agreement(out, pb, r);
+  print_adjoint(out, pb, r);
   fmt::print(out, "\nSolver: {} segments, {} steps, {} f evals, {} Jacobians, {} guard evals, {} "
                   "error-test failures\n",
              s.stats.segments, s.stats.steps, s.stats.rhs_evals, s.stats.jacobian_evals,

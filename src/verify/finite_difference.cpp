@@ -74,4 +74,12 @@ GradientEstimate forward_estimate(const Solution& s) {
   return est;
 }
 
+GradientEstimate adjoint_estimate(const Solution& s) {
+  GradientEstimate est;
+  est.method = "adjoint";
+  est.costs = s.costs;
+  est.cost_gradient = s.cost_gradient;
+  return est;
+}
+
 }  // namespace saltus

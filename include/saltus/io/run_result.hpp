@@ -12,12 +12,15 @@
 namespace saltus {
 
 struct RunResult {
-  std::string method;                       ///< forward | fd | complex-step | all
+  std::string method;                       ///< forward | adjoint | fd | complex-step | all
   Eigen::VectorXd parameters;               ///< p used, n_p
   Solution solution;                        ///< nominal trajectory (forward sensitivities if run)
   std::vector<GradientEstimate> estimates;  ///< one per method; estimates[0] is reported
   std::vector<double> seconds;              ///< wall time of each method
   std::optional<GradientCheck> check;       ///< agreement between methods (several methods)
+  /// Adjoint runs: dpsi/dx0 (n_c x n_x) and what the backward pass stored and did.
+  Eigen::MatrixXd initial_state_gradient;
+  std::optional<AdjointStats> adjoint;
 };
 
 }  // namespace saltus

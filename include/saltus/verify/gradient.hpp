@@ -47,6 +47,10 @@ GradientEstimate complex_step(const Problem& problem, const Eigen::VectorXd& p,
 /// The same quantities from a forward-sensitivity Solution.
 GradientEstimate forward_estimate(const Solution& solution);
 
+/// dpsi/dp from an adjoint Solution (method "adjoint"; no final-state or event-time
+/// sensitivities: the adjoint does not compute them).
+GradientEstimate adjoint_estimate(const Solution& solution);
+
 /// |a - b| / max(|b|, floor): the relative difference used in every comparison table.
 double relative_difference(double a, double b, double floor);
 

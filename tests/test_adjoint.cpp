@@ -1,0 +1,206 @@
+// Adjoint gradients through events (theory/hybrid-ode.md section 6) against independent
+// references: forward sensitivities (another code path: tangent-linear integration with (H1)),
+// central differences, closed forms and the published values of seed 002 and of SUNDIALS'
+// cvsRoberts_ASAi_dns.
+//
+// Tolerances: the adjoint and the forward sensitivity are both continuous sensitivities
+// integrated to rtol; at rtol <= 1e-10 they agree to ~1e-8, and the issue asks for 1e-6.
+// Central differences carry ~rtol^(2/3) error amplified by event localisation: 1e-4, as in
+// test_gradient_agreement.
+#include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/test_problems.hpp"
+
+using namespace saltus;
+
+namespace {
+
+Options tight(const Problem& pb) {
+  Options o = pb.options();
+  o.rtol = std::min(o.rtol, 1e-10);
+  if (pb.name() == "robertson") {  // stiff, states over 12 decades: keep its per-state atol
+    o.atol_per_state = {1e-14, 1e-20, 1e-12};
+    o.cost_atol = 1e-8;
+  } else {
+    o.atol = std::min(o.atol, 1e-12);
+  }
+  return o;
+}
+
+void expect_gradients_agree(const Problem& pb, const Eigen::MatrixXd& value,
+                            const Eigen::MatrixXd& reference, double relative,
+                            const std::string& what) {
+  ASSERT_EQ(value.rows(), reference.rows());
+  ASSERT_EQ(value.cols(), reference.cols());
+  for (Eigen::Index c = 0; c < reference.rows(); ++c) {
+    // Entries far below their cost's largest are compared at 1e-6 of it (as in every table).
+    const double floor = 1e-6 * reference.row(c).cwiseAbs().maxCoeff();
+    for (Eigen::Index k = 0; k < reference.cols(); ++k) {
+      EXPECT_LT(relative_difference(value(c, k), reference(c, k), floor), relative)
+          << what << ": " << pb.cost(static_cast<int>(c)).name << " / "
+          << pb.parameter_names()[static_cast<size_t>(k)] << " adjoint " << value(c, k)
+          << " reference " << reference(c, k);
+    }
+  }
+}
+
+}  // namespace
+
+class AdjointOnEveryExample : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AdjointOnEveryExample, EqualsForwardSensitivityAtTightTolerances) {
+  const Problem pb = examples::make_example(GetParam());
+  const Options o = tight(pb);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution adj = adjoint(pb, p, o);
+  const Solution fwd = forward_sensitivity(pb, p, o);
+  ASSERT_EQ(adj.events.size(), fwd.events.size());
+  expect_gradients_agree(pb, adj.cost_gradient, fwd.cost_gradient, 1e-6, "forward");
+  // The runs take different steps (sensitivities join the forward error test): rtol level.
+  EXPECT_LT((adj.costs - fwd.costs).norm(), 1e-8 * (1.0 + fwd.costs.norm()));
+}
+
+TEST_P(AdjointOnEveryExample, EqualsCentralDifferences) {
+  const Problem pb = examples::make_example(GetParam());
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution adj = adjoint(pb, p, pb.options());
+  const GradientEstimate fd = central_differences(pb, p, pb.options());
+  expect_gradients_agree(pb, adj.cost_gradient, fd.cost_gradient, 1e-4, "central differences");
+}
+
+TEST_P(AdjointOnEveryExample, InitialStateGradientIsTheSensitivityToAPerturbedStart) {
+  // dpsi/dx0 against forward sensitivities of a copy whose x0 has an added parameter per state:
+  // x0(p, d) = x0(p) + d, so dpsi/dd = dpsi/dx0.
+  const Problem base = examples::make_example(GetParam());
+  Problem shifted = base;
+  const int np = base.n_parameters();
+  for (int i = 0; i < base.n_states(); ++i) {
+    shifted.add_parameter("shift_" + base.state_names()[static_cast<size_t>(i)], 0.0);
+  }
+  // Analytic f_p (robertson) is sized for the base parameters: use AD for the copy.
+  for (int m = 0; m < base.n_modes(); ++m) shifted.set_jacobian(m, AnalyticJacobian{});
+  const auto x0 = base.initial_state();
+  shifted.set_initial_state([x0, np](const auto& p, auto x) {
+    using S = typename std::decay_t<decltype(p)>::Scalar;
+    const VectorX<S> p_base = p.head(np);
+    x0.template get<S>()(p_base, x);
+    for (Eigen::Index i = 0; i < x.size(); ++i) x[i] += p[np + i];
+  });
+  const Options o = tight(base);
+  const Solution adj = adjoint(base, base.nominal_parameters(), o);
+  const Solution fwd = forward_sensitivity(shifted, shifted.nominal_parameters(), o);
+  const Eigen::MatrixXd reference = fwd.cost_gradient.rightCols(base.n_states());
+  ASSERT_EQ(adj.initial_state_gradient.rows(), base.n_costs());
+  expect_gradients_agree(shifted, adj.initial_state_gradient, reference, 1e-6, "dpsi/dx0");
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtin, AdjointOnEveryExample,
+                         ::testing::Values("ball1d", "galan", "box2d", "time_events", "robertson",
+                                           "hiskens"));
+
+TEST(AdjointPublished, GalanGradientOfSeed002) {
+  // Published -2.31195 (seed 002 Sec. 5.1); closed form -2.31195310744389 (test_galan).
+  const Solution s = adjoint(examples::galan());
+  ASSERT_EQ(s.events.size(), 3u);
+  EXPECT_NEAR(s.cost_gradient(0, 0), -2.31195, 5e-6);
+  EXPECT_NEAR(s.cost_gradient(0, 0), -2.31195310744389, 1e-8);
+}
+
+TEST(AdjointPublished, RobertsonGradientOfCvsRobertsASAi) {
+  // cvsRoberts_ASAi_dns: rtol 1e-6, atol (1e-8, 1e-14, 1e-6), quadrature atol 1e-6; backward
+  // rtol 1e-6, atol 1e-8, quadrature atol 1e-6; 150 steps between check points. Its output:
+  // G = 3.9983e+07, dG/dp = (7.6842e+05, -3.0691e+00, 5.1144e-04), 5 significant digits.
+  Problem pb = examples::robertson();
+  Options o = pb.options();
+  o.rtol = 1e-6;
+  o.atol_per_state = {1e-8, 1e-14, 1e-6};
+  o.cost_atol = 1e-6;
+  o.adjoint_rtol = 1e-6;
+  o.adjoint_atol = 1e-8;
+  o.adjoint_quadrature_atol = 1e-6;
+  o.checkpoint_steps = 150;
+  const Solution s = adjoint(pb, pb.nominal_parameters(), o);
+  const auto near = [](double v, double published) {
+    EXPECT_NEAR(v, published, 5e-4 * std::abs(published)) << "published " << published;
+  };
+  near(s.costs[0], 3.9983e+07);
+  near(s.cost_gradient(0, 0), 7.6842e+05);
+  near(s.cost_gradient(0, 1), -3.0691e+00);
+  near(s.cost_gradient(0, 2), 5.1144e-04);
+  EXPECT_GT(s.adjoint.checkpoints, 1);
+  EXPECT_GT(s.adjoint.stored_bytes, 0);
+}
+
+TEST(AdjointEvents, TwoEventsAtTheSameInstantAgreeWithFiniteDifferences) {
+  // Corner impact: floor and right wall at one instant, commuting resets.
+  const Problem pb = saltus::testing::corner_impact_box2d();
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution s = adjoint(pb, p, pb.options());
+  ASSERT_EQ(s.events.size(), 2u);
+  ASSERT_NEAR(s.events[0].time, s.events[1].time, 1e-9);
+  const Solution fwd = forward_sensitivity(pb, p, pb.options());
+  expect_gradients_agree(pb, s.cost_gradient, fwd.cost_gradient, 1e-6, "corner impact, forward");
+  // As for the forward sensitivity (test_events_edge_cases): the differences straddle the
+  // corner (one event each side), so they agree to their step, 1e-4 (1 + |dpsi/dp|).
+  const GradientEstimate fd = central_differences(pb, p, pb.options(), 1e-6);
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    for (int k = 0; k < pb.n_parameters(); ++k) {
+      EXPECT_NEAR(s.cost_gradient(c, k), fd.cost_gradient(c, k),
+                  1e-4 * (1.0 + std::abs(fd.cost_gradient(c, k))));
+    }
+  }
+}
+
+TEST(AdjointEvents, SameInstantSwitchesGiveTheDeclarationOrderDerivative) {
+  // section 10 example at p1 = p2: x1(T) = 3T - (p1 + p2) for the order (first, second).
+  const Solution s = adjoint(saltus::testing::two_switches(1.0, 1.0));
+  ASSERT_EQ(s.events.size(), 2u);
+  EXPECT_DOUBLE_EQ(s.events[0].time, s.events[1].time);
+  EXPECT_NEAR(s.cost_gradient(0, 0), -1.0, 1e-8);
+  EXPECT_NEAR(s.cost_gradient(0, 1), -1.0, 1e-8);
+  // x1(0) = d > 0 keeps the order (first, second): first at 1 - d, second at 1 - d/2, and
+  // x1(T) = 3T - 2 + 2d, so dpsi/dx1(0) = 2 (for d < 0 the order flips and the slope is 1).
+  EXPECT_NEAR(s.initial_state_gradient(0, 0), 2.0, 1e-8);
+}
+
+TEST(AdjointEvents, EventExactlyAtAnOutputTimeAgreesWithFiniteDifferences) {
+  Problem pb = examples::time_events();
+  pb.options().output_times = {0.0, 1.5, 2.5, 4.0};  // events at t = 1.5 and 2.5
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution s = adjoint(pb, p, pb.options());
+  ASSERT_EQ(s.events.size(), 3u);
+  const GradientEstimate fd = central_differences(pb, p, pb.options());
+  expect_gradients_agree(pb, s.cost_gradient, fd.cost_gradient, 1e-5, "event at output time");
+}
+
+TEST(AdjointSettings, CheckpointSpacingChangesMemoryNotTheGradient) {
+  const Problem pb = examples::box2d();
+  Options dense = pb.options();
+  dense.checkpoint_steps = 5;
+  Options sparse = pb.options();
+  sparse.checkpoint_steps = 500;
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution a = adjoint(pb, p, dense);
+  const Solution b = adjoint(pb, p, sparse);
+  EXPECT_GT(a.adjoint.checkpoints, b.adjoint.checkpoints);
+  expect_gradients_agree(pb, a.cost_gradient, b.cost_gradient, 1e-7, "checkpoint spacing");
+}
+
+TEST(AdjointErrors, GrazingEventHasNoAdjoint) {
+  const Problem pb = saltus::testing::inflection_crossing();
+  EXPECT_THROW(adjoint(pb), GrazingError);
+}
+
+TEST(AdjointErrors, NonFiniteParameterIsRefused) {
+  const Problem pb = examples::galan();
+  Eigen::VectorXd p(1);
+  p << std::nan("");
+  EXPECT_THROW(adjoint(pb, p, pb.options()), InputError);
+}
