@@ -154,9 +154,13 @@ detail::BackwardSettings AdjointSweep::settings() {
   s.rtol = opt_.adjoint_rtol > 0.0 ? opt_.adjoint_rtol : opt_.rtol;
   s.atol = opt_.adjoint_atol >= 0.0 ? opt_.adjoint_atol : opt_.atol;
   const double cost_atol = opt_.cost_atol >= 0.0 ? opt_.cost_atol : opt_.atol;
-  s.quadrature_atol =
+  const double quadrature_atol =
       opt_.adjoint_quadrature_atol >= 0.0 ? opt_.adjoint_quadrature_atol : cost_atol;
-  s.quadrature_error_control = opt_.cost_error_control;
+  const std::vector<double> scales = detail::parameter_scales(opt_, p_);
+  for (int c = 0; c < nc_; ++c) {
+    for (int k = 0; k < np_; ++k) s.quadrature_atol.push_back(quadrature_atol / scales[static_cast<size_t>(k)]);
+  }
+  s.quadrature_error_control = opt_.adjoint_quadrature_error_control;
   s.max_steps = opt_.max_steps;
   s.rhs = rhs_cb;
   s.jacobian = jacobian_cb;

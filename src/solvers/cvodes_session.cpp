@@ -220,8 +220,11 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
     check_alloc(qB_, "the gradient quadrature vector");
     N_VConst(0.0, qB_);
     check_cvode(CVodeQuadInitB(mem_, which_, s.quadrature, qB_), "CVodeQuadInitB");
-    check_cvode(CVodeQuadSStolerancesB(mem_, which_, s.rtol, s.quadrature_atol),
-                "CVodeQuadSStolerancesB");
+    N_Vector qatol = N_VClone(qB_);
+    for (int i = 0; i < nqB; ++i) NV_Ith_S(qatol, i) = s.quadrature_atol[static_cast<size_t>(i)];
+    const int flag = CVodeQuadSVtolerancesB(mem_, which_, s.rtol, qatol);
+    N_VDestroy(qatol);
+    check_cvode(flag, "CVodeQuadSVtolerancesB");
     check_cvode(CVodeSetQuadErrConB(mem_, which_, s.quadrature_error_control ? SUNTRUE : SUNFALSE),
                 "CVodeSetQuadErrConB");
   }

@@ -31,7 +31,7 @@ inline Eigen::Map<Eigen::VectorXd> view(N_Vector v) {
 struct BackwardSettings {
   double rtol = 1e-8;
   double atol = 1e-10;            ///< adjoint states
-  double quadrature_atol = 1e-10; ///< gradient quadratures
+  std::vector<double> quadrature_atol; ///< per gradient quadrature
   bool quadrature_error_control = true;
   long max_steps = 500000;
   CVRhsFnB rhs = nullptr;
