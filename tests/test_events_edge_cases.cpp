@@ -41,14 +41,7 @@ TEST(SimultaneousEvents, CornerImpactOfCommutingResetsAgreesWithFiniteDifference
   const Solution s = forward_sensitivity(pb, p, pb.options());
   ASSERT_EQ(s.events.size(), 2u);
   EXPECT_NEAR(s.events[0].time, s.events[1].time, 1e-9);
-  const GradientEstimate fd = central_differences(pb, p, pb.options(), 1e-6);
-  for (int c = 0; c < pb.n_costs(); ++c) {
-    for (int k = 0; k < pb.n_parameters(); ++k) {
-      EXPECT_NEAR(s.cost_gradient(c, k), fd.cost_gradient(c, k),
-                  1e-4 * (1.0 + std::abs(fd.cost_gradient(c, k))))
-          << pb.cost(c).name << " / " << pb.parameter_names()[size_t(k)];
-    }
-  }
+  saltus::testing::expect_corner_impact_differences(pb, s.cost_gradient);
 }
 
 TEST(EventAtOutputTime, OutputReportsTheStateAfterTheEventAndGradientsAgree) {

@@ -18,9 +18,11 @@ VectorX<Reverse> independents(In<double> values) {
   return v;
 }
 
-/// Sweeps the tape with adjoint seeds on `outputs` (added, so shared nodes are seeded right).
+/// Sweeps the tape with adjoint seeds on outputs (added, so shared nodes are seeded right).
+/// The adjoint vector lives in `storage` so that repeated sweeps do not allocate.
 class Sweeper {
  public:
+  explicit Sweeper(std::vector<double>& storage) : adjoint_(storage) {}
   void seed_clear() { adjoint_.assign(ReverseTape::nodes().size(), 0.0); }
   void seed(const Reverse& output, double weight) {
     if (!output.is_constant()) adjoint_[static_cast<size_t>(output.node())] += weight;
@@ -34,7 +36,7 @@ class Sweeper {
   }
 
  private:
-  std::vector<double> adjoint_;
+  std::vector<double>& adjoint_;
 };
 
 /// Sweeps a recorded vector function y once per column of `weights`.
@@ -45,7 +47,8 @@ TransposedProducts products(const VectorX<Reverse>& y, const Reverse& t,
   out.t.resize(weights.cols());
   out.x.resize(x.size(), weights.cols());
   out.p.resize(p.size(), weights.cols());
-  Sweeper sweeper;
+  std::vector<double> storage;
+  Sweeper sweeper(storage);
   for (Eigen::Index c = 0; c < weights.cols(); ++c) {
     sweeper.seed_clear();
     for (Eigen::Index i = 0; i < y.size(); ++i) sweeper.seed(y[i], weights(i, c));
@@ -59,7 +62,8 @@ TransposedProducts products(const VectorX<Reverse>& y, const Reverse& t,
 
 ScalarGradient scalar_gradient(const Reverse& y, const Reverse& t, const VectorX<Reverse>& x,
                                const VectorX<Reverse>& p) {
-  Sweeper sweeper;
+  std::vector<double> storage;
+  Sweeper sweeper(storage);
   sweeper.seed_clear();
   sweeper.seed(y, 1.0);
   sweeper.run();
@@ -150,18 +154,13 @@ void AdjointRhs::apply(int cost, In<double> lambda, Out<double> dx, Out<double> 
   if (generation_ != ReverseTape::generation()) {
     throw Error("AdjointRhs::apply: the recording was recycled; call record() first");
   }
-  adjoint_.assign(ReverseTape::nodes().size(), 0.0);
-  const auto seed = [this](const Reverse& v, double w) {
-    if (!v.is_constant()) adjoint_[static_cast<size_t>(v.node())] += w;
-  };
-  for (int i = 0; i < n_x_; ++i) seed(f_ad_[i], lambda[i]);
-  seed(g_ad_[cost], 1.0);
-  ReverseTape::sweep(adjoint_);
-  const auto adj = [this](const Reverse& v) {
-    return v.is_constant() ? 0.0 : adjoint_[static_cast<size_t>(v.node())];
-  };
-  for (int i = 0; i < n_x_; ++i) dx[i] = adj(x_ad_[i]);
-  for (Eigen::Index k = 0; k < dp.size(); ++k) dp[k] = adj(p_ad_[k]);
+  Sweeper sweeper(adjoint_);
+  sweeper.seed_clear();
+  for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], lambda[i]);
+  sweeper.seed(g_ad_[cost], 1.0);
+  sweeper.run();
+  sweeper.adjoints(x_ad_, dx);
+  if (dp.size() > 0) sweeper.adjoints(p_ad_, dp);
 }
 
 }  // namespace saltus

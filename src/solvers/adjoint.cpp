@@ -53,7 +53,6 @@ class AdjointSweep {
   Eigen::MatrixXd fx_;
   // The last sweep: its point, stacked adjoint and results (reused by the quadrature).
   long sweep_recordings_ = -1;
-  double sweep_t_ = 0.0;
   Eigen::VectorXd sweep_yB_;
   Eigen::MatrixXd dx_, dp_;
   std::string error_;
@@ -96,15 +95,15 @@ int AdjointSweep::guarded(const char* what, double t, const std::function<void()
 void AdjointSweep::products_at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                const Eigen::Ref<const Eigen::VectorXd>& yB) {
   rhs_.record(mode_, t, x);
-  if (sweep_recordings_ == rhs_.recordings() && sweep_t_ == t &&
-      sweep_yB_.size() == yB.size() && sweep_yB_ == yB) {
+  // A new point means a new recording, so the counter identifies the point swept last.
+  if (sweep_recordings_ == rhs_.recordings() && sweep_yB_.size() == yB.size() &&
+      sweep_yB_ == yB) {
     return;
   }
   for (int c = 0; c < nc_; ++c) {
     rhs_.apply(c, yB.segment(c * nx_, nx_), dx_.col(c), dp_.col(c));
   }
   sweep_recordings_ = rhs_.recordings();
-  sweep_t_ = t;
   sweep_yB_ = yB;
 }
 

@@ -177,17 +177,25 @@ void CvodesSession::load_quadrature_sensitivities(double t) {
   check_cvode(CVodeGetQuadSensDky(mem_, t, 0, qS_), "CVodeGetQuadSensDky");
 }
 
-void CvodesSession::add_stats(SolverStats& s) const {
+namespace {
+/// Adds the counters every CVODES integrator has (forward or backward) to `s`.
+void add_integrator_counters(void* mem, SolverStats& s) {
   long v = 0;
-  if (CVodeGetNumSteps(mem_, &v) == CV_SUCCESS) s.steps += v;
-  if (CVodeGetNumRhsEvals(mem_, &v) == CV_SUCCESS) s.rhs_evals += v;
-  if (CVodeGetNumJacEvals(mem_, &v) == CV_SUCCESS) s.jacobian_evals += v;
-  if (CVodeGetNumGEvals(mem_, &v) == CV_SUCCESS) s.root_evals += v;
-  if (CVodeGetNumErrTestFails(mem_, &v) == CV_SUCCESS) s.error_test_failures += v;
-  if (CVodeGetNumNonlinSolvIters(mem_, &v) == CV_SUCCESS) s.nonlinear_iterations += v;
-  if (CVodeGetNumNonlinSolvConvFails(mem_, &v) == CV_SUCCESS) s.nonlinear_failures += v;
-  if (ns_ > 0 && CVodeGetSensNumRhsEvals(mem_, &v) == CV_SUCCESS) s.sensitivity_rhs_evals += v;
+  if (CVodeGetNumSteps(mem, &v) == CV_SUCCESS) s.steps += v;
+  if (CVodeGetNumRhsEvals(mem, &v) == CV_SUCCESS) s.rhs_evals += v;
+  if (CVodeGetNumJacEvals(mem, &v) == CV_SUCCESS) s.jacobian_evals += v;
+  if (CVodeGetNumGEvals(mem, &v) == CV_SUCCESS) s.root_evals += v;
+  if (CVodeGetNumErrTestFails(mem, &v) == CV_SUCCESS) s.error_test_failures += v;
+  if (CVodeGetNumNonlinSolvIters(mem, &v) == CV_SUCCESS) s.nonlinear_iterations += v;
+  if (CVodeGetNumNonlinSolvConvFails(mem, &v) == CV_SUCCESS) s.nonlinear_failures += v;
   s.segments += 1;
+}
+}  // namespace
+
+void CvodesSession::add_stats(SolverStats& s) const {
+  add_integrator_counters(mem_, s);
+  long v = 0;
+  if (ns_ > 0 && CVodeGetSensNumRhsEvals(mem_, &v) == CV_SUCCESS) s.sensitivity_rhs_evals += v;
 }
 
 CheckpointUsage CvodesSession::checkpoint_usage() const {
@@ -244,16 +252,7 @@ int CvodesSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::
 }
 
 void CvodesSession::add_backward_stats(SolverStats& s) const {
-  void* memB = CVodeGetAdjCVodeBmem(mem_, which_);
-  if (!memB) return;
-  long v = 0;
-  if (CVodeGetNumSteps(memB, &v) == CV_SUCCESS) s.steps += v;
-  if (CVodeGetNumRhsEvals(memB, &v) == CV_SUCCESS) s.rhs_evals += v;
-  if (CVodeGetNumJacEvals(memB, &v) == CV_SUCCESS) s.jacobian_evals += v;
-  if (CVodeGetNumErrTestFails(memB, &v) == CV_SUCCESS) s.error_test_failures += v;
-  if (CVodeGetNumNonlinSolvIters(memB, &v) == CV_SUCCESS) s.nonlinear_iterations += v;
-  if (CVodeGetNumNonlinSolvConvFails(memB, &v) == CV_SUCCESS) s.nonlinear_failures += v;
-  s.segments += 1;
+  if (void* memB = CVodeGetAdjCVodeBmem(mem_, which_)) add_integrator_counters(memB, s);
 }
 
 }  // namespace saltus::detail

@@ -2,6 +2,9 @@
 // Small problems several tests share.
 #include <saltus/core/problem.hpp>
 #include <saltus/examples/builtin.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
 
 #include <cmath>
 
@@ -53,6 +56,21 @@ inline Problem corner_impact_box2d() {
   pb.set_nominal("vx0", 0.8 / std::sqrt(2.0 / 9.81));
   pb.options().tf = 0.8;
   return pb;
+}
+
+/// Asserts a gradient of corner_impact_box2d() against central differences with step 1e-6:
+/// the differences straddle the corner (one event each side) and the resets commute, so they
+/// agree to 1e-4 (1 + |dpsi/dp|).
+inline void expect_corner_impact_differences(const Problem& pb, const Eigen::MatrixXd& gradient) {
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const GradientEstimate fd = central_differences(pb, p, pb.options(), 1e-6);
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    for (int k = 0; k < pb.n_parameters(); ++k) {
+      EXPECT_NEAR(gradient(c, k), fd.cost_gradient(c, k),
+                  1e-4 * (1.0 + std::abs(fd.cost_gradient(c, k))))
+          << pb.cost(c).name << " / " << pb.parameter_names()[static_cast<size_t>(k)];
+    }
+  }
 }
 
 /// b = k (t - 1)^3 crosses zero at an inflection point at t = 1, where r-dot = 0 (grazing),
