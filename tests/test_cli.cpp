@@ -85,7 +85,8 @@ TEST(Cli, MethodAllComparesEveryMethodAndWritesCsv) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "complex step"));
   EXPECT_TRUE(contains(r.out, "central differences"));
-  EXPECT_TRUE(contains(r.out, "largest relative difference"));
+  EXPECT_TRUE(contains(r.out, "largest relative difference, adjoint vs forward sensitivity"));
+  EXPECT_TRUE(contains(r.out, "check points"));
   for (const char* f : {"trajectory.csv", "sensitivities.csv", "events.csv", "gradient.csv"}) {
     EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
   }
@@ -106,10 +107,12 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"run", "ball1d", "--atol", "-1"},
       {"run", "ball1d", "--tend", "-2"},
       {"run", "ball1d", "--method", "magic"},
+      {"run", "ball1d", "--method", "adjoint", "--checkpoint-steps", "0"},
       {"frobnicate"},
   };
   const std::vector<std::string> expected_words = {
-      "nosuch", "gravity", "abc", "finite", "name=value", "rtol", "atol", "tf", "magic", "frobnicate"};
+      "nosuch", "gravity", "abc", "finite", "name=value", "rtol", "atol", "tf", "magic", "checkpoint-steps must be a positive integer, got 0",
+      "frobnicate"};
   for (size_t i = 0; i < bad.size(); ++i) {
     const Outcome r = saltus_cmd(bad[i]);
     EXPECT_NE(r.status, 0) << i;
