@@ -107,6 +107,7 @@ void ComplexRun::load_state(N_Vector y) {
 
 int ComplexRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
   auto* self = static_cast<ComplexRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   self->load_state(y);
   self->pb_.mode(self->mode_).rhs.complex(Complex(t), self->xc_, self->p_, self->fc_);
   auto out = view(ydot);
@@ -119,6 +120,7 @@ int ComplexRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr)
     return 1;
   }
   return 0;
+  });
 }
 
 int ComplexRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, void* self_ptr,
@@ -126,6 +128,7 @@ int ComplexRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, vo
   // Block-diagonal approximation diag(f_x, f_x) at the real part: the off-diagonal blocks
   // are O(h) and only slow Newton convergence negligibly.
   auto* self = static_cast<ComplexRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   const int n = self->nx_;
   auto v = view(y);
   self->real_x_ = v.head(n);
@@ -139,17 +142,21 @@ int ComplexRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, vo
     jac.block(n, n + j, n, 1) = col;
   }
   return jac.allFinite() ? 0 : 1;
+  });
 }
 
 int ComplexRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<ComplexRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   self->load_state(y);
   return detail::evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->p_, g,
                                           self->model_error_);
+  });
 }
 
 int ComplexRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
   auto* self = static_cast<ComplexRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   self->load_state(y);
   self->pb_.mode(self->mode_).rhs.complex(Complex(t), self->xc_, self->p_, self->fc_);
   auto out = view(q);
@@ -160,6 +167,7 @@ int ComplexRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_
     out[self->nc_ + c] = value.imag();
   }
   return out.allFinite() ? 0 : 1;
+  });
 }
 
 void ComplexRun::begin_segment(double t) {

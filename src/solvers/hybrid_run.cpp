@@ -43,6 +43,7 @@ bool HybridRun::non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const cha
 
 int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
   auto* self = static_cast<HybridRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
   auto out = view(ydot);
   self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, out);
@@ -54,25 +55,31 @@ int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) 
     return ++self->non_finite_evaluations_ > kMaxNonFiniteEvaluations ? -1 : 1;
   }
   return 0;
+  });
 }
 
 int HybridRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, void* self_ptr,
                            N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<HybridRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
   Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), self->nx_, self->nx_);
   rhs_state_jacobian(self->pb_, self->mode_, t, x, self->p_, jac, self->ws_);
   return jac.allFinite() ? 0 : 1;
+  });
 }
 
 int HybridRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<HybridRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   return evaluate_guards<double>(self->pb_, self->watched_, t, view(y), self->p_, g,
                                          self->model_error_);
+  });
 }
 
 int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
   auto* self = static_cast<HybridRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
   auto out = view(q);
   self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, self->xdot_);
@@ -85,11 +92,13 @@ int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_p
     return 1;
   }
   return 0;
+  });
 }
 
 int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vector* yS,
                               N_Vector* ySdot, void* self_ptr, N_Vector, N_Vector) {
   auto* self = static_cast<HybridRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
   const Mode& mode = self->pb_.mode(self->mode_);
   const bool analytic = mode.jacobian && mode.jacobian->state && mode.jacobian->parameters;
@@ -109,12 +118,14 @@ int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vec
     if (!out.allFinite()) return 1;
   }
   return 0;
+  });
 }
 
 int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector* yS,
                                          N_Vector, N_Vector* qS, void* self_ptr, N_Vector,
                                          N_Vector) {
   auto* self = static_cast<HybridRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
@@ -124,6 +135,7 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
     if (!out.allFinite()) return 1;
   }
   return 0;
+  });
 }
 
 void HybridRun::begin_segment(double t) {

@@ -4,10 +4,26 @@
 #include <saltus/core/problem.hpp>
 
 #include <cmath>
+#include <exception>
 #include <string>
 #include <vector>
 
 namespace saltus::detail {
+
+/// Runs the body of a CVODES callback. Exceptions must not cross CVODES' C frames: one thrown
+/// by a model function (e.g. a singular mass matrix) is kept as `error`, reported when the
+/// integration stops, and the callback returns CVODES' unrecoverable flag -1.
+template <class Body>
+int guarded_callback(std::string& error, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "a model function threw an unknown exception";
+  }
+  return -1;
+}
 
 /// Output times: options.output_times (tf appended if missing) or n_outputs uniform points.
 std::vector<double> output_grid(const Options& options);
