@@ -13,6 +13,8 @@ packages=(
   libcli11-dev           # command-line parsing
   nlohmann-json3-dev     # JSON output
   libfmt-dev             # report formatting
+  libyaml-cpp-dev        # planar model files (YAML)
+  python3-matplotlib     # `make demo` plots (scripts/plot_demo.py)
 )
 
 missing=()

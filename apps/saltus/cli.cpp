@@ -4,6 +4,8 @@
 #include <saltus/io/csv_output.hpp>
 #include <saltus/io/json_output.hpp>
 #include <saltus/io/report.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
@@ -52,7 +54,31 @@ struct RunArgs {
   double fd_step = 0.0;  // 0: cbrt(rtol)
   double cs_step = 1e-20;
   std::string checkpoint_steps;  // empty: the example's setting
+  std::string formulation;       // empty: the model file's choice
 };
+
+/// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml) in
+/// its own formulation or the one --formulation asks for.
+Problem load_problem(const RunArgs& a) {
+  if (multibody::is_model_file(a.name)) {
+    const multibody::Model model = multibody::load_model(a.name);
+    multibody::FormulationSettings settings = model.formulation;
+    if (!a.formulation.empty()) {
+      try {
+        settings.type = multibody::parse_formulation(a.formulation);
+      } catch (const InputError& e) {
+        throw UsageError(fmt::format("--formulation: {}", e.what()));
+      }
+    }
+    return multibody::make_problem(model, settings);
+  }
+  if (!a.formulation.empty()) {
+    throw UsageError(fmt::format("--formulation applies to model files (*.yaml), not to the built-in "
+                                 "example '{}'",
+                                 a.name));
+  }
+  return examples::make_example(a.name);
+}
 
 void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   for (const auto& assignment : a.params) {
@@ -130,7 +156,7 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
 }
 
 int run_example(const RunArgs& a, std::ostream& out) {
-  Problem pb = examples::make_example(a.name);
+  Problem pb = load_problem(a);
   Options options = pb.options();
   apply_overrides(pb, options, a);
   const RunResult result = run_methods(pb, options, a);
@@ -160,7 +186,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   auto* list = app.add_subcommand("list", "List the built-in examples");
   auto* run_cmd = app.add_subcommand("run", "Run a built-in example and print its report");
   RunArgs a;
-  run_cmd->add_option("name", a.name, "Example name (see `saltus list`)")->required();
+  run_cmd->add_option("name", a.name, "Example name (see `saltus list`) or a model file (*.yaml)")->required();
+  run_cmd->add_option("--formulation", a.formulation,
+                      "Multibody formulation for model files: penalty | index1 | maggi (default: the file's)");
   run_cmd->add_option("--param", a.params, "Override a parameter: name=value (repeatable)");
   run_cmd->add_option("--tend", a.tend, "Final time [s]");
   run_cmd->add_option("--method", a.method, "forward | adjoint | fd | complex-step | all")

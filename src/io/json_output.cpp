@@ -1,4 +1,5 @@
 #include <saltus/io/json_output.hpp>
+#include <saltus/io/report.hpp>
 
 #include <saltus/core/error.hpp>
 
@@ -84,6 +85,12 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
                     {"tape_recordings", a.tape_recordings},
                     {"backward_steps", a.backward.steps},
                     {"backward_rhs_evals", a.backward.rhs_evals}};
+  }
+  if (!pb.monitors().empty()) {
+    const std::vector<double> maxima = monitor_maxima(pb, r);
+    nlohmann::json monitors;
+    for (size_t i = 0; i < maxima.size(); ++i) monitors[pb.monitors()[i].name] = maxima[i];
+    j["monitors"] = monitors;
   }
   j["stats"] = {{"segments", s.stats.segments},
                 {"steps", s.stats.steps},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace saltus {
@@ -106,7 +107,30 @@ void print_adjoint(std::ostream& out, const Problem& pb, const RunResult& r) {
   }
 }
 
+void print_monitors(std::ostream& out, const Problem& pb, const RunResult& r) {
+  if (pb.monitors().empty()) return;
+  const std::vector<double> maxima = monitor_maxima(pb, r);
+  fmt::print(out, "\nMonitors (max |value| over the output times):\n");
+  for (size_t i = 0; i < maxima.size(); ++i) {
+    fmt::print(out, "  {:<38} {:.3e}\n", pb.monitors()[i].name, maxima[i]);
+  }
+}
+
 }  // namespace
+
+std::vector<double> monitor_maxima(const Problem& pb, const RunResult& r) {
+  const Solution& s = r.solution;
+  std::vector<double> maxima;
+  for (const Monitor& m : pb.monitors()) {
+    double worst = 0.0;
+    for (size_t k = 0; k < s.times.size(); ++k) {
+      const Eigen::VectorXd x = s.states.row(static_cast<Eigen::Index>(k)).transpose();
+      worst = std::max(worst, std::abs(m.value(s.times[k], x, r.parameters)));
+    }
+    maxima.push_back(worst);
+  }
+  return maxima;
+}
 
 void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   const Solution& s = r.solution;
@@ -125,6 +149,7 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   for (int c = 0; c < pb.n_costs(); ++c) {
     fmt::print(out, "  {:<14} = {: .12e}\n", pb.cost(c).name, s.costs[c]);
   }
+  print_monitors(out, pb, r);
   print_gradient(out, pb, r.estimates.front());
   print_agreement(out, pb, r);
   print_adjoint(out, pb, r);

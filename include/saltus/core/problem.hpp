@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace saltus {
@@ -64,6 +65,13 @@ struct Cost {
   std::string name;
   Instantiated<RunningCostFn> running;    ///< empty: no integral part
   Instantiated<TerminalCostFn> terminal;  ///< empty: no terminal part
+};
+
+/// A diagnostic m(t, x, p) the report shows as max |m| over the output trajectory (for example
+/// a formulation's constraint residuals). It is not differentiated.
+struct Monitor {
+  std::string name;
+  std::function<double(double t, In<double> x, In<double> p)> value;
 };
 
 struct Parameter {
@@ -150,6 +158,11 @@ class Problem {
     add_cost_impl(name, Instantiated<RunningCostFn>::from(g),
                   Instantiated<TerminalCostFn>::from(w));
   }
+  /// Adds a diagnostic shown in reports (see Monitor).
+  void add_monitor(const std::string& name, std::function<double(double, In<double>, In<double>)> value) {
+    monitors_.push_back(Monitor{name, std::move(value)});
+  }
+  const std::vector<Monitor>& monitors() const { return monitors_; }
   /// Default run settings (horizon, outputs, tolerances, method).
   Options& options() { return options_; }
   const Options& options() const { return options_; }
@@ -201,6 +214,7 @@ class Problem {
   std::vector<Mode> modes_;
   std::vector<Event> events_;
   std::vector<Cost> costs_;
+  std::vector<Monitor> monitors_;
   int initial_mode_ = 0;
   std::function<int(In<double>, In<double>)> initial_mode_rule_;
   Options options_;

@@ -31,6 +31,15 @@ struct Dual : ceres::Jet<double, 1> {
   Dual(const Base& jet) : Base(jet) {}        // NOLINT(google-explicit-constructor)
 };
 
+// Comparisons of Duals compare values (as ceres::Jet does); spelled out for the derived type,
+// which Jet's templated operators do not deduce (Eigen's products and reductions need them).
+inline bool operator==(const Dual& a, const Dual& b) { return a.a == b.a; }
+inline bool operator!=(const Dual& a, const Dual& b) { return a.a != b.a; }
+inline bool operator<(const Dual& a, const Dual& b) { return a.a < b.a; }
+inline bool operator>(const Dual& a, const Dual& b) { return a.a > b.a; }
+inline bool operator<=(const Dual& a, const Dual& b) { return a.a <= b.a; }
+inline bool operator>=(const Dual& a, const Dual& b) { return a.a >= b.a; }
+
 template <class S>
 using VectorX = Eigen::Matrix<S, Eigen::Dynamic, 1>;
 

@@ -1,0 +1,280 @@
+#pragma once
+// Mass matrix, applied forces and cost signals of a planar Model, templated on the Saltus
+// scalar type. Units SI; generalized forces F act on q (N on positions, N m on angles).
+//
+// Every mass in a planar model is constant in q (centre-of-mass body coordinates, uniform rods
+// and point masses in natural coordinates), so M = M(p) and there are no velocity-quadratic
+// inertia forces.
+#include <saltus/multibody/kinematics.hpp>
+
+#include <fmt/format.h>
+
+#include <saltus/core/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace saltus::multibody {
+
+/// M(p), n x n.
+template <class S>
+MatX<S> mass_matrix(const Model& m, In<S> p) {
+  const int n = m.n_coordinates();
+  MatX<S> M = MatX<S>::Zero(n, n);
+  for (size_t b = 0; b < m.bodies.size(); ++b) {
+    const int o = m.body_offset(static_cast<int>(b));
+    const S mass = value_of<S>(m.bodies[b].mass, p);
+    M(o, o) += mass;
+    M(o + 1, o + 1) += mass;
+    M(o + 2, o + 2) += value_of<S>(m.bodies[b].inertia, p);
+  }
+  for (const Element& e : m.elements) {
+    if (e.type == ElementType::PointMass) {
+      const int o = m.point_offset(e.a.index);
+      const S mass = value_of<S>(e.mass, p);
+      M(o, o) += mass;
+      M(o + 1, o + 1) += mass;
+    } else if (e.type == ElementType::Bar) {
+      // Uniform rod in natural coordinates: (m/6) [[2I, I], [I, 2I]]; a fixed end drops out.
+      const S rod = value_of<S>(e.mass, p) / S(6.0);
+      const bool a_moves = e.a.kind == PointRef::Kind::Point;
+      const bool b_moves = e.b.kind == PointRef::Kind::Point;
+      const int oa = a_moves ? m.point_offset(e.a.index) : -1;
+      const int ob = b_moves ? m.point_offset(e.b.index) : -1;
+      for (int i = 0; i < 2; ++i) {
+        if (a_moves) M(oa + i, oa + i) += S(2.0) * rod;
+        if (b_moves) M(ob + i, ob + i) += S(2.0) * rod;
+        if (a_moves && b_moves) {
+          M(oa + i, ob + i) += rod;
+          M(ob + i, oa + i) += rod;
+        }
+      }
+    }
+  }
+  return M;
+}
+
+/// Length, rate and tension of a Spring element.
+template <class S>
+struct SpringState {
+  S length, rate, force;  ///< l [m], l-dot [m/s], f = k (l - l0) + c l-dot + actuator [N]
+  Vec2<S> unit;           ///< (P_a - P_b) / l
+  Kin2<S> a, b;
+};
+
+template <class S>
+SpringState<S> spring_state(const Model& m, const Element& e, const MotionState<S>& st, In<S> p) {
+  using std::sqrt;
+  SpringState<S> s;
+  s.a = point_kinematics(m, st, e.a, p);
+  s.b = point_kinematics(m, st, e.b, p);
+  const Vec2<S> d = s.a.value - s.b.value;
+  const Vec2<S> dd = s.a.rate - s.b.rate;
+  s.length = sqrt(d[0] * d[0] + d[1] * d[1]);
+  if (real_part(s.length) <= 0.0) {
+    throw ModelError(fmt::format("spring '{}' has zero length (its ends coincide)", e.name));
+  }
+  s.unit = d / s.length;
+  s.rate = s.unit[0] * dd[0] + s.unit[1] * dd[1];
+  s.force = value_of<S>(e.stiffness, p) * (s.length - value_of<S>(e.rest_length, p)) +
+            value_of<S>(e.damping, p) * s.rate + value_of<S>(e.actuator, p);
+  return s;
+}
+
+/// Relative angle theta_b - theta_a and its rate for a RotationalSpring (body -1: ground).
+template <class S>
+std::pair<S, S> relative_rotation(const Model& m, const Element& e, const MotionState<S>& st) {
+  S angle(0.0), rate(0.0);
+  if (e.body_b >= 0) {
+    angle += st.q[m.body_offset(e.body_b) + 2];
+    rate += st.v[m.body_offset(e.body_b) + 2];
+  }
+  if (e.body_a >= 0) {
+    angle -= st.q[m.body_offset(e.body_a) + 2];
+    rate -= st.v[m.body_offset(e.body_a) + 2];
+  }
+  return {angle, rate};
+}
+
+/// Adds J^T f to the generalized forces (a force f applied at a point with Jacobian J).
+template <class S>
+void add_point_force(VectorX<S>& F, const Kin2<S>& at, const Vec2<S>& f) {
+  F += at.jac.transpose() * f;
+}
+
+/// F(t, q, v, p), n: gravity, springs, dampers, actuators and applied forces.
+template <class S>
+VectorX<S> applied_forces(const Model& m, const MotionState<S>& st, In<S> p) {
+  const int n = m.n_coordinates();
+  VectorX<S> F = VectorX<S>::Zero(n);
+  const Vec2<S> g(value_of<S>(m.gravity_x, p), value_of<S>(m.gravity_y, p));
+  for (size_t b = 0; b < m.bodies.size(); ++b) {
+    const int o = m.body_offset(static_cast<int>(b));
+    const S mass = value_of<S>(m.bodies[b].mass, p);
+    F[o] += mass * g[0];
+    F[o + 1] += mass * g[1];
+  }
+  for (const Element& e : m.elements) {
+    switch (e.type) {
+      case ElementType::PointMass: {
+        const int o = m.point_offset(e.a.index);
+        F[o] += value_of<S>(e.mass, p) * g[0];
+        F[o + 1] += value_of<S>(e.mass, p) * g[1];
+        break;
+      }
+      case ElementType::Bar: {
+        // A uniform rod's weight: half on each end (the fixed end's half goes to the ground).
+        const S half = value_of<S>(e.mass, p) / S(2.0);
+        for (const PointRef* end : {&e.a, &e.b}) {
+          if (end->kind != PointRef::Kind::Point) continue;
+          const int o = m.point_offset(end->index);
+          F[o] += half * g[0];
+          F[o + 1] += half * g[1];
+        }
+        break;
+      }
+      case ElementType::Spring: {
+        const SpringState<S> s = spring_state(m, e, st, p);
+        const Vec2<S> pull = s.force * s.unit;  // tension pulls a towards b
+        add_point_force<S>(F, s.a, Vec2<S>(-pull));
+        add_point_force<S>(F, s.b, pull);
+        break;
+      }
+      case ElementType::RotationalSpring: {
+        const auto [angle, rate] = relative_rotation(m, e, st);
+        const S torque = value_of<S>(e.stiffness, p) * (angle - value_of<S>(e.angle, p)) +
+                         value_of<S>(e.damping, p) * rate + value_of<S>(e.actuator, p);
+        if (e.body_b >= 0) F[m.body_offset(e.body_b) + 2] -= torque;
+        if (e.body_a >= 0) F[m.body_offset(e.body_a) + 2] += torque;
+        break;
+      }
+      case ElementType::Force: {
+        const Kin2<S> at = point_kinematics(m, st, e.a, p);
+        add_point_force<S>(F, at, Vec2<S>(value_of<S>(e.fx, p), value_of<S>(e.fy, p)));
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return F;
+}
+
+/// Solves A X = B (A square) by Gaussian elimination with partial pivoting on the real parts.
+/// Hand-written rather than Eigen::PartialPivLU because that does not compile for the Dual
+/// scalar (ceres::Jet comparisons are ambiguous for the derived type) and pivots complex
+/// matrices by modulus: pivoting on real parts gives every scalar type the pivot sequence of
+/// the real run, which the complex step and the AD tapes rely on. Throws ModelError naming
+/// `what` when a pivot is below 1e-13 of the largest entry (a singular matrix).
+template <class S, class Rhs>
+MatX<S> solve_dense(const MatX<S>& matrix, const Rhs& rhs, const char* what) {
+  using std::abs;
+  MatX<S> A = matrix;
+  MatX<S> B = rhs;
+  const Eigen::Index n = A.rows();
+  double largest = 0.0;
+  for (Eigen::Index j = 0; j < n; ++j) {
+    for (Eigen::Index i = 0; i < n; ++i) largest = std::max(largest, std::abs(real_part(A(i, j))));
+  }
+  for (Eigen::Index k = 0; k < n; ++k) {
+    Eigen::Index pivot = k;
+    for (Eigen::Index i = k + 1; i < n; ++i) {
+      if (std::abs(real_part(A(i, k))) > std::abs(real_part(A(pivot, k)))) pivot = i;
+    }
+    const double size = std::abs(real_part(A(pivot, k)));
+    if (!(size > 1e-13 * largest)) {
+      throw ModelError(fmt::format("the {} is singular (pivot {:.1e} at column {} of {}, largest entry {:.1e})",
+                                   what, size, k + 1, n, largest));
+    }
+    if (pivot != k) {
+      A.row(k).swap(A.row(pivot));
+      B.row(k).swap(B.row(pivot));
+    }
+    for (Eigen::Index i = k + 1; i < n; ++i) {
+      const S factor = A(i, k) / A(k, k);
+      for (Eigen::Index j = k + 1; j < n; ++j) A(i, j) -= factor * A(k, j);
+      for (Eigen::Index j = 0; j < B.cols(); ++j) B(i, j) -= factor * B(k, j);
+    }
+  }
+  for (Eigen::Index k = n - 1; k >= 0; --k) {
+    for (Eigen::Index j = 0; j < B.cols(); ++j) {
+      S sum = B(k, j);
+      for (Eigen::Index i = k + 1; i < n; ++i) sum -= A(k, i) * B(i, j);
+      B(k, j) = sum / A(k, k);
+    }
+  }
+  return B;
+}
+
+/// Index of the constraint row where element `element` starts.
+inline int first_row(const Model& m, int element) {
+  int row = 0;
+  for (int i = 0; i < element; ++i) row += m.elements[static_cast<size_t>(i)].n_constraints();
+  return row;
+}
+
+/// The full kinematic state and multipliers a cost term may read.
+template <class S>
+struct FullState {
+  MotionState<S> motion;
+  VectorX<S> a;   ///< accelerations (empty if unknown)
+  VectorX<S> mu;  ///< multipliers (empty if unknown)
+};
+
+template <class S>
+S signal_value(const Model& m, const CostTerm& term, const FullState<S>& fs, In<S> p) {
+  const MotionState<S>& st = fs.motion;
+  switch (term.signal) {
+    case Signal::X:
+    case Signal::Y:
+    case Signal::VX:
+    case Signal::VY:
+    case Signal::AX:
+    case Signal::AY: {
+      const Kin2<S> k = point_kinematics(m, st, term.point, p);
+      const int axis = (term.signal == Signal::X || term.signal == Signal::VX || term.signal == Signal::AX) ? 0 : 1;
+      if (term.signal == Signal::X || term.signal == Signal::Y) return k.value[axis];
+      if (term.signal == Signal::VX || term.signal == Signal::VY) return k.rate[axis];
+      const VectorX<S> ja = k.jac.row(axis) * fs.a;
+      return ja[0] + k.bias[axis];
+    }
+    case Signal::Theta:
+      return st.q[m.body_offset(term.body) + 2];
+    case Signal::Omega:
+      return st.v[m.body_offset(term.body) + 2];
+    case Signal::Alpha:
+      return fs.a[m.body_offset(term.body) + 2];
+    case Signal::SpringLength:
+    case Signal::SpringForce: {
+      const SpringState<S> s = spring_state(m, m.elements[static_cast<size_t>(term.element)], st, p);
+      return term.signal == Signal::SpringLength ? s.length : s.force;
+    }
+    case Signal::Reaction:
+      return fs.mu[first_row(m, term.element) + term.row];
+    case Signal::KineticEnergy: {
+      const MatX<S> M = mass_matrix<S>(m, p);
+      const VectorX<S> Mv = M * st.v;
+      S e(0.0);
+      for (Eigen::Index i = 0; i < Mv.size(); ++i) e += st.v[i] * Mv[i];
+      return S(0.5) * e;
+    }
+    case Signal::Time:
+      return st.t;
+  }
+  return S(0.0);
+}
+
+/// Sum of weight * (signal - offset)^power over the terms.
+template <class S>
+S cost_terms(const Model& m, const std::vector<CostTerm>& terms, const FullState<S>& fs, In<S> p) {
+  S total(0.0);
+  for (const CostTerm& term : terms) {
+    const S base = signal_value(m, term, fs, p) - S(term.offset);
+    S power(1.0);
+    for (int i = 0; i < term.power; ++i) power *= base;
+    total += S(term.weight) * power;
+  }
+  return total;
+}
+
+}  // namespace saltus::multibody

@@ -1,0 +1,280 @@
+#pragma once
+// Planar kinematics of a Model, templated on the Saltus scalar type (double, Complex, Dual,
+// Reverse) so that every formulation built on it is differentiated exactly by the solvers.
+//
+// A kinematic quantity w(t, q) carries, along a motion with velocity v:
+//   value  w,
+//   jac    w_q               (rows x n),
+//   rate   w_q v + w_t       (w-dot),
+//   bias   w-ddot - w_q a    (everything in the second derivative but the acceleration term:
+//                             (w_q v)_q v + 2 w_tq v + w_tt).
+// Constraints are assembled row by row in this form: Phi, Phi_q, Phi_t and the bias, so that
+// the velocity constraint is Phi_q v + Phi_t = 0 and the acceleration constraint
+// Phi_q a = c with c = -bias (multibody.md section 1).
+//
+// Complex-step safety: no Eigen .norm() or .dot() (they conjugate); lengths are sqrt(x^2 + y^2).
+#include <saltus/core/scalar.hpp>
+#include <saltus/multibody/model.hpp>
+
+#include <Eigen/Core>
+
+#include <cmath>
+
+namespace saltus::multibody {
+
+template <class S>
+using Vec2 = Eigen::Matrix<S, 2, 1>;
+template <class S>
+using MatX = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+
+template <class S>
+S value_of(const Value& v, In<S> p) {
+  return v.is_parameter() ? S(v.scale) * p[v.parameter] : S(v.constant);
+}
+
+/// The state of the motion at which kinematics are evaluated.
+template <class S>
+struct MotionState {
+  S t;
+  VectorX<S> q, v;
+};
+
+/// A planar vector quantity (a point position or a body-fixed direction).
+template <class S>
+struct Kin2 {
+  Vec2<S> value, rate, bias;
+  Eigen::Matrix<S, 2, Eigen::Dynamic> jac;
+};
+
+template <class S>
+Vec2<S> perp(const Vec2<S>& w) {
+  return Vec2<S>(-w[1], w[0]);
+}
+
+/// A(theta) w: rotation of a body-frame vector into the global frame.
+template <class S>
+Vec2<S> rotate(const S& theta, const Vec2<S>& w) {
+  using std::cos;
+  using std::sin;
+  const S c = cos(theta), s = sin(theta);
+  return Vec2<S>(c * w[0] - s * w[1], s * w[0] + c * w[1]);
+}
+
+/// A vector fixed on body `body` (given in its frame), or a constant global vector (body -1).
+/// With `with_origin` it is the body point r + A w instead of the direction A w.
+template <class S>
+Kin2<S> body_vector(const Model& m, const MotionState<S>& st, int body, const Vec2<S>& w,
+                    bool with_origin) {
+  const int n = m.n_coordinates();
+  Kin2<S> k;
+  k.jac = Eigen::Matrix<S, 2, Eigen::Dynamic>::Zero(2, n);
+  if (body < 0) {
+    k.value = w;
+    k.rate.setZero();
+    k.bias.setZero();
+    return k;
+  }
+  const int o = m.body_offset(body);
+  const S theta = st.q[o + 2], omega = st.v[o + 2];
+  const Vec2<S> aw = rotate(theta, w);
+  const Vec2<S> daw = perp(aw);  // d(A w)/d(theta)
+  k.value = aw;
+  k.rate = omega * daw;
+  k.bias = -(omega * omega) * aw;
+  k.jac.col(o + 2) = daw;
+  if (with_origin) {
+    k.value += Vec2<S>(st.q[o], st.q[o + 1]);
+    k.rate += Vec2<S>(st.v[o], st.v[o + 1]);
+    k.jac(0, o) = S(1.0);
+    k.jac(1, o + 1) = S(1.0);
+  }
+  return k;
+}
+
+/// Position of a point reference.
+template <class S>
+Kin2<S> point_kinematics(const Model& m, const MotionState<S>& st, const PointRef& r, In<S> p) {
+  const Vec2<S> local(value_of<S>(r.x, p), value_of<S>(r.y, p));
+  switch (r.kind) {
+    case PointRef::Kind::Ground:
+      return body_vector<S>(m, st, -1, local, true);
+    case PointRef::Kind::Body:
+      return body_vector<S>(m, st, r.index, local, true);
+    case PointRef::Kind::Point: {
+      Kin2<S> k;
+      const int o = m.point_offset(r.index);
+      k.jac = Eigen::Matrix<S, 2, Eigen::Dynamic>::Zero(2, m.n_coordinates());
+      k.value = Vec2<S>(st.q[o], st.q[o + 1]);
+      k.rate = Vec2<S>(st.v[o], st.v[o + 1]);
+      k.bias.setZero();
+      k.jac(0, o) = S(1.0);
+      k.jac(1, o + 1) = S(1.0);
+      return k;
+    }
+  }
+  return {};
+}
+
+template <class S>
+Kin2<S> difference(const Kin2<S>& a, const Kin2<S>& b) {
+  return Kin2<S>{a.value - b.value, a.rate - b.rate, a.bias - b.bias, a.jac - b.jac};
+}
+
+/// One scalar constraint row (or any scalar kinematic quantity).
+template <class S>
+struct KinRow {
+  S value;
+  VectorX<S> jac;  ///< n
+  S rate;          ///< jac v + phi_t
+  S phi_t;
+  S bias;
+};
+
+/// a^T b of two vector quantities (a product rule for every field).
+template <class S>
+KinRow<S> dot(const Kin2<S>& a, const Kin2<S>& b) {
+  KinRow<S> r;
+  r.value = a.value[0] * b.value[0] + a.value[1] * b.value[1];
+  r.jac = (a.jac.transpose() * b.value + b.jac.transpose() * a.value);
+  r.rate = a.rate[0] * b.value[0] + a.rate[1] * b.value[1] + a.value[0] * b.rate[0] +
+           a.value[1] * b.rate[1];
+  r.phi_t = S(0.0);
+  r.bias = a.bias[0] * b.value[0] + a.bias[1] * b.value[1] +
+           S(2.0) * (a.rate[0] * b.rate[0] + a.rate[1] * b.rate[1]) + a.value[0] * b.bias[0] +
+           a.value[1] * b.bias[1];
+  return r;
+}
+
+/// One component of a vector quantity as a row.
+template <class S>
+KinRow<S> component(const Kin2<S>& a, int i) {
+  return KinRow<S>{a.value[i], a.jac.row(i).transpose(), a.rate[i], S(0.0), a.bias[i]};
+}
+
+/// f(t), f'(t), f''(t) of a driving function.
+template <class S>
+struct TimeValue {
+  S f, df, ddf;
+};
+
+template <class S>
+TimeValue<S> evaluate(const TimeFunction& fn, const S& t, In<S> p) {
+  using std::cos;
+  using std::sin;
+  const S a = value_of<S>(fn.amplitude, p), w = value_of<S>(fn.frequency, p);
+  const S arg = w * t + value_of<S>(fn.phase, p);
+  const S s = sin(arg), c = cos(arg);
+  return TimeValue<S>{value_of<S>(fn.offset, p) + value_of<S>(fn.rate, p) * t + a * s,
+                      value_of<S>(fn.rate, p) + a * w * c, -a * w * w * s};
+}
+
+/// Phi, Phi_q, Phi_t and the acceleration bias of every constraint, stacked in element order.
+template <class S>
+struct ConstraintSet {
+  VectorX<S> phi, phi_t, bias;
+  MatX<S> jac;  ///< m x n
+  /// Phi-dot = Phi_q v + Phi_t.
+  VectorX<S> rate(const VectorX<S>& v) const { return jac * v + phi_t; }
+};
+
+template <class S>
+void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<S> p,
+                 std::vector<KinRow<S>>& rows) {
+  using std::sqrt;
+  switch (e.type) {
+    case ElementType::Bar: {
+      const Kin2<S> d = difference(point_kinematics(m, st, e.a, p), point_kinematics(m, st, e.b, p));
+      KinRow<S> r = dot(d, d);
+      const S length = value_of<S>(e.length, p);
+      r.value -= length * length;
+      rows.push_back(r);
+      break;
+    }
+    case ElementType::Revolute: {
+      const Kin2<S> d = difference(point_kinematics(m, st, e.a, p), point_kinematics(m, st, e.b, p));
+      rows.push_back(component(d, 0));
+      rows.push_back(component(d, 1));
+      break;
+    }
+    case ElementType::PointOnLine:
+    case ElementType::Prismatic: {
+      // b carries the line (through P_b, along `dir` in b's frame); P_a stays on it.
+      const int line_body = e.type == ElementType::Prismatic
+                                ? e.body_a
+                                : (e.b.kind == PointRef::Kind::Body ? e.b.index : -1);
+      const Vec2<S> dir(value_of<S>(e.dir_x, p), value_of<S>(e.dir_y, p));
+      const Kin2<S> normal = body_vector<S>(m, st, line_body, perp(dir), false);
+      const Kin2<S> d = difference(point_kinematics(m, st, e.a, p), point_kinematics(m, st, e.b, p));
+      rows.push_back(dot(normal, d));
+      if (e.type == ElementType::Prismatic) {
+        KinRow<S> r;
+        r.jac = VectorX<S>::Zero(m.n_coordinates());
+        r.value = -value_of<S>(e.angle, p);
+        r.rate = S(0.0);
+        r.phi_t = S(0.0);
+        r.bias = S(0.0);
+        if (e.body_b >= 0) {
+          const int ob = m.body_offset(e.body_b) + 2;
+          r.value += st.q[ob];
+          r.rate += st.v[ob];
+          r.jac[ob] = S(1.0);
+        }
+        if (e.body_a >= 0) {
+          const int oa = m.body_offset(e.body_a) + 2;
+          r.value -= st.q[oa];
+          r.rate -= st.v[oa];
+          r.jac[oa] = S(-1.0);
+        }
+        rows.push_back(r);
+      }
+      break;
+    }
+    case ElementType::CoordinateDriver: {
+      const TimeValue<S> f = evaluate(e.drive, st.t, p);
+      KinRow<S> r;
+      r.jac = VectorX<S>::Zero(m.n_coordinates());
+      r.jac[e.coordinate] = S(1.0);
+      r.value = st.q[e.coordinate] - f.f;
+      r.phi_t = -f.df;
+      r.rate = st.v[e.coordinate] + r.phi_t;
+      r.bias = -f.ddf;
+      rows.push_back(r);
+      break;
+    }
+    case ElementType::DistanceDriver: {
+      const TimeValue<S> f = evaluate(e.drive, st.t, p);
+      const Kin2<S> d = difference(point_kinematics(m, st, e.a, p), point_kinematics(m, st, e.b, p));
+      KinRow<S> r = dot(d, d);
+      r.value -= f.f * f.f;
+      r.phi_t = -S(2.0) * f.f * f.df;
+      r.rate += r.phi_t;
+      r.bias -= S(2.0) * (f.df * f.df + f.f * f.ddf);
+      rows.push_back(r);
+      break;
+    }
+    default:
+      break;  // force and mass elements carry no constraint
+  }
+}
+
+template <class S>
+ConstraintSet<S> constraints(const Model& m, const MotionState<S>& st, In<S> p) {
+  std::vector<KinRow<S>> rows;
+  for (const Element& e : m.elements) append_rows(e, m, st, p, rows);
+  const int rows_n = static_cast<int>(rows.size());
+  ConstraintSet<S> c;
+  c.phi.resize(rows_n);
+  c.phi_t.resize(rows_n);
+  c.bias.resize(rows_n);
+  c.jac.resize(rows_n, m.n_coordinates());
+  for (int i = 0; i < rows_n; ++i) {
+    const KinRow<S>& r = rows[static_cast<size_t>(i)];
+    c.phi[i] = r.value;
+    c.phi_t[i] = r.phi_t;
+    c.bias[i] = r.bias;
+    c.jac.row(i) = r.jac.transpose();
+  }
+  return c;
+}
+
+}  // namespace saltus::multibody

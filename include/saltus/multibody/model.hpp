@@ -1,0 +1,195 @@
+#pragma once
+// A planar multibody model: moving points (natural coordinates), rigid bodies, the elements
+// that constrain them or act on them, contacts and costs. The model is data; a formulation
+// (formulation.hpp) turns it into a Saltus hybrid Problem.
+//
+// Coordinates q (n entries, SI units): for each point (x, y) [m], in declaration order, then
+// for each body (x, y, theta) of its centre of mass [m, m, rad]. Velocities v = q-dot.
+// Equations of motion: M q-ddot + Phi_q^T mu = F(t, q, v, p), constraints Phi(t, q, p) = 0
+// (multibody.md conventions: mu > 0 pushes along -Phi_q^T).
+#include <Eigen/Core>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace saltus::multibody {
+
+/// A numeric field of the model: a constant, or a named design parameter (index into the
+/// model's parameter list). Every field of every element is a Value.
+struct Value {
+  double constant = 0.0;
+  int parameter = -1;  ///< index into Model::parameters, or -1 for a constant
+  double scale = 1.0;  ///< a parameter enters as scale * p (e.g. -1 for "-g")
+
+  Value() = default;
+  Value(double c) : constant(c) {}  // NOLINT(google-explicit-constructor)
+  static Value of_parameter(int index, double scale = 1.0) {
+    Value v;
+    v.parameter = index;
+    v.scale = scale;
+    return v;
+  }
+  bool is_parameter() const { return parameter >= 0; }
+};
+
+struct Parameter {
+  std::string name;
+  double nominal = 0.0;
+};
+
+/// Where a point of an element sits: a fixed location, a moving point, or a point fixed on a
+/// body (given in the body frame, relative to its centre of mass).
+struct PointRef {
+  enum class Kind { Ground, Point, Body };
+  Kind kind = Kind::Ground;
+  int index = -1;     ///< point or body index (unused for Ground)
+  Value x, y;         ///< Ground: global position; Body: body-frame offset; Point: unused
+  std::string label;  ///< for messages
+};
+
+/// A moving point: two natural coordinates.
+struct Point {
+  std::string name;
+  double x0 = 0.0, y0 = 0.0;    ///< initial position (exact if independent, else a guess)
+  double vx0 = 0.0, vy0 = 0.0;  ///< initial velocity (used on independent coordinates)
+};
+
+/// A rigid body: centre-of-mass position and angle, mass and inertia about the centre of mass.
+struct Body {
+  std::string name;
+  Value mass, inertia;  ///< [kg], [kg m^2]
+  double x0 = 0.0, y0 = 0.0, theta0 = 0.0;
+  double vx0 = 0.0, vy0 = 0.0, omega0 = 0.0;
+};
+
+/// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
+struct TimeFunction {
+  Value offset, rate, amplitude, frequency, phase;
+};
+
+enum class ElementType {
+  Bar,               ///< |P_a - P_b|^2 - L^2 = 0, optionally a uniform rod of mass m
+  Revolute,          ///< P_a - P_b = 0 (two rows); a fixed point is a revolute to the ground
+  PointOnLine,       ///< n^T (P_a - P_b) = 0, n normal to `direction` (ground or b's frame)
+  Prismatic,         ///< relative angle fixed + point on line, between two bodies (or ground)
+  CoordinateDriver,  ///< q_k - f(t) = 0
+  DistanceDriver,    ///< |P_a - P_b|^2 - f(t)^2 = 0
+  Spring,            ///< translational spring-damper-actuator between P_a and P_b
+  RotationalSpring,  ///< rotational spring-damper between bodies a and b (b: -1 ground)
+  PointMass,         ///< mass on a moving point
+  Force,             ///< constant force (fx, fy) applied at P_a [N]
+};
+
+struct Element {
+  ElementType type = ElementType::Bar;
+  std::string name;
+  PointRef a, b;
+  int body_a = -1, body_b = -1;  ///< bodies for Prismatic / RotationalSpring (-1: ground)
+  int coordinate = -1;           ///< CoordinateDriver: index into q
+  Value length;                  ///< Bar
+  Value mass;                    ///< Bar (uniform rod; 0: massless), PointMass
+  Value dir_x, dir_y;            ///< PointOnLine / Prismatic direction (frame of b / body_a)
+  Value angle;                   ///< Prismatic: theta_b - theta_a; RotationalSpring rest angle
+  Value stiffness, damping, rest_length, actuator;  ///< Spring / RotationalSpring
+  Value fx, fy;                  ///< Force
+  TimeFunction drive;            ///< drivers
+  int n_constraints() const;
+};
+
+enum class ImpactLaw {
+  Partitioning,  ///< reverse the normal independent velocity times e, recompute the rest
+  Impulse,       ///< Newton restitution through the KKT impulse system
+};
+
+/// A point hitting a fixed line: guard n^T (P - O) falling through zero.
+struct Contact {
+  std::string name;
+  PointRef point;
+  Value line_x, line_y;  ///< a point O of the line
+  Value normal_x, normal_y;  ///< the side the point lives on (normalized at use)
+  Value restitution;
+  ImpactLaw law = ImpactLaw::Partitioning;
+};
+
+/// Model quantities a cost can use.
+enum class Signal {
+  X, Y, VX, VY, AX, AY,  ///< of a point reference
+  Theta, Omega, Alpha,    ///< of a body
+  SpringLength, SpringForce,  ///< of a Spring element (tension positive)
+  Reaction,               ///< multiplier of row `row` of a constraint element
+  KineticEnergy,          ///< of the whole model
+  Time,
+};
+
+/// weight * (signal - offset)^power.
+struct CostTerm {
+  Signal signal = Signal::X;
+  PointRef point;
+  int body = -1;
+  int element = -1;
+  int row = 0;
+  double weight = 1.0;
+  double offset = 0.0;
+  int power = 1;
+  bool needs_acceleration() const;
+};
+
+struct CostSpec {
+  std::string name;
+  std::vector<CostTerm> running;   ///< integrated over [t0, tf]
+  std::vector<CostTerm> terminal;  ///< evaluated at tf (no accelerations or reactions)
+};
+
+enum class FormulationType { Penalty, Index1, Maggi };
+
+/// Formulation settings with their defaults (docs/multibody.md explains the choices).
+struct FormulationSettings {
+  FormulationType type = FormulationType::Index1;
+  /// Penalty (Bayo - Garcia de Jalon): alpha I penalty, xi damping ratio, omega natural
+  /// frequency [rad/s] of the constraint-violation dynamics.
+  double penalty_alpha = 1e7, penalty_xi = 1.0, penalty_omega = 10.0;
+  /// Index-1 Baumgarte stabilization: Phi'' + 2 xi omega Phi' + omega^2 Phi = 0.
+  double baumgarte_xi = 1.0, baumgarte_omega = 10.0;
+  /// Position (assembly / Maggi) Newton: tolerance on |Phi| and iteration limit.
+  double newton_tolerance = 1e-12;
+  int newton_iterations = 50;
+};
+
+struct Model {
+  std::string name;
+  std::string source;  ///< file the model came from (for messages), may be empty
+  std::vector<Parameter> parameters;
+  std::vector<Point> points;
+  std::vector<Body> bodies;
+  std::vector<Element> elements;
+  std::vector<Contact> contacts;
+  std::vector<CostSpec> costs;
+  Value gravity_x = 0.0, gravity_y = -9.81;  ///< [m/s^2]
+  /// Independent coordinates (indices into q) for Maggi and the partitioning impact law;
+  /// empty: chosen by pivoted LU of Phi_q at the initial configuration.
+  std::vector<int> independent;
+  FormulationSettings formulation;
+  double t0 = 0.0, tf = 1.0;
+  double rtol = 1e-8, atol = 1e-10;
+  int n_outputs = 101;
+
+  int n_coordinates() const { return 2 * static_cast<int>(points.size()) + 3 * static_cast<int>(bodies.size()); }
+  int n_constraints() const;
+  /// Names of the coordinates: "<point>.x", "<point>.y", "<body>.x", "<body>.y", "<body>.theta".
+  std::vector<std::string> coordinate_names() const;
+  int point_offset(int point) const { return 2 * point; }
+  int body_offset(int body) const { return 2 * static_cast<int>(points.size()) + 3 * body; }
+  Eigen::VectorXd nominal_parameters() const;
+  /// Initial guess q0 and velocity v0 from the points' and bodies' initial data.
+  Eigen::VectorXd initial_positions() const;
+  Eigen::VectorXd initial_velocities() const;
+  /// Throws InputError naming the element or field that is inconsistent.
+  void validate() const;
+};
+
+std::string to_string(FormulationType type);
+/// "penalty" | "index1" | "maggi"; throws InputError listing the choices otherwise.
+FormulationType parse_formulation(const std::string& name);
+
+}  // namespace saltus::multibody

@@ -1,0 +1,133 @@
+#include <saltus/multibody/formulation.hpp>
+
+#include "formulations.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <type_traits>
+
+namespace saltus::multibody {
+
+namespace {
+
+template <class X>
+using ScalarOf = typename std::decay_t<X>::Scalar;
+
+bool needs_reactions(const std::vector<CostTerm>& terms) {
+  for (const CostTerm& t : terms) {
+    if (t.signal == Signal::Reaction) return true;
+  }
+  return false;
+}
+
+template <class Form>
+void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form>& form) {
+  for (size_t i = 0; i < model.costs.size(); ++i) {
+    const CostSpec& spec = model.costs[i];
+    const bool mu = needs_reactions(spec.running);
+    auto running = [form, i, mu](auto t, const auto& x, const auto& xdot, const auto& p) {
+      using S = ScalarOf<decltype(x)>;
+      const VectorX<S> xd = xdot;
+      const FullState<S> fs = form->template full_state<S>(t, x, p, &xd, mu);
+      return cost_terms(*form->model, form->model->costs[i].running, fs, p);
+    };
+    auto terminal = [form, i](const auto& x, const auto& p) {
+      using S = ScalarOf<decltype(x)>;
+      const FullState<S> fs = form->template full_state<S>(S(form->model->tf), x, p, nullptr, false);
+      return cost_terms(*form->model, form->model->costs[i].terminal, fs, p);
+    };
+    if (!spec.running.empty() && !spec.terminal.empty()) {
+      pb.add_cost(spec.name, running, terminal);
+    } else if (!spec.running.empty()) {
+      pb.add_running_cost(spec.name, running);
+    } else {
+      pb.add_terminal_cost(spec.name, terminal);
+    }
+  }
+}
+
+template <class Form>
+void add_residual_monitors(Problem& pb, const std::shared_ptr<const Form>& form) {
+  auto residual = [form](double t, In<double> x, In<double> p, bool velocity) {
+    const FullState<double> fs = form->template full_state<double>(t, x, p, nullptr, false);
+    const ConstraintSet<double> c = constraints<double>(*form->model, fs.motion, p);
+    return velocity ? c.rate(fs.motion.v).cwiseAbs().maxCoeff() : c.phi.cwiseAbs().maxCoeff();
+  };
+  pb.add_monitor("constraint residual |Phi|",
+                 [residual](double t, In<double> x, In<double> p) { return residual(t, x, p, false); });
+  pb.add_monitor("velocity residual |Phi_q v + Phi_t|",
+                 [residual](double t, In<double> x, In<double> p) { return residual(t, x, p, true); });
+}
+
+template <class Form>
+Problem build(const Model& model, std::shared_ptr<const Form> form, const FormulationSettings& settings) {
+  Problem pb(model.name, fmt::format("planar multibody model ({} formulation{})", to_string(settings.type),
+                                     model.source.empty() ? "" : ", from " + model.source));
+  pb.set_states(form->state_names());
+  for (const Parameter& par : model.parameters) pb.add_parameter(par.name, par.nominal);
+  pb.set_initial_state([form](const auto& p, auto x0) {
+    using S = ScalarOf<decltype(p)>;
+    form->template initial_state<S>(p, x0);
+  });
+  pb.add_mode("motion", [form](auto t, const auto& x, const auto& p, auto xdot) {
+    using S = ScalarOf<decltype(x)>;
+    form->template rhs<S>(t, x, p, xdot);
+  });
+  for (size_t i = 0; i < model.contacts.size(); ++i) {
+    const int c = static_cast<int>(i);
+    pb.add_event(model.contacts[i].name, Direction::Falling,
+                 [form, c](auto t, const auto& x, const auto& p) {
+                   using S = ScalarOf<decltype(x)>;
+                   return form->template guard<S>(c, t, x, p);
+                 })
+        .jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+          using S = ScalarOf<decltype(x)>;
+          form->template jump<S>(c, t, x, p, x_plus);
+        });
+  }
+  add_costs<Form>(pb, model, form);
+  add_residual_monitors<Form>(pb, form);
+  Options& o = pb.options();
+  o.t0 = model.t0;
+  o.tf = model.tf;
+  o.rtol = model.rtol;
+  o.atol = model.atol;
+  o.n_outputs = model.n_outputs;
+  return pb;
+}
+
+/// Assembles the initial configuration once in double so that a model that cannot be
+/// assembled fails here, with the model's name, rather than inside a solver.
+template <class Form>
+void check_assembly(const Form& form, const Eigen::VectorXd& p) {
+  Eigen::VectorXd x0(form.n_states());
+  form.template initial_state<double>(p, x0);
+  if (!x0.allFinite()) {
+    throw ModelError(fmt::format("model '{}': the initial state is not finite", form.model->name));
+  }
+}
+
+}  // namespace
+
+Problem make_problem(const Model& model) { return make_problem(model, model.formulation); }
+
+Problem make_problem(const Model& model, const FormulationSettings& settings) {
+  model.validate();
+  auto shared = std::make_shared<const Model>(model);
+  const Eigen::VectorXd p = model.nominal_parameters();
+  detail::Partition part = detail::choose_partition(model, p);
+  if (settings.type == FormulationType::Maggi) {
+    auto form = std::make_shared<const detail::MaggiForm>(shared, part, settings);
+    // The Maggi state starts at the given independent coordinates: they must assemble.
+    detail::solve_positions(model, part, model.t0, detail::select(part, Eigen::VectorXd(form->q_guess)), p,
+                            form->q_guess, settings);
+    check_assembly(*form, p);
+    return build<detail::MaggiForm>(model, form, settings);
+  }
+  auto form = std::make_shared<const detail::CartesianForm>(shared, part, settings);
+  check_assembly(*form, p);
+  return build<detail::CartesianForm>(model, form, settings);
+}
+
+}  // namespace saltus::multibody

@@ -1,0 +1,327 @@
+#pragma once
+// The three formulations that turn a planar Model into the functions of a Saltus hybrid
+// Problem (right-hand side, guards, jumps, costs, initial state), templated on the scalar type
+// so that forward sensitivities, complex steps and adjoints differentiate them exactly.
+//
+//   CartesianForm (index-1 with Baumgarte, or penalty): state x = (q, v), 2n entries.
+//   MaggiForm (null space, seed 003): state x = (u, u-dot) with u = B q, 2f entries.
+#include "position_analysis.hpp"
+
+#include <memory>
+#include <utility>
+
+namespace saltus::multibody::detail {
+
+template <class S>
+struct ContactGeometry {
+  Vec2<S> normal;  ///< unit normal of the line, pointing to the allowed side
+  Kin2<S> point;   ///< the contact point
+  S gap;           ///< normal^T (P - O): the guard
+};
+
+template <class S>
+ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
+  using std::sqrt;
+  ContactGeometry<S> g;
+  const S nx = value_of<S>(c.normal_x, p), ny = value_of<S>(c.normal_y, p);
+  const S length = sqrt(nx * nx + ny * ny);
+  g.normal = Vec2<S>(nx / length, ny / length);
+  g.point = point_kinematics(m, st, c.point, p);
+  g.gap = g.normal[0] * (g.point.value[0] - value_of<S>(c.line_x, p)) +
+          g.normal[1] * (g.point.value[1] - value_of<S>(c.line_y, p));
+  return g;
+}
+
+/// Post-impact velocities by Newton restitution through the KKT impulse system
+/// (multibody.md 9.3): M v+ + Phi_q^T Pi + r_q^T pi = M v-, Phi_q v+ + Phi_t = 0,
+/// r_q v+ = -e r_q v-.
+template <class S>
+VectorX<S> impulse_velocity(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
+  const int n = m.n_coordinates();
+  const ConstraintSet<S> cs = constraints(m, st, p);
+  const int rows = static_cast<int>(cs.phi.size());
+  const MatX<S> M = mass_matrix<S>(m, p);
+  const ContactGeometry<S> g = contact_geometry(m, c, st, p);
+  const VectorX<S> r_q = g.point.jac.transpose() * g.normal;
+  MatX<S> K = MatX<S>::Zero(n + rows + 1, n + rows + 1);
+  K.topLeftCorner(n, n) = M;
+  K.block(0, n, n, rows) = cs.jac.transpose();
+  K.block(n, 0, rows, n) = cs.jac;
+  K.block(0, n + rows, n, 1) = r_q;
+  K.block(n + rows, 0, 1, n) = r_q.transpose();
+  S normal_velocity(0.0);
+  for (int i = 0; i < n; ++i) normal_velocity += r_q[i] * st.v[i];
+  VectorX<S> rhs(n + rows + 1);
+  rhs << M * st.v, -cs.phi_t, -value_of<S>(c.restitution, p) * normal_velocity;
+  const MatX<S> sol = solve_dense<S>(K, rhs, "impact (KKT impulse) matrix");
+  return sol.col(0).head(n);
+}
+
+/// Post-impact independent velocities by the partitioning law (multibody.md 9.2): the contact
+/// point's normal velocity, read from the independent velocities, is reversed and scaled by e.
+template <class S>
+VectorX<S> partitioned_velocity(const Model& m, const Partition& part, const Contact& c,
+                                VectorX<S> u_dot, In<S> p) {
+  using std::sqrt;
+  const S nx = value_of<S>(c.normal_x, p), ny = value_of<S>(c.normal_y, p);
+  const S length = sqrt(nx * nx + ny * ny);
+  const Vec2<S> normal(nx / length, ny / length);
+  const int o = m.point_offset(c.point.index);
+  S normal_velocity(0.0);
+  for (int i = 0; i < 2; ++i) {
+    if (real_part(normal[i]) == 0.0) continue;
+    const int slot = part.slot(o + i);
+    if (slot < 0) {
+      throw ModelError(fmt::format("contact '{}': the partitioning impact law needs coordinate '{}' "
+                                   "to be independent (use law: impulse, or list it in "
+                                   "'independent')",
+                                   c.name, m.coordinate_names()[static_cast<size_t>(o + i)]));
+    }
+    normal_velocity += normal[i] * u_dot[slot];
+  }
+  const S change = -(S(1.0) + value_of<S>(c.restitution, p)) * normal_velocity;
+  for (int i = 0; i < 2; ++i) {
+    if (real_part(normal[i]) != 0.0) u_dot[part.slot(o + i)] += change * normal[i];
+  }
+  return u_dot;
+}
+
+/// Shared data of both formulations.
+struct FormBase {
+  std::shared_ptr<const Model> model;
+  Partition part;
+  FormulationSettings settings;
+  int n = 0;
+  Eigen::VectorXd q_guess, v_guess;
+
+  FormBase(std::shared_ptr<const Model> m, Partition p, FormulationSettings s)
+      : model(std::move(m)), part(std::move(p)), settings(s), n(model->n_coordinates()),
+        q_guess(model->initial_positions()), v_guess(model->initial_velocities()) {}
+
+  const Contact& contact(int i) const { return model->contacts[static_cast<size_t>(i)]; }
+
+  /// Assembled positions for independent coordinates u at time t (double Newton, then one
+  /// step in S), starting from `start`.
+  template <class S>
+  VectorX<S> assemble(const S& t, const VectorX<S>& u, In<S> p, const Eigen::VectorXd& start) const {
+    Eigen::VectorXd ur(u.size()), pr(p.size());
+    for (Eigen::Index i = 0; i < u.size(); ++i) ur[i] = real_part(u[i]);
+    for (Eigen::Index i = 0; i < p.size(); ++i) pr[i] = real_part(p[i]);
+    const Eigen::VectorXd q_star = solve_positions(*model, part, real_part(t), ur, pr, start, settings);
+    return refine_positions<S>(*model, part, t, u, p, q_star);
+  }
+};
+
+/// Index-1 with Baumgarte stabilization, or the penalty (Bayo - Garcia de Jalon) ODE, in
+/// full coordinates x = (q, v).
+struct CartesianForm : FormBase {
+  using FormBase::FormBase;
+
+  int n_states() const { return 2 * n; }
+  std::vector<std::string> state_names() const {
+    std::vector<std::string> names = model->coordinate_names();
+    for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
+    return names;
+  }
+
+  template <class S>
+  MotionState<S> motion(const S& t, In<S> x) const {
+    return MotionState<S>{t, x.head(n), x.tail(n)};
+  }
+
+  template <class S>
+  void initial_state(In<S> p, Out<S> x0) const {
+    const S t0(model->t0);
+    const VectorX<S> u0 = select(part, VectorX<S>(q_guess.cast<S>()));
+    const VectorX<S> q = assemble(t0, u0, p, q_guess);
+    const VectorX<S> u_dot0 = select(part, VectorX<S>(v_guess.cast<S>()));
+    x0.head(n) = q;
+    x0.tail(n) = velocities_from_independent(*model, part, MotionState<S>{t0, q, VectorX<S>::Zero(n)}, u_dot0, p);
+  }
+
+  /// Accelerations a and multipliers mu (penalty: the estimate mu*) at a motion state.
+  template <class S>
+  std::pair<VectorX<S>, VectorX<S>> accelerations(const MotionState<S>& st, In<S> p) const {
+    const ConstraintSet<S> cs = constraints(*model, st, p);
+    const MatX<S> M = mass_matrix<S>(*model, p);
+    const VectorX<S> F = applied_forces(*model, st, p);
+    const int rows = static_cast<int>(cs.phi.size());
+    const bool penalty = settings.type == FormulationType::Penalty;
+    const double xi = penalty ? settings.penalty_xi : settings.baumgarte_xi;
+    const double omega = penalty ? settings.penalty_omega : settings.baumgarte_omega;
+    // Phi'' + 2 xi omega Phi' + omega^2 Phi = 0 is Phi_q a + target = 0.
+    const VectorX<S> target = cs.bias + S(2.0 * xi * omega) * cs.rate(st.v) + S(omega * omega) * cs.phi;
+    if (penalty) {
+      const S alpha(settings.penalty_alpha);
+      const MatX<S> M_alpha = M + alpha * cs.jac.transpose() * cs.jac;
+      const VectorX<S> a = solve_dense<S>(M_alpha, F - alpha * (cs.jac.transpose() * target), "penalty mass matrix M + Phi_q^T alpha Phi_q");
+      const VectorX<S> mu = alpha * (cs.jac * a + target);
+      return {a, mu};
+    }
+    MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
+    K.topLeftCorner(n, n) = M;
+    K.topRightCorner(n, rows) = cs.jac.transpose();
+    K.bottomLeftCorner(rows, n) = cs.jac;
+    VectorX<S> rhs(n + rows);
+    rhs << F, -target;
+    const MatX<S> sol = solve_dense<S>(K, rhs, "KKT matrix [M Phi_q^T; Phi_q 0]");
+    return {sol.col(0).head(n), sol.col(0).tail(rows)};
+  }
+
+  template <class S>
+  void rhs(const S& t, In<S> x, In<S> p, Out<S> xdot) const {
+    const MotionState<S> st = motion(t, x);
+    xdot.head(n) = st.v;
+    xdot.tail(n) = accelerations(st, p).first;
+  }
+
+  template <class S>
+  FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
+    FullState<S> fs{motion(t, x), {}, {}};
+    if (xdot != nullptr) fs.a = xdot->tail(n);
+    if (need_mu) {
+      auto [a, mu] = accelerations(fs.motion, p);
+      if (xdot == nullptr) fs.a = a;
+      fs.mu = mu;
+    }
+    return fs;
+  }
+
+  template <class S>
+  S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
+    return contact_geometry(*model, contact(contact_index), motion(t, x), p).gap;
+  }
+
+  template <class S>
+  void jump(int contact_index, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
+    const Contact& c = contact(contact_index);
+    const MotionState<S> st = motion(t, x);
+    x_plus.head(n) = st.q;
+    if (c.law == ImpactLaw::Impulse) {
+      x_plus.tail(n) = impulse_velocity(*model, c, st, p);
+    } else {
+      const VectorX<S> u_dot = partitioned_velocity(*model, part, c, select(part, st.v), p);
+      x_plus.tail(n) = velocities_from_independent(*model, part, st, u_dot, p);
+    }
+  }
+};
+
+/// Maggi / null-space formulation (multibody.md section 7): x = (u, u-dot), positions by
+/// Newton, R and S_Phi c from one factorization of A = [Phi_q; B], R^T M R u-ddot =
+/// R^T (F - M S_Phi c).
+struct MaggiForm : FormBase {
+  /// Last converged positions: the Newton start of the next evaluation.
+  std::shared_ptr<Eigen::VectorXd> last_positions;
+
+  MaggiForm(std::shared_ptr<const Model> m, Partition p, FormulationSettings s)
+      : FormBase(std::move(m), std::move(p), s),
+        last_positions(std::make_shared<Eigen::VectorXd>(q_guess)) {}
+
+  int f() const { return part.f(); }
+  int n_states() const { return 2 * f(); }
+  std::vector<std::string> state_names() const {
+    const std::vector<std::string> all = model->coordinate_names();
+    std::vector<std::string> names;
+    for (int k : part.independent) names.push_back(all[static_cast<size_t>(k)]);
+    for (int k : part.independent) names.push_back(all[static_cast<size_t>(k)] + "_dot");
+    return names;
+  }
+
+  template <class S>
+  void initial_state(In<S> p, Out<S> x0) const {
+    (void)p;
+    x0.head(f()) = select(part, VectorX<S>(q_guess.cast<S>()));
+    x0.tail(f()) = select(part, VectorX<S>(v_guess.cast<S>()));
+  }
+
+  template <class S>
+  VectorX<S> positions(const S& t, const VectorX<S>& u, In<S> p) const {
+    VectorX<S> q;
+    try {
+      q = assemble(t, u, p, *last_positions);
+    } catch (const ModelError&) {
+      q = assemble(t, u, p, q_guess);  // the last solution may sit on another branch's basin
+    }
+    for (Eigen::Index i = 0; i < q.size(); ++i) (*last_positions)[i] = real_part(q[i]);
+    return q;
+  }
+
+  template <class S>
+  struct Kinematics {
+    MotionState<S> st;
+    ConstraintSet<S> cs;
+    MatX<S> R;          ///< n x f, Phi_q R = 0, B R = I
+    VectorX<S> s_c;     ///< S_Phi c, n
+  };
+
+  template <class S>
+  Kinematics<S> kinematics(const S& t, In<S> x, In<S> p) const {
+    Kinematics<S> k;
+    const VectorX<S> u = x.head(f()), u_dot = x.tail(f());
+    k.st.t = t;
+    k.st.q = positions(t, u, p);
+    k.st.v = velocities_from_independent(*model, part, k.st, u_dot, p);
+    k.cs = constraints(*model, k.st, p);
+    const int rows = static_cast<int>(k.cs.phi.size());
+    MatX<S> rhs = MatX<S>::Zero(n, f() + 1);
+    rhs.bottomLeftCorner(f(), f()) = MatX<S>::Identity(f(), f());
+    rhs.col(f()).head(rows) = -k.cs.bias;  // Phi_q a = c = -bias
+    const MatX<S> sol = solve_dense<S>(augmented_jacobian(part, k.cs.jac), rhs, "Maggi matrix [Phi_q; B]");
+    k.R = sol.leftCols(f());
+    k.s_c = sol.col(f());
+    return k;
+  }
+
+  template <class S>
+  VectorX<S> independent_accelerations(const Kinematics<S>& k, In<S> p) const {
+    const MatX<S> M = mass_matrix<S>(*model, p);
+    const VectorX<S> F = applied_forces(*model, k.st, p);
+    const MatX<S> M_bar = k.R.transpose() * M * k.R;
+    const VectorX<S> F_bar = k.R.transpose() * (F - M * k.s_c);
+    return solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R");
+  }
+
+  template <class S>
+  void rhs(const S& t, In<S> x, In<S> p, Out<S> xdot) const {
+    const Kinematics<S> k = kinematics(t, x, p);
+    xdot.head(f()) = x.tail(f());
+    xdot.tail(f()) = independent_accelerations(k, p);
+  }
+
+  template <class S>
+  FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
+    const Kinematics<S> k = kinematics(t, x, p);
+    FullState<S> fs{k.st, {}, {}};
+    if (xdot != nullptr || need_mu) {
+      const VectorX<S> u_ddot = xdot != nullptr ? VectorX<S>(xdot->tail(f())) : independent_accelerations(k, p);
+      fs.a = k.R * u_ddot + k.s_c;
+    }
+    if (need_mu) {
+      // Phi_q^T mu = F - M a, solved in the least-squares sense on the rows of Phi_q.
+      const MatX<S> M = mass_matrix<S>(*model, p);
+      const VectorX<S> residual = applied_forces(*model, k.st, p) - M * fs.a;
+      fs.mu = solve_dense<S>(MatX<S>(k.cs.jac * k.cs.jac.transpose()), k.cs.jac * residual, "Gram matrix Phi_q Phi_q^T");
+    }
+    return fs;
+  }
+
+  template <class S>
+  S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
+    const MotionState<S> st{t, positions(t, VectorX<S>(x.head(f())), p), VectorX<S>::Zero(n)};
+    return contact_geometry(*model, contact(contact_index), st, p).gap;
+  }
+
+  template <class S>
+  void jump(int contact_index, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
+    const Contact& c = contact(contact_index);
+    x_plus.head(f()) = x.head(f());
+    if (c.law == ImpactLaw::Partitioning) {
+      x_plus.tail(f()) = partitioned_velocity(*model, part, c, VectorX<S>(x.tail(f())), p);
+    } else {
+      const Kinematics<S> k = kinematics(t, x, p);
+      x_plus.tail(f()) = select(part, impulse_velocity(*model, c, k.st, p));
+    }
+  }
+};
+
+}  // namespace saltus::multibody::detail

@@ -1,0 +1,591 @@
+#include <saltus/multibody/model_file.hpp>
+
+#include <saltus/core/error.hpp>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace saltus::multibody {
+
+namespace {
+
+/// Reads one YAML document into a Model, keeping the field path for messages.
+class Reader {
+ public:
+  Reader(const YAML::Node& root, std::string source) : root_(root), source_(std::move(source)) {}
+
+  Model read() {
+    if (!root_.IsMap()) fail(root_, "", "the file must be a YAML mapping (name:, points:, elements:, ...)");
+    check_keys(root_, "", {"name", "description", "horizon", "outputs", "tolerances", "formulation",
+                           "gravity", "parameters", "ground", "points", "bodies", "independent",
+                           "elements", "contacts", "costs"});
+    model_.source = source_;
+    model_.name = root_["name"] ? scalar(root_["name"], "name") : "model";
+    read_parameters();
+    read_ground();
+    read_points();
+    read_bodies();
+    read_settings();
+    read_elements();
+    read_contacts();
+    read_independent();
+    read_costs();
+    return model_;
+  }
+
+ private:
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& field, const std::string& what) const {
+    const YAML::Mark mark = node.Mark();
+    const std::string at = mark.is_null() ? source_ : fmt::format("{}:{}:{}", source_, mark.line + 1, mark.column + 1);
+    throw InputError(field.empty() ? fmt::format("{}: {}", at, what) : fmt::format("{}: {}: {}", at, field, what));
+  }
+
+  void check_keys(const YAML::Node& map, const std::string& field, std::set<std::string> known) const {
+    for (const auto& kv : map) {
+      const std::string key = kv.first.as<std::string>();
+      if (known.count(key) == 0) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        fail(kv.first, field.empty() ? key : field + "." + key, fmt::format("unknown field (known: {})", list));
+      }
+    }
+  }
+
+  YAML::Node require(const YAML::Node& map, const std::string& key, const std::string& field) const {
+    if (!map.IsMap()) fail(map, field, "expected a mapping");
+    const YAML::Node n = map[key];
+    if (!n) fail(map, field + "." + key, "missing field");
+    return n;
+  }
+
+  std::string scalar(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsScalar()) fail(n, field, "expected a single value");
+    return n.Scalar();
+  }
+
+  double number(const YAML::Node& n, const std::string& field) const {
+    const std::string text = scalar(n, field);
+    try {
+      size_t used = 0;
+      const double v = std::stod(text, &used);
+      if (used == text.size() && std::isfinite(v)) return v;
+    } catch (const std::exception&) {
+    }
+    fail(n, field, fmt::format("expected a finite number, got '{}'", text));
+  }
+
+  double number_text(const std::string& text, const YAML::Node& n, const std::string& field) const {
+    try {
+      size_t used = 0;
+      const double v = std::stod(text, &used);
+      if (used == text.size() && std::isfinite(v)) return v;
+    } catch (const std::exception&) {
+    }
+    fail(n, field, fmt::format("expected a number before '*', got '{}'", text));
+  }
+
+  int integer(const YAML::Node& n, const std::string& field) const {
+    const double v = number(n, field);
+    if (v != std::floor(v)) fail(n, field, fmt::format("expected an integer, got '{}'", n.Scalar()));
+    return static_cast<int>(v);
+  }
+
+  /// A number, a parameter name, or a scaled parameter: "-name", "0.5*name".
+  Value value(const YAML::Node& n, const std::string& field) const {
+    const std::string text = scalar(n, field);
+    double scale = 1.0;
+    std::string name = text;
+    if (const auto star = text.find('*'); star != std::string::npos) {
+      scale = number_text(text.substr(0, star), n, field);
+      name = text.substr(star + 1);
+    } else if (!text.empty() && text[0] == '-') {
+      scale = -1.0;
+      name = text.substr(1);
+    }
+    const auto it = parameter_index_.find(name);
+    if (it != parameter_index_.end()) return Value::of_parameter(it->second, scale);
+    try {
+      size_t used = 0;
+      const double v = std::stod(text, &used);
+      if (used == text.size() && std::isfinite(v)) return Value(v);
+    } catch (const std::exception&) {
+    }
+    std::string known;
+    for (const auto& p : model_.parameters) known += (known.empty() ? "" : ", ") + p.name;
+    fail(n, field, fmt::format("expected a number or a parameter name, got '{}' (parameters: {})", text,
+                               known.empty() ? "none declared" : known));
+  }
+
+  Value optional_value(const YAML::Node& map, const std::string& key, const std::string& field, double fallback) const {
+    const YAML::Node n = map[key];
+    return n ? value(n, field + "." + key) : Value(fallback);
+  }
+
+  std::pair<Value, Value> pair_of_values(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsSequence() || n.size() != 2) fail(n, field, "expected [x, y]");
+    return {value(n[0], field + "[0]"), value(n[1], field + "[1]")};
+  }
+
+  std::pair<double, double> pair_of_numbers(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsSequence() || n.size() != 2) fail(n, field, "expected [x, y]");
+    return {number(n[0], field + "[0]"), number(n[1], field + "[1]")};
+  }
+
+  void read_parameters() {
+    const YAML::Node ps = root_["parameters"];
+    if (!ps) return;
+    if (!ps.IsMap()) fail(ps, "parameters", "expected a mapping name: value");
+    for (const auto& kv : ps) {
+      const std::string name = kv.first.as<std::string>();
+      if (parameter_index_.count(name) != 0) fail(kv.first, "parameters." + name, "declared twice");
+      parameter_index_[name] = static_cast<int>(model_.parameters.size());
+      model_.parameters.push_back(Parameter{name, number(kv.second, "parameters." + name)});
+    }
+  }
+
+  void read_ground() {
+    const YAML::Node g = root_["ground"];
+    if (!g) return;
+    if (!g.IsMap()) fail(g, "ground", "expected a mapping name: [x, y]");
+    for (const auto& kv : g) {
+      const std::string name = kv.first.as<std::string>();
+      const auto [x, y] = pair_of_values(kv.second, "ground." + name);
+      claim_name(kv.first, "ground." + name, name);
+      PointRef r;
+      r.kind = PointRef::Kind::Ground;
+      r.x = x;
+      r.y = y;
+      r.label = name;
+      refs_[name] = r;
+    }
+  }
+
+  void claim_name(const YAML::Node& n, const std::string& field, const std::string& name) {
+    if (!names_.insert(name).second) fail(n, field, fmt::format("the name '{}' is already used", name));
+  }
+
+  void read_points() {
+    const YAML::Node ps = root_["points"];
+    if (!ps) return;
+    if (!ps.IsMap()) fail(ps, "points", "expected a mapping name: {position: [x, y]}");
+    for (const auto& kv : ps) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string field = "points." + name;
+      claim_name(kv.first, field, name);
+      check_keys(kv.second, field, {"position", "velocity"});
+      Point p;
+      p.name = name;
+      std::tie(p.x0, p.y0) = pair_of_numbers(require(kv.second, "position", field), field + ".position");
+      if (kv.second["velocity"]) std::tie(p.vx0, p.vy0) = pair_of_numbers(kv.second["velocity"], field + ".velocity");
+      PointRef r;
+      r.kind = PointRef::Kind::Point;
+      r.index = static_cast<int>(model_.points.size());
+      r.label = name;
+      refs_[name] = r;
+      model_.points.push_back(p);
+    }
+  }
+
+  void read_bodies() {
+    const YAML::Node bs = root_["bodies"];
+    if (!bs) return;
+    if (!bs.IsMap()) fail(bs, "bodies", "expected a mapping name: {mass:, inertia:, position:, angle:}");
+    for (const auto& kv : bs) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string field = "bodies." + name;
+      claim_name(kv.first, field, name);
+      check_keys(kv.second, field, {"mass", "inertia", "position", "angle", "velocity", "angular_velocity"});
+      Body b;
+      b.name = name;
+      b.mass = value(require(kv.second, "mass", field), field + ".mass");
+      b.inertia = value(require(kv.second, "inertia", field), field + ".inertia");
+      std::tie(b.x0, b.y0) = pair_of_numbers(require(kv.second, "position", field), field + ".position");
+      if (kv.second["angle"]) b.theta0 = number(kv.second["angle"], field + ".angle");
+      if (kv.second["velocity"]) std::tie(b.vx0, b.vy0) = pair_of_numbers(kv.second["velocity"], field + ".velocity");
+      if (kv.second["angular_velocity"]) b.omega0 = number(kv.second["angular_velocity"], field + ".angular_velocity");
+      body_index_[name] = static_cast<int>(model_.bodies.size());
+      PointRef r;
+      r.kind = PointRef::Kind::Body;
+      r.index = body_index_[name];
+      r.label = name;
+      refs_[name] = r;
+      model_.bodies.push_back(b);
+    }
+  }
+
+  /// "name" (ground point, point or body centre) or {body: name, at: [x, y]}.
+  PointRef point_ref(const YAML::Node& n, const std::string& field) const {
+    if (n.IsMap()) {
+      check_keys(n, field, {"body", "at"});
+      const std::string body = scalar(require(n, "body", field), field + ".body");
+      const auto it = body_index_.find(body);
+      if (it == body_index_.end()) fail(n["body"], field + ".body", fmt::format("unknown body '{}'", body));
+      PointRef r;
+      r.kind = PointRef::Kind::Body;
+      r.index = it->second;
+      std::tie(r.x, r.y) = pair_of_values(require(n, "at", field), field + ".at");
+      r.label = body;
+      return r;
+    }
+    const std::string name = scalar(n, field);
+    const auto it = refs_.find(name);
+    if (it == refs_.end()) {
+      fail(n, field, fmt::format("unknown point '{}' (a ground point, a point, a body, or {{body: name, at: [x, y]}})", name));
+    }
+    return it->second;
+  }
+
+  int body_or_ground(const YAML::Node& n, const std::string& field) const {
+    const std::string name = scalar(n, field);
+    if (name == "ground") return -1;
+    const auto it = body_index_.find(name);
+    if (it == body_index_.end()) fail(n, field, fmt::format("unknown body '{}' (or 'ground')", name));
+    return it->second;
+  }
+
+  int coordinate(const YAML::Node& n, const std::string& field) const {
+    const std::string name = scalar(n, field);
+    const std::vector<std::string> names = model_.coordinate_names();
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (names[k] == name) return static_cast<int>(k);
+    }
+    fail(n, field, fmt::format("unknown coordinate '{}' (write point.x, point.y, body.x, body.y or body.theta)", name));
+  }
+
+  TimeFunction time_function(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsMap()) fail(n, field, "expected {offset:, rate:, amplitude:, frequency:, phase:}");
+    check_keys(n, field, {"offset", "rate", "amplitude", "frequency", "phase"});
+    TimeFunction f;
+    f.offset = optional_value(n, "offset", field, 0.0);
+    f.rate = optional_value(n, "rate", field, 0.0);
+    f.amplitude = optional_value(n, "amplitude", field, 0.0);
+    f.frequency = optional_value(n, "frequency", field, 0.0);
+    f.phase = optional_value(n, "phase", field, 0.0);
+    return f;
+  }
+
+  void read_settings() {
+    if (const YAML::Node h = root_["horizon"]) {
+      if (h.IsSequence()) {
+        std::tie(model_.t0, model_.tf) = pair_of_numbers(h, "horizon");
+      } else {
+        model_.tf = number(h, "horizon");
+      }
+      if (!(model_.tf > model_.t0)) fail(h, "horizon", "the final time must exceed the initial time");
+    }
+    if (const YAML::Node o = root_["outputs"]) {
+      model_.n_outputs = integer(o, "outputs");
+      if (model_.n_outputs < 2) fail(o, "outputs", "at least 2 output times");
+    }
+    if (const YAML::Node t = root_["tolerances"]) {
+      check_keys(t, "tolerances", {"rtol", "atol"});
+      if (t["rtol"]) model_.rtol = positive(t["rtol"], "tolerances.rtol");
+      if (t["atol"]) model_.atol = positive(t["atol"], "tolerances.atol");
+    }
+    if (const YAML::Node g = root_["gravity"]) std::tie(model_.gravity_x, model_.gravity_y) = pair_of_values(g, "gravity");
+    if (const YAML::Node f = root_["formulation"]) read_formulation(f);
+  }
+
+  double positive(const YAML::Node& n, const std::string& field) const {
+    const double v = number(n, field);
+    if (!(v > 0.0)) fail(n, field, fmt::format("must be positive, got {}", v));
+    return v;
+  }
+
+  void read_formulation(const YAML::Node& f) {
+    FormulationSettings& s = model_.formulation;
+    const YAML::Node type = f.IsMap() ? require(f, "type", "formulation") : f;
+    try {
+      s.type = parse_formulation(scalar(type, "formulation.type"));
+    } catch (const InputError& e) {
+      fail(type, "formulation.type", e.what());
+    }
+    if (!f.IsMap()) return;
+    check_keys(f, "formulation", {"type", "alpha", "xi", "omega", "newton_tolerance"});
+    const bool penalty = s.type == FormulationType::Penalty;
+    if (f["alpha"]) s.penalty_alpha = positive(f["alpha"], "formulation.alpha");
+    if (f["xi"]) (penalty ? s.penalty_xi : s.baumgarte_xi) = number(f["xi"], "formulation.xi");
+    if (f["omega"]) (penalty ? s.penalty_omega : s.baumgarte_omega) = number(f["omega"], "formulation.omega");
+    if (f["newton_tolerance"]) s.newton_tolerance = positive(f["newton_tolerance"], "formulation.newton_tolerance");
+  }
+
+  void read_elements() {
+    const YAML::Node es = root_["elements"];
+    if (!es) return;
+    if (!es.IsSequence()) fail(es, "elements", "expected a list of elements");
+    for (size_t i = 0; i < es.size(); ++i) {
+      const std::string field = fmt::format("elements[{}]", i);
+      model_.elements.push_back(element(es[i], field));
+    }
+  }
+
+  Element element(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsMap()) fail(n, field, "expected a mapping with a 'type'");
+    const std::string type = scalar(require(n, "type", field), field + ".type");
+    Element e;
+    e.name = n["name"] ? scalar(n["name"], field + ".name") : field;
+    if (type == "bar") {
+      check_keys(n, field, {"type", "name", "from", "to", "length", "mass"});
+      e.type = ElementType::Bar;
+      e.a = point_ref(require(n, "from", field), field + ".from");
+      e.b = point_ref(require(n, "to", field), field + ".to");
+      e.length = value(require(n, "length", field), field + ".length");
+      e.mass = optional_value(n, "mass", field, 0.0);
+    } else if (type == "revolute" || type == "fixed_point") {
+      const bool fixed = type == "fixed_point";
+      check_keys(n, field, fixed ? std::set<std::string>{"type", "name", "point", "at"}
+                                 : std::set<std::string>{"type", "name", "a", "b"});
+      e.type = ElementType::Revolute;
+      e.a = point_ref(require(n, fixed ? "point" : "a", field), field + (fixed ? ".point" : ".a"));
+      if (fixed) {
+        e.b.kind = PointRef::Kind::Ground;
+        std::tie(e.b.x, e.b.y) = pair_of_values(require(n, "at", field), field + ".at");
+      } else {
+        e.b = point_ref(require(n, "b", field), field + ".b");
+      }
+    } else if (type == "point_on_line") {
+      check_keys(n, field, {"type", "name", "point", "line_point", "direction"});
+      e.type = ElementType::PointOnLine;
+      e.a = point_ref(require(n, "point", field), field + ".point");
+      e.b = point_ref(require(n, "line_point", field), field + ".line_point");
+      std::tie(e.dir_x, e.dir_y) = pair_of_values(require(n, "direction", field), field + ".direction");
+    } else if (type == "prismatic") {
+      check_keys(n, field, {"type", "name", "body_a", "body_b", "point_a", "point_b", "direction", "angle"});
+      e.type = ElementType::Prismatic;
+      e.body_a = body_or_ground(require(n, "body_a", field), field + ".body_a");
+      e.body_b = body_or_ground(require(n, "body_b", field), field + ".body_b");
+      if (e.body_b < 0) fail(n["body_b"], field + ".body_b", "must be a body");
+      e.b = body_point(n, "point_a", e.body_a, field);
+      e.a = body_point(n, "point_b", e.body_b, field);
+      std::tie(e.dir_x, e.dir_y) = pair_of_values(require(n, "direction", field), field + ".direction");
+      e.angle = optional_value(n, "angle", field, 0.0);
+    } else if (type == "coordinate_driver") {
+      check_keys(n, field, {"type", "name", "coordinate", "function"});
+      e.type = ElementType::CoordinateDriver;
+      e.coordinate = coordinate(require(n, "coordinate", field), field + ".coordinate");
+      e.drive = time_function(require(n, "function", field), field + ".function");
+    } else if (type == "distance_driver") {
+      check_keys(n, field, {"type", "name", "from", "to", "function"});
+      e.type = ElementType::DistanceDriver;
+      e.a = point_ref(require(n, "from", field), field + ".from");
+      e.b = point_ref(require(n, "to", field), field + ".to");
+      e.drive = time_function(require(n, "function", field), field + ".function");
+    } else if (type == "spring") {
+      check_keys(n, field, {"type", "name", "from", "to", "stiffness", "damping", "rest_length", "actuator_force"});
+      e.type = ElementType::Spring;
+      e.a = point_ref(require(n, "from", field), field + ".from");
+      e.b = point_ref(require(n, "to", field), field + ".to");
+      e.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
+      e.damping = optional_value(n, "damping", field, 0.0);
+      e.rest_length = value(require(n, "rest_length", field), field + ".rest_length");
+      e.actuator = optional_value(n, "actuator_force", field, 0.0);
+    } else if (type == "rotational_spring") {
+      check_keys(n, field, {"type", "name", "body_a", "body_b", "stiffness", "damping", "rest_angle", "torque"});
+      e.type = ElementType::RotationalSpring;
+      e.body_a = body_or_ground(require(n, "body_a", field), field + ".body_a");
+      e.body_b = body_or_ground(require(n, "body_b", field), field + ".body_b");
+      e.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
+      e.damping = optional_value(n, "damping", field, 0.0);
+      e.angle = optional_value(n, "rest_angle", field, 0.0);
+      e.actuator = optional_value(n, "torque", field, 0.0);
+    } else if (type == "point_mass") {
+      check_keys(n, field, {"type", "name", "point", "mass"});
+      e.type = ElementType::PointMass;
+      e.a = point_ref(require(n, "point", field), field + ".point");
+      if (e.a.kind != PointRef::Kind::Point) fail(n["point"], field + ".point", "a point mass sits on a moving point");
+      e.mass = value(require(n, "mass", field), field + ".mass");
+    } else if (type == "force") {
+      check_keys(n, field, {"type", "name", "point", "force"});
+      e.type = ElementType::Force;
+      e.a = point_ref(require(n, "point", field), field + ".point");
+      std::tie(e.fx, e.fy) = pair_of_values(require(n, "force", field), field + ".force");
+    } else {
+      fail(n["type"], field + ".type",
+           fmt::format("unknown element type '{}' (bar, revolute, fixed_point, point_on_line, prismatic, "
+                       "coordinate_driver, distance_driver, spring, rotational_spring, point_mass, force)",
+                       type));
+    }
+    return e;
+  }
+
+  /// A point on body `body` (or the ground) in its frame: field `key` = [x, y], default origin.
+  PointRef body_point(const YAML::Node& n, const std::string& key, int body, const std::string& field) const {
+    PointRef r;
+    r.kind = body < 0 ? PointRef::Kind::Ground : PointRef::Kind::Body;
+    r.index = body;
+    if (n[key]) std::tie(r.x, r.y) = pair_of_values(n[key], field + "." + key);
+    return r;
+  }
+
+  void read_contacts() {
+    const YAML::Node cs = root_["contacts"];
+    if (!cs) return;
+    if (!cs.IsSequence()) fail(cs, "contacts", "expected a list of contacts");
+    for (size_t i = 0; i < cs.size(); ++i) {
+      const YAML::Node n = cs[i];
+      const std::string field = fmt::format("contacts[{}]", i);
+      check_keys(n, field, {"name", "point", "line", "restitution", "law"});
+      Contact c;
+      c.name = n["name"] ? scalar(n["name"], field + ".name") : fmt::format("contact{}", i + 1);
+      c.point = point_ref(require(n, "point", field), field + ".point");
+      const YAML::Node line = require(n, "line", field);
+      check_keys(line, field + ".line", {"point", "normal"});
+      std::tie(c.line_x, c.line_y) = pair_of_values(require(line, "point", field + ".line"), field + ".line.point");
+      std::tie(c.normal_x, c.normal_y) = pair_of_values(require(line, "normal", field + ".line"), field + ".line.normal");
+      c.restitution = value(require(n, "restitution", field), field + ".restitution");
+      const std::string law = n["law"] ? scalar(n["law"], field + ".law") : "impulse";
+      if (law == "partitioning") {
+        c.law = ImpactLaw::Partitioning;
+        if (c.point.kind != PointRef::Kind::Point) {
+          fail(n["point"], field + ".point", "the partitioning law needs a moving point (use law: impulse)");
+        }
+      } else if (law == "impulse") {
+        c.law = ImpactLaw::Impulse;
+      } else {
+        fail(n["law"], field + ".law", fmt::format("unknown impact law '{}' (partitioning or impulse)", law));
+      }
+      model_.contacts.push_back(c);
+    }
+  }
+
+  void read_independent() {
+    const YAML::Node ind = root_["independent"];
+    if (!ind) return;
+    if (!ind.IsSequence()) fail(ind, "independent", "expected a list of coordinates, e.g. [p2.x, p2.y]");
+    for (size_t i = 0; i < ind.size(); ++i) {
+      model_.independent.push_back(coordinate(ind[i], fmt::format("independent[{}]", i)));
+    }
+  }
+
+  void read_costs() {
+    const YAML::Node cs = root_["costs"];
+    if (!cs) fail(root_, "costs", "missing field (at least one cost)");
+    if (!cs.IsMap()) fail(cs, "costs", "expected a mapping name: {running: [...], terminal: [...]}");
+    for (const auto& kv : cs) {
+      CostSpec c;
+      c.name = kv.first.as<std::string>();
+      const std::string field = "costs." + c.name;
+      check_keys(kv.second, field, {"running", "terminal"});
+      if (kv.second["running"]) c.running = terms(kv.second["running"], field + ".running");
+      if (kv.second["terminal"]) c.terminal = terms(kv.second["terminal"], field + ".terminal");
+      if (c.running.empty() && c.terminal.empty()) fail(kv.second, field, "needs running or terminal terms");
+      model_.costs.push_back(c);
+    }
+  }
+
+  std::vector<CostTerm> terms(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsSequence()) fail(n, field, "expected a list of terms {signal:, of:, weight:, offset:, power:}");
+    std::vector<CostTerm> out;
+    static const std::map<std::string, Signal> signals = {
+        {"x", Signal::X}, {"y", Signal::Y}, {"vx", Signal::VX}, {"vy", Signal::VY}, {"ax", Signal::AX},
+        {"ay", Signal::AY}, {"theta", Signal::Theta}, {"omega", Signal::Omega}, {"alpha", Signal::Alpha},
+        {"spring_length", Signal::SpringLength}, {"spring_force", Signal::SpringForce},
+        {"reaction", Signal::Reaction}, {"kinetic_energy", Signal::KineticEnergy}, {"time", Signal::Time}};
+    for (size_t i = 0; i < n.size(); ++i) {
+      const YAML::Node t = n[i];
+      const std::string tf = fmt::format("{}[{}]", field, i);
+      check_keys(t, tf, {"signal", "of", "row", "weight", "offset", "power"});
+      CostTerm term;
+      const std::string name = scalar(require(t, "signal", tf), tf + ".signal");
+      const auto it = signals.find(name);
+      if (it == signals.end()) {
+        fail(t["signal"], tf + ".signal",
+             fmt::format("unknown signal '{}' (x, y, vx, vy, ax, ay, theta, omega, alpha, spring_length, "
+                         "spring_force, reaction, kinetic_energy, time)",
+                         name));
+      }
+      term.signal = it->second;
+      bind_signal(t, tf, term);
+      if (t["weight"]) term.weight = number(t["weight"], tf + ".weight");
+      if (t["offset"]) term.offset = number(t["offset"], tf + ".offset");
+      if (t["power"]) {
+        term.power = integer(t["power"], tf + ".power");
+        if (term.power < 1 || term.power > 8) fail(t["power"], tf + ".power", "expected 1 ... 8");
+      }
+      out.push_back(term);
+    }
+    return out;
+  }
+
+  /// Resolves `of:` (and `row:`) for the signal's kind.
+  void bind_signal(const YAML::Node& t, const std::string& tf, CostTerm& term) const {
+    switch (term.signal) {
+      case Signal::KineticEnergy:
+      case Signal::Time:
+        return;
+      case Signal::Theta:
+      case Signal::Omega:
+      case Signal::Alpha: {
+        const int b = body_or_ground(require(t, "of", tf), tf + ".of");
+        if (b < 0) fail(t["of"], tf + ".of", "expected a body");
+        term.body = b;
+        return;
+      }
+      case Signal::SpringLength:
+      case Signal::SpringForce:
+      case Signal::Reaction: {
+        const std::string name = scalar(require(t, "of", tf), tf + ".of");
+        for (size_t k = 0; k < model_.elements.size(); ++k) {
+          const Element& e = model_.elements[k];
+          if (e.name != name) continue;
+          const bool spring = term.signal != Signal::Reaction;
+          if (spring && e.type != ElementType::Spring) fail(t["of"], tf + ".of", fmt::format("'{}' is not a spring", name));
+          if (!spring && e.n_constraints() == 0) fail(t["of"], tf + ".of", fmt::format("'{}' is not a constraint", name));
+          term.element = static_cast<int>(k);
+          if (t["row"]) term.row = integer(t["row"], tf + ".row");
+          if (!spring && (term.row < 0 || term.row >= e.n_constraints())) {
+            fail(t["row"], tf + ".row", fmt::format("element '{}' has {} constraint rows", name, e.n_constraints()));
+          }
+          return;
+        }
+        fail(t["of"], tf + ".of", fmt::format("unknown element '{}'", name));
+      }
+      default:
+        term.point = point_ref(require(t, "of", tf), tf + ".of");
+        return;
+    }
+  }
+
+  const YAML::Node& root_;
+  std::string source_;
+  Model model_;
+  std::map<std::string, int> parameter_index_;
+  std::map<std::string, int> body_index_;
+  std::map<std::string, PointRef> refs_;
+  std::set<std::string> names_;
+};
+
+}  // namespace
+
+Model parse_model(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  return Reader(root, source).read();
+}
+
+Model load_model(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("cannot read model file '{}'", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_model(text.str(), path);
+}
+
+bool is_model_file(const std::string& name) {
+  auto ends_with = [&](const std::string& suffix) {
+    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".yaml") || ends_with(".yml");
+}
+
+}  // namespace saltus::multibody

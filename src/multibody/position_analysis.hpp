@@ -1,0 +1,86 @@
+#pragma once
+// Position and velocity analysis with independent coordinates u = B q (B selects f = n - m
+// coordinates): A = [Phi_q; B] is the square matrix of multibody.md section 7.
+//
+// Positions are found by Newton's method in double; for the other scalar types one more Newton
+// step is taken in that type from the converged double solution q*. That step is
+//   q = q* - A(q*)^-1 [Phi(t, q*, p); B q* - u],
+// whose derivative with respect to (t, u, p) is exactly the implicit-function derivative
+// -A^-1 [Phi_t, -I, Phi_p] (the residual at q* is at round-off), so sensitivities, complex
+// steps and adjoints see the exact constraint manifold including parameter-dependent lengths.
+#include <saltus/core/error.hpp>
+#include <saltus/multibody/dynamics.hpp>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace saltus::multibody::detail {
+
+/// The independent coordinates of a model (indices into q, in increasing order).
+struct Partition {
+  std::vector<int> independent;
+  int n = 0;
+  int f() const { return static_cast<int>(independent.size()); }
+  /// Position of coordinate k among the independent ones, or -1.
+  int slot(int k) const;
+};
+
+/// `model.independent` if given (checked), else the columns that a fully pivoted LU of Phi_q at
+/// the initial guess leaves out. Throws InputError if the count is not n - m.
+Partition choose_partition(const Model& model, const Eigen::VectorXd& p);
+
+/// [Phi_q; B] for a constraint Jacobian.
+template <class S>
+MatX<S> augmented_jacobian(const Partition& part, const MatX<S>& jac) {
+  const Eigen::Index m = jac.rows();
+  MatX<S> A = MatX<S>::Zero(m + part.f(), part.n);
+  A.topRows(m) = jac;
+  for (int j = 0; j < part.f(); ++j) A(m + j, part.independent[static_cast<size_t>(j)]) = S(1.0);
+  return A;
+}
+
+template <class S>
+VectorX<S> select(const Partition& part, const VectorX<S>& q) {
+  VectorX<S> u(part.f());
+  for (int j = 0; j < part.f(); ++j) u[j] = q[part.independent[static_cast<size_t>(j)]];
+  return u;
+}
+
+template <class S>
+VectorX<S> real_vector(const VectorX<S>& v) {
+  Eigen::VectorXd r(v.size());
+  for (Eigen::Index i = 0; i < v.size(); ++i) r[i] = real_part(v[i]);
+  return r.template cast<S>();
+}
+
+/// Newton solve of Phi(t, q, p) = 0, B q = u from `guess` (double). Throws ModelError with the
+/// residual and the independent coordinates if it does not converge.
+Eigen::VectorXd solve_positions(const Model& model, const Partition& part, double t,
+                                const Eigen::VectorXd& u, const Eigen::VectorXd& p,
+                                const Eigen::VectorXd& guess, const FormulationSettings& settings);
+
+/// One Newton step in S from the converged q* (see the file comment).
+template <class S>
+VectorX<S> refine_positions(const Model& model, const Partition& part, const S& t,
+                            const VectorX<S>& u, In<S> p, const Eigen::VectorXd& q_star) {
+  MotionState<S> st{t, q_star.cast<S>(), VectorX<S>::Zero(part.n)};
+  const ConstraintSet<S> c = constraints(model, st, p);
+  VectorX<S> residual(c.phi.size() + part.f());
+  residual << c.phi, select(part, st.q) - u;
+  return st.q - solve_dense<S>(augmented_jacobian(part, c.jac), residual, "position-analysis matrix [Phi_q; B]");
+}
+
+/// v with B v = u-dot and Phi_q v + Phi_t = 0, at the positions in `st` (st.v is ignored).
+template <class S>
+VectorX<S> velocities_from_independent(const Model& model, const Partition& part,
+                                       const MotionState<S>& st, const VectorX<S>& u_dot, In<S> p) {
+  MotionState<S> at_rest{st.t, st.q, VectorX<S>::Zero(part.n)};
+  const ConstraintSet<S> c = constraints(model, at_rest, p);
+  VectorX<S> rhs(c.phi.size() + part.f());
+  rhs << -c.phi_t, u_dot;
+  return solve_dense<S>(augmented_jacobian(part, c.jac), rhs, "velocity-analysis matrix [Phi_q; B]");
+}
+
+}  // namespace saltus::multibody::detail
