@@ -234,16 +234,29 @@ struct MaggiForm : FormBase {
     x0.tail(f()) = select(part, VectorX<S>(v_guess.cast<S>()));
   }
 
+  /// Positions for independent coordinates u. The result must be a function of (t, u, p)
+  /// alone: CVODES recomputes forward steps between check points during the adjoint pass and
+  /// assumes they repeat exactly (a different step sequence overruns its step storage). So the
+  /// Newton solution from the last positions is snapped to a 2^-20 grid and polished from
+  /// there, which gives bitwise the same positions whichever start was used (unless a
+  /// coordinate sits on a grid boundary, a 1e-10 chance per evaluation).
   template <class S>
   VectorX<S> positions(const S& t, const VectorX<S>& u, In<S> p) const {
-    VectorX<S> q;
+    Eigen::VectorXd ur(u.size()), pr(p.size());
+    for (Eigen::Index i = 0; i < u.size(); ++i) ur[i] = real_part(u[i]);
+    for (Eigen::Index i = 0; i < p.size(); ++i) pr[i] = real_part(p[i]);
+    const double tr = real_part(t);
+    Eigen::VectorXd q;
     try {
-      q = assemble(t, u, p, *last_positions);
+      q = solve_positions(*model, part, tr, ur, pr, *last_positions, settings);
     } catch (const ModelError&) {
-      q = assemble(t, u, p, q_guess);  // the last solution may sit on another branch's basin
+      q = solve_positions(*model, part, tr, ur, pr, q_guess, settings);  // another basin
     }
-    for (Eigen::Index i = 0; i < q.size(); ++i) (*last_positions)[i] = real_part(q[i]);
-    return q;
+    *last_positions = q;
+    const double grid = 1048576.0;  // 2^20
+    const Eigen::VectorXd snapped = (q * grid).array().round().matrix() / grid;
+    const Eigen::VectorXd q_star = solve_positions(*model, part, tr, ur, pr, snapped, settings);
+    return refine_positions<S>(*model, part, t, u, p, q_star);
   }
 
   template <class S>

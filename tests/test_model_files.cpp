@@ -1,0 +1,97 @@
+// Malformed model files give one clear error naming the file, the line and the field.
+#include <saltus/core/error.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using namespace saltus;
+using namespace saltus::multibody;
+
+const std::string kGood = R"(name: pendulum
+horizon: 1
+parameters: {L: 1.0}
+ground: {O: [0, 0]}
+points: {p: {position: [1, 0]}}
+elements:
+  - {type: bar, name: rod, from: O, to: p, length: L, mass: 1}
+costs: {height: {terminal: [{signal: y, of: p}]}}
+)";
+
+std::string error_of(const std::string& text) {
+  try {
+    make_problem(parse_model(text, "model.yaml"));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+TEST(ModelFiles, TheReferenceModelLoads) { EXPECT_EQ(error_of(kGood), ""); }
+
+TEST(ModelFiles, UnknownElementTypeNamesLineFieldAndChoices) {
+  const std::string msg = error_of(replace(kGood, "type: bar", "type: beam"));
+  EXPECT_NE(msg.find("model.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("elements[0].type"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown element type 'beam'"), std::string::npos) << msg;
+}
+
+TEST(ModelFiles, MissingFieldIsNamed) {
+  const std::string msg = error_of(replace(kGood, ", length: L", ""));
+  EXPECT_NE(msg.find("model.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("elements[0].length: missing field"), std::string::npos) << msg;
+}
+
+TEST(ModelFiles, WrongTypeNamesTheValue) {
+  const std::string msg = error_of(replace(kGood, "mass: 1}", "mass: heavy}"));
+  EXPECT_NE(msg.find("model.yaml:7:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("elements[0].mass"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'heavy'"), std::string::npos) << msg;
+  const std::string list = error_of(replace(kGood, "position: [1, 0]", "position: 1"));
+  EXPECT_NE(list.find("model.yaml:5:"), std::string::npos) << list;
+  EXPECT_NE(list.find("points.p.position: expected [x, y]"), std::string::npos) << list;
+}
+
+TEST(ModelFiles, UnknownFieldAndUnknownPointAreNamed) {
+  const std::string field = error_of(replace(kGood, "mass: 1}", "mass: 1, colour: red}"));
+  EXPECT_NE(field.find("elements[0].colour: unknown field"), std::string::npos) << field;
+  const std::string point = error_of(replace(kGood, "to: p,", "to: q,"));
+  EXPECT_NE(point.find("elements[0].to: unknown point 'q'"), std::string::npos) << point;
+}
+
+TEST(ModelFiles, MalformedYamlNamesTheLine) {
+  const std::string msg = error_of(replace(kGood, "points: {p: {position: [1, 0]}}", "points: {p: [1, 0"));
+  EXPECT_NE(msg.find("model.yaml:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("malformed YAML"), std::string::npos) << msg;
+}
+
+TEST(ModelFiles, MechanismThatCannotBeAssembledIsReported) {
+  // A second bar of length 3 from a pin 1 m away cannot meet the first bar's end.
+  std::string text = replace(kGood, "ground: {O: [0, 0]}", "ground: {O: [0, 0], Q: [0.5, 0]}");
+  text = replace(text, "points: {p: {position: [1, 0]}}",
+                 "points: {p: {position: [1, 0]}, r: {position: [1, 1]}}");
+  text = replace(text, "costs:", "  - {type: bar, from: p, to: r, length: 1}\n  - {type: bar, from: Q, to: r, length: 9}\nindependent: [p.y]\ncosts:");
+  const std::string msg = error_of(text);
+  EXPECT_NE(msg.find("cannot be assembled"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("p.y"), std::string::npos) << msg;
+}
+
+TEST(ModelFiles, NonFiniteParameterAndBadFormulationAreRejected) {
+  EXPECT_NE(error_of(replace(kGood, "L: 1.0", "L: .nan")).find("parameters.L: expected a finite number"),
+            std::string::npos);
+  EXPECT_NE(error_of(replace(kGood, "horizon: 1", "horizon: 1\nformulation: lagrange")).find("unknown formulation 'lagrange'"),
+            std::string::npos);
+  EXPECT_THROW(load_model("/nonexistent/model.yaml"), InputError);
+}
+
+}  // namespace
