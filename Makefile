@@ -12,8 +12,11 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSALTUS_WERROR=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: the five-bar with floor impacts, forward / adjoint / differences / complex step
+# side by side, then PNG plots of y2 and y2-dot and their sensitivities with the impacts marked.
 demo: build
-	./$(BUILD)/apps/saltus/saltus run box2d --method all --out $(DEMO_OUT) --json $(DEMO_OUT)/results.json
+	./$(BUILD)/apps/saltus/saltus run examples/fivebar_floor.yaml --method all --out $(DEMO_OUT) --json $(DEMO_OUT)/results.json
+	/usr/bin/python3 scripts/plot_demo.py $(DEMO_OUT) p2.y p2.y_dot
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -147,3 +147,34 @@ TEST(Cli, ZenoRunFailsWithStatusOne) {
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(contains(r.err, "impact")) << r.err;
 }
+
+// A model file runs like an example: the JSON keeps its shape with the benchmark names, the
+// formulation can be overridden, and the constraint residuals are reported.
+TEST(Cli, ModelFileRunsInTheRequestedFormulation) {
+  const auto dir = temp_dir("model_file");
+  const auto path = (dir / "fivebar.json").string();
+  const std::string model = std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar.yaml";
+  const Outcome r = saltus_cmd({"run", model, "--formulation", "index1", "--rtol", "1e-9", "--json", path});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "index1 formulation"));
+  EXPECT_TRUE(contains(r.out, "constraint residual"));
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["problem"], "fivebar");
+  EXPECT_NEAR(j["gradient"]["drift"]["L01"].get<double>(), -4.2288, 6e-5);  // seed 003, Table 1
+  EXPECT_NEAR(j["gradient"]["drift"]["L02"].get<double>(), 3.2116, 6e-5);
+  EXPECT_LT(j["monitors"]["constraint residual |Phi|"].get<double>(), 1e-6);
+}
+
+TEST(Cli, FormulationErrorsAreUsageErrors) {
+  const std::string model = std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar.yaml";
+  const Outcome bad = saltus_cmd({"run", model, "--formulation", "lagrange"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_TRUE(contains(bad.err, "unknown formulation 'lagrange'")) << bad.err;
+  const Outcome builtin = saltus_cmd({"run", "galan", "--formulation", "maggi"});
+  EXPECT_EQ(builtin.status, 2);
+  EXPECT_TRUE(contains(builtin.err, "--formulation applies to model files")) << builtin.err;
+  const Outcome missing = saltus_cmd({"run", "no/such/model.yaml"});
+  EXPECT_NE(missing.status, 0);
+  EXPECT_TRUE(contains(missing.err, "cannot read model file 'no/such/model.yaml'")) << missing.err;
+}
