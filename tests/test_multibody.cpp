@@ -1,6 +1,7 @@
 // Planar multibody models: published gradients of the five-bar (seed 003) and the slider-crank
 // (SUNDIALS idasSlCrank_FSA_dns), the five-bar with floor impacts across methods and
 // formulations, and the three formulations against one another.
+#include <saltus/multibody/dynamics.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
@@ -89,10 +90,6 @@ TEST_P(EveryFormulation, FivebarFloorForwardAdjointComplexStepAndDifferencesAgre
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formulations, EveryFormulation,
-                         ::testing::Values(FormulationType::Maggi, FormulationType::Index1, FormulationType::Penalty),
-                         [](const auto& info) { return multibody::to_string(info.param); });
-
 // The three formulations describe the same motion: Maggi is exact on the constraint manifold,
 // index-1 drifts at the integration tolerance and penalty within O(1/alpha).
 TEST(Formulations, FivebarFloorFormulationsAgree) {
@@ -126,5 +123,66 @@ TEST(Formulations, PartitioningImpactReversesTheNormalIndependentVelocity) {
   EXPECT_EQ(ev.state_after[vx], ev.state_before[vx]);
   EXPECT_NEAR(ev.state_before[pb.state_index("p2.y")], -2.35, 1e-9);
 }
+
+}  // namespace
+
+namespace {
+
+// The impulse (KKT) impact law on the five-bar: forward sensitivities through its jump agree
+// with the adjoint and the complex step, and the impact conserves energy with e = 1 (the
+// impulse is along the constraint-consistent normal: kinetic energy before = after).
+TEST(ImpactLaws, ImpulseLawOnTheFivebarAgreesAcrossMethodsAndConservesEnergy) {
+  multibody::Model model = multibody::load_model(example("fivebar_floor.yaml"));
+  model.contacts.front().law = multibody::ImpactLaw::Impulse;
+  model.formulation.type = FormulationType::Index1;
+  const Problem pb = multibody::make_problem(model);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution fwd = forward_sensitivity(pb);
+  ASSERT_FALSE(fwd.events.empty());
+  const Solution adj = adjoint(pb, p, pb.options());
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  const double scale = fwd.cost_gradient.cwiseAbs().maxCoeff();
+  EXPECT_LT((adj.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), 2e-6 * scale);
+  EXPECT_LT((cs.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), 1e-6 * scale);
+  const auto& ev = fwd.events.front();
+  const int n = model.n_coordinates();
+  const Eigen::MatrixXd M = multibody::mass_matrix<double>(model, p);
+  const Eigen::VectorXd v_minus = ev.state_before.tail(n), v_plus = ev.state_after.tail(n);
+  EXPECT_NEAR(v_plus.dot(M * v_plus), v_minus.dot(M * v_minus), 1e-9);
+  // The restitution row: the contact point's normal velocity reverses exactly (e = 1).
+  EXPECT_NEAR(v_plus[model.point_offset(1) + 1], -v_minus[model.point_offset(1) + 1], 1e-12);
+}
+
+// A point mass m on a bar of length L hanging at rest: the multiplier of the squared-distance
+// constraint (Phi_q = 2 d^T) is mu = m g / (2 L), so its integral over T is T m g / (2 L).
+TEST_P(EveryFormulation, ReactionOfAHangingPendulumIsItsWeight) {
+  const char* text = R"(
+name: hanging
+horizon: 2
+parameters: {m: 3, L: 1.5}
+ground: {O: [0, 0]}
+points: {p: {position: [0, -1.5]}}
+elements:
+  - {type: bar, name: rod, from: O, to: p, length: L}
+  - {type: point_mass, point: p, mass: m}
+costs:
+  impulse: {running: [{signal: reaction, of: rod}]}
+)";
+  multibody::Model model = multibody::parse_model(text, "hanging");
+  model.formulation.type = GetParam();
+  const Problem pb = multibody::make_problem(model);
+  const Solution s = forward_sensitivity(pb);
+  const double T = 2.0, m = 3.0, L = 1.5, g = 9.81;
+  EXPECT_NEAR(s.costs[0], T * m * g / (2.0 * L), 1e-6);
+  EXPECT_NEAR(gradient(pb, s, "impulse", "m"), T * g / (2.0 * L), 1e-6);
+  EXPECT_NEAR(gradient(pb, s, "impulse", "L"), -T * m * g / (2.0 * L * L), 1e-6);
+}
+
+}  // namespace
+
+namespace {
+INSTANTIATE_TEST_SUITE_P(Formulations, EveryFormulation,
+                         ::testing::Values(FormulationType::Maggi, FormulationType::Index1, FormulationType::Penalty),
+                         [](const auto& info) { return multibody::to_string(info.param); });
 
 }  // namespace
