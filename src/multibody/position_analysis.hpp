@@ -48,13 +48,6 @@ VectorX<S> select(const Partition& part, const VectorX<S>& q) {
   return u;
 }
 
-template <class S>
-VectorX<S> real_vector(const VectorX<S>& v) {
-  Eigen::VectorXd r(v.size());
-  for (Eigen::Index i = 0; i < v.size(); ++i) r[i] = real_part(v[i]);
-  return r.template cast<S>();
-}
-
 /// Newton solve of Phi(t, q, p) = 0, B q = u from `guess` (double). Throws ModelError with the
 /// residual and the independent coordinates if it does not converge.
 Eigen::VectorXd solve_positions(const Model& model, const Partition& part, double t,

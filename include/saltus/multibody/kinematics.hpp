@@ -180,7 +180,6 @@ struct ConstraintSet {
 template <class S>
 void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<S> p,
                  std::vector<KinRow<S>>& rows) {
-  using std::sqrt;
   switch (e.type) {
     case ElementType::Bar: {
       const Kin2<S> d = difference(point_kinematics(m, st, e.a, p), point_kinematics(m, st, e.b, p));
