@@ -18,6 +18,8 @@
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
+#include "timing.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +30,8 @@
 #include <vector>
 
 namespace {
+
+using saltus::bench::median_time;
 
 enum class Band { Fixed, Growing };
 
@@ -67,30 +71,16 @@ saltus::Problem forced_ball(int p, Band band) {
   return pb;
 }
 
-double seconds(const std::function<void()>& f) {
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-/// Median of `repetitions` timings.
-double timed(int repetitions, const std::function<void()>& f) {
-  std::vector<double> t;
-  for (int i = 0; i < repetitions; ++i) t.push_back(seconds(f));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 void print_row(int p, Band band) {
   const saltus::Problem pb = forced_ball(p, band);
   const Eigen::VectorXd a = pb.nominal_parameters();
   const int reps = p >= 1000 ? 3 : p >= 100 ? 5 : 21;
   saltus::Solution sim, adj, fwd;
-  const double t_sim = timed(reps, [&] { sim = saltus::simulate(pb, a, pb.options()); });
-  const double t_adj = timed(reps, [&] { adj = saltus::adjoint(pb, a, pb.options()); });
+  const double t_sim = median_time(reps, [&] { sim = saltus::simulate(pb, a, pb.options()); });
+  const double t_adj = median_time(reps, [&] { adj = saltus::adjoint(pb, a, pb.options()); });
   const double t_fwd =
-      timed(p >= 1000 ? 1 : reps, [&] { fwd = saltus::forward_sensitivity(pb, a, pb.options()); });
-  const double t_fd = timed(1, [&] { saltus::central_differences(pb, a, pb.options()); });
+      median_time(p >= 1000 ? 1 : reps, [&] { fwd = saltus::forward_sensitivity(pb, a, pb.options()); });
+  const double t_fd = median_time(1, [&] { saltus::central_differences(pb, a, pb.options()); });
   const double err = (adj.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff() /
                      fwd.cost_gradient.cwiseAbs().maxCoeff();
   fmt::print("{:>8} {:>6} {:>10.2f}ms {:>10.2f} {:>10.1f} {:>10.1f} {:>7} {:>12.1e} {:>8} {:>10}\n",

@@ -10,6 +10,8 @@
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 
+#include "timing.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,20 +24,9 @@
 
 namespace {
 
+using saltus::bench::median_time;
+
 using namespace saltus;
-
-double seconds(const std::function<void()>& f) {
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median_time(int repetitions, const std::function<void()>& f) {
-  std::vector<double> t;
-  for (int i = 0; i < repetitions; ++i) t.push_back(seconds(f));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 /// A chain of N uniform bars hanging from the origin, released from a bent configuration.
 std::string chain_yaml(int bars) {

@@ -8,12 +8,24 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 namespace saltus::multibody {
 
 namespace {
+
+/// The whole of `text` as a finite number, if it is one.
+std::optional<double> parse_number(const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
 
 /// Reads one YAML document into a Model, keeping the field path for messages.
 class Reader {
@@ -71,23 +83,8 @@ class Reader {
 
   double number(const YAML::Node& n, const std::string& field) const {
     const std::string text = scalar(n, field);
-    try {
-      size_t used = 0;
-      const double v = std::stod(text, &used);
-      if (used == text.size() && std::isfinite(v)) return v;
-    } catch (const std::exception&) {
-    }
+    if (const auto v = parse_number(text)) return *v;
     fail(n, field, fmt::format("expected a finite number, got '{}'", text));
-  }
-
-  double number_text(const std::string& text, const YAML::Node& n, const std::string& field) const {
-    try {
-      size_t used = 0;
-      const double v = std::stod(text, &used);
-      if (used == text.size() && std::isfinite(v)) return v;
-    } catch (const std::exception&) {
-    }
-    fail(n, field, fmt::format("expected a number before '*', got '{}'", text));
   }
 
   int integer(const YAML::Node& n, const std::string& field) const {
@@ -102,7 +99,9 @@ class Reader {
     double scale = 1.0;
     std::string name = text;
     if (const auto star = text.find('*'); star != std::string::npos) {
-      scale = number_text(text.substr(0, star), n, field);
+      const auto factor = parse_number(text.substr(0, star));
+      if (!factor) fail(n, field, fmt::format("expected a number before '*', got '{}'", text.substr(0, star)));
+      scale = *factor;
       name = text.substr(star + 1);
     } else if (!text.empty() && text[0] == '-') {
       scale = -1.0;
@@ -110,12 +109,7 @@ class Reader {
     }
     const auto it = parameter_index_.find(name);
     if (it != parameter_index_.end()) return Value::of_parameter(it->second, scale);
-    try {
-      size_t used = 0;
-      const double v = std::stod(text, &used);
-      if (used == text.size() && std::isfinite(v)) return Value(v);
-    } catch (const std::exception&) {
-    }
+    if (const auto v = parse_number(text)) return Value(*v);
     std::string known;
     for (const auto& p : model_.parameters) known += (known.empty() ? "" : ", ") + p.name;
     fail(n, field, fmt::format("expected a number or a parameter name, got '{}' (parameters: {})", text,
