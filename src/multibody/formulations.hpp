@@ -100,15 +100,20 @@ struct FormBase {
 
   const Contact& contact(int i) const { return model->contacts[static_cast<size_t>(i)]; }
 
-  /// Assembled positions for independent coordinates u at time t (double Newton, then one
-  /// step in S), starting from `start`.
+  /// Assembled positions for independent coordinates u at time t (double Newton from
+  /// `start`, then one step in S).
   template <class S>
   VectorX<S> assemble(const S& t, const VectorX<S>& u, In<S> p, const Eigen::VectorXd& start) const {
-    Eigen::VectorXd ur(u.size()), pr(p.size());
-    for (Eigen::Index i = 0; i < u.size(); ++i) ur[i] = real_part(u[i]);
-    for (Eigen::Index i = 0; i < p.size(); ++i) pr[i] = real_part(p[i]);
-    const Eigen::VectorXd q_star = solve_positions(*model, part, real_part(t), ur, pr, start, settings);
+    const Eigen::VectorXd q_star =
+        solve_positions(*model, part, real_part(t), real_parts<S>(u), real_parts<S>(p), start, settings);
     return refine_positions<S>(*model, part, t, u, p, q_star);
+  }
+
+  template <class S, class V>
+  static Eigen::VectorXd real_parts(const V& v) {
+    Eigen::VectorXd r(v.size());
+    for (Eigen::Index i = 0; i < v.size(); ++i) r[i] = real_part(S(v[i]));
+    return r;
   }
 };
 
@@ -242,9 +247,7 @@ struct MaggiForm : FormBase {
   /// coordinate sits on a grid boundary, a 1e-10 chance per evaluation).
   template <class S>
   VectorX<S> positions(const S& t, const VectorX<S>& u, In<S> p) const {
-    Eigen::VectorXd ur(u.size()), pr(p.size());
-    for (Eigen::Index i = 0; i < u.size(); ++i) ur[i] = real_part(u[i]);
-    for (Eigen::Index i = 0; i < p.size(); ++i) pr[i] = real_part(p[i]);
+    const Eigen::VectorXd ur = real_parts<S>(u), pr = real_parts<S>(p);
     const double tr = real_part(t);
     Eigen::VectorXd q;
     try {

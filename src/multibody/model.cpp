@@ -55,30 +55,27 @@ Eigen::VectorXd Model::nominal_parameters() const {
   return p;
 }
 
-Eigen::VectorXd Model::initial_positions() const {
-  Eigen::VectorXd q(n_coordinates());
-  for (size_t i = 0; i < points.size(); ++i) {
-    q[point_offset(static_cast<int>(i))] = points[i].x0;
-    q[point_offset(static_cast<int>(i)) + 1] = points[i].y0;
-  }
-  for (size_t b = 0; b < bodies.size(); ++b) {
-    const int o = body_offset(static_cast<int>(b));
-    q.segment(o, 3) << bodies[b].x0, bodies[b].y0, bodies[b].theta0;
-  }
+namespace {
+
+/// q-shaped vector from per-point (x, y) and per-body (x, y, theta) initial data.
+template <class PointData, class BodyData>
+Eigen::VectorXd gather(const Model& m, PointData point_data, BodyData body_data) {
+  Eigen::VectorXd q(m.n_coordinates());
+  for (size_t i = 0; i < m.points.size(); ++i) q.segment(m.point_offset(static_cast<int>(i)), 2) = point_data(m.points[i]);
+  for (size_t b = 0; b < m.bodies.size(); ++b) q.segment(m.body_offset(static_cast<int>(b)), 3) = body_data(m.bodies[b]);
   return q;
 }
 
+}  // namespace
+
+Eigen::VectorXd Model::initial_positions() const {
+  return gather(*this, [](const Point& p) { return Eigen::Vector2d(p.x0, p.y0); },
+                [](const Body& b) { return Eigen::Vector3d(b.x0, b.y0, b.theta0); });
+}
+
 Eigen::VectorXd Model::initial_velocities() const {
-  Eigen::VectorXd v(n_coordinates());
-  for (size_t i = 0; i < points.size(); ++i) {
-    v[point_offset(static_cast<int>(i))] = points[i].vx0;
-    v[point_offset(static_cast<int>(i)) + 1] = points[i].vy0;
-  }
-  for (size_t b = 0; b < bodies.size(); ++b) {
-    const int o = body_offset(static_cast<int>(b));
-    v.segment(o, 3) << bodies[b].vx0, bodies[b].vy0, bodies[b].omega0;
-  }
-  return v;
+  return gather(*this, [](const Point& p) { return Eigen::Vector2d(p.vx0, p.vy0); },
+                [](const Body& b) { return Eigen::Vector3d(b.vx0, b.vy0, b.omega0); });
 }
 
 namespace {
