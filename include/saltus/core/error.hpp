@@ -43,4 +43,10 @@ class GrazingError : public Error {
   using Error::Error;
 };
 
+/// The run was stopped on request (saltus::request_interrupt, SIGINT/SIGTERM in the command).
+class Interrupted : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace saltus
