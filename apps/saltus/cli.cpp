@@ -1,6 +1,8 @@
 #include "cli.hpp"
 
 #include <saltus/examples/builtin.hpp>
+#include <saltus/core/interrupt.hpp>
+#include <saltus/io/atomic_file.hpp>
 #include <saltus/io/csv_output.hpp>
 #include <saltus/io/json_output.hpp>
 #include <saltus/io/report.hpp>
@@ -14,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -55,6 +58,7 @@ struct RunArgs {
   double cs_step = 1e-20;
   std::string checkpoint_steps;  // empty: the example's setting
   std::string formulation;       // empty: the model file's choice
+  bool strict = false;           // notes about corrected input are errors
 };
 
 /// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml) in
@@ -88,7 +92,11 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
     }
     const std::string name = assignment.substr(0, eq);
     const double value = parse_number(assignment.substr(eq + 1), fmt::format("--param {}", name));
-    pb.set_nominal(name, value);
+    try {
+      pb.set_nominal(name, value);
+    } catch (const InputError& e) {
+      throw UsageError(fmt::format("--param {}: {}", assignment, e.what()));
+    }
   }
   if (!a.tend.empty()) set_horizon(options, parse_number(a.tend, "--tend"));
   if (!a.checkpoint_steps.empty()) {
@@ -155,24 +163,75 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
   return r;
 }
 
-int run_example(const RunArgs& a, std::ostream& out) {
+/// Prints the problem's notes about corrected input as warnings, or refuses them (--strict).
+void report_notes(const Problem& pb, const RunArgs& a, std::ostream& err) {
+  for (const std::string& note : pb.notes()) {
+    if (a.strict) throw UsageError(fmt::format("{} (refused by --strict)", note));
+    fmt::print(err, "saltus: warning: {}\n", note);
+  }
+}
+
+/// Runs `write` and names the option if the output cannot be written.
+template <class Write>
+void write_output(const char* option, const std::string& path, Write&& write) {
+  try {
+    write();
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("{} {}: {}", option, path, e.what()));
+  }
+}
+
+/// An output folder is writable if a file can be created in it.
+void require_writable_folder(const std::string& folder) {
+  require_writable(std::filesystem::path(folder) / "trajectory.csv");
+}
+
+int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
   Problem pb = load_problem(a);
   Options options = pb.options();
   apply_overrides(pb, options, a);
+  report_notes(pb, a, err);
+  // Unwritable outputs fail before the work, not after it.
+  if (!a.json_path.empty()) write_output("--json", a.json_path, [&] { require_writable(a.json_path); });
+  if (!a.out_dir.empty()) write_output("--out", a.out_dir, [&] { require_writable_folder(a.out_dir); });
   const RunResult result = run_methods(pb, options, a);
+  throw_if_interrupted(options.tf);  // an interrupt between two methods leaves no output either
   print_report(out, pb, result);
   if (!a.json_path.empty()) {
-    const auto parent = std::filesystem::path(a.json_path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-    write_json(a.json_path, pb, result);
+    write_output("--json", a.json_path, [&] { write_json(a.json_path, pb, result); });
     fmt::print(out, "Wrote {}\n", a.json_path);
   }
   if (!a.out_dir.empty()) {
-    write_csv(a.out_dir, pb, result);
+    write_output("--out", a.out_dir, [&] { write_csv(a.out_dir, pb, result); });
     fmt::print(out, "Wrote CSV files to {}/\n", a.out_dir);
   }
   return 0;
 }
+
+extern "C" void on_stop_signal(int) { request_interrupt(); }
+
+/// SIGINT and SIGTERM ask the solvers to stop at their next step; a second signal of the same
+/// kind ends the process at once (the handler resets itself).
+class StopSignals {
+ public:
+  StopSignals() {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction previous_int_ {}, previous_term_ {};
+};
 
 void list_examples(std::ostream& out) {
   for (const auto& e : examples::builtin_examples()) fmt::print(out, "{:<12} {}\n", e.name, e.summary);
@@ -205,6 +264,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_option("--cs-step", a.cs_step, "Complex step size")->check(CLI::PositiveNumber);
   run_cmd->add_option("--json", a.json_path, "Write results as JSON to this file");
   run_cmd->add_option("--out", a.out_dir, "Write trajectory, sensitivity and event CSV files here");
+  run_cmd->add_flag("--strict", a.strict,
+                    "Refuse input that Saltus would correct with a warning (e.g. initial velocities "
+                    "that violate the constraints)");
   if (argc > 1) {
     const std::string command = argv[1];
     if (command != "list" && command != "run" && command.rfind("-", 0) != 0) {
@@ -230,7 +292,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       return 0;
     }
     (void)run_cmd;
-    return run_example(a, out);
+    clear_interrupt();
+    const StopSignals signals;
+    return run_example(a, out, err);
+  } catch (const Interrupted& e) {
+    fmt::print(err, "saltus: {} (no output written)\n", e.what());
+    return 130;
   } catch (const UsageError& e) {
     fmt::print(err, "saltus: error: {}\n", e.what());
     return 2;

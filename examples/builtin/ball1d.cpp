@@ -2,6 +2,8 @@
 // through zero, v+ = -e v-.
 #include <saltus/examples/builtin.hpp>
 
+#include <limits>
+
 namespace saltus::examples {
 
 Problem ball1d() {
@@ -13,6 +15,8 @@ Problem ball1d() {
   pb.add_parameter("h0", 1.0, "initial height [m]");
   pb.add_parameter("v0", 0.0, "initial velocity [m/s]");
   pb.add_parameter("r", 0.0, "height of the contact (ball radius) [m]");
+  pb.bound_parameter("c", 0.0, std::numeric_limits<double>::infinity());
+  pb.bound_parameter("e", 0.0, 1.0);
   enum { g, c, e, h0, v0, r };
   pb.set_initial_state([](const auto& p, auto x0) {
     x0[0] = p[h0];

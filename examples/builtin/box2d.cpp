@@ -3,6 +3,8 @@
 // (1 - mu).
 #include <saltus/examples/builtin.hpp>
 
+#include <limits>
+
 namespace saltus::examples {
 
 Problem box2d() {
@@ -13,6 +15,9 @@ Problem box2d() {
   pb.add_parameter("mu", 0.1, "tangential velocity loss at impact [-]");
   pb.add_parameter("vx0", 2.5, "initial horizontal velocity [m/s]");
   pb.add_parameter("g", 9.81, "gravity [m/s^2]");
+  pb.bound_parameter("c", 0.0, std::numeric_limits<double>::infinity());
+  pb.bound_parameter("e", 0.0, 1.0);
+  pb.bound_parameter("mu", 0.0, 1.0);
   enum { c, e, mu, vx0, g };
   pb.set_initial_state([](const auto& p, auto x0) {
     x0[0] = 0.2;

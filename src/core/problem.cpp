@@ -169,7 +169,33 @@ void Problem::set_nominal(const std::string& name, double value) {
   if (!std::isfinite(value)) {
     throw InputError(fmt::format("parameter '{}' must be finite, got {}", name, value));
   }
+  const double previous = parameters_[static_cast<size_t>(i)].nominal;
   parameters_[static_cast<size_t>(i)].nominal = value;
+  try {
+    check_domains(nominal_parameters());
+  } catch (...) {
+    parameters_[static_cast<size_t>(i)].nominal = previous;
+    throw;
+  }
+}
+
+void Problem::add_parameter_check(std::function<void(In<double>)> check) {
+  parameter_checks_.push_back(std::move(check));
+}
+
+void Problem::bound_parameter(const std::string& name, double lower, double upper) {
+  const int i = parameter_index(name);
+  add_parameter_check([i, name, lower, upper, problem = name_](In<double> p) {
+    if (!(p[i] >= lower && p[i] <= upper)) {
+      throw InputError(fmt::format("parameter '{}' of problem '{}' must lie in [{}, {}], got {}", name,
+                                   problem, lower, upper, p[i]));
+    }
+  });
+}
+
+void Problem::check_domains(const Eigen::VectorXd& p) const {
+  validate_parameters(p);
+  for (const auto& check : parameter_checks_) check(p);
 }
 
 void Problem::validate() const {

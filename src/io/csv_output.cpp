@@ -1,25 +1,29 @@
 #include <saltus/io/csv_output.hpp>
 
 #include <saltus/core/error.hpp>
+#include <saltus/io/atomic_file.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
 #include <filesystem>
-#include <fstream>
+#include <memory>
+#include <vector>
 
 namespace saltus {
 
 namespace {
 
-std::ofstream open_file(const std::filesystem::path& path) {
-  std::ofstream out(path);
-  if (!out) throw InputError(fmt::format("cannot write CSV file '{}'", path.string()));
-  return out;
+/// The CSV files of one result, committed together once all are written.
+using Files = std::vector<std::unique_ptr<AtomicFile>>;
+
+std::ostream& open_file(Files& files, const std::filesystem::path& path) {
+  files.push_back(std::make_unique<AtomicFile>(path));
+  return files.back()->stream();
 }
 
-void write_trajectory(const std::filesystem::path& folder, const Problem& pb, const Solution& s) {
-  auto out = open_file(folder / "trajectory.csv");
+void write_trajectory(Files& files, const std::filesystem::path& folder, const Problem& pb, const Solution& s) {
+  auto& out = open_file(files, folder / "trajectory.csv");
   fmt::print(out, "t,mode");
   for (const auto& n : pb.state_names()) fmt::print(out, ",{}", n);
   fmt::print(out, "\n");
@@ -30,9 +34,9 @@ void write_trajectory(const std::filesystem::path& folder, const Problem& pb, co
   }
 }
 
-void write_sensitivities(const std::filesystem::path& folder, const Problem& pb, const Solution& s) {
+void write_sensitivities(Files& files, const std::filesystem::path& folder, const Problem& pb, const Solution& s) {
   if (s.sensitivities.empty()) return;
-  auto out = open_file(folder / "sensitivities.csv");
+  auto& out = open_file(files, folder / "sensitivities.csv");
   const auto params = pb.parameter_names();
   fmt::print(out, "t");
   for (const auto& x : pb.state_names()) {
@@ -49,8 +53,8 @@ void write_sensitivities(const std::filesystem::path& folder, const Problem& pb,
   }
 }
 
-void write_events(const std::filesystem::path& folder, const Problem& pb, const RunResult& r) {
-  auto out = open_file(folder / "events.csv");
+void write_events(Files& files, const std::filesystem::path& folder, const Problem& pb, const RunResult& r) {
+  auto& out = open_file(files, folder / "events.csv");
   const auto params = pb.parameter_names();
   fmt::print(out, "time,name,mode_before,mode_after");
   for (const auto& x : pb.state_names()) fmt::print(out, ",{}_before,{}_after", x, x);
@@ -66,8 +70,8 @@ void write_events(const std::filesystem::path& folder, const Problem& pb, const 
   }
 }
 
-void write_gradient(const std::filesystem::path& folder, const Problem& pb, const RunResult& r) {
-  auto out = open_file(folder / "gradient.csv");
+void write_gradient(Files& files, const std::filesystem::path& folder, const Problem& pb, const RunResult& r) {
+  auto& out = open_file(files, folder / "gradient.csv");
   fmt::print(out, "cost,parameter");
   for (const auto& e : r.estimates) fmt::print(out, ",{}", e.method);
   fmt::print(out, "\n");
@@ -88,10 +92,12 @@ void write_csv(const std::string& folder, const Problem& pb, const RunResult& r)
   std::filesystem::create_directories(folder, ec);
   if (ec) throw InputError(fmt::format("cannot create output folder '{}': {}", folder, ec.message()));
   const std::filesystem::path dir(folder);
-  write_trajectory(dir, pb, r.solution);
-  write_sensitivities(dir, pb, r.solution);
-  write_events(dir, pb, r);
-  write_gradient(dir, pb, r);
+  Files files;
+  write_trajectory(files, dir, pb, r.solution);
+  write_sensitivities(files, dir, pb, r.solution);
+  write_events(files, dir, pb, r);
+  write_gradient(files, dir, pb, r);
+  for (auto& file : files) file->commit();
 }
 
 }  // namespace saltus

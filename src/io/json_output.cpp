@@ -1,4 +1,6 @@
 #include <saltus/io/json_output.hpp>
+
+#include <saltus/io/atomic_file.hpp>
 #include <saltus/io/report.hpp>
 
 #include <saltus/core/error.hpp>
@@ -103,10 +105,9 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
 }
 
 void write_json(const std::string& path, const Problem& pb, const RunResult& r) {
-  std::ofstream out(path);
-  if (!out) throw InputError(fmt::format("cannot write JSON file '{}'", path));
-  out << to_json(pb, r).dump(2) << "\n";
-  if (!out) throw InputError(fmt::format("error while writing JSON file '{}'", path));
+  AtomicFile file(path);
+  file.stream() << to_json(pb, r).dump(2) << "\n";
+  file.commit();
 }
 
 }  // namespace saltus

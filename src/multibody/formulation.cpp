@@ -1,6 +1,7 @@
 #include <saltus/multibody/formulation.hpp>
 
 #include "formulations.hpp"
+#include "initial_checks.hpp"
 
 #include <fmt/format.h>
 
@@ -52,6 +53,7 @@ void add_residual_monitors(Problem& pb, const std::shared_ptr<const Form>& form)
   auto residual = [form](double t, In<double> x, In<double> p, bool velocity) {
     const FullState<double> fs = form->template full_state<double>(t, x, p, nullptr, false);
     const ConstraintSet<double> c = constraints<double>(*form->model, fs.motion, p);
+    if (c.phi.size() == 0) return 0.0;  // a model without constraints (free points and bodies)
     return velocity ? c.rate(fs.motion.v).cwiseAbs().maxCoeff() : c.phi.cwiseAbs().maxCoeff();
   };
   pb.add_monitor("constraint residual |Phi|",
@@ -87,7 +89,7 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
         });
   }
   add_costs<Form>(pb, model, form);
-  add_residual_monitors<Form>(pb, form);
+  if (model.n_constraints() > 0) add_residual_monitors<Form>(pb, form);
   Options& o = pb.options();
   o.t0 = model.t0;
   o.tf = model.tf;
@@ -97,15 +99,37 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   return pb;
 }
 
-/// Assembles the initial configuration once in double so that a model that cannot be
-/// assembled fails here, with the model's name, rather than inside a solver.
+/// Assembles and starts the model once in double at the nominal parameters, so that a model
+/// that cannot run fails here as bad input, naming the model and the element, rather than as a
+/// failed run inside a solver: assembly, contacts at t0, singular matrices at t0. Stated
+/// initial velocities that the constraints overrule become notes on the problem.
 template <class Form>
-void check_assembly(const Form& form, const Eigen::VectorXd& p) {
-  Eigen::VectorXd x0(form.n_states());
-  form.template initial_state<double>(p, x0);
-  if (!x0.allFinite()) {
-    throw ModelError(fmt::format("model '{}': the initial state is not finite", form.model->name));
+void check_start(const Form& form, Problem& pb, const FormulationSettings& settings) {
+  const Model& model = *form.model;
+  const Eigen::VectorXd p = model.nominal_parameters();
+  Eigen::VectorXd x0(form.n_states()), xdot(form.n_states());
+  try {
+    form.template initial_state<double>(p, x0);
+  } catch (const ModelError& e) {
+    throw InputError(fmt::format("{}: {}", model.source.empty() ? "model '" + model.name + "'" : model.source,
+                                 e.what()));
   }
+  if (!x0.allFinite()) {
+    throw InputError(fmt::format("model '{}': the initial state is not finite", model.name));
+  }
+  const FullState<double> start = form.template full_state<double>(model.t0, x0, p, nullptr, false);
+  detail::check_initial_contacts(model, start.motion, p);
+  for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);
+  try {
+    form.template rhs<double>(model.t0, x0, p, xdot);
+  } catch (const ModelError& e) {
+    detail::report_singular_start(model, to_string(settings.type), e.what(), p);
+  }
+}
+
+/// The model's domain checks, run by Problem::set_nominal and the command's --param.
+void add_domain_checks(Problem& pb, const std::shared_ptr<const Model>& model) {
+  pb.add_parameter_check([model](In<double> p) { model->check_domains(p); });
 }
 
 }  // namespace
@@ -117,17 +141,27 @@ Problem make_problem(const Model& model, const FormulationSettings& settings) {
   auto shared = std::make_shared<const Model>(model);
   const Eigen::VectorXd p = model.nominal_parameters();
   detail::Partition part = detail::choose_partition(model, p);
+  detail::check_partitioning_laws(model, part);
   if (settings.type == FormulationType::Maggi) {
     auto form = std::make_shared<const detail::MaggiForm>(shared, part, settings);
     // The Maggi state starts at the given independent coordinates: they must assemble.
-    detail::solve_positions(model, part, model.t0, detail::select(part, Eigen::VectorXd(form->q_guess)), p,
-                            form->q_guess, settings);
-    check_assembly(*form, p);
-    return build<detail::MaggiForm>(model, form, settings);
+    try {
+      detail::solve_positions(model, part, model.t0, detail::select(part, Eigen::VectorXd(form->q_guess)), p,
+                              form->q_guess, settings);
+    } catch (const ModelError& e) {
+      throw InputError(fmt::format("{}: {}", model.source.empty() ? "model '" + model.name + "'" : model.source,
+                                   e.what()));
+    }
+    Problem pb = build<detail::MaggiForm>(model, form, settings);
+    check_start(*form, pb, settings);
+    add_domain_checks(pb, shared);
+    return pb;
   }
   auto form = std::make_shared<const detail::CartesianForm>(shared, part, settings);
-  check_assembly(*form, p);
-  return build<detail::CartesianForm>(model, form, settings);
+  Problem pb = build<detail::CartesianForm>(model, form, settings);
+  check_start(*form, pb, settings);
+  add_domain_checks(pb, shared);
+  return pb;
 }
 
 }  // namespace saltus::multibody

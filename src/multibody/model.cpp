@@ -84,11 +84,149 @@ std::string where(const Model& m) { return m.source.empty() ? "model '" + m.name
 
 bool is_rod_end(const PointRef& r) { return r.kind != PointRef::Kind::Body; }
 
+const char* type_name(ElementType type) {
+  switch (type) {
+    case ElementType::Bar: return "bar";
+    case ElementType::Revolute: return "revolute";
+    case ElementType::PointOnLine: return "point_on_line";
+    case ElementType::Prismatic: return "prismatic";
+    case ElementType::CoordinateDriver: return "coordinate_driver";
+    case ElementType::DistanceDriver: return "distance_driver";
+    case ElementType::Spring: return "spring";
+    case ElementType::RotationalSpring: return "rotational_spring";
+    case ElementType::PointMass: return "point_mass";
+    case ElementType::Force: return "force";
+  }
+  return "element";
+}
+
+/// Two references to the same place of the same thing (a point, a body point, a ground point).
+bool same_place(const PointRef& a, const PointRef& b) {
+  if (a.kind != b.kind) return false;
+  if (a.kind == PointRef::Kind::Point) return a.index == b.index;
+  const auto same = [](const Value& u, const Value& v) {
+    return u.parameter == v.parameter && u.constant == v.constant && u.scale == v.scale;
+  };
+  return (a.kind == PointRef::Kind::Ground || a.index == b.index) && same(a.x, b.x) && same(a.y, b.y);
+}
+
+/// Checks of one model at one parameter vector: each names the field, its owner and the value.
+class DomainCheck {
+ public:
+  DomainCheck(const Model& m, const Eigen::VectorXd& p) : m_(m), p_(p) {}
+
+  void positive(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
+    const double x = eval(v);
+    if (!(x > 0.0)) fail(field, fmt::format("{} needs {} > 0", owner, what), x, v);
+  }
+  void non_negative(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
+    const double x = eval(v);
+    if (!(x >= 0.0)) fail(field, fmt::format("{} needs {} >= 0", owner, what), x, v);
+  }
+  void unit_interval(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
+    const double x = eval(v);
+    if (!(x >= 0.0 && x <= 1.0)) fail(field, fmt::format("{} needs {} in [0, 1]", owner, what), x, v);
+  }
+  void non_zero(const Value& vx, const Value& vy, const std::string& field, const std::string& owner,
+                const char* what) const {
+    const double x = eval(vx), y = eval(vy);
+    if (!(std::hypot(x, y) > 0.0)) {
+      throw InputError(fmt::format("{}: {} needs a non-zero {}, got [{}, {}]{}", m_.locate(field), owner, what, x,
+                                   y, origin(vx) + origin(vy)));
+    }
+  }
+
+ private:
+  double eval(const Value& v) const { return v.is_parameter() ? v.scale * p_[v.parameter] : v.constant; }
+
+  std::string origin(const Value& v) const {
+    if (!v.is_parameter()) return "";
+    const Parameter& par = m_.parameters[static_cast<size_t>(v.parameter)];
+    return fmt::format(" (from parameter '{}' = {})", par.name, p_[v.parameter]);
+  }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& rule, double x, const Value& v) const {
+    throw InputError(fmt::format("{}: {}, got {}{}", m_.locate(field), rule, x, origin(v)));
+  }
+
+  const Model& m_;
+  const Eigen::VectorXd& p_;
+};
+
 }  // namespace
+
+std::string Model::locate(const std::string& field) const {
+  const auto it = locations.find(field);
+  if (it != locations.end()) return it->second + ": " + field;
+  return where(*this) + ": " + field;
+}
+
+std::string Model::describe_element(int element) const {
+  const Element& e = elements[static_cast<size_t>(element)];
+  const std::string index = fmt::format("elements[{}]", element);
+  return e.name.empty() || e.name == index ? fmt::format("{} ({})", index, type_name(e.type))
+                                           : fmt::format("{} '{}'", type_name(e.type), e.name);
+}
+
+int Model::element_of_row(int row) const {
+  for (size_t i = 0; i < elements.size(); ++i) {
+    row -= elements[i].n_constraints();
+    if (row < 0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Model::check_domains(const Eigen::VectorXd& p) const {
+  const DomainCheck check(*this, p);
+  for (const Body& b : bodies) {
+    const std::string field = "bodies." + b.name;
+    const std::string owner = "body '" + b.name + "'";
+    check.positive(b.mass, field + ".mass", owner, "mass");
+    check.positive(b.inertia, field + ".inertia", owner, "inertia");
+  }
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const Element& e = elements[i];
+    const std::string field = fmt::format("elements[{}]", i);
+    const std::string owner = describe_element(static_cast<int>(i));
+    switch (e.type) {
+      case ElementType::Bar:
+        check.positive(e.length, field + ".length", owner, "length");
+        check.non_negative(e.mass, field + ".mass", owner, "mass");
+        break;
+      case ElementType::PointMass:
+        check.positive(e.mass, field + ".mass", owner, "mass");
+        break;
+      case ElementType::Spring:
+        check.non_negative(e.stiffness, field + ".stiffness", owner, "stiffness");
+        check.non_negative(e.damping, field + ".damping", owner, "damping");
+        check.non_negative(e.rest_length, field + ".rest_length", owner, "rest_length");
+        break;
+      case ElementType::RotationalSpring:
+        check.non_negative(e.stiffness, field + ".stiffness", owner, "stiffness");
+        check.non_negative(e.damping, field + ".damping", owner, "damping");
+        break;
+      case ElementType::PointOnLine:
+      case ElementType::Prismatic:
+        check.non_zero(e.dir_x, e.dir_y, field + ".direction", owner, "direction");
+        break;
+      default:
+        break;
+    }
+  }
+  for (size_t i = 0; i < contacts.size(); ++i) {
+    const Contact& c = contacts[i];
+    const std::string field = fmt::format("contacts[{}]", i);
+    const std::string owner = "contact '" + c.name + "'";
+    check.unit_interval(c.restitution, field + ".restitution", owner, "restitution");
+    check.non_zero(c.normal_x, c.normal_y, field + ".line.normal", owner, "normal");
+  }
+}
 
 void Model::validate() const {
   if (n_coordinates() == 0) throw InputError(fmt::format("{}: the model has no points and no bodies", where(*this)));
-  if (!(tf > t0)) throw InputError(fmt::format("{}: the horizon [{}, {}] is empty", where(*this), t0, tf));
+  if (!std::isfinite(t0) || !std::isfinite(tf) || !(tf > t0)) {
+    throw InputError(fmt::format("{}: the horizon [{}, {}] must be finite with tf > t0", locate("horizon"), t0, tf));
+  }
   if (costs.empty()) throw InputError(fmt::format("{}: the model has no costs", where(*this)));
   std::set<std::string> names;
   for (const Parameter& p : parameters) {
@@ -99,15 +237,35 @@ void Model::validate() const {
       throw InputError(fmt::format("{}: parameter '{}' is declared twice", where(*this), p.name));
     }
   }
-  for (const Element& e : elements) {
+  std::set<std::string> element_names;
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const Element& e = elements[i];
+    const std::string field = fmt::format("elements[{}]", i);
+    if (!e.name.empty() && !element_names.insert(e.name).second) {
+      throw InputError(fmt::format("{}: the element name '{}' is used twice (costs refer to elements by name)",
+                                   locate(field + ".name"), e.name));
+    }
+    const bool two_ends = e.type == ElementType::Bar || e.type == ElementType::Revolute ||
+                          e.type == ElementType::Spring || e.type == ElementType::DistanceDriver;
+    if (two_ends && same_place(e.a, e.b)) {
+      throw InputError(fmt::format("{}: {} connects '{}' to itself", locate(field), describe_element(static_cast<int>(i)),
+                                   e.a.label.empty() ? "the same point" : e.a.label));
+    }
     if (e.type == ElementType::Bar && !(is_rod_end(e.a) && is_rod_end(e.b))) {
       // A rod's natural-coordinate mass matrix needs both ends as points or ground; a bar
       // between body points is a massless distance constraint.
       if (e.mass.is_parameter() || e.mass.constant != 0.0) {
         throw InputError(fmt::format("{}: bar '{}' has a mass but an end on a body; give the mass to "
                                      "the body instead",
-                                     where(*this), e.name));
+                                     locate(field + ".mass"), e.name));
       }
+    }
+  }
+  std::set<std::string> contact_names;
+  for (size_t i = 0; i < contacts.size(); ++i) {
+    if (!contact_names.insert(contacts[i].name).second) {
+      throw InputError(fmt::format("{}: the contact name '{}' is used twice", locate(fmt::format("contacts[{}].name", i)),
+                                   contacts[i].name));
     }
   }
   for (const CostSpec& c : costs) {
@@ -119,6 +277,7 @@ void Model::validate() const {
       }
     }
   }
+  check_domains(nominal_parameters());
 }
 
 std::string to_string(FormulationType type) {

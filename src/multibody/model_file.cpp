@@ -27,6 +27,12 @@ std::optional<double> parse_number(const std::string& text) {
   return std::nullopt;
 }
 
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
 /// Reads one YAML document into a Model, keeping the field path for messages.
 class Reader {
  public:
@@ -34,6 +40,7 @@ class Reader {
 
   Model read() {
     if (!root_.IsMap()) fail(root_, "", "the file must be a YAML mapping (name:, points:, elements:, ...)");
+    reject_duplicate_keys(root_, "");
     check_keys(root_, "", {"name", "description", "horizon", "outputs", "tolerances", "formulation",
                            "gravity", "parameters", "ground", "points", "bodies", "independent",
                            "elements", "contacts", "costs"});
@@ -48,6 +55,7 @@ class Reader {
     read_contacts();
     read_independent();
     read_costs();
+    model_.locations = locations_;
     return model_;
   }
 
@@ -56,6 +64,30 @@ class Reader {
     const YAML::Mark mark = node.Mark();
     const std::string at = mark.is_null() ? source_ : fmt::format("{}:{}:{}", source_, mark.line + 1, mark.column + 1);
     throw InputError(field.empty() ? fmt::format("{}: {}", at, what) : fmt::format("{}: {}: {}", at, field, what));
+  }
+
+  /// "file:line:col" of a node, remembered under its field path for later messages (domain
+  /// checks at other parameter values, assembly errors).
+  void note(const YAML::Node& node, const std::string& field) const {
+    const YAML::Mark mark = node.Mark();
+    if (!mark.is_null()) locations_[field] = fmt::format("{}:{}:{}", source_, mark.line + 1, mark.column + 1);
+  }
+
+  /// YAML parsers keep one of two equal keys without a word; a key given twice is an error.
+  void reject_duplicate_keys(const YAML::Node& node, const std::string& field) const {
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) reject_duplicate_keys(node[i], fmt::format("{}[{}]", field, i));
+      return;
+    }
+    if (!node.IsMap()) return;
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+      const std::string path = field.empty() ? key : field + "." + key;
+      if (!kv.first.IsScalar()) fail(kv.first, field, "a key must be a plain name");
+      if (!seen.insert(key).second) fail(kv.first, path, "given twice (each key may appear once)");
+      reject_duplicate_keys(kv.second, path);
+    }
   }
 
   void check_keys(const YAML::Node& map, const std::string& field, std::set<std::string> known) const {
@@ -82,6 +114,7 @@ class Reader {
   }
 
   double number(const YAML::Node& n, const std::string& field) const {
+    note(n, field);
     const std::string text = scalar(n, field);
     if (const auto v = parse_number(text)) return *v;
     fail(n, field, fmt::format("expected a finite number, got '{}'", text));
@@ -93,19 +126,20 @@ class Reader {
     return static_cast<int>(v);
   }
 
-  /// A number, a parameter name, or a scaled parameter: "-name", "0.5*name".
+  /// A number, a parameter name, or a scaled parameter: "-name", "0.5*name", "-0.5 * name".
   Value value(const YAML::Node& n, const std::string& field) const {
-    const std::string text = scalar(n, field);
+    note(n, field);
+    const std::string text = trim(scalar(n, field));
     double scale = 1.0;
     std::string name = text;
     if (const auto star = text.find('*'); star != std::string::npos) {
-      const auto factor = parse_number(text.substr(0, star));
+      const auto factor = parse_number(trim(text.substr(0, star)));
       if (!factor) fail(n, field, fmt::format("expected a number before '*', got '{}'", text.substr(0, star)));
       scale = *factor;
-      name = text.substr(star + 1);
+      name = trim(text.substr(star + 1));
     } else if (!text.empty() && text[0] == '-') {
       scale = -1.0;
-      name = text.substr(1);
+      name = trim(text.substr(1));
     }
     const auto it = parameter_index_.find(name);
     if (it != parameter_index_.end()) return Value::of_parameter(it->second, scale);
@@ -122,11 +156,13 @@ class Reader {
   }
 
   std::pair<Value, Value> pair_of_values(const YAML::Node& n, const std::string& field) const {
+    note(n, field);
     if (!n.IsSequence() || n.size() != 2) fail(n, field, "expected [x, y]");
     return {value(n[0], field + "[0]"), value(n[1], field + "[1]")};
   }
 
   std::pair<double, double> pair_of_numbers(const YAML::Node& n, const std::string& field) const {
+    note(n, field);
     if (!n.IsSequence() || n.size() != 2) fail(n, field, "expected [x, y]");
     return {number(n[0], field + "[0]"), number(n[1], field + "[1]")};
   }
@@ -172,11 +208,15 @@ class Reader {
       const std::string name = kv.first.as<std::string>();
       const std::string field = "points." + name;
       claim_name(kv.first, field, name);
+      note(kv.first, field);
       check_keys(kv.second, field, {"position", "velocity"});
       Point p;
       p.name = name;
       std::tie(p.x0, p.y0) = pair_of_numbers(require(kv.second, "position", field), field + ".position");
-      if (kv.second["velocity"]) std::tie(p.vx0, p.vy0) = pair_of_numbers(kv.second["velocity"], field + ".velocity");
+      if (kv.second["velocity"]) {
+        std::tie(p.vx0, p.vy0) = pair_of_numbers(kv.second["velocity"], field + ".velocity");
+        p.velocity_given = true;
+      }
       PointRef r;
       r.kind = PointRef::Kind::Point;
       r.index = static_cast<int>(model_.points.size());
@@ -194,6 +234,7 @@ class Reader {
       const std::string name = kv.first.as<std::string>();
       const std::string field = "bodies." + name;
       claim_name(kv.first, field, name);
+      note(kv.first, field);
       check_keys(kv.second, field, {"mass", "inertia", "position", "angle", "velocity", "angular_velocity"});
       Body b;
       b.name = name;
@@ -203,6 +244,7 @@ class Reader {
       if (kv.second["angle"]) b.theta0 = number(kv.second["angle"], field + ".angle");
       if (kv.second["velocity"]) std::tie(b.vx0, b.vy0) = pair_of_numbers(kv.second["velocity"], field + ".velocity");
       if (kv.second["angular_velocity"]) b.omega0 = number(kv.second["angular_velocity"], field + ".angular_velocity");
+      b.velocity_given = kv.second["velocity"] || kv.second["angular_velocity"];
       body_index_[name] = static_cast<int>(model_.bodies.size());
       PointRef r;
       r.kind = PointRef::Kind::Body;
@@ -265,14 +307,16 @@ class Reader {
   }
 
   void read_settings() {
-    if (const YAML::Node h = root_["horizon"]) {
-      if (h.IsSequence()) {
-        std::tie(model_.t0, model_.tf) = pair_of_numbers(h, "horizon");
-      } else {
-        model_.tf = number(h, "horizon");
-      }
-      if (!(model_.tf > model_.t0)) fail(h, "horizon", "the final time must exceed the initial time");
+    // No default horizon: a silent 1 s would hide a forgotten field.
+    const YAML::Node h = root_["horizon"];
+    if (!h) fail(root_, "horizon", "missing field (the final time tf, or [t0, tf])");
+    if (h.IsSequence()) {
+      std::tie(model_.t0, model_.tf) = pair_of_numbers(h, "horizon");
+    } else {
+      model_.tf = number(h, "horizon");
     }
+    note(h, "horizon");
+    if (!(model_.tf > model_.t0)) fail(h, "horizon", "the final time must exceed the initial time");
     if (const YAML::Node o = root_["outputs"]) {
       model_.n_outputs = integer(o, "outputs");
       if (model_.n_outputs < 2) fail(o, "outputs", "at least 2 output times");
@@ -321,6 +365,8 @@ class Reader {
 
   Element element(const YAML::Node& n, const std::string& field) const {
     if (!n.IsMap()) fail(n, field, "expected a mapping with a 'type'");
+    note(n, field);
+    if (n["name"]) note(n["name"], field + ".name");
     const std::string type = scalar(require(n, "type", field), field + ".type");
     Element e;
     e.name = n["name"] ? scalar(n["name"], field + ".name") : field;
@@ -425,6 +471,8 @@ class Reader {
       const YAML::Node n = cs[i];
       const std::string field = fmt::format("contacts[{}]", i);
       check_keys(n, field, {"name", "point", "line", "restitution", "law"});
+      note(n, field);
+      if (n["name"]) note(n["name"], field + ".name");
       Contact c;
       c.name = n["name"] ? scalar(n["name"], field + ".name") : fmt::format("contact{}", i + 1);
       c.point = point_ref(require(n, "point", field), field + ".point");
@@ -434,6 +482,7 @@ class Reader {
       std::tie(c.normal_x, c.normal_y) = pair_of_values(require(line, "normal", field + ".line"), field + ".line.normal");
       c.restitution = value(require(n, "restitution", field), field + ".restitution");
       const std::string law = n["law"] ? scalar(n["law"], field + ".law") : "impulse";
+      if (n["law"]) note(n["law"], field + ".law");
       if (law == "partitioning") {
         c.law = ImpactLaw::Partitioning;
         if (c.point.kind != PointRef::Kind::Point) {
@@ -553,6 +602,7 @@ class Reader {
   std::map<std::string, int> body_index_;
   std::map<std::string, PointRef> refs_;
   std::set<std::string> names_;
+  mutable std::map<std::string, std::string> locations_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "position_analysis.hpp"
 
 #include <Eigen/LU>
+#include <Eigen/QR>
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -22,6 +23,43 @@ std::string describe_coordinates(const Model& model, const std::vector<int>& ind
   return s;
 }
 
+/// The constraint rows that a column-pivoted QR of Phi_q^T leaves out of its leading rank, each
+/// with the rows it is a combination of, named by their elements.
+std::string describe_dependent_rows(const Model& model, const Eigen::MatrixXd& jac) {
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(jac.transpose());
+  const Eigen::Index rank = qr.rank();
+  const Eigen::VectorXi order = qr.colsPermutation().indices();
+  Eigen::MatrixXd basis(jac.cols(), rank);
+  for (Eigen::Index k = 0; k < rank; ++k) basis.col(k) = jac.row(order[k]).transpose();
+  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> basis_qr(basis);
+  auto name_row = [&](int row) {
+    const int element = model.element_of_row(row);
+    return fmt::format("{} (row {} of Phi, {})", model.describe_element(element), row,
+                       model.locate(fmt::format("elements[{}]", element)));
+  };
+  std::vector<std::string> rows;
+  for (Eigen::Index i = rank; i < jac.rows(); ++i) {
+    const Eigen::VectorXd weights = basis_qr.solve(Eigen::VectorXd(jac.row(order[i]).transpose()));
+    std::vector<std::string> partners;
+    for (Eigen::Index k = 0; k < rank; ++k) {
+      if (std::abs(weights[k]) > 1e-9 * weights.cwiseAbs().maxCoeff()) partners.push_back(name_row(order[k]));
+    }
+    rows.push_back(fmt::format("{} with {}", name_row(order[i]),
+                               partners.empty() ? "a zero row" : fmt::format("{}", fmt::join(partners, " and "))));
+  }
+  return fmt::format("{}", fmt::join(rows, "; "));
+}
+
+/// ", largest in bar 'x' (elements[2])" for the row of largest |Phi|, or "".
+std::string worst_row(const Model& model, const Eigen::VectorXd& phi) {
+  if (phi.size() == 0 || !phi.allFinite()) return "";
+  Eigen::Index row = 0;
+  phi.cwiseAbs().maxCoeff(&row);
+  const int element = model.element_of_row(static_cast<int>(row));
+  return fmt::format(", largest in {} ({})", model.describe_element(element),
+                     model.locate(fmt::format("elements[{}]", element)));
+}
+
 }  // namespace
 
 Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
@@ -30,9 +68,15 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
   const int m = model.n_constraints();
   const int f = part.n - m;
   if (f < 1) {
-    throw InputError(fmt::format("model '{}': {} constraints on {} coordinates leave no degree of "
-                                 "freedom",
-                                 model.name, m, part.n));
+    std::vector<std::string> owners;
+    for (size_t i = 0; i < model.elements.size(); ++i) {
+      const int rows = model.elements[i].n_constraints();
+      if (rows > 0) owners.push_back(fmt::format("{} ({})", model.describe_element(static_cast<int>(i)), rows));
+    }
+    throw InputError(fmt::format("{}: model '{}': {} constraint rows on {} coordinates leave no degree of "
+                                 "freedom (rows per element: {})",
+                                 model.source.empty() ? "model" : model.source, model.name, m, part.n,
+                                 fmt::join(owners, ", ")));
   }
   if (!model.independent.empty()) {
     part.independent = model.independent;
@@ -56,10 +100,11 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
     if (!dependent[static_cast<size_t>(k)]) part.independent.push_back(k);
   }
   if (part.f() != f) {
-    throw ModelError(fmt::format("model '{}': the constraint Jacobian at the initial guess has rank {} "
-                                 "< {} constraints (redundant constraints or a singular "
-                                 "configuration)",
-                                 model.name, lu.rank(), m));
+    throw InputError(fmt::format("{}: model '{}': the constraint Jacobian at the initial guess has rank {} < {} "
+                                 "constraint rows: redundant or conflicting constraints, or a singular "
+                                 "configuration; dependent rows: {}",
+                                 model.source.empty() ? "model" : model.source, model.name, lu.rank(), m,
+                                 describe_dependent_rows(model, c.jac)));
   }
   return part;
 }
@@ -69,12 +114,14 @@ Eigen::VectorXd solve_positions(const Model& model, const Partition& part, doubl
                                 const Eigen::VectorXd& guess, const FormulationSettings& settings) {
   Eigen::VectorXd q = guess;
   double residual_norm = 0.0;
+  Eigen::VectorXd phi;  // constraint residuals of the last iterate, to name the worst element
   for (int it = 0; it <= settings.newton_iterations; ++it) {
     MotionState<double> st{t, q, Eigen::VectorXd::Zero(part.n)};
     const ConstraintSet<double> c = constraints<double>(model, st, p);
     Eigen::VectorXd residual(c.phi.size() + part.f());
     residual << c.phi, select(part, q) - u;
     residual_norm = residual.cwiseAbs().maxCoeff();
+    phi = c.phi;
     if (!std::isfinite(residual_norm)) break;
     const double scale = 1.0 + q.cwiseAbs().maxCoeff();
     if (residual_norm <= settings.newton_tolerance * scale * scale) return q;
@@ -84,10 +131,10 @@ Eigen::VectorXd solve_positions(const Model& model, const Partition& part, doubl
   }
   throw ModelError(fmt::format(
       "the mechanism '{}' cannot be assembled at t = {:.17g} with independent coordinates ({}) = "
-      "({}): Newton's method stopped at constraint residual {:.3e} (a position the linkage "
-      "cannot reach, or a singular configuration)",
+      "({}): Newton's method stopped at constraint residual {:.3e}{} (a position the linkage "
+      "cannot reach, conflicting constraints, or a singular configuration)",
       model.name, t, describe_coordinates(model, part.independent),
-      fmt::join(std::vector<double>(u.data(), u.data() + u.size()), ", "), residual_norm));
+      fmt::join(std::vector<double>(u.data(), u.data() + u.size()), ", "), residual_norm, worst_row(model, phi)));
 }
 
 }  // namespace saltus::multibody::detail

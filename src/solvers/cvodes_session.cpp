@@ -166,6 +166,7 @@ std::vector<int> CvodesSession::root_info() {
 }
 
 void CvodesSession::load_sensitivities(double t) {
+  if (ns_ == 0) return;  // a problem without parameters has nothing to load
   check_cvode(CVodeGetSensDky(mem_, t, 0, yS_), "CVodeGetSensDky");
 }
 
@@ -174,6 +175,7 @@ void CvodesSession::load_quadratures(double t) {
 }
 
 void CvodesSession::load_quadrature_sensitivities(double t) {
+  if (ns_ == 0 || nq_ == 0) return;
   check_cvode(CVodeGetQuadSensDky(mem_, t, 0, qS_), "CVodeGetQuadSensDky");
 }
 

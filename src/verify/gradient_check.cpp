@@ -22,7 +22,7 @@ GradientCheck compare_gradients(const Problem& problem,
   const Eigen::MatrixXd& ref = estimates.front().cost_gradient;
   const auto params = problem.parameter_names();
   const auto costs = problem.cost_names();
-  for (int c = 0; c < ref.rows(); ++c) {
+  for (int c = 0; c < ref.rows() && ref.cols() > 0; ++c) {
     const double floor = floor_fraction * ref.row(c).cwiseAbs().maxCoeff();
     for (int k = 0; k < ref.cols(); ++k) {
       GradientCheckEntry entry;

@@ -189,8 +189,25 @@ class Problem {
   int state_index(const std::string& name) const;
   /// Nominal parameter vector, n_p.
   Eigen::VectorXd nominal_parameters() const;
-  /// Sets the nominal value of a named parameter (throws InputError on unknown names / NaN).
+  /// Sets the nominal value of a named parameter. Throws InputError (and keeps the old value)
+  /// on unknown names, NaN, or a value outside the parameter's domain (check_domains).
   void set_nominal(const std::string& name, double value);
+
+  // ---- physical domains and notes ---------------------------------------------------------
+  /// Adds a domain check: `check(p)` throws InputError naming the field and the value if p is
+  /// outside the model's physical domain (a negative mass, a restitution above 1, ...).
+  /// Checks guard the nominal values (set_nominal, the command's --param); solvers called with
+  /// an explicit p do not run them, so that differences may step across a bound such as e = 1.
+  void add_parameter_check(std::function<void(In<double> p)> check);
+  /// Requires lower <= p[name] <= upper (a built-in convenience over add_parameter_check).
+  void bound_parameter(const std::string& name, double lower, double upper);
+  /// Runs validate_parameters and every domain check on p.
+  void check_domains(const Eigen::VectorXd& p) const;
+  /// Remarks made while building the problem about input that was corrected (for example
+  /// initial velocities made consistent with the constraints). The command prints them as
+  /// warnings, or refuses them with --strict.
+  void add_note(std::string note) { notes_.push_back(std::move(note)); }
+  const std::vector<std::string>& notes() const { return notes_; }
 
   /// Throws InputError if the problem is incomplete (no states, modes, initial state, costs)
   /// or inconsistent (event targets or active modes out of range).
@@ -215,6 +232,8 @@ class Problem {
   std::vector<Event> events_;
   std::vector<Cost> costs_;
   std::vector<Monitor> monitors_;
+  std::vector<std::function<void(In<double>)>> parameter_checks_;
+  std::vector<std::string> notes_;
   int initial_mode_ = 0;
   std::function<int(In<double>, In<double>)> initial_mode_rule_;
   Options options_;

@@ -173,8 +173,18 @@ MatX<S> solve_dense(const MatX<S>& matrix, const Rhs& rhs, const char* what) {
   MatX<S> B = rhs;
   const Eigen::Index n = A.rows();
   double largest = 0.0;
+  bool finite = true;
   for (Eigen::Index j = 0; j < n; ++j) {
-    for (Eigen::Index i = 0; i < n; ++i) largest = std::max(largest, std::abs(real_part(A(i, j))));
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double entry = real_part(A(i, j));
+      finite = finite && std::isfinite(entry);
+      largest = std::max(largest, std::abs(entry));
+    }
+  }
+  if (!finite) {
+    throw ModelError(fmt::format("the {} has non-finite entries: the state it was evaluated at is not finite "
+                                 "(an overflow of the integration?)",
+                                 what));
   }
   for (Eigen::Index k = 0; k < n; ++k) {
     Eigen::Index pivot = k;

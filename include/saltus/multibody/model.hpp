@@ -9,6 +9,7 @@
 // (multibody.md conventions: mu > 0 pushes along -Phi_q^T).
 #include <Eigen/Core>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,7 @@ struct Point {
   std::string name;
   double x0 = 0.0, y0 = 0.0;    ///< initial position (exact if independent, else a guess)
   double vx0 = 0.0, vy0 = 0.0;  ///< initial velocity (used on independent coordinates)
+  bool velocity_given = false;  ///< the model states the velocity (else it is derived)
 };
 
 /// A rigid body: centre-of-mass position and angle, mass and inertia about the centre of mass.
@@ -61,6 +63,7 @@ struct Body {
   Value mass, inertia;  ///< [kg], [kg m^2]
   double x0 = 0.0, y0 = 0.0, theta0 = 0.0;
   double vx0 = 0.0, vy0 = 0.0, omega0 = 0.0;
+  bool velocity_given = false;  ///< velocity or angular_velocity stated (else derived)
 };
 
 /// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
@@ -173,6 +176,9 @@ struct Model {
   double t0 = 0.0, tf = 1.0;
   double rtol = 1e-8, atol = 1e-10;
   int n_outputs = 101;
+  /// Where each field was written, by field path ("elements[2].length" ->
+  /// "model.yaml:14:40"), for messages; empty for models built in C++.
+  std::map<std::string, std::string> locations;
 
   int n_coordinates() const { return 2 * static_cast<int>(points.size()) + 3 * static_cast<int>(bodies.size()); }
   int n_constraints() const;
@@ -184,8 +190,22 @@ struct Model {
   /// Initial guess q0 and velocity v0 from the points' and bodies' initial data.
   Eigen::VectorXd initial_positions() const;
   Eigen::VectorXd initial_velocities() const;
-  /// Throws InputError naming the element or field that is inconsistent.
+  /// Throws InputError naming the element or field that is inconsistent: the structure
+  /// (names, references, a bar from a point to itself, ...) and check_domains at the nominal
+  /// parameters.
   void validate() const;
+  /// Throws InputError unless every field with a physical domain lies in it at parameters p
+  /// (docs/model-files.md, "Domains"): masses, inertias and bar lengths > 0, rod masses,
+  /// stiffnesses, dampings and rest lengths >= 0, restitutions in [0, 1], line normals and
+  /// directions non-zero. The message names the location, the field, the value and the
+  /// parameter it came from.
+  void check_domains(const Eigen::VectorXd& p) const;
+  /// "file:line:col: field" (or "file: field", or "model 'name': field") for messages.
+  std::string locate(const std::string& field) const;
+  /// "elements[i] 'name'" / "contacts[i] 'name'" for messages.
+  std::string describe_element(int element) const;
+  /// The element that owns constraint row `row` (Phi stacks the elements' rows in order).
+  int element_of_row(int row) const;
 };
 
 std::string to_string(FormulationType type);

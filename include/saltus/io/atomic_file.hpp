@@ -1,0 +1,35 @@
+#pragma once
+// Output files that appear whole or not at all: the text goes to a temporary file next to the
+// target (same folder, so the final rename is atomic on POSIX file systems) and is renamed over
+// the target by commit(). A file that is never committed (an exception, an interrupt) is
+// removed, so a reader never sees half a result.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace saltus {
+
+class AtomicFile {
+ public:
+  /// Opens the temporary file for `path`; throws InputError naming `path` if it cannot.
+  explicit AtomicFile(std::filesystem::path path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  std::ostream& stream() { return out_; }
+  /// Flushes, closes and renames the temporary file onto the target; throws InputError on a
+  /// write or rename failure (the temporary file is removed).
+  void commit();
+
+ private:
+  std::filesystem::path path_, temporary_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+/// Throws InputError naming `path` unless a file can be created there (its folder is created
+/// if missing). Used before a run so that an unwritable output fails before the work.
+void require_writable(const std::filesystem::path& path);
+
+}  // namespace saltus

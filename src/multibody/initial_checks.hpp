@@ -1,0 +1,35 @@
+#pragma once
+// Checks of a formulated model at its initial state, made once before any integration so that
+// a model that cannot run is reported as bad input (file, field, element) rather than as a
+// failed run minutes later: the partitioning law's coordinates, contacts that start closed or
+// penetrating, initial velocities that the constraints overrule, and matrices that are singular
+// at t0.
+#include <saltus/multibody/dynamics.hpp>
+
+#include <string>
+#include <vector>
+
+#include "position_analysis.hpp"
+
+namespace saltus::multibody::detail {
+
+/// Throws InputError if a partitioning contact's normal has a component along a dependent
+/// coordinate (the law reverses independent velocities only).
+void check_partitioning_laws(const Model& model, const Partition& part);
+
+/// Throws InputError for a contact whose point starts beyond its line (gap < 0), or on it
+/// (gap = 0) while approaching or at rest without moving away: Saltus has no persistent contact
+/// yet, and the falling guard would never fire from zero.
+void check_initial_contacts(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p);
+
+/// Notes (one line each) for stated initial velocities that the velocity constraints changed,
+/// naming the field and the size of the correction; empty if the stated values were kept.
+std::vector<std::string> initial_velocity_notes(const Model& model, const Partition& part,
+                                                const MotionState<double>& start, const Eigen::VectorXd& p);
+
+/// Turns an error of the formulation at t0 (a singular mass, KKT or reduced mass matrix) into
+/// an InputError naming the model and, where it can, the coordinates that carry no mass.
+[[noreturn]] void report_singular_start(const Model& model, const std::string& formulation,
+                                        const std::string& what, const Eigen::VectorXd& p);
+
+}  // namespace saltus::multibody::detail
