@@ -178,3 +178,77 @@ TEST(Cli, FormulationErrorsAreUsageErrors) {
   EXPECT_NE(missing.status, 0);
   EXPECT_TRUE(contains(missing.err, "cannot read model file 'no/such/model.yaml'")) << missing.err;
 }
+
+// Bad model input is exit status 2 with one line naming the file, line and column, whether the
+// value comes from the file or from --param (which is named too).
+TEST(Cli, ModelErrorsAreBadInputWithTheirLocation) {
+  const auto dir = temp_dir("bad_model");
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "ball.yaml").string();
+  std::ofstream(path) << R"(name: ball
+horizon: 1
+parameters: {m: 2, e: 0.5}
+points: {p: {position: [0, 1]}}
+elements: [{type: point_mass, point: p, mass: m}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
+costs: {yT: {terminal: [{signal: y, of: p}]}}
+)";
+  const Outcome fine = saltus_cmd({"run", path});
+  EXPECT_EQ(fine.status, 0) << fine.err;
+  const Outcome mass = saltus_cmd({"run", path, "--param", "m=-1"});
+  EXPECT_EQ(mass.status, 2);
+  EXPECT_TRUE(contains(mass.err, "--param m=-1: " + path + ":5:")) << mass.err;
+  EXPECT_TRUE(contains(mass.err, "needs mass > 0, got -1")) << mass.err;
+  const Outcome restitution = saltus_cmd({"run", path, "--param", "e=1.5"});
+  EXPECT_EQ(restitution.status, 2);
+  EXPECT_TRUE(contains(restitution.err, "contacts[0].restitution")) << restitution.err;
+  for (const Outcome& r : {mass, restitution}) EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const Outcome builtin = saltus_cmd({"run", "ball1d", "--param", "e=-0.2"});
+  EXPECT_EQ(builtin.status, 2);
+  EXPECT_TRUE(contains(builtin.err, "--param e=-0.2: parameter 'e' of problem 'ball1d' must lie in [0, 1]"))
+      << builtin.err;
+}
+
+// Stated velocities that the constraints overrule: a warning line and the run goes on, or with
+// --strict exit status 2 before any work.
+TEST(Cli, CorrectedVelocitiesWarnOrAreRefusedWithStrict) {
+  const auto dir = temp_dir("strict");
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "pendulum.yaml").string();
+  std::ofstream(path) << R"(name: pendulum
+horizon: 0.1
+ground: {O: [0, 0]}
+points: {p: {position: [1, 0], velocity: [1, 0]}}
+elements: [{type: bar, from: O, to: p, length: 1, mass: 1}]
+costs: {yT: {terminal: [{signal: y, of: p}]}}
+)";
+  const Outcome warned = saltus_cmd({"run", path});
+  EXPECT_EQ(warned.status, 0) << warned.err;
+  EXPECT_TRUE(contains(warned.err, "saltus: warning: " + path + ":4:")) << warned.err;
+  EXPECT_TRUE(contains(warned.err, "points.p.velocity")) << warned.err;
+  const Outcome strict = saltus_cmd({"run", path, "--strict"});
+  EXPECT_EQ(strict.status, 2);
+  EXPECT_TRUE(contains(strict.err, "(refused by --strict)")) << strict.err;
+  EXPECT_TRUE(strict.out.empty());
+}
+
+// An output that cannot be written is named with its option before the run, and a written
+// output leaves no temporary file behind.
+TEST(Cli, UnwritableOutputsNameTheirOption) {
+  const auto dir = temp_dir("unwritable");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "file") << "a file where a folder is expected\n";
+  const auto json = (dir / "file" / "out.json").string();
+  const Outcome r = saltus_cmd({"run", "galan", "--json", json});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--json " + json + ": ")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << "the run started before the output was checked";
+  const Outcome folder = saltus_cmd({"run", "galan", "--out", (dir / "file").string()});
+  EXPECT_EQ(folder.status, 2);
+  EXPECT_TRUE(contains(folder.err, "--out ")) << folder.err;
+  const Outcome ok = saltus_cmd({"run", "galan", "--json", (dir / "ok.json").string(), "--out", (dir / "csv").string()});
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find("saltus-tmp"), std::string::npos) << entry.path();
+  }
+}

@@ -1,0 +1,257 @@
+// Validation before integration: every field with a physical domain, the structure of the
+// mechanism and its initial state are checked when the problem is built, and each failure is one
+// InputError naming file:line:col, the field or element, and the value. Overrides of parameters
+// (Problem::set_nominal, the command's --param) go through the same checks.
+#include <saltus/core/error.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/simulate.hpp>
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace saltus;
+using namespace saltus::multibody;
+
+// A pendulum hanging to the right of its pivot, then a second rod to point q.
+const std::string kHead = R"(name: pendulum
+horizon: 1
+parameters: {L: 1.0, m: 1.0, e: 0.5}
+ground: {O: [0, 0], C: [0, 5]}
+costs: {height: {terminal: [{signal: y, of: p}]}}
+)";
+
+std::string error_of(const std::string& text, FormulationType type = FormulationType::Index1) {
+  try {
+    const Model model = parse_model(text, "model.yaml");
+    FormulationSettings settings = model.formulation;
+    settings.type = type;
+    make_problem(model, settings);
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (const Error& e) {
+    return std::string("not an InputError: ") + e.what();
+  }
+  return "";
+}
+
+struct BadModel {
+  const char* what;
+  std::string body;                    // appended to kHead
+  std::vector<std::string> expected;  // parts of the message
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const std::vector<BadModel>& bad_models() {
+  static const std::vector<BadModel> cases = {
+      {"negative rod mass", R"(points: {p: {position: [1, 0]}}
+elements: [{type: bar, name: rod, from: O, to: p, length: L, mass: -2}]
+)", {"model.yaml:7:", "elements[0].mass", "bar 'rod' needs mass >= 0, got -2"}},
+      {"zero bar length", R"(points: {p: {position: [1, 0]}}
+elements: [{type: bar, name: rod, from: O, to: p, length: 0, mass: 1}]
+)", {"model.yaml:7:", "elements[0].length", "needs length > 0, got 0"}},
+      {"negative length through a parameter", R"(points: {p: {position: [1, 0]}}
+elements: [{type: bar, name: rod, from: O, to: p, length: -1 * L, mass: 1}]
+)", {"elements[0].length", "got -1 (from parameter 'L' = 1)"}},
+      {"zero point mass", R"(points: {p: {position: [1, 0]}}
+elements: [{type: bar, name: rod, from: O, to: p, length: 1}, {type: point_mass, point: p, mass: 0}]
+)", {"elements[1].mass", "needs mass > 0, got 0"}},
+      {"zero body mass", R"(bodies: {b: {mass: 0, inertia: 1, position: [1, 0]}}
+points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+)", {"model.yaml:6:", "bodies.b.mass", "body 'b' needs mass > 0, got 0"}},
+      {"negative inertia", R"(bodies: {b: {mass: 1, inertia: -m, position: [1, 0]}}
+points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+)", {"bodies.b.inertia", "got -1 (from parameter 'm' = 1)"}},
+      {"negative stiffness", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}, {type: spring, from: O, to: p, stiffness: -3, rest_length: 1}]
+)", {"elements[1].stiffness", "needs stiffness >= 0, got -3"}},
+      {"restitution above one", R"(points: {p: {position: [1, 1]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: 1.5}]
+)", {"model.yaml:8:", "contacts[0].restitution", "needs restitution in [0, 1], got 1.5"}},
+      {"negative restitution", R"(points: {p: {position: [1, 1]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: -0.2}]
+)", {"contacts[0].restitution", "got -0.2"}},
+      {"zero contact normal", R"(points: {p: {position: [1, 1]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 0]}, restitution: e}]
+)", {"contacts[0].line.normal", "needs a non-zero normal, got [0, 0]"}},
+      {"zero line direction", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}, {type: point_on_line, point: p, line_point: O, direction: [0, 0]}]
+)", {"elements[1].direction", "non-zero direction"}},
+      {"duplicate element names", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, name: pm, point: p, mass: 1}, {type: point_mass, name: pm, point: p, mass: 1}]
+)", {"model.yaml:7:", "elements[1].name", "the element name 'pm' is used twice"}},
+      {"duplicate contact names", R"(points: {p: {position: [1, 1]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+contacts:
+  - {name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}
+  - {name: floor, point: p, line: {point: [0, -1], normal: [0, 1]}, restitution: e}
+)", {"contacts[1].name", "the contact name 'floor' is used twice"}},
+      {"duplicate key", R"(points: {p: {position: [1, 0]}}
+horizon: 3
+elements: [{type: point_mass, point: p, mass: 1}]
+)", {"model.yaml:7:1: horizon: given twice"}},
+      {"bar from a point to itself", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}, {type: bar, name: loop, from: p, to: p, length: 1}]
+)", {"elements[1]", "bar 'loop' connects 'p' to itself"}},
+      {"redundant constraints", R"(points: {p: {position: [1, 0]}, q: {position: [2, 0]}}
+elements:
+  - {type: bar, name: rod, from: O, to: p, length: 1, mass: 1}
+  - {type: bar, name: copy, from: O, to: p, length: 1}
+  - {type: bar, name: rod2, from: p, to: q, length: 1, mass: 1}
+)", {"redundant or conflicting constraints", "bar 'rod'", "bar 'copy'", "model.yaml:8:5"}},
+      {"no degree of freedom", R"(points: {p: {position: [1, 0]}}
+elements: [{type: bar, name: rod, from: O, to: p, length: 1, mass: 1}, {type: bar, name: rod2, from: C, to: p, length: 5}]
+)", {"leave no degree of freedom", "bar 'rod' (1), bar 'rod2' (1)"}},
+      {"cannot be assembled", R"(points: {p: {position: [1, 0]}, q: {position: [2, 0]}}
+elements:
+  - {type: bar, name: rod, from: O, to: p, length: 1, mass: 1}
+  - {type: bar, name: rod2, from: p, to: q, length: 1, mass: 1}
+  - {type: point_on_line, name: rail, point: p, line_point: C, direction: [1, 0]}
+)", {"cannot be assembled", "largest in"}},
+      {"singular mass matrix", R"(points: {p: {position: [1, 0]}, q: {position: [2, 0]}}
+elements:
+  - {type: bar, name: rod, from: O, to: p, length: 1, mass: 1}
+  - {type: bar, name: rod2, from: p, to: q, length: 1}
+)", {"model.yaml:6:", "points.q", "cannot start at t0", "coordinates without mass: q.x, q.y"}},
+      {"partitioning law on a dependent coordinate", R"(points: {p: {position: [1, 1]}, q: {position: [2, 1]}}
+independent: [p.y]
+elements:
+  - {type: point_mass, point: p, mass: 1}
+  - {type: bar, name: rod, from: p, to: q, length: 1, mass: 1}
+  - {type: point_on_line, point: p, line_point: C, direction: [1, 0]}
+  - {type: point_on_line, point: q, line_point: C, direction: [1, 0]}
+contacts: [{name: wall, point: q, line: {point: [5, 0], normal: [-1, 0]}, restitution: e, law: partitioning}]
+)", {"contacts[0].law", "'q.x' is a dependent coordinate"}},
+      {"contact starting inside", R"(points: {p: {position: [1, -0.5]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
+)", {"contacts[0]", "contact 'floor' starts penetrating", "0.5 m beyond"}},
+      {"contact starting closed at rest", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
+)", {"contact 'floor' starts closed", "normal velocity 0 m/s"}},
+      {"contact starting closed and approaching", R"(points: {p: {position: [1, 0], velocity: [0, -1]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
+)", {"contact 'floor' starts closed", "normal velocity -1 m/s"}},
+  };
+  return cases;
+}
+
+TEST(ModelValidation, EveryBadModelIsOneInputErrorWithItsLocation) {
+  const std::regex located(R"(^model\.yaml(:\d+:\d+)?: )");
+  for (const BadModel& c : bad_models()) {
+    const std::string message = error_of(kHead + c.body);
+    ASSERT_FALSE(message.empty()) << c.what << ": accepted";
+    EXPECT_TRUE(std::regex_search(message, located)) << c.what << ": " << message;
+    for (const std::string& part : c.expected) EXPECT_TRUE(contains(message, part)) << c.what << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << c.what << ": " << message;
+  }
+}
+
+TEST(ModelValidation, EveryFormulationRefusesTheSameModels) {
+  for (const FormulationType type : {FormulationType::Penalty, FormulationType::Maggi}) {
+    for (const BadModel& c : bad_models()) {
+      EXPECT_FALSE(error_of(kHead + c.body, type).empty()) << c.what << " accepted by " << to_string(type);
+      EXPECT_FALSE(contains(error_of(kHead + c.body, type), "not an InputError")) << c.what;
+    }
+  }
+}
+
+TEST(ModelValidation, AMissingHorizonIsAnError) {
+  const std::string text = R"(name: free
+points: {p: {position: [0, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+costs: {y: {terminal: [{signal: y, of: p}]}}
+)";
+  EXPECT_TRUE(contains(error_of(text), "horizon: missing field")) << error_of(text);
+}
+
+TEST(ModelValidation, ScaledParametersMayContainSpaces) {
+  const Model m = parse_model(kHead + R"(points: {p: {position: [-0.5, 0]}}
+elements: [{type: bar, from: O, to: p, length: " -0.5 * L ", mass: 0.5*m}]
+)", "model.yaml");
+  ASSERT_EQ(m.elements.size(), 1u);
+  EXPECT_EQ(m.elements[0].length.parameter, 0);
+  EXPECT_DOUBLE_EQ(m.elements[0].length.scale, -0.5);
+}
+
+// Domain checks guard every later change of a nominal value, with the same message, and keep the
+// old value when they refuse.
+TEST(ModelValidation, OverridesGoThroughTheSameChecks) {
+  Problem pb = make_problem(parse_model(kHead + R"(points: {p: {position: [1, 1]}}
+elements: [{type: point_mass, point: p, mass: m}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
+)", "model.yaml"));
+  try {
+    pb.set_nominal("e", 1.5);
+    FAIL() << "restitution 1.5 accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "model.yaml:8:")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "contacts[0].restitution")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "(from parameter 'e' = 1.5)")) << e.what();
+  }
+  EXPECT_DOUBLE_EQ(pb.nominal_parameters()[2], 0.5);
+  EXPECT_THROW(pb.set_nominal("m", -1.0), InputError);
+  EXPECT_NO_THROW(pb.set_nominal("e", 1.0));
+  // Solvers called with an explicit vector do not check domains: differences may step across
+  // e = 1.
+  Eigen::VectorXd p = pb.nominal_parameters();
+  p[2] = 1.0 + 1e-6;
+  EXPECT_NO_THROW(simulate(pb, p, pb.options()));
+}
+
+// A stated velocity that the constraints overrule is kept as a note naming the field and the
+// size of the change; velocities that satisfy them give no note.
+TEST(ModelValidation, InconsistentInitialVelocitiesGiveANote) {
+  const std::string body = R"(points: {p: {position: [1, 0]}, q: {position: [2, 0], velocity: [1, 1]}}
+elements:
+  - {type: bar, name: rod, from: O, to: p, length: 1, mass: 1}
+  - {type: bar, name: rod2, from: p, to: q, length: 1, mass: 1}
+)";
+  const Problem pb = make_problem(parse_model(kHead + body, "model.yaml"));
+  ASSERT_EQ(pb.notes().size(), 1u);
+  EXPECT_TRUE(contains(pb.notes()[0], "model.yaml:6:")) << pb.notes()[0];
+  EXPECT_TRUE(contains(pb.notes()[0], "points.q.velocity")) << pb.notes()[0];
+  EXPECT_TRUE(contains(pb.notes()[0], "changes this one by up to 1")) << pb.notes()[0];
+  std::string consistent = body;
+  consistent.replace(consistent.find("velocity: [1, 1]"), 16, "velocity: [0, 1]");
+  EXPECT_TRUE(make_problem(parse_model(kHead + consistent, "model.yaml")).notes().empty());
+}
+
+// A free point mass (no constraint rows, no contact) under gravity: the closed-form parabola,
+// with dy(T)/dg = -T^2/2 and dx(T)/dvx = T by forward sensitivities and the adjoint.
+TEST(ModelValidation, AFreePointMassFollowsItsParabola) {
+  const Problem pb = make_problem(parse_model(R"(name: free
+horizon: 1.5
+tolerances: {rtol: 1.0e-11, atol: 1.0e-12}
+parameters: {g: 9.81, m: 2}
+gravity: [0, -g]
+points: {p: {position: [0.25, 3], velocity: [1.5, 2]}}
+elements: [{type: point_mass, point: p, mass: m}]
+costs: {yT: {terminal: [{signal: y, of: p}]}, xT: {terminal: [{signal: x, of: p}]}}
+)", "free.yaml"));
+  const double T = 1.5;
+  for (const Solution& s : {forward_sensitivity(pb), adjoint(pb)}) {
+    EXPECT_NEAR(s.costs[0], 3.0 + 2.0 * T - 0.5 * 9.81 * T * T, 1e-8);
+    EXPECT_NEAR(s.costs[1], 0.25 + 1.5 * T, 1e-8);
+    EXPECT_NEAR(s.cost_gradient(0, 0), -0.5 * T * T, 1e-7);  // dyT/dg
+    EXPECT_NEAR(s.cost_gradient(0, 1), 0.0, 1e-9);           // the mass does not matter
+    EXPECT_NEAR(s.cost_gradient(1, 0), 0.0, 1e-9);
+  }
+  EXPECT_TRUE(pb.monitors().empty());  // no constraint rows, no residuals to report
+}
+
+}  // namespace
