@@ -136,7 +136,7 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   const Solution& s = r.solution;
   fmt::print(out, "Saltus run: {} — {}\n", pb.name(), pb.description());
   fmt::print(out, "Method: {}    horizon: [{}, {}] s\n", r.method, s.times.front(), s.times.back());
-  fmt::print(out, "\nParameters:\n");
+  fmt::print(out, "\nParameters:{}\n", pb.n_parameters() == 0 ? " none (no gradient to compute)" : "");
   for (int k = 0; k < pb.n_parameters(); ++k) {
     fmt::print(out, "  {:<10} = {:.10g}\n", pb.parameters()[static_cast<size_t>(k)].name, r.parameters[k]);
   }
@@ -150,8 +150,10 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
     fmt::print(out, "  {:<14} = {: .12e}\n", pb.cost(c).name, s.costs[c]);
   }
   print_monitors(out, pb, r);
-  print_gradient(out, pb, r.estimates.front());
-  print_agreement(out, pb, r);
+  if (pb.n_parameters() > 0) {
+    print_gradient(out, pb, r.estimates.front());
+    print_agreement(out, pb, r);
+  }
   print_adjoint(out, pb, r);
   fmt::print(out, "\nSolver: {} segments, {} steps, {} f evals, {} Jacobians, {} guard evals, {} "
                   "error-test failures\n",
