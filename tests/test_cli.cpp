@@ -5,9 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -249,6 +257,47 @@ TEST(Cli, UnwritableOutputsNameTheirOption) {
   const Outcome ok = saltus_cmd({"run", "galan", "--json", (dir / "ok.json").string(), "--out", (dir / "csv").string()});
   ASSERT_EQ(ok.status, 0) << ok.err;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find("saltus-tmp"), std::string::npos) << entry.path();
+  }
+}
+
+// SIGINT stops a long run at the solvers' next step: one line, exit status 130, and neither the
+// JSON file nor a temporary file is left behind. Runs the real binary in a child process.
+TEST(Cli, InterruptStopsTheRunAndLeavesNoOutput) {
+  const auto dir = temp_dir("interrupt");
+  std::filesystem::create_directories(dir);
+  const std::string json = (dir / "out.json").string();
+  const std::string err_path = (dir / "stderr.txt").string();
+  const std::string model = std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar.yaml";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!freopen(err_path.c_str(), "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(99);
+    execl(SALTUS_BINARY, "saltus", "run", model.c_str(), "--tend", "1e6", "--json", json.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(98);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_EQ(kill(child, SIGINT), 0);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 600 && done == 0; ++i) {  // up to 60 s; a stuck child fails the test
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the run did not stop within 60 s of SIGINT";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  std::ifstream err_in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(err, "saltus: interrupted at t = ")) << err;
+  EXPECT_TRUE(contains(err, "(no output written)")) << err;
+  EXPECT_FALSE(std::filesystem::exists(json));
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     EXPECT_EQ(entry.path().filename().string().find("saltus-tmp"), std::string::npos) << entry.path();
   }
 }

@@ -76,7 +76,9 @@ AdjointSweep::AdjointSweep(const Problem& problem, const Eigen::VectorXd& p,
 }
 
 int AdjointSweep::guarded(const char* what, double t, const std::function<void()>& body) {
-  // Exceptions must not cross CVODES' C frames: keep the first and report failure.
+  // Exceptions must not cross CVODES' C frames: keep the first and report failure. A requested
+  // stop fails the step; integrate_segment then throws saltus::Interrupted.
+  if (interrupt_requested()) return -1;
   try {
     body();
   } catch (...) {
@@ -188,6 +190,7 @@ void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
   const int flag = seg.session->integrate_backward(seg.t_start, yB, qB);
   seg.session->add_backward_stats(sol_.adjoint.backward);
   if (exception_) std::rethrow_exception(exception_);
+  if (flag < 0) throw_if_interrupted(seg.t_start);
   if (flag < 0) {
     const std::string context =
         fmt::format("on [{:.17g}, {:.17g}] in mode '{}'", seg.t_start, seg.t_end,

@@ -248,6 +248,7 @@ void ComplexRun::handle_roots(double t) {
 }
 
 void ComplexRun::fail(int flag, double t) {
+  throw_if_interrupted(t);
   const std::string flag_name = detail::flag_name(flag);
   const std::string context = fmt::format("at t = {:.17g} in mode '{}' (complex-step run)", t,
                                           pb_.mode(mode_).name);

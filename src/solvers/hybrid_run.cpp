@@ -297,6 +297,7 @@ void HybridRun::apply_event(int k, double t) {
 }
 
 void HybridRun::fail(int flag, double t) {
+  throw_if_interrupted(t);
   const std::string name = flag_name(flag);
   std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
   if (!model_error_.empty()) {

@@ -1,6 +1,7 @@
 #pragma once
 // Bookkeeping shared by the real and the complex hybrid runs: the output grid, the watched
 // guards of a mode, the Zeno guard, and the absolute-tolerance vector.
+#include <saltus/core/interrupt.hpp>
 #include <saltus/core/problem.hpp>
 
 #include <cmath>
@@ -15,6 +16,9 @@ namespace saltus::detail {
 /// integration stops, and the callback returns CVODES' unrecoverable flag -1.
 template <class Body>
 int guarded_callback(std::string& error, Body&& body) noexcept {
+  // A requested stop ends the integration at its next step; the caller's failure path turns
+  // the unrecoverable flag into saltus::Interrupted.
+  if (interrupt_requested()) return -1;
   try {
     return body();
   } catch (const std::exception& e) {
