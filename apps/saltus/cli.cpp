@@ -10,6 +10,7 @@
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
+#include <saltus/solvers/solver_messages.hpp>
 #include <saltus/verify/gradient.hpp>
 
 #include <CLI/CLI.hpp>
@@ -187,6 +188,7 @@ void require_writable_folder(const std::string& folder) {
 }
 
 int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
+  const SolverMessageScope messages(err);  // one cap on integrator warnings for the command
   Problem pb = load_problem(a);
   Options options = pb.options();
   apply_overrides(pb, options, a);

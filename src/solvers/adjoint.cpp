@@ -3,6 +3,7 @@
 #include <saltus/derivatives/reverse.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/solver_messages.hpp>
 
 #include <fmt/format.h>
 
@@ -258,6 +259,7 @@ void AdjointSweep::run() {
 }  // namespace
 
 Solution adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  const SolverMessageScope messages;  // one cap for the forward and the backward pass
   detail::HybridRun run(problem, p, options, detail::RunKind::AdjointRecording);
   Solution sol = run.run();
   AdjointSweep(problem, p, options, run, sol).run();

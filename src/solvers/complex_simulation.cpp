@@ -1,6 +1,7 @@
 // Complex-arithmetic hybrid simulation with complex event times (theory/hybrid-ode.md section 8).
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/complex_simulation.hpp>
+#include <saltus/solvers/solver_messages.hpp>
 
 #include <fmt/format.h>
 
@@ -258,6 +259,7 @@ void ComplexRun::fail(int flag, double t) {
 }
 
 ComplexSolution ComplexRun::run() {
+  const SolverMessageScope messages;  // caps integrator warnings for this run
   pb_.initial_state().complex(p_, xc_);
   real_x_ = xc_.real();
   mode_ = pb_.initial_mode_for(real_x_, p_real_);

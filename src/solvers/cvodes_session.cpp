@@ -1,6 +1,7 @@
 #include "cvodes_session.hpp"
 
 #include <saltus/core/error.hpp>
+#include <saltus/solvers/solver_messages.hpp>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,12 @@ namespace {
 void check_alloc(const void* ptr, const char* what) {
   if (!ptr) throw SolverError(fmt::format("SUNDIALS could not allocate {}", what));
 }
+
+/// CVODES' messages go to the run's SolverMessageScope instead of stderr.
+void forward_message(int error_code, const char*, const char* function, char* message, void*) {
+  report_solver_message(error_code, function ? function : "CVODES", message ? message : "");
+}
+
 }  // namespace
 
 CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
@@ -44,6 +51,7 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
   lmm_ = options.method == LinearMultistep::BDF ? CV_BDF : CV_ADAMS;
   mem_ = CVodeCreate(lmm_, ctx_);
   check_alloc(mem_, "CVODES memory");
+  check_cvode(CVodeSetErrHandlerFn(mem_, forward_message, nullptr), "CVodeSetErrHandlerFn");
   check_cvode(CVodeInit(mem_, cb.rhs, options.t0, y_), "CVodeInit");
   check_cvode(CVodeSetUserData(mem_, user_data), "CVodeSetUserData");
   check_cvode(CVodeSVtolerances(mem_, options.rtol, atol_), "CVodeSVtolerances");
@@ -216,6 +224,8 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   check_alloc(yB_, "the adjoint vector");
   view(yB_) = yB0;
   check_cvode(CVodeInitB(mem_, which_, s.rhs, tB0, yB_), "CVodeInitB");
+  check_cvode(CVodeSetErrHandlerFn(CVodeGetAdjCVodeBmem(mem_, which_), forward_message, nullptr),
+              "CVodeSetErrHandlerFn (backward)");
   check_cvode(CVodeSStolerancesB(mem_, which_, s.rtol, s.atol), "CVodeSStolerancesB");
   check_cvode(CVodeSetUserDataB(mem_, which_, s.user_data), "CVodeSetUserDataB");
   check_cvode(CVodeSetMaxNumStepsB(mem_, which_, s.max_steps), "CVodeSetMaxNumStepsB");

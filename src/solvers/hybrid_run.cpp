@@ -2,6 +2,8 @@
 // The event transfer follows docs/theory/hybrid-ode.md sections 3-5 (equation (H1)).
 #include "hybrid_run.hpp"
 
+#include <saltus/solvers/solver_messages.hpp>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -339,6 +341,7 @@ void HybridRun::finish() {
 }
 
 Solution HybridRun::run() {
+  const SolverMessageScope messages;  // caps integrator warnings for this run
   x_ = initial_state(pb_, p_);
   if (!x_.allFinite()) {
     throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite",
