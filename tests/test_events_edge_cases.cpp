@@ -111,3 +111,39 @@ TEST(Zeno, CascadeLimitIsConfigurable) {
   pb.options().cascade_window = 1e-6;
   EXPECT_THROW(simulate(pb), ZenoError);
 }
+
+// A state that starts exactly on a guard is never detected by root finding (CVODES masks a guard
+// that starts at zero), so a ball released on its floor would fall through it: that start is
+// refused, while one that leaves the guard runs.
+TEST(StartOnGuard, RestingOrEnteringIsRefusedLeavingRuns) {
+  Problem pb = examples::ball1d();
+  pb.set_nominal("h0", 0.0);
+  try {
+    simulate(pb);
+    FAIL() << "a ball resting on its floor at t0 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("event 'impact': the initial state (h=0, v=0) lies on its guard"),
+              std::string::npos)
+        << e.what();
+  }
+  pb.set_nominal("v0", -1.0);
+  EXPECT_THROW(forward_sensitivity(pb), InputError);
+  pb.set_nominal("v0", 1.0);
+  Options o = pb.options();
+  set_horizon(o, 0.1);
+  EXPECT_NO_THROW(simulate(pb, pb.nominal_parameters(), o));
+}
+
+// An absurd horizon fails on the first step, and the message says so.
+TEST(StartOnGuard, AnAbsurdHorizonIsNamed) {
+  const Problem pb = examples::ball1d();
+  Options o = pb.options();
+  set_horizon(o, 1e300);
+  try {
+    simulate(pb, pb.nominal_parameters(), o);
+    FAIL() << "expected a failure";
+  } catch (const SolverError& e) {
+    EXPECT_NE(std::string(e.what()).find("the first step failed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("horizon [0, 1e+300] s"), std::string::npos) << e.what();
+  }
+}

@@ -1,8 +1,31 @@
 #include "guard_rate.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
+#include "run_support.hpp"
+
 namespace saltus::detail {
+
+void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> p,
+                            TangentWorkspace& ws) {
+  Eigen::VectorXd xdot(x0.size());
+  problem.mode(mode).rhs.real(t0, x0, p, xdot);
+  for (int k = 0; k < problem.n_events(); ++k) {
+    const Event& e = problem.event(k);
+    if (!e.active_in(mode) || e.guard.real(t0, x0, p) != 0.0) continue;
+    const double rate = guard_rate(problem, k, t0, x0, p, xdot, ws).rate;
+    const bool leaves = (e.direction == Direction::Falling && rate > 0.0) ||
+                        (e.direction == Direction::Rising && rate < 0.0);
+    if (leaves) continue;
+    throw InputError(fmt::format(
+        "event '{}': the initial state {} lies on its guard (r = 0 at t0 = {}) and {} (r-dot = {:.3g}); "
+        "a guard that starts at zero is never detected, so start the state off the guard",
+        e.name, describe_state(problem, Eigen::VectorXd(x0)), t0,
+        rate == 0.0 ? "rests on it" : "moves through it", rate));
+  }
+}
 
 GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      In<double> xdot, TangentWorkspace& ws) {

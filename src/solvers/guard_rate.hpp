@@ -14,6 +14,13 @@ struct GuardRate {
   }
 };
 
+/// Throws InputError if the initial state lies exactly on the guard of an event watched in
+/// `mode` (r = 0) while moving into its enabled crossing direction or resting on it (r-dot = 0):
+/// CVODES masks a guard that starts at zero, so the event would never fire and the motion would
+/// pass through the surface (a ball released on its floor would fall through it).
+void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> p,
+                            TangentWorkspace& ws);
+
 GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      In<double> xdot, TangentWorkspace& ws);
 

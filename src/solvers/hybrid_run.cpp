@@ -302,6 +302,13 @@ void HybridRun::fail(int flag, double t) {
   throw_if_interrupted(t);
   const std::string name = flag_name(flag);
   std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
+  if (t == opt_.t0 && sol_.events.empty()) {
+    // CVODES sizes its first step from the horizon: an absurd horizon fails here, not later.
+    context += fmt::format("; the first step failed (CVODES sizes it from the initial state, the tolerances "
+                           "and the horizon [{}, {}] s: is the horizon far longer than the model's time "
+                           "scales?)",
+                           opt_.t0, opt_.tf);
+  }
   if (!model_error_.empty()) {
     throw ModelError(fmt::format("{} ({} {})", model_error_, name, context));
   }
@@ -348,6 +355,7 @@ Solution HybridRun::run() {
                                  describe_state(pb_, x_), pb_.name()));
   }
   mode_ = pb_.initial_mode_for(x_, p_);
+  check_start_off_guards(pb_, mode_, opt_.t0, x_, p_, ws_);
   S_ = sens_ ? initial_state_jacobian(pb_, p_) : Eigen::MatrixXd();
   cost_integral_ = Eigen::VectorXd::Zero(nc_);
   cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);
