@@ -175,6 +175,11 @@ void ComplexRun::begin_segment(double t) {
   auto y = view(cv_->y());
   y.head(nx_) = xc_.real();
   y.tail(nx_) = xc_.imag();
+  if (cv_->nq() > 0) {  // the quadratures continue from their totals (see HybridRun)
+    auto q = view(cv_->q());
+    q.head(nc_) = cost_integral_.real();
+    q.tail(nc_) = cost_integral_.imag();
+  }
   cv_->start(t);
   watched_ = detail::watched_events(pb_, mode_);
   cv_->set_roots(watched_.directions);
@@ -186,7 +191,7 @@ void ComplexRun::end_segment(double t) {
   if (!segment_advanced_ || cv_->nq() == 0) return;
   cv_->load_quadratures(t);
   auto q = view(cv_->q());
-  for (int c = 0; c < nc_; ++c) cost_integral_[c] += Complex(q[c], q[nc_ + c]);
+  for (int c = 0; c < nc_; ++c) cost_integral_[c] = Complex(q[c], q[nc_ + c]);
 }
 
 void ComplexRun::apply_event(int k, double t) {

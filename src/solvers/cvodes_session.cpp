@@ -133,16 +133,10 @@ void CvodesSession::start(double t) {
   // The first segment was initialised by CVodeInit with the same vector; later ones restart.
   check_cvode(CVodeReInit(mem_, t, y_), "CVodeReInit");
   check_cvode(CVodeSetStopTime(mem_, tf_), "CVodeSetStopTime");
-  if (nq_ > 0) {
-    N_VConst(0.0, q_);
-    check_cvode(CVodeQuadReInit(mem_, q_), "CVodeQuadReInit");
-  }
+  if (nq_ > 0) check_cvode(CVodeQuadReInit(mem_, q_), "CVodeQuadReInit");
   if (ns_ > 0) {
     check_cvode(CVodeSensReInit(mem_, ism_, yS_), "CVodeSensReInit");
-    if (nq_ > 0) {
-      for (int k = 0; k < ns_; ++k) N_VConst(0.0, qS_[k]);
-      check_cvode(CVodeQuadSensReInit(mem_, qS_), "CVodeQuadSensReInit");
-    }
+    if (nq_ > 0) check_cvode(CVodeQuadSensReInit(mem_, qS_), "CVodeQuadSensReInit");
   }
 }
 

@@ -68,8 +68,8 @@ class CvodesSession {
   CvodesSession(const CvodesSession&) = delete;
   CvodesSession& operator=(const CvodesSession&) = delete;
 
-  /// Starts (or restarts) integration at t from the current contents of y(), yS(k); the
-  /// quadratures and their sensitivities restart from zero.
+  /// Starts (or restarts) integration at t from the current contents of y(), yS(k), q() and
+  /// qS(k) (quadratures continue from the values the caller put there).
   void start(double t);
   /// Watches `directions.size()` root functions with CVODES direction flags (+1, -1, 0).
   void set_roots(const std::vector<int>& directions);

@@ -157,6 +157,14 @@ void HybridRun::begin_segment(double t) {
   }
   view(cv_->y()) = x_;
   for (int j = 0; j < cv_->ns(); ++j) view(cv_->yS(j)) = S_.col(j);
+  // The cost quadratures continue from their totals rather than from zero: their error weights
+  // rtol |q| + atol then stay relative. Restarted from zero at every event they were purely
+  // absolute, and with growing sensitivities their integrands forced steps down to t + h = t,
+  // where an event is detected again at the same instant (a false Zeno cascade).
+  if (cv_->nq() > 0) {
+    view(cv_->q()) = cost_integral_;
+    for (int j = 0; j < cv_->ns(); ++j) view(cv_->qS(j)) = cost_integral_sens_.col(j);
+  }
   cv_->start(t);
   watched_ = watched_events(pb_, mode_);
   cv_->set_roots(watched_.directions);
@@ -179,10 +187,10 @@ void HybridRun::end_segment(double t) {
   if (!segment_advanced_) return;
   if (cv_->nq() > 0) {
     cv_->load_quadratures(t);
-    cost_integral_ += view(cv_->q());
+    cost_integral_ = view(cv_->q());
     if (sens_) {
       cv_->load_quadrature_sensitivities(t);
-      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) += view(cv_->qS(j));
+      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) = view(cv_->qS(j));
     }
   }
 }
