@@ -1,6 +1,7 @@
 // ball1d against closed forms: theory/hybrid-ode.md section 11 (derived independently of the
 // code) and the free-flight formulas of docs/benchmarks.md.
 #include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
@@ -182,4 +183,67 @@ TEST(Ball1d, DragAndFloorRegressionOfSection11Point3) {
   // The same through the complex step with complex event times.
   const GradientEstimate cs = complex_step(pb, pb.nominal_parameters(), pb.options());
   for (int k = 0; k < 6; ++k) EXPECT_NEAR(cs.cost_gradient(0, k), expected[k], 2e-8) << k;
+}
+
+// A drag-free ball with e = 0.7 settles on its floor: its bounces accumulate at
+// t_inf = t1 + D1 / (1 - e) (t1 = sqrt(2 h0 / g), D1 = 2 e sqrt(2 g h0) / g), after which it rests
+// at h = r. Closed forms (independent of Saltus) for t_inf, dt_inf/de and h_mean = integral of h:
+//   h_mean = (2/3) t1 h0 + (2/3) (v1^3 / g^2) e^3 / (1 - e^3),  v1 = sqrt(2 g h0)  (r = 0).
+TEST(Ball1dRest, TheBouncesAccumulateAndTheBallRestsWithExactSensitivities) {
+  Problem pb = ball_without_drag(3.0);
+  pb.set_nominal("e", 0.7);
+  const double g = 9.81, e = 0.7, h0 = 1.0;
+  const double t1 = std::sqrt(2.0 * h0 / g), v1 = std::sqrt(2.0 * g * h0), d1 = 2.0 * e * v1 / g;
+  const double t_inf = t1 + d1 / (1.0 - e);
+  const double dt_inf_de = d1 / ((1.0 - e) * (1.0 - e)) + 2.0 * v1 / g / (1.0 - e);
+  const double series = std::pow(e, 3) / (1.0 - std::pow(e, 3));
+  const double h_mean = 2.0 / 3.0 * t1 * h0 + 2.0 / 3.0 * std::pow(v1, 3) / (g * g) * series;
+  const double dh_mean_de = 2.0 / 3.0 * std::pow(v1, 3) / (g * g) * 3.0 * e * e / std::pow(1.0 - std::pow(e, 3), 2);
+
+  const Solution s = forward_sensitivity(pb);
+  ASSERT_FALSE(s.events.empty());
+  const EventRecord& rest = s.events.back();
+  EXPECT_TRUE(rest.rest);
+  EXPECT_EQ(rest.name, "impact (rest)");
+  EXPECT_EQ(pb.mode(s.final_mode).name, "rest");
+  EXPECT_GT(s.events.size(), 10u);
+  EXPECT_NEAR(rest.accumulation_time, t_inf, 1e-6);
+  EXPECT_NEAR(rest.time, t_inf, 1e-3);  // at rest once the remaining tail is below zeno_tail
+  EXPECT_NEAR(rest.daccumulation_dp[E], dt_inf_de, 1e-5 * dt_inf_de);
+  // The resting ball stays put: h = r, v = 0 at every output after it came to rest.
+  for (size_t i = 0; i < s.times.size(); ++i) {
+    if (s.times[i] <= rest.time) continue;
+    EXPECT_EQ(s.states(static_cast<Eigen::Index>(i), 0), 0.0);
+    EXPECT_EQ(s.states(static_cast<Eigen::Index>(i), 1), 0.0);
+  }
+  const int h_mean_index = pb.cost_index("h_mean");
+  EXPECT_NEAR(s.costs[h_mean_index], h_mean, 1e-7);
+  EXPECT_NEAR(s.cost_gradient(h_mean_index, E), dh_mean_de, 1e-6 * dh_mean_de);
+  // The adjoint and the complex step take the same resting transition and agree.
+  const Solution adj = adjoint(pb);
+  const GradientEstimate cs = complex_step(pb, pb.nominal_parameters(), pb.options());
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    for (int k = 0; k < pb.n_parameters(); ++k) {
+      const double scale = 1e-6 * (1.0 + std::abs(s.cost_gradient(c, k)));
+      EXPECT_NEAR(adj.cost_gradient(c, k), s.cost_gradient(c, k), scale) << c << "," << k;
+      EXPECT_NEAR(cs.cost_gradient(c, k), s.cost_gradient(c, k), scale) << c << "," << k;
+    }
+  }
+}
+
+// With e = 0 the first impact would leave the ball on its floor with zero speed: it rests at
+// once, at t1, with dt1/dh0 = 1 / sqrt(2 g h0).
+TEST(Ball1dRest, RestitutionZeroRestsAtTheFirstImpact) {
+  Problem pb = ball_without_drag(1.0);
+  pb.set_nominal("e", 0.0);
+  const Solution s = forward_sensitivity(pb);
+  ASSERT_EQ(s.events.size(), 1u);
+  EXPECT_TRUE(s.events[0].rest);
+  const double t1 = std::sqrt(2.0 / 9.81);
+  EXPECT_NEAR(s.events[0].time, t1, 1e-9);
+  EXPECT_DOUBLE_EQ(s.events[0].accumulation_time, s.events[0].time);
+  EXPECT_NEAR(s.events[0].daccumulation_dp[H0], 1.0 / std::sqrt(2.0 * 9.81), 1e-8);
+  EXPECT_EQ(s.final_state[0], 0.0);
+  EXPECT_EQ(s.final_state[1], 0.0);
+  EXPECT_NEAR(s.costs[pb.cost_index("h_mean")], 2.0 / 3.0 * t1, 1e-9);
 }

@@ -150,10 +150,20 @@ TEST(Cli, WarnsWhenFiniteDifferencesStraddleAnEventAtTheHorizon) {
   EXPECT_TRUE(contains(r.out, "warning: central differences for 'e'")) << r.out;
 }
 
+// box2d has no resting mode: a plastic wall impact (e = 0) leaves it on its guard, a failed run.
 TEST(Cli, ZenoRunFailsWithStatusOne) {
-  const Outcome r = saltus_cmd({"run", "ball1d", "--param", "e=0"});
+  const Outcome r = saltus_cmd({"run", "box2d", "--param", "e=0"});
   EXPECT_EQ(r.status, 1);
-  EXPECT_TRUE(contains(r.err, "impact")) << r.err;
+  EXPECT_TRUE(contains(r.err, "'right_wall'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "stays on its guard")) << r.err;
+}
+
+// ball1d rests: the bounces of the README's example accumulate and every method agrees.
+TEST(Cli, SettlingBallRunsEveryMethodAndReportsTheAccumulation) {
+  const Outcome r = saltus_cmd({"run", "ball1d", "--param", "e=0.7", "--param", "c=0", "--tend", "3", "--method", "all"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "'impact (rest)' comes to rest at t = 2.558")) << r.out;
+  EXPECT_TRUE(contains(r.out, "accumulate at t_inf = 2.5586")) << r.out;
 }
 
 // A model file runs like an example: the JSON keeps its shape with the benchmark names, the

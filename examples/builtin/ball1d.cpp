@@ -1,5 +1,6 @@
 // ball1d (docs/benchmarks.md): state (h, v); h' = v, v' = -g - c v; impact when h - r falls
-// through zero, v+ = -e v-.
+// through zero, v+ = -e v-. When the bounces accumulate (a Zeno sequence, docs/events.md) the
+// ball rests at h = r, v = 0.
 #include <saltus/examples/builtin.hpp>
 
 #include <limits>
@@ -22,16 +23,30 @@ Problem ball1d() {
     x0[0] = p[h0];
     x0[1] = p[v0];
   });
-  pb.add_mode("flight", [](auto, const auto& x, const auto& p, auto xdot) {
+  const int flight = pb.add_mode("flight", [](auto, const auto& x, const auto& p, auto xdot) {
     xdot[0] = x[1];
     xdot[1] = -p[g] - p[c] * x[1];
+  });
+  // Resting on the floor: the contact force balances gravity, nothing moves.
+  const int rest = pb.add_mode("rest", [](auto, const auto&, const auto&, auto xdot) {
+    xdot[0] = 0.0;
+    xdot[1] = 0.0;
   });
   pb.add_event("impact", Direction::Falling, [](auto, const auto& x, const auto& p) {
       return x[0] - p[r];
     }).jump([](auto, const auto& x, const auto& p, auto xp) {
     xp[0] = x[0];
     xp[1] = -p[e] * x[1];
-  });
+  }).only_in({flight})
+    // The bounces accumulate (Zeno): the ball comes to rest on the contact height.
+    .rests_in(rest, [](auto, const auto&, const auto& p, auto xp) {
+      xp[0] = p[r];
+      xp[1] = 0.0;
+    });
+  // It lifts off if the floor would have to pull: the free acceleration -g turns upward.
+  pb.add_event("lift_off", Direction::Rising, [](auto, const auto&, const auto& p) { return -p[g]; })
+      .only_in({rest})
+      .switch_to(flight);
   pb.add_running_cost("energy_rate", [](auto, const auto& x, const auto& xdot, const auto&) {
     return x[1] * x[1] + xdot[1] * x[1];
   });

@@ -62,6 +62,9 @@ void validate(const Options& o, int n_states, int n_parameters) {
   require(std::isfinite(o.cascade_window) && o.cascade_window >= 0.0, "cascade_window",
           o.cascade_window, "must be >= 0");
   require(o.max_events > 0, "max_events", static_cast<double>(o.max_events), "must be positive");
+  require(o.zeno_intervals >= 3, "zeno_intervals", o.zeno_intervals, "must be at least 3");
+  require(positive(o.zeno_ratio_tolerance), "zeno_ratio_tolerance", o.zeno_ratio_tolerance, "must be > 0");
+  require(positive(o.zeno_tail), "zeno_tail", o.zeno_tail, "must be > 0");
   require(std::isfinite(o.grazing_tolerance) && o.grazing_tolerance >= 0.0, "grazing_tolerance",
           o.grazing_tolerance, "must be >= 0");
   require(o.checkpoint_steps > 0, "checkpoint_steps", static_cast<double>(o.checkpoint_steps),

@@ -130,6 +130,24 @@ EventBuilder Problem::add_event_impl(const std::string& name, Direction directio
   return EventBuilder(*this, n_events() - 1);
 }
 
+void Problem::add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection) {
+  if (rest_mode < 0 || rest_mode >= n_modes()) {
+    throw InputError(fmt::format("rests_in: mode {} out of range (problem '{}' has {} modes)", rest_mode, name_,
+                                 n_modes()));
+  }
+  if (events_.at(static_cast<size_t>(event)).rest_event >= 0) {
+    throw InputError(fmt::format("event '{}' already has a resting variant", events_[static_cast<size_t>(event)].name));
+  }
+  Event rest = events_[static_cast<size_t>(event)];
+  rest.name += " (rest)";
+  rest.jump = std::move(projection);
+  rest.target_mode = rest_mode;
+  rest.transitions.clear();
+  rest.watched = false;
+  events_.push_back(std::move(rest));
+  events_[static_cast<size_t>(event)].rest_event = n_events() - 1;
+}
+
 void Problem::add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
                             Instantiated<TerminalCostFn> terminal) {
   require_unique(cost_names(), name, "cost");

@@ -53,6 +53,13 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
     ev["mode_before"] = pb.mode(e.mode_before).name;
     ev["mode_after"] = pb.mode(e.mode_after).name;
     ev["grazing"] = e.grazing;
+    if (e.rest) {
+      ev["rest"] = true;
+      ev["accumulation_time"] = e.accumulation_time;
+      if (e.daccumulation_dp.size() == pb.n_parameters()) {
+        ev["daccumulation_dp"] = named(params, e.daccumulation_dp.transpose());
+      }
+    }
     const auto row = static_cast<Eigen::Index>(i);
     ev["dtime_dp"] = row < primary.event_time_gradient.rows()
                          ? named(params, primary.event_time_gradient.row(row).transpose())

@@ -40,6 +40,17 @@ void print_events(std::ostream& out, const Problem& pb, const RunResult& r) {
     fmt::print(out, "{}\n", direction_word(e));
   }
   for (const auto& e : events) {
+    if (e.rest) {
+      fmt::print(out, "  '{}' comes to rest at t = {:.10g}: its firings accumulate at t_inf = {:.10g}", e.name,
+                 e.time, e.accumulation_time);
+      if (e.daccumulation_dp.size() == pb.n_parameters()) {
+        fmt::print(out, ", dt_inf/dp:");
+        for (int k = 0; k < pb.n_parameters(); ++k) {
+          fmt::print(out, " {} {}", params[static_cast<size_t>(k)], number(e.daccumulation_dp[k]));
+        }
+      }
+      fmt::print(out, "\n");
+    }
     if (e.grazing) {
       fmt::print(out, "  warning: event '{}' at t = {:.10g} grazes its guard (r-dot = {:.3g}); "
                       "its time has no derivative\n",

@@ -54,6 +54,7 @@ class ComplexRun {
   TangentWorkspace ws_;
   detail::WatchedEvents watched_;
   detail::CascadeGuard cascade_;
+  detail::ZenoWatch zeno_;  // the same resting decisions as the real run, on the real parts
   std::string model_error_;
   ComplexSolution sol_;
   std::unique_ptr<detail::CvodesSession> cv_;
@@ -67,7 +68,8 @@ ComplexRun::ComplexRun(const Problem& problem, const VectorX<Complex>& p, const 
       opt_(options),
       nx_(problem.n_states()),
       nc_(problem.n_costs()),
-      cascade_(opt_) {
+      cascade_(opt_),
+      zeno_(opt_) {
   pb_.validate();
   validate(opt_, nx_, problem.n_parameters());
   pb_.validate_parameters(p_real_);
@@ -246,8 +248,18 @@ void ComplexRun::handle_roots(double t) {
   const std::vector<int> watched = watched_.events;
   for (size_t i = 0; i < fired.size(); ++i) {
     if (fired[i] == 0) continue;
-    const int k = watched[i];
-    if (!pb_.event(k).active_in(mode_)) continue;
+    const int fired_event = watched[i];
+    const Event& ev = pb_.event(fired_event);
+    if (!ev.active_in(mode_)) continue;
+    int k = fired_event;
+    if (ev.rest_event >= 0) {
+      real_x_ = xc_.real();
+      const bool rest = zeno_.accumulation(fired_event, t).has_value() ||
+                        detail::jump_stays_on_guard(pb_, fired_event, mode_, t, real_x_, p_real_,
+                                                    opt_.grazing_tolerance, ws_);
+      if (rest) k = ev.rest_event;
+      zeno_.record(fired_event, t, -1);
+    }
     apply_event(k, t);
   }
   begin_segment(t);

@@ -14,7 +14,7 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
   problem.mode(mode).rhs.real(t0, x0, p, xdot);
   for (int k = 0; k < problem.n_events(); ++k) {
     const Event& e = problem.event(k);
-    if (!e.active_in(mode) || e.guard.real(t0, x0, p) != 0.0) continue;
+    if (!e.watched || !e.active_in(mode) || e.guard.real(t0, x0, p) != 0.0) continue;
     const double rate = guard_rate(problem, k, t0, x0, p, xdot, ws).rate;
     const bool leaves = (e.direction == Direction::Falling && rate > 0.0) ||
                         (e.direction == Direction::Rising && rate < 0.0);
@@ -25,6 +25,22 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
         e.name, describe_state(problem, Eigen::VectorXd(x0)), t0,
         rate == 0.0 ? "rests on it" : "moves through it", rate));
   }
+}
+
+bool stays_on_guard(const Problem& problem, int event, int mode_after, double t, In<double> x_after,
+                    In<double> p, double grazing_tolerance, TangentWorkspace& ws) {
+  Eigen::VectorXd xdot(x_after.size());
+  problem.mode(mode_after).rhs.real(t, x_after, p, xdot);
+  return guard_rate(problem, event, t, x_after, p, xdot, ws).grazing(grazing_tolerance);
+}
+
+bool jump_stays_on_guard(const Problem& problem, int event, int mode, double t, In<double> x, In<double> p,
+                         double grazing_tolerance, TangentWorkspace& ws) {
+  const Event& e = problem.event(event);
+  Eigen::VectorXd x_plus = x;
+  if (e.jump) e.jump.real(t, x, p, x_plus);
+  return x_plus.allFinite() &&
+         stays_on_guard(problem, event, e.mode_after(mode), t, x_plus, p, grazing_tolerance, ws);
 }
 
 GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,

@@ -21,6 +21,15 @@ struct GuardRate {
 void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> p,
                             TangentWorkspace& ws);
 
+/// True if the state x_after (in mode_after) sits on the guard of `event` without moving off it
+/// (its rate is grazing): a jump that leads there cannot be continued by root finding.
+bool stays_on_guard(const Problem& problem, int event, int mode_after, double t, In<double> x_after,
+                    In<double> p, double grazing_tolerance, TangentWorkspace& ws);
+
+/// Whether firing `event` at (t, x) in `mode` would leave the state on its guard (restitution 0).
+bool jump_stays_on_guard(const Problem& problem, int event, int mode, double t, In<double> x, In<double> p,
+                         double grazing_tolerance, TangentWorkspace& ws);
+
 GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      In<double> xdot, TangentWorkspace& ws);
 

@@ -22,7 +22,8 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
-      cascade_(opt_) {
+      cascade_(opt_),
+      zeno_(opt_) {
   pb_.validate();
   validate(opt_, nx_, np_);
   pb_.validate_parameters(p_);
@@ -215,31 +216,45 @@ void HybridRun::handle_roots(double t) {
   std::vector<int> applied;
   for (size_t i = 0; i < fired.size(); ++i) {
     if (fired[i] == 0) continue;
-    const int k = watched[i];
-    if (!pb_.event(k).active_in(mode_)) continue;  // an earlier event left this mode
-    apply_event(k, t);
+    const int fired_event = watched[i];
+    if (!pb_.event(fired_event).active_in(mode_)) continue;  // an earlier event left this mode
+    std::optional<Accumulation> rest;
+    const int k = resolve_rest(fired_event, t, rest);
+    apply_event(k, t, rest);
     applied.push_back(k);
+    if (pb_.event(fired_event).rest_event >= 0) {
+      zeno_.record(fired_event, t, static_cast<long>(sol_.events.size()) - 1);
+    }
   }
   // A jump that leaves the state on its guard (r-dot+ = 0) cannot be continued: the next crossing
   // is undefined. Events that already grazed before the jump are reported as grazing instead.
   for (size_t i = 0; i < applied.size(); ++i) {
     const int k = applied[i];
     const EventRecord& rec = sol_.events[sol_.events.size() - applied.size() + i];
-    if (rec.grazing || !pb_.event(k).active_in(mode_)) continue;
-    pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
-    const GuardRate after = guard_rate(pb_, k, t, x_, p_, xdot_, ws_);
-    if (after.grazing(opt_.grazing_tolerance)) {
+    if (rec.grazing || rec.rest || !pb_.event(k).active_in(mode_)) continue;
+    if (stays_on_guard(pb_, k, mode_, t, x_, p_, opt_.grazing_tolerance, ws_)) {
+      pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
+      const GuardRate after = guard_rate(pb_, k, t, x_, p_, xdot_, ws_);
       throw ZenoError(fmt::format(
           "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}): "
           "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno "
-          "sequence); Saltus cannot continue past this point",
+          "sequence); Saltus cannot continue past this point unless the event has a resting "
+          "variant (EventBuilder::rests_in, docs/events.md)",
           pb_.event(k).name, t, describe_state(pb_, x_), after.rate));
     }
   }
   begin_segment(t);
 }
 
-void HybridRun::apply_event(int k, double t) {
+int HybridRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
+  const Event& ev = pb_.event(k);
+  if (ev.rest_event < 0) return k;
+  rest = zeno_.accumulation(k, t);
+  if (!rest && jump_stays_on_guard(pb_, k, mode_, t, x_, p_, opt_.grazing_tolerance, ws_)) rest = Accumulation{t};
+  return rest ? ev.rest_event : k;
+}
+
+void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const Event& ev = pb_.event(k);
   const int mode_after = ev.mode_after(mode_);
   Eigen::VectorXd f_minus(nx_), f_plus(nx_), x_plus(nx_);
@@ -255,6 +270,8 @@ void HybridRun::apply_event(int k, double t) {
   rec.state_before = x_;
   rec.guard_rate = rate.rate;
   rec.grazing = rate.grazing(opt_.grazing_tolerance);
+  rec.rest = rest.has_value();
+  if (rest) rec.accumulation_time = rest->time;
 
   if (ev.jump) {
     ev.jump.real(t, x_, p_, x_plus);
@@ -295,6 +312,12 @@ void HybridRun::apply_event(int k, double t) {
       cost_integral_sens_.col(j) += cost_jump * tau[j];
     }
     rec.dtime_dp = tau;
+    if (rest) {
+      // dt_inf/dp = w_a tau_a + w_b tau_b + w_c tau_c: exact for the extrapolation.
+      rec.daccumulation_dp = rest->weight_c * tau;
+      if (rest->record_a >= 0) rec.daccumulation_dp += rest->weight_a * sol_.events[static_cast<size_t>(rest->record_a)].dtime_dp;
+      if (rest->record_b >= 0) rec.daccumulation_dp += rest->weight_b * sol_.events[static_cast<size_t>(rest->record_b)].dtime_dp;
+    }
     rec.sensitivity_before = S_;
     rec.sensitivity_after = S_plus;
     S_ = S_plus;

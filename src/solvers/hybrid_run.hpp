@@ -7,6 +7,7 @@
 #include <saltus/solvers/solution.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,10 @@ class HybridRun {
   void end_segment(double t);
   void close_segment(double t);
   void handle_roots(double t);
-  void apply_event(int k, double t);
+  void apply_event(int k, double t, const std::optional<Accumulation>& rest = std::nullopt);
+  /// The event applied for a firing of k: k, or its resting variant where the motion comes to
+  /// rest (the firings accumulate, or k's jump would leave the state on its guard).
+  int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
   void record_output(double t);
   void finish();
   bool non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what, double t);
@@ -89,6 +93,7 @@ class HybridRun {
   TangentWorkspace ws_;
   WatchedEvents watched_;
   CascadeGuard cascade_;
+  ZenoWatch zeno_;
   std::string model_error_;
   int non_finite_evaluations_ = 0;
   static constexpr int kMaxNonFiniteEvaluations = 50;

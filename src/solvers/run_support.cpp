@@ -23,7 +23,7 @@ WatchedEvents watched_events(const Problem& problem, int mode) {
   WatchedEvents w;
   for (int k = 0; k < problem.n_events(); ++k) {
     const Event& e = problem.event(k);
-    if (!e.active_in(mode)) continue;
+    if (!e.watched || !e.active_in(mode)) continue;
     w.events.push_back(k);
     w.directions.push_back(e.direction == Direction::Rising    ? 1
                            : e.direction == Direction::Falling ? -1
@@ -44,6 +44,44 @@ std::vector<double> parameter_scales(const Options& o, const Eigen::VectorXd& p)
     s[static_cast<size_t>(k)] = p[k] != 0.0 ? std::abs(p[k]) : 1.0;
   }
   return s;
+}
+
+std::optional<Accumulation> ZenoWatch::accumulation(int event, double t) const {
+  const auto it = firings_.find(event);
+  const size_t n = static_cast<size_t>(options_.zeno_intervals);
+  if (it == firings_.end() || it->second.size() < n) return std::nullopt;
+  const std::deque<Firing>& f = it->second;
+  std::vector<double> times;
+  for (size_t i = f.size() - n; i < f.size(); ++i) times.push_back(f[i].time);
+  times.push_back(t);
+  std::vector<double> ratios;
+  for (size_t i = 2; i < times.size(); ++i) {
+    const double previous = times[i - 1] - times[i - 2], current = times[i] - times[i - 1];
+    if (!(previous > 0.0 && current > 0.0 && current < previous)) return std::nullopt;
+    ratios.push_back(current / previous);
+  }
+  const double rho = ratios.back();
+  for (double r : ratios) {
+    if (std::abs(r - rho) > options_.zeno_ratio_tolerance * rho) return std::nullopt;
+  }
+  const double d1 = times[n - 1] - times[n - 2], d2 = t - times[n - 1];
+  const double tail = d2 * d2 / (d1 - d2);  // = d2 rho / (1 - rho)
+  if (!(tail <= options_.zeno_tail * std::max(1.0, std::abs(t)))) return std::nullopt;
+  Accumulation a;
+  a.time = t + tail;
+  const double q = d2 / (d1 - d2);  // tail = d2 q; derivatives of t + d2^2 / (d1 - d2)
+  a.weight_a = q * q;
+  a.weight_b = -2.0 * q - 2.0 * q * q;
+  a.weight_c = 1.0 + 2.0 * q + q * q;
+  a.record_a = f[f.size() - 2].record;
+  a.record_b = f[f.size() - 1].record;
+  return a;
+}
+
+void ZenoWatch::record(int event, double t, long record) {
+  std::deque<Firing>& f = firings_[event];
+  f.push_back({t, record});
+  while (f.size() > static_cast<size_t>(options_.zeno_intervals) + 1) f.pop_front();
 }
 
 bool same_instant(double a, double b, const Options& o) {

@@ -5,7 +5,10 @@
 #include <saltus/core/problem.hpp>
 
 #include <cmath>
+#include <deque>
 #include <exception>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +76,35 @@ class CascadeGuard {
   double last_time_ = 0.0;
   int cascade_ = 0;
   long total_ = 0;
+};
+
+/// Where a geometric sequence of firings accumulates: t_inf = t_c + D2^2 / (D1 - D2) (Aitken's
+/// extrapolation from the last three firings t_a < t_b < t_c, D1 = t_b - t_a, D2 = t_c - t_b),
+/// and its derivative weights dt_inf/dt_a, dt_inf/dt_b, dt_inf/dt_c (they sum to 1), so that
+/// dt_inf/dp = w_a tau_a + w_b tau_b + w_c tau_c exactly.
+struct Accumulation {
+  double time = 0.0;
+  double weight_a = 0.0, weight_b = 0.0, weight_c = 1.0;
+  long record_a = -1, record_b = -1;  ///< event-log indices of the firings a and b (-1: none)
+};
+
+/// Watches the firings of events that have a resting variant and decides where the motion comes
+/// to rest (Options::zeno_intervals, zeno_ratio_tolerance, zeno_tail).
+class ZenoWatch {
+ public:
+  explicit ZenoWatch(const Options& options) : options_(options) {}
+  /// The accumulation if a firing of `event` at t would complete a qualifying geometric sequence.
+  std::optional<Accumulation> accumulation(int event, double t) const;
+  /// Records a firing of `event` at t, logged as event-log entry `record`.
+  void record(int event, double t, long record);
+
+ private:
+  struct Firing {
+    double time;
+    long record;
+  };
+  const Options& options_;
+  std::map<int, std::deque<Firing>> firings_;
 };
 
 /// True if two event times are closer than the cascade window.

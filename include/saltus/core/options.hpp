@@ -56,6 +56,14 @@ struct Options {
   int max_event_cascade = 100;
   double cascade_window = 1e-9;
   long max_events = 100000;  ///< total events allowed in one run
+  /// Resting (events with EventBuilder::rests_in): the motion comes to rest at a firing when
+  /// the last `zeno_intervals` intervals between firings of that event shrink geometrically,
+  /// their successive ratios rho lying in (0, 1) and agreeing within `zeno_ratio_tolerance`
+  /// (relative), and the extrapolated remaining time Delta rho / (1 - rho) is at most
+  /// `zeno_tail` * max(1, |t|) (docs/events.md).
+  int zeno_intervals = 4;
+  double zeno_ratio_tolerance = 1e-2;
+  double zeno_tail = 1e-4;
   /// |r-dot| <= grazing_tolerance * (|r_t| + |r_x| |f|) (Euclidean norms) marks an event as
   /// grazing: the trajectory meets the guard surface (nearly) tangentially.
   double grazing_tolerance = 1e-6;

@@ -56,6 +56,11 @@ struct Event {
   int target_mode = kSameMode;    ///< mode after the event (unless `transitions` says otherwise)
   std::map<int, int> transitions; ///< mode before -> mode after, overriding target_mode
   std::vector<int> active_modes;  ///< modes in which the guard is watched; empty: all
+  /// The event's resting variant (EventBuilder::rests_in), or -1. It shares the guard and is
+  /// never watched itself: Saltus applies it instead of this event at the firing where the
+  /// firings accumulate (docs/events.md, "Zeno and resting").
+  int rest_event = -1;
+  bool watched = true;  ///< false for resting variants, which root finding does not watch
   bool active_in(int mode) const;
   /// The mode the event leads to from `mode`.
   int mode_after(int mode) const;
@@ -97,6 +102,14 @@ class EventBuilder {
   EventBuilder& switch_to(std::map<int, int> transitions);
   /// Watch the guard only in these modes (default: every mode).
   EventBuilder& only_in(std::vector<int> modes);
+  /// When this event's firings accumulate geometrically (a Zeno sequence: a ball settling on its
+  /// floor), or a firing would leave the state on the guard with zero rate (restitution 0), the
+  /// motion comes to rest: at that firing `projection(t, x_minus, p, x_rest)` replaces the jump
+  /// and the mode becomes `rest_mode`, whose own events (a lift-off) may leave it again. The run
+  /// continues; the event log marks the firing and reports the extrapolated accumulation time.
+  /// Call after only_in / switch_to: the resting variant copies the guard and watched modes.
+  template <class F>
+  EventBuilder& rests_in(int rest_mode, const F& projection);
   int index() const { return index_; }
 
  private:
@@ -217,6 +230,7 @@ class Problem {
 
  private:
   friend class EventBuilder;
+  void add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection);
   int add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs);
   EventBuilder add_event_impl(const std::string& name, Direction direction,
                               Instantiated<GuardFn> guard);
@@ -238,6 +252,12 @@ class Problem {
   std::function<int(In<double>, In<double>)> initial_mode_rule_;
   Options options_;
 };
+
+template <class F>
+EventBuilder& EventBuilder::rests_in(int rest_mode, const F& projection) {
+  problem_.add_rest_event(index_, rest_mode, Instantiated<JumpFn>::from(projection));
+  return *this;
+}
 
 template <class F>
 EventBuilder& EventBuilder::jump(const F& phi) {

@@ -20,6 +20,12 @@ struct EventRecord {
   Eigen::VectorXd state_after;  ///< x(t_e+), n_x
   double guard_rate = 0.0;      ///< r-dot- = r_t + r_x f-, the crossing speed of the guard
   bool grazing = false;         ///< r-dot- vanished: the guard touched zero without crossing
+  /// The motion came to rest here (the event's resting variant, EventBuilder::rests_in):
+  /// `accumulation_time` is where the event's firings accumulate (Aitken's extrapolation of the
+  /// last three, or this time if the jump would have left the state on the guard).
+  bool rest = false;
+  double accumulation_time = 0.0;
+  Eigen::RowVectorXd daccumulation_dp;    ///< forward runs: d(accumulation_time)/dp, 1 x n_p
   // Forward sensitivity runs only (empty otherwise):
   Eigen::RowVectorXd dtime_dp;            ///< tau = dt_e/dp, 1 x n_p
   Eigen::MatrixXd sensitivity_before;     ///< S(t_e-), n_x x n_p
