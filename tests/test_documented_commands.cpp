@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -39,13 +38,17 @@ std::vector<std::string> code_blocks(const fs::path& file, const std::string& la
 /// their trailing comments removed.
 std::vector<std::string> documented_commands(const fs::path& file) {
   std::vector<std::string> commands;
-  const std::regex command(R"(^(build/apps/saltus/)?saltus (.*?)\s*(#.*)?$)");
   for (const std::string& block : code_blocks(file, "sh")) {
     std::istringstream lines(block);
     std::string line;
-    std::smatch m;
     while (std::getline(lines, line)) {
-      if (std::regex_match(line, m, command)) commands.push_back(m[2]);
+      const std::string built = "build/apps/saltus/";
+      if (line.rfind(built, 0) == 0) line.erase(0, built.size());
+      if (line.rfind("saltus ", 0) != 0) continue;
+      line.erase(0, 7);
+      if (const auto comment = line.find('#'); comment != std::string::npos) line.erase(comment);
+      line.erase(line.find_last_not_of(" \t") + 1);
+      commands.push_back(line);
     }
   }
   return commands;

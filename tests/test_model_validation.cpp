@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include <regex>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -48,6 +48,21 @@ struct BadModel {
 };
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// "model.yaml: " or "model.yaml:<line>:<column>: " at the start of a message.
+bool located(const std::string& message) {
+  const std::string file = "model.yaml";
+  if (message.rfind(file, 0) != 0) return false;
+  size_t i = file.size();
+  if (message.compare(i, 2, ": ") == 0) return true;
+  for (int part = 0; part < 2; ++part) {
+    if (i >= message.size() || message[i] != ':') return false;
+    const size_t digits = ++i;
+    while (i < message.size() && std::isdigit(static_cast<unsigned char>(message[i]))) ++i;
+    if (i == digits) return false;
+  }
+  return message.compare(i, 2, ": ") == 0;
+}
 
 const std::vector<BadModel>& bad_models() {
   static const std::vector<BadModel> cases = {
@@ -151,11 +166,10 @@ contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restit
 }
 
 TEST(ModelValidation, EveryBadModelIsOneInputErrorWithItsLocation) {
-  const std::regex located(R"(^model\.yaml(:\d+:\d+)?: )");
   for (const BadModel& c : bad_models()) {
     const std::string message = error_of(kHead + c.body);
     ASSERT_FALSE(message.empty()) << c.what << ": accepted";
-    EXPECT_TRUE(std::regex_search(message, located)) << c.what << ": " << message;
+    EXPECT_TRUE(located(message)) << c.what << ": " << message;
     for (const std::string& part : c.expected) EXPECT_TRUE(contains(message, part)) << c.what << ": " << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << c.what << ": " << message;
   }
