@@ -193,10 +193,13 @@ INSTANTIATE_TEST_SUITE_P(Formulations, EveryFormulation,
 // and no step collapses to t + h = t. Before, the collapse grew until an impact was detected
 // again at the same instant and the run stopped with a false "Zeno behaviour" near t = 200.
 TEST(ElasticFloor, ForwardSensitivitiesKeepUsefulStepsAcrossImpacts) {
-  const Problem pb = multibody::make_problem(
-      multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml"));
+  // Index-1 (cheaper than Maggi, and it collapsed the same way) to t = 30, past the first
+  // collapses at t = 26.7 and 27.3 before the fix.
+  multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml");
+  model.formulation.type = FormulationType::Index1;
+  const Problem pb = multibody::make_problem(model);
   Options o = pb.options();
-  set_horizon(o, 40.0);
+  set_horizon(o, 30.0);
   long warnings = -1;
   Solution s;
   {
