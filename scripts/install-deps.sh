@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Saltus builds and tests with. Idempotent: packages already present
-# are skipped, so `make demo` / `make test` stay fast on a prepared machine.
+# are skipped, so `make demo` / `make test` stay fast on a prepared machine. `--fuzz` adds the
+# compiler `make fuzz` needs.
 set -euo pipefail
 
 packages=(
@@ -16,6 +17,15 @@ packages=(
   libyaml-cpp-dev        # planar model files (YAML)
   python3-matplotlib     # `make demo` plots (scripts/plot_demo.py)
 )
+
+# `make fuzz` (docs/fuzzing.md) passes --fuzz: clang with libFuzzer and the sanitizer runtimes
+# (bookworm's clang is 14; libFuzzer is in libclang-rt-14-dev), llvm for llvm-symbolizer.
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) packages+=(clang libclang-rt-14-dev llvm) ;;
+    *) echo "install-deps: unknown option '$arg' (--fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -20,11 +20,20 @@ int index_of(const std::vector<std::string>& names, const std::string& name,
   return static_cast<int>(it - names.begin());
 }
 
-void require_unique(const std::vector<std::string>& existing, const std::string& name,
-                    const std::string& kind) {
+const std::string& name_of(const std::string& name) { return name; }
+template <class T>
+const std::string& name_of(const T& item) {
+  return item.name;
+}
+
+/// Throws unless `name` is non-empty and new among `existing` (names, or items with a name).
+/// It compares in place: copying the names at every addition made a problem with thousands of
+/// events (a model file's contacts) quadratic in allocations.
+template <class Items>
+void require_unique(const Items& existing, const std::string& name, const std::string& kind) {
   if (name.empty()) throw InputError(fmt::format("a {} needs a non-empty name", kind));
-  if (std::find(existing.begin(), existing.end(), name) != existing.end()) {
-    throw InputError(fmt::format("duplicate {} name '{}'", kind, name));
+  for (const auto& item : existing) {
+    if (name_of(item) == name) throw InputError(fmt::format("duplicate {} name '{}'", kind, name));
   }
 }
 
@@ -71,7 +80,7 @@ void Problem::set_states(std::vector<std::string> names) {
 }
 
 int Problem::add_parameter(const std::string& name, double nominal, std::string description) {
-  require_unique(parameter_names(), name, "parameter");
+  require_unique(parameters_, name, "parameter");
   if (!std::isfinite(nominal)) {
     throw InputError(fmt::format("parameter '{}' has non-finite nominal value {}", name, nominal));
   }
@@ -80,9 +89,7 @@ int Problem::add_parameter(const std::string& name, double nominal, std::string 
 }
 
 int Problem::add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs) {
-  std::vector<std::string> names;
-  for (const auto& m : modes_) names.push_back(m.name);
-  require_unique(names, name, "mode");
+  require_unique(modes_, name, "mode");
   modes_.push_back({name, std::move(rhs), std::nullopt});
   return n_modes() - 1;
 }
@@ -119,9 +126,7 @@ void Problem::set_jacobian(int mode, AnalyticJacobian jacobian) {
 
 EventBuilder Problem::add_event_impl(const std::string& name, Direction direction,
                                      Instantiated<GuardFn> guard) {
-  std::vector<std::string> names;
-  for (const auto& e : events_) names.push_back(e.name);
-  require_unique(names, name, "event");
+  require_unique(events_, name, "event");
   Event e;
   e.name = name;
   e.direction = direction;
@@ -150,7 +155,7 @@ void Problem::add_rest_event(int event, int rest_mode, Instantiated<JumpFn> proj
 
 void Problem::add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
                             Instantiated<TerminalCostFn> terminal) {
-  require_unique(cost_names(), name, "cost");
+  require_unique(costs_, name, "cost");
   costs_.push_back({name, std::move(running), std::move(terminal)});
 }
 

@@ -224,6 +224,16 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
 
 void Model::validate() const {
   if (n_coordinates() == 0) throw InputError(fmt::format("{}: the model has no points and no bodies", where(*this)));
+  if (n_coordinates() > max_coordinates) {
+    throw InputError(fmt::format("{}: the model has {} coordinates ({} points, {} bodies); Saltus's dense "
+                                 "formulations take at most {} (docs/multibody.md, \"Limits\")",
+                                 where(*this), n_coordinates(), points.size(), bodies.size(), max_coordinates));
+  }
+  if (contacts.size() > static_cast<size_t>(max_contacts)) {
+    throw InputError(fmt::format("{}: the model has {} contacts; Saltus takes at most {} (each is an event "
+                                 "that every integration step checks)",
+                                 locate("contacts"), contacts.size(), max_contacts));
+  }
   if (!std::isfinite(t0) || !std::isfinite(tf) || !(tf > t0)) {
     throw InputError(fmt::format("{}: the horizon [{}, {}] must be finite with tf > t0", locate("horizon"), t0, tf));
   }

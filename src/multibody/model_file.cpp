@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -40,7 +41,8 @@ class Reader {
 
   Model read() {
     if (!root_.IsMap()) fail(root_, "", "the file must be a YAML mapping (name:, points:, elements:, ...)");
-    reject_duplicate_keys(root_, "");
+    size_t nodes = 0;
+    reject_duplicate_keys(root_, "", 0, nodes);
     check_keys(root_, "", {"name", "description", "horizon", "outputs", "tolerances", "formulation",
                            "gravity", "parameters", "ground", "points", "bodies", "independent",
                            "elements", "contacts", "costs"});
@@ -50,6 +52,7 @@ class Reader {
     read_ground();
     read_points();
     read_bodies();
+    check_size();
     read_settings();
     read_elements();
     read_contacts();
@@ -74,9 +77,21 @@ class Reader {
   }
 
   /// YAML parsers keep one of two equal keys without a word; a key given twice is an error.
-  void reject_duplicate_keys(const YAML::Node& node, const std::string& field) const {
+  /// The walk is bounded: aliases can make the node graph expand exponentially (b: &b [*a, *a],
+  /// c: &c [*b, *b], ...) or a cycle (&a [*a]), and a model file is shallow.
+  void reject_duplicate_keys(const YAML::Node& node, const std::string& field, int depth, size_t& nodes) const {
+    constexpr int kMaxDepth = 32;            // a model file needs 8 (costs.c.running[0].of.at[0])
+    constexpr size_t kMaxNodes = 200000;     // after aliases are expanded
+    if (depth > kMaxDepth) {
+      fail(node, field, fmt::format("nested more than {} levels deep (an alias inside its own anchor?)", kMaxDepth));
+    }
+    if (++nodes > kMaxNodes) {
+      fail(node, field, fmt::format("the file expands to more than {} YAML nodes (aliases repeated?)", kMaxNodes));
+    }
     if (node.IsSequence()) {
-      for (size_t i = 0; i < node.size(); ++i) reject_duplicate_keys(node[i], fmt::format("{}[{}]", field, i));
+      for (size_t i = 0; i < node.size(); ++i) {
+        reject_duplicate_keys(node[i], fmt::format("{}[{}]", field, i), depth + 1, nodes);
+      }
       return;
     }
     if (!node.IsMap()) return;
@@ -86,11 +101,13 @@ class Reader {
       const std::string path = field.empty() ? key : field + "." + key;
       if (!kv.first.IsScalar()) fail(kv.first, field, "a key must be a plain name");
       if (!seen.insert(key).second) fail(kv.first, path, "given twice (each key may appear once)");
-      reject_duplicate_keys(kv.second, path);
+      reject_duplicate_keys(kv.second, path, depth + 1, nodes);
     }
   }
 
   void check_keys(const YAML::Node& map, const std::string& field, std::set<std::string> known) const {
+    // Indexing or iterating a scalar or a list as a mapping throws yaml-cpp's own exceptions.
+    if (!map.IsMap()) fail(map, field, "expected a mapping");
     for (const auto& kv : map) {
       const std::string key = kv.first.as<std::string>();
       if (known.count(key) == 0) {
@@ -123,6 +140,8 @@ class Reader {
   int integer(const YAML::Node& n, const std::string& field) const {
     const double v = number(n, field);
     if (v != std::floor(v)) fail(n, field, fmt::format("expected an integer, got '{}'", n.Scalar()));
+    // Converting a double outside int's range is undefined behaviour.
+    if (std::abs(v) > 1e9) fail(n, field, fmt::format("integer out of range (|n| <= 1e9), got '{}'", n.Scalar()));
     return static_cast<int>(v);
   }
 
@@ -255,6 +274,18 @@ class Reader {
     }
   }
 
+  /// Model::validate's size limit, checked as soon as the points and bodies are known: the
+  /// lookups of the elements, costs and independent coordinates scale with the coordinates.
+  void check_size() const {
+    const int n = model_.n_coordinates();
+    if (n <= Model::max_coordinates) return;
+    const char* field = model_.points.empty() ? "bodies" : "points";
+    fail(root_[field], field,
+         fmt::format("the model has {} coordinates ({} points, {} bodies); Saltus's dense formulations take at "
+                     "most {} (docs/multibody.md, \"Limits\")",
+                     n, model_.points.size(), model_.bodies.size(), Model::max_coordinates));
+  }
+
   /// "name" (ground point, point or body centre) or {body: name, at: [x, y]}.
   PointRef point_ref(const YAML::Node& n, const std::string& field) const {
     if (n.IsMap()) {
@@ -287,7 +318,8 @@ class Reader {
 
   int coordinate(const YAML::Node& n, const std::string& field) const {
     const std::string name = scalar(n, field);
-    const std::vector<std::string> names = model_.coordinate_names();
+    if (coordinate_names_.empty()) coordinate_names_ = model_.coordinate_names();  // points and bodies are read
+    const std::vector<std::string>& names = coordinate_names_;
     for (size_t k = 0; k < names.size(); ++k) {
       if (names[k] == name) return static_cast<int>(k);
     }
@@ -467,6 +499,7 @@ class Reader {
     const YAML::Node cs = root_["contacts"];
     if (!cs) return;
     if (!cs.IsSequence()) fail(cs, "contacts", "expected a list of contacts");
+    note(cs, "contacts");
     for (size_t i = 0; i < cs.size(); ++i) {
       const YAML::Node n = cs[i];
       const std::string field = fmt::format("contacts[{}]", i);
@@ -502,7 +535,12 @@ class Reader {
     if (!ind) return;
     if (!ind.IsSequence()) fail(ind, "independent", "expected a list of coordinates, e.g. [p2.x, p2.y]");
     for (size_t i = 0; i < ind.size(); ++i) {
-      model_.independent.push_back(coordinate(ind[i], fmt::format("independent[{}]", i)));
+      const std::string field = fmt::format("independent[{}]", i);
+      const int k = coordinate(ind[i], field);
+      if (std::find(model_.independent.begin(), model_.independent.end(), k) != model_.independent.end()) {
+        fail(ind[i], field, fmt::format("'{}' is listed twice", ind[i].Scalar()));
+      }
+      model_.independent.push_back(k);
     }
   }
 
@@ -603,6 +641,7 @@ class Reader {
   std::map<std::string, PointRef> refs_;
   std::set<std::string> names_;
   mutable std::map<std::string, std::string> locations_;
+  mutable std::vector<std::string> coordinate_names_;  ///< model_.coordinate_names(), once read
 };
 
 }  // namespace

@@ -31,7 +31,10 @@ std::string describe_dependent_rows(const Model& model, const Eigen::MatrixXd& j
   const Eigen::VectorXi order = qr.colsPermutation().indices();
   Eigen::MatrixXd basis(jac.cols(), rank);
   for (Eigen::Index k = 0; k < rank; ++k) basis.col(k) = jac.row(order[k]).transpose();
-  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> basis_qr(basis);
+  // With rank 0 (every row zero, e.g. a bar between two ground points) the basis has no columns,
+  // and Eigen's QR of a matrix without columns reads past the end of its empty norm vector.
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> basis_qr;
+  if (rank > 0) basis_qr.compute(basis);
   auto name_row = [&](int row) {
     const int element = model.element_of_row(row);
     return fmt::format("{} (row {} of Phi, {})", model.describe_element(element), row,
@@ -39,7 +42,8 @@ std::string describe_dependent_rows(const Model& model, const Eigen::MatrixXd& j
   };
   std::vector<std::string> rows;
   for (Eigen::Index i = rank; i < jac.rows(); ++i) {
-    const Eigen::VectorXd weights = basis_qr.solve(Eigen::VectorXd(jac.row(order[i]).transpose()));
+    const Eigen::VectorXd weights =
+        rank > 0 ? Eigen::VectorXd(basis_qr.solve(Eigen::VectorXd(jac.row(order[i]).transpose()))) : Eigen::VectorXd();
     std::vector<std::string> partners;
     for (Eigen::Index k = 0; k < rank; ++k) {
       if (std::abs(weights[k]) > 1e-9 * weights.cwiseAbs().maxCoeff()) partners.push_back(name_row(order[k]));

@@ -181,6 +181,13 @@ struct Model {
   std::map<std::string, std::string> locations;
 
   int n_coordinates() const { return 2 * static_cast<int>(points.size()) + 3 * static_cast<int>(bodies.size()); }
+  /// The most coordinates validate() accepts. The formulations are dense: O((n + m)^3) per
+  /// evaluation and O(n^4) per AD Jacobian (docs/multibody.md, "Limits"); larger models would
+  /// only stall in make_problem.
+  static constexpr int max_coordinates = 200;
+  /// The most contacts validate() accepts: each is an event whose guard every step evaluates
+  /// (in Maggi with a position analysis of its own).
+  static constexpr int max_contacts = 1000;
   int n_constraints() const;
   /// Names of the coordinates: "<point>.x", "<point>.y", "<body>.x", "<body>.y", "<body>.theta".
   std::vector<std::string> coordinate_names() const;
