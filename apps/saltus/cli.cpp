@@ -17,11 +17,15 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace saltus::cli {
@@ -48,6 +52,40 @@ double parse_number(const std::string& text, const std::string& what) {
   return value;
 }
 
+/// "--adjoint-memory" sizes: bytes, or a number with K, M or G (binary: KiB, MiB, GiB; "512M",
+/// "1.5G", "64MiB"), at least kMinAdjointMemoryBudget.
+long parse_memory_size(const std::string& text) {
+  const std::string what = "--adjoint-memory";
+  std::string digits = text;
+  double unit = 1.0;
+  auto strip = [&](std::string_view suffix, double factor) {
+    if (digits.size() > suffix.size() &&
+        std::equal(suffix.rbegin(), suffix.rend(), digits.rbegin(),
+                   [](char a, char b) { return a == std::toupper(static_cast<unsigned char>(b)); })) {
+      digits.resize(digits.size() - suffix.size());
+      unit = factor;
+      return true;
+    }
+    return false;
+  };
+  for (const auto& [suffix, factor] : {std::pair<std::string_view, double>{"KIB", 0x1p10}, {"MIB", 0x1p20},
+                                       {"GIB", 0x1p30}, {"K", 0x1p10}, {"M", 0x1p20}, {"G", 0x1p30}, {"B", 1.0}}) {
+    if (strip(suffix, factor)) break;
+  }
+  double value = 0.0;
+  try {
+    value = parse_number(digits, what);
+  } catch (const UsageError&) {
+    throw UsageError(fmt::format("{}: '{}' is not a size (bytes, or a number with K, M or G, e.g. 512M)",
+                                 what, text));
+  }
+  const double bytes = value * unit;
+  if (!(bytes >= static_cast<double>(kMinAdjointMemoryBudget)) || bytes > 0x1p62) {
+    throw UsageError(fmt::format("{} must be at least 1M (1048576 bytes), got {}", what, text));
+  }
+  return static_cast<long>(bytes);
+}
+
 struct RunArgs {
   std::string name;
   std::vector<std::string> params;
@@ -58,6 +96,7 @@ struct RunArgs {
   double fd_step = 0.0;  // 0: cbrt(rtol)
   double cs_step = 1e-20;
   std::string checkpoint_steps;  // empty: the example's setting
+  std::string adjoint_memory;    // empty: Options::adjoint_memory_budget's default
   std::string formulation;       // empty: the model file's choice
   bool strict = false;           // notes about corrected input are errors
 };
@@ -108,6 +147,7 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
     }
     options.checkpoint_steps = static_cast<long>(steps);
   }
+  if (!a.adjoint_memory.empty()) options.adjoint_memory_budget = parse_memory_size(a.adjoint_memory);
   if (!a.lmm.empty()) {
     options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
   }
@@ -256,6 +296,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       ->check(CLI::IsMember({"forward", "adjoint", "fd", "complex-step", "all"}));
   run_cmd->add_option("--checkpoint-steps", a.checkpoint_steps,
                       "adjoint: forward steps between CVODES check points (default 100)");
+  run_cmd->add_option("--adjoint-memory", a.adjoint_memory,
+                      "adjoint: bytes held at once for the backward pass, e.g. 512M or 2G (default 256M); "
+                      "segments beyond it are recomputed");
   run_cmd->add_option("--lmm", a.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
   run_cmd->add_option("--rtol", a.rtol, "Relative tolerance");

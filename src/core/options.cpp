@@ -69,6 +69,8 @@ void validate(const Options& o, int n_states, int n_parameters) {
           o.grazing_tolerance, "must be >= 0");
   require(o.checkpoint_steps > 0, "checkpoint_steps", static_cast<double>(o.checkpoint_steps),
           "must be positive");
+  require(o.adjoint_memory_budget >= kMinAdjointMemoryBudget, "adjoint_memory_budget",
+          static_cast<double>(o.adjoint_memory_budget), "must be at least 1 MiB (1048576 bytes)");
   require(o.adjoint_rtol < 0.0 || positive(o.adjoint_rtol), "adjoint_rtol", o.adjoint_rtol,
           "must be positive (or negative for rtol)");
   require(!std::isnan(o.adjoint_atol), "adjoint_atol", o.adjoint_atol, "must be a number");

@@ -91,6 +91,9 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
                     {"checkpoint_steps", a.checkpoint_steps},
                     {"checkpoints", a.checkpoints},
                     {"stored_bytes", a.stored_bytes},
+                    {"peak_stored_bytes", a.peak_stored_bytes},
+                    {"memory_budget", a.memory_budget},
+                    {"recomputed_segments", a.recomputed_segments},
                     {"tape_recordings", a.tape_recordings},
                     {"backward_steps", a.backward.steps},
                     {"backward_rhs_evals", a.backward.rhs_evals}};

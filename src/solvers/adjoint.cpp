@@ -136,6 +136,7 @@ int AdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector
 int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUNMatrix JB,
                               void* ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<AdjointSweep*>(ptr);
+  if (interrupt_requested()) return -1;  // as in guarded(): integrate_segment throws Interrupted
   const int n = self->nx_ * self->nc_;
   Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(JB), n, n);
   try {
@@ -182,14 +183,24 @@ void AdjointSweep::terminal_conditions() {
 }
 
 void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
-  if (!seg.advanced || !(seg.t_end > seg.t_start)) return;
+  if (!seg.advanced || !(seg.t_end > seg.t_start)) {
+    run_.release(seg);
+    return;
+  }
   mode_ = seg.mode;
   run_.set_mode(seg.mode);  // CVODES recomputes forward steps of this segment
+  // Kept from the forward pass or recomputed now from the segment's snapshot: the backward
+  // integration below is the same for both.
+  detail::CvodesSession& session = run_.recording(seg);
+  const detail::CheckpointUsage usage = session.checkpoint_usage();
+  sol_.adjoint.checkpoints += usage.checkpoints;
+  sol_.adjoint.stored_bytes += usage.stored_bytes;
   const Eigen::VectorXd stacked = lambda_.reshaped();
-  seg.session->start_backward(nx_ * nc_, np_ * nc_, settings(), seg.t_end, stacked);
+  session.start_backward(nx_ * nc_, np_ * nc_, settings(), seg.t_end, stacked);
+  run_.account(seg);
   Eigen::VectorXd yB, qB;
-  const int flag = seg.session->integrate_backward(seg.t_start, yB, qB);
-  seg.session->add_backward_stats(sol_.adjoint.backward);
+  const int flag = session.integrate_backward(seg.t_start, yB, qB);
+  session.add_backward_stats(sol_.adjoint.backward);
   if (exception_) std::rethrow_exception(exception_);
   if (flag < 0) throw_if_interrupted(seg.t_start);
   if (flag < 0) {
@@ -202,6 +213,7 @@ void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
   }
   lambda_ = yB.reshaped(nx_, nc_);
   if (np_ > 0) grad_ += qB.reshaped(np_, nc_).transpose();
+  run_.release(seg);
 }
 
 void AdjointSweep::transpose_event(const EventRecord& e) {
@@ -245,11 +257,9 @@ void AdjointSweep::run() {
   sol_.cost_gradient = grad_;
   sol_.initial_state_gradient = lambda_.transpose();
   sol_.adjoint.checkpoint_steps = opt_.checkpoint_steps;
-  for (const auto& seg : segments) {
-    const detail::CheckpointUsage usage = seg.session->checkpoint_usage();
-    sol_.adjoint.checkpoints += usage.checkpoints;
-    sol_.adjoint.stored_bytes += usage.stored_bytes;
-  }
+  sol_.adjoint.memory_budget = run_.ledger().budget();
+  sol_.adjoint.peak_stored_bytes = run_.ledger().peak();
+  sol_.adjoint.recomputed_segments = run_.recomputed_segments();
   sol_.adjoint.tape_recordings = rhs_.recordings();
   if (!sol_.cost_gradient.allFinite()) {
     throw ModelError(fmt::format("the adjoint gradient of problem '{}' is not finite", pb_.name()));

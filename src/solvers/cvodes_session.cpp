@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "sundials_footprint.hpp"
+
 namespace saltus::detail {
 
 std::string flag_name(int flag) {
@@ -41,7 +45,10 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
       ns_(ns),
       roots_fn_(cb.roots),
       tf_(options.tf),
-      checkpoint_steps_(checkpoint_steps) {
+      checkpoint_steps_(checkpoint_steps),
+      max_steps_(options.max_steps),
+      quadrature_checkpoints_(nq > 0 && options.cost_error_control),
+      vector_quadrature_atol_(nq > 0 && !atol_quadrature.empty()) {
   check_cvode(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
   y_ = N_VNew_Serial(n, ctx_);
   check_alloc(y_, "the state vector");
@@ -67,6 +74,11 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
     // Hermite interpolation between stored steps: the adjoint needs y only, and the segment
     // never contains an event, so the cubic Hermite data are smooth.
     check_cvode(CVodeAdjInit(mem_, checkpoint_steps, CV_HERMITE), "CVodeAdjInit");
+    recording_ = true;
+    // Counted from the start: CVodeF allocates the Hermite buffer and the first check point
+    // on its first call.
+    checkpoint_bytes_ = footprint::checkpoint(n, quadrature_checkpoints_ ? nq : 0, 1,
+                                              lmm_ == CV_BDF, true);
   }
 
   const double cost_atol = options.cost_atol < 0.0 ? options.atol : options.cost_atol;
@@ -120,6 +132,11 @@ CvodesSession::~CvodesSession() {
   if (yB_) N_VDestroy(yB_);
   if (qS_) N_VDestroyVectorArray(qS_, ns_);
   if (yS_) N_VDestroyVectorArray(yS_, ns_);
+  // SUNDIALS 6's CVodeAdjFree leaves cv_adjMallocDone set, so CVodeFree would free the adjoint
+  // memory a second time through a null pointer. A fresh minimal adjoint memory gives it
+  // something valid to free (later releases reset the flag; this is harmless there). Should
+  // that allocation fail, the integrator is leaked rather than freed into a crash.
+  if (mem_ && adjoint_freed_ && CVodeAdjInit(mem_, 1, CV_HERMITE) != CV_SUCCESS) mem_ = nullptr;
   if (mem_) CVodeFree(&mem_);
   if (LS_) SUNLinSolFree(LS_);
   if (A_) SUNMatDestroy(A_);
@@ -154,11 +171,68 @@ void CvodesSession::set_roots(const std::vector<int>& directions) {
 }
 
 int CvodesSession::advance(double tout, double& t) {
-  if (checkpoint_steps_ == 0) return CVode(mem_, tout, y_, &t, CV_NORMAL);
+  if (!recording_) return CVode(mem_, tout, y_, &t, CV_NORMAL);
+  // CVODES has no hook between steps, so one CVodeF call stops at the next check point at the
+  // latest: the step limit makes it return CV_TOO_MUCH_WORK there (CVodeF takes one CVode step
+  // per iteration, so the steps are those of one long call), and the caller may free memory
+  // before the next check point. Options::max_steps still counts the steps towards tout.
+  const long before = steps();
+  const long to_checkpoint = checkpoint_steps_ - before % checkpoint_steps_;
+  check_cvode(CVodeSetMaxNumSteps(mem_, std::min(to_checkpoint, max_steps_ - steps_since_output_)),
+              "CVodeSetMaxNumSteps");
   int ncheck = 0;
   const int flag = CVodeF(mem_, tout, y_, &t, CV_NORMAL, &ncheck);
-  checkpoints_ = ncheck;
+  steps_since_output_ += steps() - before;
+  if (ncheck > checkpoints_) {
+    // Their orders are read when the segment ends (measure_checkpoints); until then each counts
+    // as the largest.
+    checkpoint_bytes_ += (ncheck - checkpoints_) * footprint::largest_checkpoint(
+                                                        n_, quadrature_checkpoints_ ? nq_ : 0,
+                                                        lmm_ == CV_BDF);
+    checkpoints_ = ncheck;
+  }
+  if (flag == CV_TOO_MUCH_WORK && steps_since_output_ < max_steps_) return kPaused;
+  steps_since_output_ = 0;
   return flag;
+}
+
+long CvodesSession::steps() const {
+  long n = 0;
+  check_cvode(CVodeGetNumSteps(mem_, &n), "CVodeGetNumSteps");
+  return n;
+}
+
+double CvodesSession::initial_step() const {
+  sunrealtype h = 0.0;
+  check_cvode(CVodeGetActualInitStep(mem_, &h), "CVodeGetActualInitStep");
+  return h;
+}
+
+void CvodesSession::set_initial_step(double h) {
+  check_cvode(CVodeSetInitStep(mem_, h), "CVodeSetInitStep");
+}
+
+void CvodesSession::stop_recording() {
+  if (!recording_) return;
+  CVodeAdjFree(mem_);
+  adjoint_freed_ = true;
+  recording_ = false;
+  checkpoints_ = 0;
+  checkpoint_bytes_ = 0;
+  steps_since_output_ = 0;
+  check_cvode(CVodeSetMaxNumSteps(mem_, max_steps_), "CVodeSetMaxNumSteps");
+}
+
+void CvodesSession::measure_checkpoints() {
+  if (!recording_ || steps() == 0) return;  // no CVodeF call yet: nothing is allocated to read
+  std::vector<CVadjCheckPointRec> list(static_cast<size_t>(checkpoints_ + 1));
+  check_cvode(CVodeGetAdjCheckPointsInfo(mem_, list.data()), "CVodeGetAdjCheckPointsInfo");
+  checkpoint_bytes_ = 0;
+  for (const CVadjCheckPointRec& ck : list) {
+    // Only the first check point has step count 0 (the others are taken after steps).
+    checkpoint_bytes_ += footprint::checkpoint(n_, quadrature_checkpoints_ ? nq_ : 0, ck.order,
+                                               lmm_ == CV_BDF, ck.nstep == 0);
+  }
 }
 
 std::vector<int> CvodesSession::root_info() {
@@ -202,18 +276,75 @@ void CvodesSession::add_stats(SolverStats& s) const {
   if (ns_ > 0 && CVodeGetSensNumRhsEvals(mem_, &v) == CV_SUCCESS) s.sensitivity_rhs_evals += v;
 }
 
+namespace {
+
+/// A session's own objects (this object, its context, y, atol, the Jacobian and linear solver
+/// it gives CVODES) and its CVODES integrator with quadratures, without adjoint memory.
+long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol) {
+  using namespace footprint;
+  long bytes = heap_block(sizeof(CvodesSession)) + context() + 2 * nvector(n) + dense_matrix(n) +
+               dense_solver(n) + integrator(n, bdf, true);
+  if (nq > 0) bytes += nvector(nq) + quadratures(nq, bdf, vector_quadrature_atol);
+  return bytes;
+}
+
+/// CVODES' backward problem plus the vectors, matrix and solver the session gives it.
+long backward_problem_bytes(int nB, int nqB, bool bdf) {
+  using namespace footprint;
+  return backward_problem(nB, nqB, bdf) + nvector(nB) + dense_matrix(nB) + dense_solver(nB) +
+         (nqB > 0 ? nvector(nqB) : 0);
+}
+
+bool bdf(const Options& options) { return options.method == LinearMultistep::BDF; }
+
+/// Quadratures that take part in the step control are stored in the check points too.
+int checkpointed_quadratures(int nq, const Options& options) {
+  return options.cost_error_control ? nq : 0;
+}
+
+}  // namespace
+
+long CvodesSession::held_bytes() const {
+  const bool bdf = lmm_ == CV_BDF;
+  long bytes =
+      session_base_bytes(n_, nq_, bdf, vector_quadrature_atol_) + footprint::roots(n_roots_);
+  if (recording_) {
+    bytes += footprint::hermite_adjoint_memory(n_, checkpoint_steps_) + checkpoint_bytes_;
+  }
+  if (which_ >= 0) bytes += backward_problem_bytes(nB_, nqB_, bdf);
+  return bytes;
+}
+
 CheckpointUsage CvodesSession::checkpoint_usage() const {
-  // A check point keeps the Nordsieck history (at most L_MAX = 6 BDF / 13 Adams vectors) of the
-  // state and, with error-controlled quadratures, of the quadratures; the interpolation buffer
-  // holds (steps + 1) Hermite pairs (y, y') for one check-point interval.
-  const long history = lmm_ == CV_BDF ? 6 : 13;
-  const long doubles = (checkpoints_ + 1) * history * (n_ + nq_) + (checkpoint_steps_ + 1) * 2 * n_;
-  return {checkpoints_ + 1, doubles * static_cast<long>(sizeof(double))};
+  return {recording_ ? checkpoints_ + 1 : 0, held_bytes()};
+}
+
+long CvodesSession::plain_bytes(int n, int nq, const Options& options) {
+  return session_base_bytes(n, nq, bdf(options), false);
+}
+
+long CvodesSession::recording_bytes(int n, int nq, const Options& options, long checkpoint_steps) {
+  return plain_bytes(n, nq, options) + footprint::hermite_adjoint_memory(n, checkpoint_steps) +
+         footprint::checkpoint(n, checkpointed_quadratures(nq, options), 1, bdf(options), true);
+}
+
+long CvodesSession::checkpoint_bytes(int n, int nq, const Options& options) {
+  return footprint::largest_checkpoint(n, checkpointed_quadratures(nq, options), bdf(options));
+}
+
+long CvodesSession::hermite_point_bytes(int n) {
+  return footprint::hermite_adjoint_memory(n, 1) - footprint::hermite_adjoint_memory(n, 0);
+}
+
+long CvodesSession::backward_bytes(int nB, int nqB, const Options& options) {
+  return backward_problem_bytes(nB, nqB, bdf(options));
 }
 
 void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, double tB0,
                                    const Eigen::VectorXd& yB0) {
   check_cvode(CVodeCreateB(mem_, lmm_, &which_), "CVodeCreateB");
+  nB_ = nB;
+  nqB_ = nqB;
   yB_ = N_VNew_Serial(nB, ctx_);
   check_alloc(yB_, "the adjoint vector");
   view(yB_) = yB0;

@@ -43,7 +43,7 @@ struct BackwardSettings {
 /// What one recorded session stored for the backward pass.
 struct CheckpointUsage {
   long checkpoints = 0;    ///< CVODES check points
-  long stored_bytes = 0;   ///< check points plus the interpolation data of one interval
+  long stored_bytes = 0;   ///< heap bytes of the whole session (held_bytes())
 };
 
 struct CvodesCallbacks {
@@ -60,6 +60,10 @@ struct CvodesCallbacks {
 /// (re)installed with set_roots() whenever the watched set changes.
 class CvodesSession {
  public:
+  /// advance() of a recording session returns this (not a CVODES flag) when it stopped short
+  /// of tout at a check point, so that the caller can keep its memory budget; call it again.
+  static constexpr int kPaused = 1000;
+
   CvodesSession(int n, int nq, int ns, const Options& options, const CvodesCallbacks& callbacks,
                 void* user_data, const std::vector<double>& atol_state,
                 const std::vector<double>& parameter_scales,
@@ -74,8 +78,14 @@ class CvodesSession {
   /// Watches `directions.size()` root functions with CVODES direction flags (+1, -1, 0).
   void set_roots(const std::vector<int>& directions);
   /// Advances towards tout; returns the CVODES flag (CV_SUCCESS, CV_TSTOP_RETURN,
-  /// CV_ROOT_RETURN, or negative). t receives the time reached.
+  /// CV_ROOT_RETURN, or negative), or kPaused. t receives the time reached.
   int advance(double tout, double& t);
+  /// Steps taken since start().
+  long steps() const;
+  /// The first step size after start() (after the first step), and a size to impose on the
+  /// first step of the next start(): with it a recomputation repeats the steps of the first run.
+  double initial_step() const;
+  void set_initial_step(double h);
   /// Which roots fired at the last CV_ROOT_RETURN (+1 rising, -1 falling, 0 none).
   std::vector<int> root_info();
   /// Loads the sensitivities / quadratures / quadrature sensitivities at the last return time.
@@ -85,9 +95,33 @@ class CvodesSession {
   /// Adds this segment's CVODES counters to `stats` (call before start()).
   void add_stats(SolverStats& stats) const;
 
+  /// Heap bytes this session holds: the SUNDIALS context, integrator, linear solver, vectors,
+  /// and while recording the check points and the Hermite buffer, and the backward problem
+  /// (sundials_footprint.hpp). Forward-sensitivity vectors are not counted.
+  long held_bytes() const;
+
   // ---- adjoint (sessions created with checkpoint_steps > 0) ------------------------------
-  /// Check points and interpolation memory held for the backward pass.
+  /// Whether the session records check points (it was created with checkpoint_steps > 0 and
+  /// stop_recording() was not called).
+  bool recording() const { return recording_; }
+  /// Frees the check points and the Hermite buffer and continues as a plain integrator: the
+  /// steps stay those of the recording, the segment is recomputed for the backward pass.
+  void stop_recording();
+  /// Replaces the check-point estimate by their exact sizes (call when the segment has ended).
+  void measure_checkpoints();
+  /// Check points and the bytes of the session (before start_backward()).
   CheckpointUsage checkpoint_usage() const;
+  /// held_bytes() of a new recording session of n states and nq quadratures with a Hermite
+  /// buffer of checkpoint_steps + 1 points and its first check point.
+  static long recording_bytes(int n, int nq, const Options& options, long checkpoint_steps);
+  /// held_bytes() of a session that does not record (it only integrates).
+  static long plain_bytes(int n, int nq, const Options& options);
+  /// What one more check point may add.
+  static long checkpoint_bytes(int n, int nq, const Options& options);
+  /// Hermite data point: what each forward step between two check points holds.
+  static long hermite_point_bytes(int n);
+  /// What start_backward(nB, nqB, ...) adds.
+  static long backward_bytes(int nB, int nqB, const Options& options);
   /// Creates the backward problem of size nB with nqB quadratures, starting at tB0 from yB0
   /// with zero quadratures. One backward problem per session.
   void start_backward(int nB, int nqB, const BackwardSettings& settings, double tB0,
@@ -122,9 +156,19 @@ class CvodesSession {
   int n_roots_ = 0;
   long checkpoint_steps_ = 0;
   int lmm_ = CV_BDF;
-  long checkpoints_ = 0;
+  long max_steps_ = 0;
+  bool quadrature_checkpoints_ = false;  // quadratures in the step control: in check points too
+  bool vector_quadrature_atol_ = false;
+  // Recording (CVodeAdjInit).
+  bool recording_ = false;
+  bool adjoint_freed_ = false;  // stop_recording() freed the adjoint memory
+  long checkpoints_ = 0;        // CVODES' count, without the initial check point
+  long checkpoint_bytes_ = 0;   // all check points, the initial one included
+  long steps_since_output_ = 0; // steps of the current advance() over its pauses
   // Backward problem.
   int which_ = -1;
+  int nB_ = 0;
+  int nqB_ = 0;
   N_Vector yB_ = nullptr;
   N_Vector qB_ = nullptr;
   SUNMatrix AB_ = nullptr;

@@ -6,9 +6,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "guard_rate.hpp"
+#include "sundials_footprint.hpp"
 
 namespace saltus::detail {
 
@@ -23,11 +25,16 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
       cascade_(opt_),
-      zeno_(opt_) {
+      zeno_(opt_),
+      ledger_(options.adjoint_memory_budget) {
   pb_.validate();
   validate(opt_, nx_, np_);
   pb_.validate_parameters(p_);
   for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  recorded_quadratures_ = has_running_cost_ ? nc_ : 0;
+  // The backward pass integrates lambda (n_x per cost) with the gradient quadratures (n_p per
+  // cost) on the recording of one segment at a time.
+  backward_bytes_ = CvodesSession::backward_bytes(nx_ * nc_, np_ * nc_, opt_);
   identity_x_ = Eigen::MatrixXd::Identity(nx_, nx_);
   identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
   zero_p_ = Eigen::VectorXd::Zero(np_);
@@ -142,20 +149,7 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
 }
 
 void HybridRun::begin_segment(double t) {
-  if (kind_ == RunKind::AdjointRecording) {
-    // A session of its own per segment: its check points end at this segment's event.
-    RecordedSegment seg;
-    seg.session = std::make_unique<CvodesSession>(
-        nx_, has_running_cost_ ? nc_ : 0, 0, opt_, callbacks_, this, state_atol(opt_, nx_),
-        std::vector<double>{}, std::vector<double>{}, opt_.checkpoint_steps);
-    seg.mode = mode_;
-    seg.t_start = t;
-    // The events applied since the previous segment started are those at its end.
-    seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
-    seg.events_end = sol_.events.size();
-    cv_ = seg.session.get();
-    segments_.push_back(std::move(seg));
-  }
+  if (kind_ == RunKind::AdjointRecording) start_recording(t);
   view(cv_->y()) = x_;
   for (int j = 0; j < cv_->ns(); ++j) view(cv_->yS(j)) = S_.col(j);
   // The cost quadratures continue from their totals rather than from zero: their error weights
@@ -170,6 +164,161 @@ void HybridRun::begin_segment(double t) {
   watched_ = watched_events(pb_, mode_);
   cv_->set_roots(watched_.directions);
   segment_advanced_ = false;
+  if (kind_ == RunKind::AdjointRecording) account(segments_.back());
+}
+
+namespace {
+/// The snapshot's heap bytes: its record in the segment list and its two vectors.
+long snapshot_bytes(const RecordedSegment& s) {
+  return static_cast<long>(sizeof(RecordedSegment)) +
+         footprint::heap_block(static_cast<long>(s.x_start.size() * sizeof(double))) +
+         footprint::heap_block(static_cast<long>(s.q_start.size() * sizeof(double)));
+}
+}  // namespace
+
+void HybridRun::account(RecordedSegment& s) {
+  ledger_.update(s.accounted_bytes, snapshot_bytes(s) + (s.session ? s.session->held_bytes() : 0));
+}
+
+void HybridRun::release(RecordedSegment& s) {
+  s.session.reset();
+  account(s);
+}
+
+long HybridRun::headroom() const {
+  // The backward problem of one segment, and the check point the current recording may add
+  // before the next look at the budget (CvodesSession::advance pauses at every check point).
+  return backward_bytes_ + CvodesSession::checkpoint_bytes(nx_, recorded_quadratures_, opt_);
+}
+
+void HybridRun::start_recording(double t) {
+  RecordedSegment seg;
+  seg.mode = mode_;
+  seg.t_start = t;
+  seg.x_start = x_;
+  if (recorded_quadratures_ > 0) seg.q_start = cost_integral_;
+  // The events applied since the previous segment started are those at its end.
+  seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
+  seg.events_end = sol_.events.size();
+  segments_.push_back(std::move(seg));
+  RecordedSegment& s = segments_.back();
+  account(s);
+  // A session of its own per segment, so that its check points end at this segment's event.
+  // It records if that fits the budget once older recordings are released; otherwise it only
+  // integrates, and the backward pass recomputes the segment with fewer check points.
+  const long needed =
+      CvodesSession::recording_bytes(nx_, recorded_quadratures_, opt_, opt_.checkpoint_steps) +
+      headroom();
+  make_room(needed);
+  const long checkpoint_steps = ledger_.fits(needed) ? opt_.checkpoint_steps : 0;
+  s.session = std::make_unique<CvodesSession>(nx_, recorded_quadratures_, 0, opt_, callbacks_,
+                                              this, state_atol(opt_, nx_), std::vector<double>{},
+                                              std::vector<double>{}, checkpoint_steps);
+  cv_ = s.session.get();
+  account(s);
+}
+
+void HybridRun::make_room(long extra) {
+  // Oldest first: the backward pass needs them last, and the recordings kept are then the
+  // newest ones, used one after the other as soon as the backward pass starts.
+  while (!ledger_.fits(extra) && oldest_kept_ + 1 < segments_.size()) {
+    RecordedSegment& old = segments_[oldest_kept_++];
+    if (old.session) release(old);
+  }
+}
+
+void HybridRun::keep_within_budget() {
+  RecordedSegment& s = segments_.back();
+  account(s);
+  if (!s.recorded()) return;
+  make_room(headroom());
+  if (ledger_.fits(headroom())) return;
+  // This segment alone outgrows the budget: it continues without check points (the same steps)
+  // and is recomputed with check points sized for the budget.
+  s.session->stop_recording();
+  account(s);
+}
+
+void HybridRun::finish_recording() {
+  RecordedSegment& s = segments_.back();
+  s.steps = cv_->steps();
+  if (segment_advanced_) s.initial_step = cv_->initial_step();
+  if (s.recorded()) {
+    cv_->measure_checkpoints();
+    account(s);
+  } else {
+    cv_ = nullptr;
+    release(s);  // the integrator that did not record is of no use to the backward pass
+  }
+}
+
+int HybridRun::advance(double tout, double& t) {
+  for (;;) {
+    const int flag = cv_->advance(tout, t);
+    if (kind_ == RunKind::AdjointRecording) keep_within_budget();
+    if (flag != CvodesSession::kPaused) return flag;
+  }
+}
+
+long HybridRun::recomputation_checkpoint_steps(const RecordedSegment& s) const {
+  const long steps = opt_.checkpoint_steps;
+  const long checkpoint = CvodesSession::checkpoint_bytes(nx_, recorded_quadratures_, opt_);
+  const auto bytes = [&](long k) {
+    return CvodesSession::recording_bytes(nx_, recorded_quadratures_, opt_, k) +
+           (s.steps / k + 1) * checkpoint;
+  };
+  // The same check points as the forward pass repeat its steps exactly; when they do not fit,
+  // fewer Hermite points and more check points: their sum is smallest where the two are equal,
+  // at sqrt(N checkpoint / point) steps between check points.
+  if (ledger_.fits(bytes(steps) + backward_bytes_)) return steps;
+  const double optimum = std::sqrt(static_cast<double>(s.steps) * static_cast<double>(checkpoint) /
+                                   static_cast<double>(CvodesSession::hermite_point_bytes(nx_)));
+  return std::clamp(std::lround(optimum), 1L, std::max(1L, s.steps));
+}
+
+void HybridRun::recompute(RecordedSegment& s) {
+  // One advance to t_end instead of one per output time: the step limit (per advance) must
+  // allow the segment's own steps on top of Options::max_steps.
+  Options o = opt_;
+  o.max_steps = opt_.max_steps + s.steps;
+  s.session = std::make_unique<CvodesSession>(
+      nx_, recorded_quadratures_, 0, o, callbacks_, this, state_atol(opt_, nx_),
+      std::vector<double>{}, std::vector<double>{}, recomputation_checkpoint_steps(s));
+  CvodesSession& cv = *s.session;
+  view(cv.y()) = s.x_start;
+  if (cv.nq() > 0) view(cv.q()) = s.q_start;
+  cv.start(s.t_start);
+  cv.set_initial_step(s.initial_step);  // no roots: the segment ends at t_end, not at its event
+  account(s);
+  mode_ = s.mode;
+  model_error_.clear();
+  double t = s.t_start;
+  int flag = CvodesSession::kPaused;
+  while (flag == CvodesSession::kPaused) {
+    flag = cv.advance(s.t_end, t);
+    account(s);
+    if (flag < 0) fail_recomputation(s, flag, t);
+  }
+  cv.measure_checkpoints();
+  account(s);
+  ++recomputed_;
+}
+
+CvodesSession& HybridRun::recording(RecordedSegment& s) {
+  if (!s.recorded()) recompute(s);
+  return *s.session;
+}
+
+void HybridRun::fail_recomputation(const RecordedSegment& s, int flag, double t) {
+  throw_if_interrupted(t);
+  const std::string context = fmt::format(
+      "at t = {:.17g} while recomputing the segment [{:.17g}, {:.17g}] in mode '{}' for the "
+      "backward pass",
+      t, s.t_start, s.t_end, pb_.mode(s.mode).name);
+  if (!model_error_.empty()) {
+    throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name(flag), context));
+  }
+  throw SolverError(fmt::format("CVODES failed with {} {}", flag_name(flag), context));
 }
 
 void HybridRun::close_segment(double t) {
@@ -185,8 +334,7 @@ void HybridRun::close_segment(double t) {
 void HybridRun::end_segment(double t) {
   close_segment(t);
   cv_->add_stats(sol_.stats);
-  if (!segment_advanced_) return;
-  if (cv_->nq() > 0) {
+  if (segment_advanced_ && cv_->nq() > 0) {
     cv_->load_quadratures(t);
     cost_integral_ = view(cv_->q());
     if (sens_) {
@@ -194,6 +342,7 @@ void HybridRun::end_segment(double t) {
       for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) = view(cv_->qS(j));
     }
   }
+  if (kind_ == RunKind::AdjointRecording) finish_recording();
 }
 
 void HybridRun::record_output(double t) {
@@ -420,7 +569,7 @@ Solution HybridRun::run() {
       ++next;
       continue;
     }
-    const int flag = cv_->advance(tout, t);
+    const int flag = advance(tout, t);
     if (flag < 0) fail(flag, t);
     segment_advanced_ = true;
     if (flag == CV_ROOT_RETURN) {

@@ -1,7 +1,9 @@
 #pragma once
 // One run of a hybrid ODE on CVODES, segment by segment: simulation, forward sensitivities, or
-// the forward pass of the adjoint (every segment kept with its CVODES check points so that the
-// backward pass never interpolates across an event).
+// the forward pass of the adjoint (every segment recorded by a CVODES session of its own, with
+// check points that end at its event, so that the backward pass never interpolates across an
+// event; within Options::adjoint_memory_budget, older recordings are released and recomputed
+// from their snapshot for the backward pass).
 #include <saltus/core/problem.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/solution.hpp>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "cvodes_session.hpp"
+#include "memory_ledger.hpp"
 #include "run_support.hpp"
 
 namespace saltus::detail {
@@ -26,6 +29,8 @@ enum class RunKind {
 /// CVODES session. The events applied at t_start (before the segment) are
 /// Solution::events[events_begin, events_end).
 struct RecordedSegment {
+  /// The recording (level 2 of the check points: CVODES' own). Null once released to stay
+  /// within the memory budget; the backward pass then recomputes it from the snapshot.
   std::unique_ptr<CvodesSession> session;
   int mode = 0;
   double t_start = 0.0;
@@ -33,6 +38,14 @@ struct RecordedSegment {
   size_t events_begin = 0;
   size_t events_end = 0;
   bool advanced = false;  ///< CVODES took at least one step
+  // The snapshot (level 1): with it a fresh session repeats the segment's steps.
+  Eigen::VectorXd x_start;    ///< state at t_start
+  Eigen::VectorXd q_start;    ///< cost quadratures at t_start (their error weights shape steps)
+  double initial_step = 0.0;  ///< CVODES' first step (it was sized from the next output time)
+  long steps = 0;             ///< steps of the forward pass
+  long accounted_bytes = 0;   ///< what the run's MemoryLedger holds for this segment
+
+  bool recorded() const { return session && session->recording(); }
 };
 
 class HybridRun {
@@ -42,6 +55,16 @@ class HybridRun {
   Solution run();
   /// Segments of an AdjointRecording run (after run()).
   std::vector<RecordedSegment>& segments() { return segments_; }
+  /// The recording of a segment for its backward integration: the one kept from the forward
+  /// pass, or a recomputation from the segment's snapshot (Throws like run(), and Interrupted).
+  CvodesSession& recording(RecordedSegment& segment);
+  /// Accounts what a segment holds now (after its backward problem was created).
+  void account(RecordedSegment& segment);
+  /// Frees a segment's recording once the backward pass is done with it.
+  void release(RecordedSegment& segment);
+  /// What the adjoint held for its backward pass, against Options::adjoint_memory_budget.
+  const MemoryLedger& ledger() const { return ledger_; }
+  int recomputed_segments() const { return recomputed_; }
   /// The mode whose right-hand side the forward callbacks evaluate; the backward pass sets it
   /// to the segment it integrates, because CVODES recomputes forward steps from check points.
   void set_mode(int mode) { mode_ = mode; }
@@ -61,6 +84,16 @@ class HybridRun {
   void begin_segment(double t);
   void end_segment(double t);
   void close_segment(double t);
+  int advance(double tout, double& t);
+  // Adjoint recording within the memory budget.
+  void start_recording(double t);
+  void keep_within_budget();
+  void make_room(long extra);
+  void finish_recording();
+  long headroom() const;
+  long recomputation_checkpoint_steps(const RecordedSegment& segment) const;
+  void recompute(RecordedSegment& segment);
+  [[noreturn]] void fail_recomputation(const RecordedSegment& segment, int flag, double t);
   void handle_roots(double t);
   void apply_event(int k, double t, const std::optional<Accumulation>& rest = std::nullopt);
   /// The event applied for a firing of k: k, or its resting variant where the motion comes to
@@ -102,6 +135,13 @@ class HybridRun {
   std::unique_ptr<CvodesSession> session_;  // simulation and forward runs
   std::vector<RecordedSegment> segments_;            // adjoint recordings
   CvodesSession* cv_ = nullptr;                      // the session of the current segment
+  // Adjoint recordings: the ledger, the oldest segment that may still hold its recording, the
+  // quadratures a recording integrates, and what one backward problem will need.
+  MemoryLedger ledger_;
+  size_t oldest_kept_ = 0;
+  int recorded_quadratures_ = 0;
+  long backward_bytes_ = 0;
+  int recomputed_ = 0;
 };
 
 }  // namespace saltus::detail

@@ -11,6 +11,10 @@ enum class LinearMultistep { BDF, Adams };
 /// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).
 enum class SensitivityCorrector { Staggered, Simultaneous };
 
+/// The smallest Options::adjoint_memory_budget: room for one recorded segment of a small
+/// model with its backward problem.
+inline constexpr long kMinAdjointMemoryBudget = 1L << 20;
+
 struct Options {
   double t0 = 0.0;  ///< initial time [s]
   double tf = 1.0;  ///< final time [s], > t0
@@ -38,6 +42,12 @@ struct Options {
   /// for check points, more memory for the interpolation buffer of one interval; the forward
   /// steps between check points are recomputed once during the backward pass.
   long checkpoint_steps = 100;
+  /// Bytes the adjoint may hold at once for its backward pass [B], at least
+  /// kMinAdjointMemoryBudget: the CVODES sessions of the segments it keeps, with their check
+  /// points and interpolation buffers, plus one backward problem. Past it the oldest segments
+  /// keep only their start (time, mode, state) and are recomputed from it during the backward
+  /// pass (docs/adjoint.md). The gradient does not depend on it; the run time does, a little.
+  long adjoint_memory_budget = 256L << 20;
   double adjoint_rtol = -1.0;             ///< relative tolerance of lambda; < 0: rtol
   /// Absolute tolerance of lambda = (dpsi/dx)^T, in cost units per state unit; < 0: atol.
   double adjoint_atol = -1.0;

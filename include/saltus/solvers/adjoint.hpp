@@ -3,7 +3,9 @@
 //
 // Forward pass: the hybrid run of simulate(), with one CVODES session per smooth segment that
 // stores check points every Options::checkpoint_steps steps, so that no interpolation of the
-// forward state ever crosses an event. Backward pass (theory/hybrid-ode.md section 6.4), for
+// forward state ever crosses an event. The sessions held at once stay within
+// Options::adjoint_memory_budget: the oldest are released and their segments recomputed from a
+// snapshot (start time, mode, state) during the backward pass (docs/adjoint.md). Backward pass (theory/hybrid-ode.md section 6.4), for
 // every cost j at once (lambda has one column per cost):
 //   lambda(tf) = w_x^T,  grad = w_p;
 //   in each segment, backwards:  lambda' = -f_x^T lambda - g_x^T,

@@ -45,11 +45,20 @@ struct SolverStats {
   int segments = 0;  ///< smooth pieces integrated (events + 1)
 };
 
-/// What the adjoint stored and computed.
+/// What the adjoint stored and computed. Bytes are heap bytes as SUNDIALS and glibc allocate
+/// them (integrators, vectors with their operation tables, matrices, check points, Hermite
+/// buffers), not payload alone (docs/adjoint.md).
 struct AdjointStats {
   long checkpoint_steps = 0;  ///< forward steps between check points (the setting)
-  long checkpoints = 0;       ///< check points over all segments
-  long stored_bytes = 0;      ///< check points plus interpolation buffers (estimate)
+  long checkpoints = 0;       ///< check points of the recordings the backward pass used
+  /// Bytes of the recordings of all segments together, each counted once as the backward pass
+  /// used it: what the adjoint would hold at once if it kept everything.
+  long stored_bytes = 0;
+  long memory_budget = 0;      ///< Options::adjoint_memory_budget [B]
+  /// The most bytes held at once for the backward pass (recordings, snapshots and one backward
+  /// problem): what the budget bounds.
+  long peak_stored_bytes = 0;
+  long recomputed_segments = 0;  ///< segments recomputed from their snapshot (over the budget)
   long tape_recordings = 0;   ///< reverse-mode recordings of the right-hand side
   SolverStats backward;       ///< CVODES counters of the backward integrations
 };

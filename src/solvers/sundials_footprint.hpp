@@ -1,0 +1,59 @@
+#pragma once
+// What SUNDIALS 6 (serial N_Vector, dense matrix and solver, CVODES) really allocates, in heap
+// bytes, so that the adjoint's memory budget and its report count the memory a run holds rather
+// than the 8 bytes per vector entry of its payload. Every count follows one allocation site of
+// the SUNDIALS 6.4 sources (cvodes.c, cvodea.c, cvodes_ls.c, nvector_serial.c,
+// sunmatrix_dense.c, sunlinsol_dense.c, sunnonlinsol_newton.c, sundials_context.c); the tests
+// compare the total with the heap growth glibc reports.
+
+namespace saltus::detail::footprint {
+
+/// Heap bytes glibc takes for one malloc(request): an 8-byte header, 16-byte granularity and a
+/// 32-byte minimum chunk (0 for an empty request, which SUNDIALS never makes).
+long heap_block(long request);
+
+/// One serial N_Vector of length n: the generic struct, its operation table (by far the largest
+/// part for short vectors: ~60 function pointers), the serial content and the data.
+long nvector(long n);
+
+/// A dense n x n SUNMatrix: structs, the data and the column pointers.
+long dense_matrix(long n);
+
+/// A dense SUNLinearSolver for n unknowns: structs and the pivots.
+long dense_solver(long n);
+
+/// A SUNContext: the context, its (inactive) logger and the logger's file table.
+long context();
+
+/// Largest order CVODES may use (its Nordsieck history has max_order + 1 vectors).
+int max_order(bool bdf);
+
+/// One CVODES integrator of n states after CVodeCreate, CVodeInit, the default Newton solver,
+/// CVodeSetLinearSolver with a dense matrix (the saved Jacobian it clones, not the matrix it is
+/// given) and, if vector_atol, CVodeSVtolerances.
+long integrator(long n, bool bdf, bool vector_atol);
+
+/// CVodeQuadInit's vectors for nq quadratures, plus the tolerance vector of
+/// CVodeQuadSVtolerances if vector_atol.
+long quadratures(long nq, bool bdf, bool vector_atol);
+
+/// CVodeRootInit's work arrays for nr root functions.
+long roots(int nr);
+
+/// CVodeAdjInit(steps, CV_HERMITE) and the Hermite buffer CVodeF allocates on its first call:
+/// steps + 1 data points holding y and y' each.
+long hermite_adjoint_memory(long n, long steps);
+
+/// One CVODES check point of order q: Nordsieck vectors zn[0..q] (plus zn[qmax] while
+/// q < qmax) of the state and, if quadratures take part in the step control, of the nq
+/// quadratures. `initial`: the first check point of a recording, which holds zn[0] and zn[1].
+long checkpoint(long n, long nq, int order, bool bdf, bool initial);
+/// The largest check point (q = qmax): what the next one may cost.
+long largest_checkpoint(long n, long nq, bool bdf);
+
+/// A backward problem (CVodeCreateB, CVodeInitB, dense linear solver, CVodeQuadInitB with
+/// vector tolerances) of nB adjoint states and nqB quadratures, without the vectors and the
+/// matrix the caller passes in.
+long backward_problem(long nB, long nqB, bool bdf);
+
+}  // namespace saltus::detail::footprint
