@@ -3,6 +3,7 @@
 #include <saltus/derivatives/reverse.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/event_transfer.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
 #include <fmt/format.h>
@@ -217,33 +218,11 @@ void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
 }
 
 void AdjointSweep::transpose_event(const EventRecord& e) {
-  const double t = e.time;
-  if (e.grazing) {
-    throw GrazingError(fmt::format(
-        "event '{}' at t = {:.17g} grazes its guard (r-dot- = {:.3g}): the event time has no "
-        "derivative there, so no adjoint sensitivity exists",
-        e.name, t, e.guard_rate));
-  }
-  Eigen::VectorXd f_minus(nx_), f_plus(nx_), c_e(nx_);
-  pb_.mode(e.mode_before).rhs.real(t, e.state_before, p_, f_minus);
-  pb_.mode(e.mode_after).rhs.real(t, e.state_after, p_, f_plus);
-  const ScalarGradient r = guard_gradient(pb_, e.event, t, e.state_before, p_);
-  const double r_dot = r.t + r.x.dot(f_minus);
-  const Eigen::RowVectorXd tau_x = -r.x / r_dot;
-  const Eigen::RowVectorXd tau_p = -r.p / r_dot;
-  // c_e = phi_x f- + phi_t - f+: one forward tangent of the jump in the direction (1, f-, 0).
-  jump_tangent(pb_, e.event, t, e.state_before, p_, 1.0, f_minus, Eigen::VectorXd::Zero(np_),
-               c_e, ws_);
-  c_e -= f_plus;
-  const TransposedProducts phi = jump_products(pb_, e.event, t, e.state_before, p_, lambda_);
-
-  for (int c = 0; c < nc_; ++c) {
-    const double g_jump = running_cost(pb_, c, e.mode_before, t, e.state_before, p_) -
-                          running_cost(pb_, c, e.mode_after, t, e.state_after, p_);
-    const double kappa = c_e.dot(lambda_.col(c)) + g_jump;  // dpsi/dt_e
-    grad_.row(c) += phi.p.col(c).transpose() + kappa * tau_p;
-    lambda_.col(c) = phi.x.col(c) + tau_x.transpose() * kappa;
-  }
+  const EventValues v = recorded_event(pb_, e, p_);
+  require_transversal(pb_, v, opt_.grazing_tolerance, "no adjoint sensitivity exists");
+  const AdjointTransfer transfer = transfer_adjoint(pb_, v, p_, lambda_, ws_);
+  lambda_ = transfer.lambda_minus;
+  grad_ += transfer.gradient;
 }
 
 void AdjointSweep::run() {

@@ -1,6 +1,7 @@
 // Complex-arithmetic hybrid simulation with complex event times (theory/hybrid-ode.md section 8).
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/complex_simulation.hpp>
+#include <saltus/solvers/event_transfer.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
 #include <fmt/format.h>
@@ -49,7 +50,7 @@ class ComplexRun {
   VectorX<Complex> xc_, fc_;
   VectorX<Complex> cost_integral_;
   bool segment_advanced_ = false;
-  Eigen::VectorXd real_x_, real_f_, zero_p_;
+  Eigen::VectorXd real_x_, zero_p_;
   Eigen::MatrixXd identity_x_;
   TangentWorkspace ws_;
   detail::WatchedEvents watched_;
@@ -80,7 +81,6 @@ ComplexRun::ComplexRun(const Problem& problem, const VectorX<Complex>& p, const 
   xc_.resize(nx_);
   fc_.resize(nx_);
   real_x_.resize(nx_);
-  real_f_.resize(nx_);
   zero_p_ = Eigen::VectorXd::Zero(p.size());
   identity_x_ = Eigen::MatrixXd::Identity(nx_, nx_);
   // Tolerances: imaginary parts (states and cost quadratures) are O(imaginary_scale) and get
@@ -197,48 +197,18 @@ void ComplexRun::end_segment(double t) {
 }
 
 void ComplexRun::apply_event(int k, double t) {
-  const Event& ev = pb_.event(k);
-  const int mode_after = ev.mode_after(mode_);
-  // Crossing speed on the real part (its O(h) imaginary part changes dt_c only at O(h^2)).
+  // The crossing speed and the grazing test on the real parts (the O(h) imaginary part of the
+  // speed changes dt_c only at O(h^2)).
   real_x_ = xc_.real();
-  pb_.mode(mode_).rhs.real(t, real_x_, p_real_, real_f_);
-  const detail::GuardRate rate = detail::guard_rate(pb_, k, t, real_x_, p_real_, real_f_, ws_);
-  if (rate.grazing(opt_.grazing_tolerance)) {
-    throw GrazingError(fmt::format(
-        "event '{}' at t = {:.17g} grazes its guard (r-dot- = {:.3g}): the event time has no "
-        "derivative there, so the complex step does not exist",
-        ev.name, t, rate.rate));
-  }
-  const Complex tc(t);
-  VectorX<Complex> f_minus(nx_), f_plus(nx_), x_hat(nx_), x_hat_plus(nx_);
-  pb_.mode(mode_).rhs.complex(tc, xc_, p_, f_minus);
-  const Complex r = ev.guard.complex(tc, xc_, p_);
-  const Complex dt_c = -r / rate.rate;
-  const Complex t_event = tc + dt_c;
-  x_hat = xc_ + f_minus * dt_c;
-  if (ev.jump) {
-    ev.jump.complex(t_event, x_hat, p_, x_hat_plus);
-  } else {
-    x_hat_plus = x_hat;
-  }
-  pb_.mode(mode_after).rhs.complex(t_event, x_hat_plus, p_, f_plus);
-  for (int c = 0; c < nc_; ++c) {
-    const auto& g = pb_.cost(c).running;
-    if (!g) continue;
-    const Complex g_minus = g.complex(tc, xc_, f_minus, p_);
-    const Complex g_plus = g.complex(t_event, x_hat_plus, f_plus, p_);
-    cost_integral_[c] += (g_minus - g_plus) * dt_c;
-  }
-  xc_ = x_hat_plus - f_plus * dt_c;
-  if (!xc_.allFinite()) {
-    throw ModelError(fmt::format("the jump of event '{}' at t = {:.17g} returned a non-finite "
-                                 "state (complex run)",
-                                 ev.name, t));
-  }
-  mode_ = mode_after;
-  sol_.event_times.push_back(t_event);
+  const EventValues real = fire_event(pb_, k, mode_, t, real_x_, p_real_, ws_);
+  require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
+  const ComplexTransfer transfer = transfer_complex(pb_, k, mode_, t, xc_, p_, real.guard_rate);
+  cost_integral_ += transfer.cost_integral_jump;
+  xc_ = transfer.x_plus;
+  mode_ = real.mode_after;
+  sol_.event_times.push_back(transfer.time);
   sol_.event_ids.push_back(k);
-  cascade_.record(t, ev.name);
+  cascade_.record(t, pb_.event(k).name);
 }
 
 void ComplexRun::handle_roots(double t) {

@@ -3,15 +3,14 @@
 // |r_t| + |r_x| |f| (Euclidean norms): a rate that is tiny against that bound means the
 // trajectory moves (nearly) tangent to the guard surface: it grazes it.
 #include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/event_transfer.hpp>
 
 namespace saltus::detail {
 
 struct GuardRate {
   double rate = 0.0;
   double scale = 0.0;
-  bool grazing(double tolerance) const {
-    return !(std::abs(rate) > tolerance * scale) || scale == 0.0;
-  }
+  bool grazing(double tolerance) const { return is_grazing(rate, scale, tolerance); }
 };
 
 /// Throws InputError if the initial state lies exactly on the guard of an event watched in

@@ -1,7 +1,8 @@
 // A hybrid run segment by segment on CVODES: simulation, forward sensitivities, adjoint recording.
-// The event transfer follows docs/theory/hybrid-ode.md sections 3-5 (equation (H1)).
+// The event transfer is event_transfer.hpp's (docs/theory/hybrid-ode.md sections 3-5).
 #include "hybrid_run.hpp"
 
+#include <saltus/solvers/event_transfer.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
 #include <fmt/format.h>
@@ -35,9 +36,7 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
   // The backward pass integrates lambda (n_x per cost) with the gradient quadratures (n_p per
   // cost) on the recording of one segment at a time.
   backward_bytes_ = CvodesSession::backward_bytes(nx_ * nc_, np_ * nc_, opt_);
-  identity_x_ = Eigen::MatrixXd::Identity(nx_, nx_);
   identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
-  zero_p_ = Eigen::VectorXd::Zero(np_);
   xdot_.resize(nx_);
   fx_.resize(nx_, nx_);
   fp_.resize(nx_, np_);
@@ -404,78 +403,39 @@ int HybridRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) 
 }
 
 void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
-  const Event& ev = pb_.event(k);
-  const int mode_after = ev.mode_after(mode_);
-  Eigen::VectorXd f_minus(nx_), f_plus(nx_), x_plus(nx_);
-  pb_.mode(mode_).rhs.real(t, x_, p_, f_minus);
-  const GuardRate rate = guard_rate(pb_, k, t, x_, p_, f_minus, ws_);
-
+  const EventValues v = fire_event(pb_, k, mode_, t, x_, p_, ws_);
   EventRecord rec;
   rec.time = t;
   rec.event = k;
-  rec.name = ev.name;
-  rec.mode_before = mode_;
-  rec.mode_after = mode_after;
-  rec.state_before = x_;
-  rec.guard_rate = rate.rate;
-  rec.grazing = rate.grazing(opt_.grazing_tolerance);
+  rec.name = pb_.event(k).name;
+  rec.mode_before = v.mode_before;
+  rec.mode_after = v.mode_after;
+  rec.state_before = v.x_minus;
+  rec.state_after = v.x_plus;
+  rec.guard_rate = v.guard_rate;
+  rec.guard_rate_scale = v.guard_rate_scale;
+  rec.grazing = v.grazing(opt_.grazing_tolerance);
   rec.rest = rest.has_value();
   if (rest) rec.accumulation_time = rest->time;
-
-  if (ev.jump) {
-    ev.jump.real(t, x_, p_, x_plus);
-  } else {
-    x_plus = x_;
-  }
-  if (!x_plus.allFinite()) {
-    throw ModelError(fmt::format("the jump of event '{}' at t = {:.17g} returned a non-finite "
-                                 "state {} from {}",
-                                 ev.name, t, describe_state(pb_, x_plus),
-                                 describe_state(pb_, x_)));
-  }
-  pb_.mode(mode_after).rhs.real(t, x_plus, p_, f_plus);
-
   if (sens_) {
-    if (rec.grazing) {
-      throw GrazingError(fmt::format(
-          "event '{}' at t = {:.17g} grazes its guard (r-dot- = {:.3g}, state {}): the event "
-          "time has no derivative there, so no sensitivity exists",
-          ev.name, t, rate.rate, describe_state(pb_, x_)));
-    }
-    // c_e = phi_x f- + phi_t - f+, the reset defect (theory: hybrid-ode.md section 4).
-    Eigen::VectorXd c_e(nx_);
-    jump_tangent(pb_, k, t, x_, p_, 1.0, f_minus, zero_p_, c_e, ws_);
-    c_e -= f_plus;
-    Eigen::VectorXd cost_jump(nc_);  // g- - g+
-    for (int c = 0; c < nc_; ++c) {
-      cost_jump[c] = running_cost(pb_, c, mode_, t, x_, p_) -
-                     running_cost(pb_, c, mode_after, t, x_plus, p_);
-    }
-    Eigen::RowVectorXd tau(np_);
-    Eigen::MatrixXd S_plus(nx_, np_);
-    for (int j = 0; j < np_; ++j) {
-      tau[j] = -guard_tangent(pb_, k, t, x_, p_, 0.0, S_.col(j), identity_p_.col(j), ws_) /
-               rate.rate;
-      jump_tangent(pb_, k, t, x_, p_, 0.0, S_.col(j), identity_p_.col(j), S_plus.col(j), ws_);
-      S_plus.col(j) += c_e * tau[j];
-      cost_integral_sens_.col(j) += cost_jump * tau[j];
-    }
-    rec.dtime_dp = tau;
+    require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
+    SensitivityTransfer transfer = transfer_sensitivities(pb_, v, p_, S_, ws_);
+    cost_integral_sens_ += transfer.cost_integral_jump;
+    rec.dtime_dp = transfer.tau;
     if (rest) {
       // dt_inf/dp = w_a tau_a + w_b tau_b + w_c tau_c: exact for the extrapolation.
-      rec.daccumulation_dp = rest->weight_c * tau;
+      rec.daccumulation_dp = rest->weight_c * transfer.tau;
       if (rest->record_a >= 0) rec.daccumulation_dp += rest->weight_a * sol_.events[static_cast<size_t>(rest->record_a)].dtime_dp;
       if (rest->record_b >= 0) rec.daccumulation_dp += rest->weight_b * sol_.events[static_cast<size_t>(rest->record_b)].dtime_dp;
     }
     rec.sensitivity_before = S_;
-    rec.sensitivity_after = S_plus;
-    S_ = S_plus;
+    S_ = std::move(transfer.s_plus);
+    rec.sensitivity_after = S_;
   }
-  x_ = x_plus;
-  mode_ = mode_after;
-  rec.state_after = x_;
+  x_ = v.x_plus;
+  mode_ = v.mode_after;
   sol_.events.push_back(std::move(rec));
-  cascade_.record(t, ev.name);
+  cascade_.record(t, pb_.event(k).name);
 }
 
 void HybridRun::fail(int flag, double t) {

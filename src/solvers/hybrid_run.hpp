@@ -119,8 +119,7 @@ class HybridRun {
   Eigen::MatrixXd cost_integral_sens_;  // n_c x n_p
   bool segment_advanced_ = false;
 
-  Eigen::MatrixXd identity_x_, identity_p_;
-  Eigen::VectorXd zero_p_;
+  Eigen::MatrixXd identity_p_;
   Eigen::VectorXd xdot_;
   Eigen::MatrixXd fx_, fp_;
   TangentWorkspace ws_;

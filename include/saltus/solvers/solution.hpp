@@ -19,6 +19,7 @@ struct EventRecord {
   Eigen::VectorXd state_before; ///< x(t_e-), n_x
   Eigen::VectorXd state_after;  ///< x(t_e+), n_x
   double guard_rate = 0.0;      ///< r-dot- = r_t + r_x f-, the crossing speed of the guard
+  double guard_rate_scale = 0.0; ///< |r_t| + |r_x| |f-|, the scale the crossing speed is judged against
   bool grazing = false;         ///< r-dot- vanished: the guard touched zero without crossing
   /// The motion came to rest here (the event's resting variant, EventBuilder::rests_in):
   /// `accumulation_time` is where the event's firings accumulate (Aitken's extrapolation of the

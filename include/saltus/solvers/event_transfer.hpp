@@ -1,0 +1,102 @@
+#pragma once
+// The event transfer of a hybrid ODE (theory/hybrid-ode.md sections 4, 6 and 8): what happens
+// to the state, the sensitivities, the adjoint and the complex-step state when event k fires at
+// time t_e. Pure functions of the values around the event and their derivatives, whatever
+// integrator produced them: simulation, forward sensitivities, the adjoint's backward pass and
+// the complex-step run all use these, so the event maps are written once.
+//
+// Notation (one event, k, from mode m- to mode m+):
+//   x- = x(t_e-), x+ = phi(t_e, x-, p) (x- if the event has no jump), f- = f_{m-}(t_e, x-, p),
+//   f+ = f_{m+}(t_e, x+, p), r-dot- = r_t + r_x f- (the crossing speed, non-zero),
+//   c_e = phi_x f- + phi_t - f+ (the reset defect), g- - g+ per cost (the running-cost jump).
+// Forward (S = dx/dp, n_x x n_p):
+//   tau_j = -(r_x S-_j + r_p e_j) / r-dot-,   S+_j = phi_x S-_j + phi_p e_j + c_e tau_j,
+//   d(integral of g)/dp_j += (g- - g+) tau_j.
+// Adjoint (lambda, n_x x n_c, one column per cost), its transpose:
+//   kappa_c = c_e . lambda+_c + (g- - g+)_c,
+//   lambda-_c = phi_x^T lambda+_c + tau_x^T kappa_c,  grad_c += phi_p^T lambda+_c + kappa_c tau_p,
+//   with tau_x = -r_x / r-dot-, tau_p = -r_p / r-dot-.
+// Complex step: the event time is complex, t_e + dt_c with dt_c = -r(t_e, x-) / r-dot-, and the
+// state is carried through it: x+ = x_hat+ - f+ dt_c, x_hat+ = phi(t_e + dt_c, x- + f- dt_c).
+#include <saltus/core/problem.hpp>
+#include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/solution.hpp>
+
+#include <cmath>
+
+namespace saltus {
+
+/// Whether a crossing speed r-dot is tiny against its scale |r_t| + |r_x| |f| (or the scale is
+/// zero): the motion then grazes the guard, and the event time has no derivative.
+inline bool is_grazing(double rate, double scale, double tolerance) {
+  return !(std::abs(rate) > tolerance * scale) || scale == 0.0;
+}
+
+/// The values around one firing of an event (see the notation above).
+struct EventValues {
+  int event = -1;
+  int mode_before = 0;
+  int mode_after = 0;
+  double time = 0.0;           ///< t_e [s]
+  Eigen::VectorXd x_minus;     ///< x(t_e-), n_x
+  Eigen::VectorXd x_plus;      ///< x(t_e+), n_x
+  Eigen::VectorXd f_minus;     ///< f_{m-}(t_e, x-, p), n_x
+  Eigen::VectorXd f_plus;      ///< f_{m+}(t_e, x+, p), n_x
+  double guard_rate = 0.0;     ///< r-dot- = r_t + r_x f-
+  /// |r_t| + |r_x| |f-|: a crossing speed tiny against it means the motion grazes the guard.
+  double guard_rate_scale = 0.0;
+
+  bool grazing(double tolerance) const { return is_grazing(guard_rate, guard_rate_scale, tolerance); }
+};
+
+/// Fires event `event` at (t, x-) in `mode_before`: applies its jump (the identity if it has
+/// none) and evaluates f- and f+ and the guard's crossing speed. Throws ModelError if x+ is not
+/// finite.
+EventValues fire_event(const Problem& problem, int event, int mode_before, double t, In<double> x_minus,
+                       In<double> p, TangentWorkspace& ws);
+
+/// The values of a recorded firing (x-, x+, the crossing speed and its scale from the record):
+/// evaluates f- and f+ only.
+EventValues recorded_event(const Problem& problem, const EventRecord& record, In<double> p);
+
+/// Throws GrazingError if the event grazes its guard (the event time then has no derivative):
+/// `consequence` ends the message ("no sensitivity exists").
+void require_transversal(const Problem& problem, const EventValues& event, double grazing_tolerance,
+                         const char* consequence);
+
+/// c_e = phi_x f- + phi_t - f+ (n_x).
+Eigen::VectorXd reset_defect(const Problem& problem, const EventValues& event, In<double> p,
+                             TangentWorkspace& ws);
+
+/// g- - g+ for every cost (n_c; 0 for costs without a running part).
+Eigen::VectorXd running_cost_jump(const Problem& problem, const EventValues& event, In<double> p);
+
+/// The forward transfer of sensitivities through one event.
+struct SensitivityTransfer {
+  Eigen::RowVectorXd tau;               ///< dt_e/dp, 1 x n_p
+  Eigen::MatrixXd s_plus;               ///< S(t_e+), n_x x n_p
+  Eigen::MatrixXd cost_integral_jump;   ///< (g- - g+) tau, n_c x n_p: add to d(integral g)/dp
+};
+SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
+                                           const Eigen::MatrixXd& s_minus, TangentWorkspace& ws);
+
+/// The adjoint transfer through one event, backwards: lambda(t_e+) -> lambda(t_e-).
+struct AdjointTransfer {
+  Eigen::MatrixXd lambda_minus;   ///< lambda(t_e-), n_x x n_c
+  Eigen::MatrixXd gradient;       ///< the event's contribution to d cost/dp, n_c x n_p
+};
+AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& event, In<double> p,
+                                 const Eigen::MatrixXd& lambda_plus, TangentWorkspace& ws);
+
+/// The complex-step transfer (complex state xc-, complex parameters).
+struct ComplexTransfer {
+  Complex time;                        ///< t_e + dt_c
+  VectorX<Complex> x_plus;             ///< the state after the event, carried back to t_e
+  VectorX<Complex> cost_integral_jump; ///< (g- - g+) dt_c per cost, n_c: add to the integrals
+};
+/// `guard_rate` is r-dot- of the real parts (its O(h) imaginary part changes dt_c at O(h^2)).
+/// Throws ModelError if the state after the jump is not finite.
+ComplexTransfer transfer_complex(const Problem& problem, int event, int mode_before, double t,
+                                 const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate);
+
+}  // namespace saltus
