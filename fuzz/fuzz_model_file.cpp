@@ -123,7 +123,7 @@ void exercise(const Problem& pb, bool ad) {
   for (int i = 0; i < std::min(pb.n_costs(), kMaxEvaluated); ++i) {
     const Cost& c = pb.cost(i);
     if (c.running) accepted([&] { (void)c.running.real(t0, x0, xdot, p); });
-    if (c.terminal) accepted([&] { (void)c.terminal.real(x0, p); });
+    if (c.terminal) accepted([&] { (void)c.terminal.real(t0, x0, p); });
   }
   for (const Monitor& m : pb.monitors()) accepted([&] { (void)m.value(t0, x0, p); });
 }

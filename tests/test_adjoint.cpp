@@ -269,11 +269,12 @@ TEST_P(ReverseProducts, AgreeWithComplexStepAtEveryEvent) {
     if (!pb.cost(c).terminal) continue;
     const Eigen::VectorXd dx = Eigen::VectorXd::Random(nx);
     const Eigen::VectorXd dp = Eigen::VectorXd::Random(np);
-    const ScalarGradient w = terminal_cost_gradient(pb, c, s.final_state, p);
+    const double tf = s.times.back(), dt = 0.3;
+    const ScalarGradient w = terminal_cost_gradient(pb, c, tf, s.final_state, p);
     const VectorX<Complex> xc = s.final_state.cast<Complex>() + Complex(0, h) * dx.cast<Complex>();
     const VectorX<Complex> pc = p.cast<Complex>() + Complex(0, h) * dp.cast<Complex>();
-    const double reference = pb.cost(c).terminal.complex(xc, pc).imag() / h;
-    EXPECT_NEAR(w.x.dot(dx) + w.p.dot(dp), reference, 1e-10 * (1.0 + std::abs(reference)))
+    const double reference = pb.cost(c).terminal.complex(Complex(tf, h * dt), xc, pc).imag() / h;
+    EXPECT_NEAR(w.t * dt + w.x.dot(dx) + w.p.dot(dp), reference, 1e-10 * (1.0 + std::abs(reference)))
         << "terminal cost " << c;
   }
 }

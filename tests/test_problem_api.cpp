@@ -1,6 +1,8 @@
 // The C++ problem description: names, lookups, options and the scalar types.
 #include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
 
 #include <gtest/gtest.h>
 
@@ -55,4 +57,36 @@ TEST(ProblemApi, OutputGridIncludesBothEnds) {
   EXPECT_DOUBLE_EQ(s.times.front(), 0.0);
   EXPECT_DOUBLE_EQ(s.times.back(), 5.0);
   EXPECT_EQ(s.states.rows(), 11);
+}
+
+// A terminal cost may read the final time: w(t, x, p) = t x with x' = -a x, x(0) = 1 and a
+// reset x+ = x/2 at t = 1 (a time event), so psi = tf e^{-a tf} / 2 and
+// dpsi/da = -tf^2 e^{-a tf} / 2 for every horizon past the event.
+TEST(ProblemApi, TerminalCostsMayDependOnTheFinalTime) {
+  Problem pb("decay");
+  pb.set_states({"x"});
+  pb.add_parameter("a", 0.7);
+  pb.set_initial_state([](const auto&, auto x0) { x0 << 1.0; });
+  pb.add_mode("decay", [](auto, const auto& x, const auto& p, auto xdot) { xdot[0] = -p[0] * x[0]; });
+  pb.add_event("halve", Direction::Rising, [](auto t, const auto&, const auto&) { return t - 1.0; })
+      .jump([](auto, const auto& x, const auto&, auto xp) { xp[0] = 0.5 * x[0]; });
+  pb.add_terminal_cost("t_x", [](auto t, const auto& x, const auto&) { return t * x[0]; });
+  pb.add_cost("x_and_t", [](auto, const auto& x, const auto&, const auto&) { return 0.0 * x[0]; },
+              [](const auto& x, const auto&) { return x[0]; });
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  for (const double tf : {2.0, 3.5}) {
+    Options o = pb.options();
+    set_horizon(o, tf);
+    const double a = 0.7, x_tf = 0.5 * std::exp(-a * tf);
+    const Solution fwd = forward_sensitivity(pb, pb.nominal_parameters(), o);
+    const Solution adj = adjoint(pb, pb.nominal_parameters(), o);
+    const GradientEstimate cs = complex_step(pb, pb.nominal_parameters(), o);
+    EXPECT_NEAR(fwd.costs[0], tf * x_tf, 1e-8 * tf * x_tf);
+    EXPECT_NEAR(fwd.costs[1], x_tf, 1e-8 * x_tf);
+    for (const Eigen::MatrixXd* g : {&fwd.cost_gradient, &adj.cost_gradient, &cs.cost_gradient}) {
+      EXPECT_NEAR((*g)(0, 0), -tf * tf * x_tf, 1e-7 * tf * tf * x_tf) << "tf = " << tf;
+      EXPECT_NEAR((*g)(1, 0), -tf * x_tf, 1e-7 * tf * x_tf) << "tf = " << tf;
+    }
+  }
 }

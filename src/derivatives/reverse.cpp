@@ -101,7 +101,7 @@ TransposedProducts jump_products(const Problem& problem, int event, double t, In
   return products(y, t_ad, x_ad, p_ad, weights);
 }
 
-ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, In<double> x,
+ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p) {
   const auto& w = problem.cost(cost).terminal;
   if (!w) {
@@ -110,8 +110,9 @@ ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, In<doubl
   begin_recording();
   const VectorX<Reverse> x_ad = independents(x);
   const VectorX<Reverse> p_ad = independents(p);
-  const Reverse value = w.reverse(x_ad, p_ad);
-  return scalar_gradient(value, Reverse(0.0), x_ad, p_ad);
+  const Reverse t_ad = Reverse::independent(t);
+  const Reverse value = w.reverse(t_ad, x_ad, p_ad);
+  return scalar_gradient(value, t_ad, x_ad, p_ad);
 }
 
 Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,

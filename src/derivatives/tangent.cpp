@@ -88,18 +88,18 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
   }
 }
 
-double terminal_cost(const Problem& problem, int cost, In<double> x, In<double> p) {
+double terminal_cost(const Problem& problem, int cost, double t, In<double> x, In<double> p) {
   const auto& w = problem.cost(cost).terminal;
-  return w ? w.real(x, p) : 0.0;
+  return w ? w.real(t, x, p) : 0.0;
 }
 
-double terminal_cost_tangent(const Problem& problem, int cost, In<double> x, In<double> p,
-                             In<double> dx, In<double> dp, TangentWorkspace& ws) {
+double terminal_cost_tangent(const Problem& problem, int cost, double t, In<double> x, In<double> p,
+                             double dt, In<double> dx, In<double> dp, TangentWorkspace& ws) {
   const auto& w = problem.cost(cost).terminal;
   if (!w) return 0.0;
   seed(ws.t_x, x, dx);
   seed(ws.t_p, p, dp);
-  return w.dual(ws.t_x, ws.t_p).v[0];
+  return w.dual(make_dual(t, dt), ws.t_x, ws.t_p).v[0];
 }
 
 Eigen::VectorXd initial_state(const Problem& problem, In<double> p) {

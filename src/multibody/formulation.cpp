@@ -33,9 +33,10 @@ void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form
       const FullState<S> fs = form->template full_state<S>(t, x, p, &xd, mu);
       return cost_terms(*form->model, form->model->costs[i].running, fs, p);
     };
-    auto terminal = [form, i](const auto& x, const auto& p) {
+    // At the run's final time (a driving constraint in Maggi makes positions depend on t).
+    auto terminal = [form, i](auto t, const auto& x, const auto& p) {
       using S = ScalarOf<decltype(x)>;
-      const FullState<S> fs = form->template full_state<S>(S(form->model->tf), x, p, nullptr, false);
+      const FullState<S> fs = form->template full_state<S>(t, x, p, nullptr, false);
       return cost_terms(*form->model, form->model->costs[i].terminal, fs, p);
     };
     if (!spec.running.empty() && !spec.terminal.empty()) {

@@ -177,7 +177,7 @@ void AdjointSweep::terminal_conditions() {
   lambda_.resize(nx_, nc_);
   grad_.resize(nc_, np_);
   for (int c = 0; c < nc_; ++c) {
-    const ScalarGradient w = terminal_cost_gradient(pb_, c, sol_.final_state, p_);
+    const ScalarGradient w = terminal_cost_gradient(pb_, c, sol_.times.back(), sol_.final_state, p_);
     lambda_.col(c) = w.x.transpose();
     grad_.row(c) = w.p;
   }

@@ -276,7 +276,7 @@ ComplexSolution ComplexRun::run() {
   sol_.costs.resize(nc_);
   for (int c = 0; c < nc_; ++c) {
     const auto& w = pb_.cost(c).terminal;
-    sol_.costs[c] = cost_integral_[c] + (w ? w.complex(xc_, p_) : Complex(0));
+    sol_.costs[c] = cost_integral_[c] + (w ? w.complex(Complex(t), xc_, p_) : Complex(0));
   }
   return std::move(sol_);
 }

@@ -467,7 +467,7 @@ void HybridRun::finish() {
   end_segment(tf);
   sol_.costs.resize(nc_);
   for (int c = 0; c < nc_; ++c) {
-    sol_.costs[c] = cost_integral_[c] + terminal_cost(pb_, c, x_, p_);
+    sol_.costs[c] = cost_integral_[c] + terminal_cost(pb_, c, tf, x_, p_);
   }
   sol_.final_state = x_;
   sol_.final_mode = mode_;
@@ -478,7 +478,7 @@ void HybridRun::finish() {
       for (int j = 0; j < np_; ++j) {
         sol_.cost_gradient(c, j) =
             cost_integral_sens_(c, j) +
-            terminal_cost_tangent(pb_, c, x_, p_, S_.col(j), identity_p_.col(j), ws_);
+            terminal_cost_tangent(pb_, c, tf, x_, p_, 0.0, S_.col(j), identity_p_.col(j), ws_);
       }
     }
   }

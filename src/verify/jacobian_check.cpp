@@ -131,14 +131,14 @@ DerivativeCheck check_model_derivatives(const Problem& pb, double t, const Eigen
     if (!pb.cost(c).terminal) continue;
     probes.push_back(
         {fmt::format("terminal cost '{}'", pb.cost(c).name),
-         [&pb, c](Complex, const VectorX<Complex>& xc, const VectorX<Complex>& pc) {
+         [&pb, c](Complex tc, const VectorX<Complex>& xc, const VectorX<Complex>& pc) {
            VectorX<Complex> w(1);
-           w[0] = pb.cost(c).terminal.complex(xc, pc);
+           w[0] = pb.cost(c).terminal.complex(tc, xc, pc);
            return w;
          },
-         [&, c](double, const Eigen::VectorXd& dx, const Eigen::VectorXd& dp) {
+         [&, c](double dt, const Eigen::VectorXd& dx, const Eigen::VectorXd& dp) {
            Eigen::VectorXd w(1);
-           w[0] = terminal_cost_tangent(pb, c, x, p, dx, dp, ws);
+           w[0] = terminal_cost_tangent(pb, c, t, x, p, dt, dx, dp, ws);
            return w;
          }});
   }

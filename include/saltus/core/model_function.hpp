@@ -23,12 +23,24 @@ using JumpFn = std::function<void(S t, In<S> x_minus, In<S> p, Out<S> x_plus)>;
 /// Running cost integrand g(t, x, xdot, p); xdot is the current mode's right-hand side.
 template <class S>
 using RunningCostFn = std::function<S(S t, In<S> x, In<S> xdot, In<S> p)>;
-/// Terminal cost w(x(T), p).
+/// Terminal cost w(t_f, x(t_f), p). Problem::add_terminal_cost also takes w(x, p).
 template <class S>
-using TerminalCostFn = std::function<S(In<S> x, In<S> p)>;
+using TerminalCostFn = std::function<S(S t, In<S> x, In<S> p)>;
 /// Initial state x(t0) = x0(p).
 template <class S>
 using InitialStateFn = std::function<void(In<S> p, Out<S> x0)>;
+
+/// A terminal cost given as w(x, p) or w(t, x, p), as w(t, x, p).
+template <class W>
+auto with_final_time(const W& w) {
+  return [w](auto t, const auto& x, const auto& p) {
+    if constexpr (std::is_invocable_v<const W&, decltype(t), decltype(x), decltype(p)>) {
+      return w(t, x, p);
+    } else {
+      return w(x, p);
+    }
+  };
+}
 
 /// One model function compiled for double, Complex, Dual and Reverse from one generic lambda.
 template <template <class> class Fn>

@@ -160,16 +160,17 @@ class Problem {
   void add_running_cost(const std::string& name, const G& g) {
     add_cost_impl(name, Instantiated<RunningCostFn>::from(g), {});
   }
-  /// Adds the cost psi = w(x(tf), p).
+  /// Adds the cost psi = w(tf, x(tf), p): a generic lambda `w(t, x, p)`, or `w(x, p)` when it
+  /// does not depend on the final time.
   template <class W>
   void add_terminal_cost(const std::string& name, const W& w) {
-    add_cost_impl(name, {}, Instantiated<TerminalCostFn>::from(w));
+    add_cost_impl(name, {}, Instantiated<TerminalCostFn>::from(with_final_time(w)));
   }
-  /// Adds the cost psi = integral of g dt + w(x(tf), p).
+  /// Adds the cost psi = integral of g dt + w(tf, x(tf), p) (w as for add_terminal_cost).
   template <class G, class W>
   void add_cost(const std::string& name, const G& g, const W& w) {
     add_cost_impl(name, Instantiated<RunningCostFn>::from(g),
-                  Instantiated<TerminalCostFn>::from(w));
+                  Instantiated<TerminalCostFn>::from(with_final_time(w)));
   }
   /// Adds a diagnostic shown in reports (see Monitor).
   void add_monitor(const std::string& name, std::function<double(double, In<double>, In<double>)> value) {

@@ -36,8 +36,8 @@ ScalarGradient guard_gradient(const Problem& problem, int event, double t, In<do
 TransposedProducts jump_products(const Problem& problem, int event, double t, In<double> x,
                                  In<double> p, const Eigen::MatrixXd& weights);
 
-/// w_x and w_p of the terminal part of `cost` at (x(tf), p); zero if it has none.
-ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, In<double> x,
+/// w_t, w_x and w_p of the terminal part of `cost` at (tf, x(tf), p); zero if it has none.
+ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p);
 
 /// (dx0/dp)^T L for the columns of `weights` (n_x x m): an n_p x m matrix.

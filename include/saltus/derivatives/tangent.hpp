@@ -45,10 +45,10 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
                            In<double> p, double dt, In<double> dx, In<double> dp,
                            Out<double> tangents, TangentWorkspace& ws);
 
-/// Terminal cost w(x, p) (0 if the cost has none) and its tangent w_x dx + w_p dp.
-double terminal_cost(const Problem& problem, int cost, In<double> x, In<double> p);
-double terminal_cost_tangent(const Problem& problem, int cost, In<double> x, In<double> p,
-                             In<double> dx, In<double> dp, TangentWorkspace& ws);
+/// Terminal cost w(t, x, p) (0 if the cost has none) and its tangent w_t dt + w_x dx + w_p dp.
+double terminal_cost(const Problem& problem, int cost, double t, In<double> x, In<double> p);
+double terminal_cost_tangent(const Problem& problem, int cost, double t, In<double> x, In<double> p,
+                             double dt, In<double> dx, In<double> dp, TangentWorkspace& ws);
 
 /// Initial state x0(p) and its sensitivity dx0/dp (n_x x n_p).
 Eigen::VectorXd initial_state(const Problem& problem, In<double> p);
