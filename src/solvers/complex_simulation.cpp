@@ -12,6 +12,7 @@
 #include "cvodes_session.hpp"
 #include "guard_rate.hpp"
 #include "run_support.hpp"
+#include "segment_driver.hpp"
 
 namespace saltus {
 
@@ -20,7 +21,7 @@ namespace {
 using detail::view;
 
 /// Integrates the real system y = (Re x, Im x) and quadratures q = (Re z, Im z).
-class ComplexRun {
+class ComplexRun : private detail::SegmentIntegrator {
  public:
   ComplexRun(const Problem& problem, const VectorX<Complex>& p, const Options& options,
              double imaginary_scale);
@@ -34,9 +35,13 @@ class ComplexRun {
   static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self);
 
   void load_state(N_Vector y);  // y -> xc_
-  void begin_segment(double t);
+  // The segment loop's steps (segment_driver.hpp); the complex run records no outputs.
+  void begin_segment(double t) override;
+  detail::Reached advance(double tout, double& t) override;
+  void record_output(double, bool) override {}
+  void apply_roots(double t) override;
+  void finish(double t) override;
   void end_segment(double t);
-  void handle_roots(double t);
   void apply_event(int k, double t);
   [[noreturn]] void fail(int flag, double t);
 
@@ -211,16 +216,22 @@ void ComplexRun::apply_event(int k, double t) {
   cascade_.record(t, pb_.event(k).name);
 }
 
-void ComplexRun::handle_roots(double t) {
+detail::Reached ComplexRun::advance(double tout, double& t) {
+  const int flag = cv_->advance(tout, t);
+  if (flag < 0) fail(flag, t);
+  segment_advanced_ = true;
+  if (flag == CV_ROOT_RETURN) return detail::Reached::Roots;
+  load_state(cv_->y());
+  return detail::Reached::Output;
+}
+
+void ComplexRun::apply_roots(double t) {
   load_state(cv_->y());
   end_segment(t);
   const std::vector<int> fired = cv_->root_info();
-  const std::vector<int> watched = watched_.events;
-  for (size_t i = 0; i < fired.size(); ++i) {
-    if (fired[i] == 0) continue;
-    const int fired_event = watched[i];
+  const detail::WatchedEvents watched = watched_;  // begin_segment replaces it
+  detail::for_each_fired_event(pb_, watched, fired, [&] { return mode_; }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
-    if (!ev.active_in(mode_)) continue;
     int k = fired_event;
     if (ev.rest_event >= 0) {
       real_x_ = xc_.real();
@@ -231,8 +242,7 @@ void ComplexRun::handle_roots(double t) {
       zeno_.record(fired_event, t, -1);
     }
     apply_event(k, t);
-  }
-  begin_segment(t);
+  });
 }
 
 void ComplexRun::fail(int flag, double t) {
@@ -251,26 +261,11 @@ ComplexSolution ComplexRun::run() {
   real_x_ = xc_.real();
   mode_ = pb_.initial_mode_for(real_x_, p_real_);
   cost_integral_ = VectorX<Complex>::Zero(nc_);
-  const std::vector<double> grid = detail::output_grid(opt_);
-  double t = opt_.t0;
-  size_t next = grid.front() <= opt_.t0 ? 1 : 0;
-  begin_segment(t);
-  while (next < grid.size()) {
-    const double tout = grid[next];
-    if (tout - t <= 100.0 * 2.2e-16 * std::max(1.0, std::abs(t))) {
-      ++next;
-      continue;
-    }
-    const int flag = cv_->advance(tout, t);
-    if (flag < 0) fail(flag, t);
-    segment_advanced_ = true;
-    if (flag == CV_ROOT_RETURN) {
-      handle_roots(t);
-      continue;
-    }
-    load_state(cv_->y());
-    ++next;
-  }
+  detail::drive_segments(*this, detail::output_grid(opt_), opt_.t0);
+  return std::move(sol_);
+}
+
+void ComplexRun::finish(double t) {
   end_segment(t);
   sol_.final_state = xc_;
   sol_.costs.resize(nc_);
@@ -278,7 +273,6 @@ ComplexSolution ComplexRun::run() {
     const auto& w = pb_.cost(c).terminal;
     sol_.costs[c] = cost_integral_[c] + (w ? w.complex(Complex(t), xc_, p_) : Complex(0));
   }
-  return std::move(sol_);
 }
 
 }  // namespace

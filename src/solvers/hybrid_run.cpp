@@ -251,12 +251,15 @@ void HybridRun::finish_recording() {
   }
 }
 
-int HybridRun::advance(double tout, double& t) {
-  for (;;) {
-    const int flag = cv_->advance(tout, t);
+Reached HybridRun::advance(double tout, double& t) {
+  int flag = CvodesSession::kPaused;
+  while (flag == CvodesSession::kPaused) {
+    flag = cv_->advance(tout, t);
     if (kind_ == RunKind::AdjointRecording) keep_within_budget();
-    if (flag != CvodesSession::kPaused) return flag;
   }
+  if (flag < 0) fail(flag, t);
+  segment_advanced_ = true;
+  return flag == CV_ROOT_RETURN ? Reached::Roots : Reached::Output;
 }
 
 long HybridRun::recomputation_checkpoint_steps(const RecordedSegment& s) const {
@@ -344,7 +347,14 @@ void HybridRun::end_segment(double t) {
   if (kind_ == RunKind::AdjointRecording) finish_recording();
 }
 
-void HybridRun::record_output(double t) {
+void HybridRun::record_output(double t, bool integrated) {
+  if (integrated) {
+    x_ = view(cv_->y());
+    if (sens_) {
+      cv_->load_sensitivities(t);
+      for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
+    }
+  }
   const auto row = static_cast<Eigen::Index>(sol_.times.size());
   sol_.times.push_back(t);
   sol_.states.row(row) = x_.transpose();
@@ -352,7 +362,7 @@ void HybridRun::record_output(double t) {
   if (sens_) sol_.sensitivities.push_back(S_);
 }
 
-void HybridRun::handle_roots(double t) {
+void HybridRun::apply_roots(double t) {
   x_ = view(cv_->y());
   if (sens_) {
     cv_->load_sensitivities(t);
@@ -360,12 +370,9 @@ void HybridRun::handle_roots(double t) {
   }
   const std::vector<int> fired = cv_->root_info();  // before end_segment clears the roots
   end_segment(t);
-  const std::vector<int> watched = watched_.events;
+  const WatchedEvents watched = watched_;  // begin_segment replaces it
   std::vector<int> applied;
-  for (size_t i = 0; i < fired.size(); ++i) {
-    if (fired[i] == 0) continue;
-    const int fired_event = watched[i];
-    if (!pb_.event(fired_event).active_in(mode_)) continue;  // an earlier event left this mode
+  for_each_fired_event(pb_, watched, fired, [&] { return mode_; }, [&](int fired_event) {
     std::optional<Accumulation> rest;
     const int k = resolve_rest(fired_event, t, rest);
     apply_event(k, t, rest);
@@ -373,7 +380,7 @@ void HybridRun::handle_roots(double t) {
     if (pb_.event(fired_event).rest_event >= 0) {
       zeno_.record(fired_event, t, static_cast<long>(sol_.events.size()) - 1);
     }
-  }
+  });
   // A jump that leaves the state on its guard (r-dot+ = 0) cannot be continued: the next crossing
   // is undefined. Events that already grazed before the jump are reported as grazing instead.
   for (size_t i = 0; i < applied.size(); ++i) {
@@ -391,7 +398,6 @@ void HybridRun::handle_roots(double t) {
           pb_.event(k).name, t, describe_state(pb_, x_), after.rate));
     }
   }
-  begin_segment(t);
 }
 
 int HybridRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
@@ -462,8 +468,7 @@ void HybridRun::fail(int flag, double t) {
   throw SolverError(fmt::format("CVODES failed with {} {}{}", name, context, hint));
 }
 
-void HybridRun::finish() {
-  const double tf = sol_.times.back();
+void HybridRun::finish(double tf) {
   end_segment(tf);
   sol_.costs.resize(nc_);
   for (int c = 0; c < nc_; ++c) {
@@ -515,36 +520,7 @@ Solution HybridRun::run() {
 
   const std::vector<double> grid = output_grid(opt_);
   sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
-  size_t next = 0;
-  double t = opt_.t0;
-  if (grid.front() <= opt_.t0) {
-    record_output(t);
-    next = 1;
-  }
-  begin_segment(t);
-  while (next < grid.size()) {
-    const double tout = grid[next];
-    if (tout - t <= 100.0 * 2.2e-16 * std::max(1.0, std::abs(t))) {
-      record_output(t);  // an event fell on this output time: report the state after it
-      ++next;
-      continue;
-    }
-    const int flag = advance(tout, t);
-    if (flag < 0) fail(flag, t);
-    segment_advanced_ = true;
-    if (flag == CV_ROOT_RETURN) {
-      handle_roots(t);
-      continue;
-    }
-    x_ = view(cv_->y());
-    if (sens_) {
-      cv_->load_sensitivities(t);
-      for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
-    }
-    record_output(t);
-    ++next;
-  }
-  finish();
+  drive_segments(*this, grid, opt_.t0);
   return std::move(sol_);
 }
 

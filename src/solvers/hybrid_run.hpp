@@ -16,6 +16,7 @@
 #include "cvodes_session.hpp"
 #include "memory_ledger.hpp"
 #include "run_support.hpp"
+#include "segment_driver.hpp"
 
 namespace saltus::detail {
 
@@ -48,7 +49,7 @@ struct RecordedSegment {
   bool recorded() const { return session && session->recording(); }
 };
 
-class HybridRun {
+class HybridRun : private SegmentIntegrator {
  public:
   HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options,
             RunKind kind);
@@ -81,10 +82,14 @@ class HybridRun {
                                        N_Vector q, N_Vector* qS, void* self, N_Vector,
                                        N_Vector);
 
-  void begin_segment(double t);
+  // The segment loop's steps (segment_driver.hpp).
+  void begin_segment(double t) override;
+  Reached advance(double tout, double& t) override;
+  void record_output(double t, bool integrated) override;
+  void apply_roots(double t) override;
+  void finish(double t) override;
   void end_segment(double t);
   void close_segment(double t);
-  int advance(double tout, double& t);
   // Adjoint recording within the memory budget.
   void start_recording(double t);
   void keep_within_budget();
@@ -94,13 +99,10 @@ class HybridRun {
   long recomputation_checkpoint_steps(const RecordedSegment& segment) const;
   void recompute(RecordedSegment& segment);
   [[noreturn]] void fail_recomputation(const RecordedSegment& segment, int flag, double t);
-  void handle_roots(double t);
   void apply_event(int k, double t, const std::optional<Accumulation>& rest = std::nullopt);
   /// The event applied for a firing of k: k, or its resting variant where the motion comes to
   /// rest (the firings accumulate, or k's jump would leave the state on its guard).
   int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
-  void record_output(double t);
-  void finish();
   bool non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what, double t);
   [[noreturn]] void fail(int flag, double t);
 

@@ -1,0 +1,33 @@
+#include "segment_driver.hpp"
+
+#include <cmath>
+
+namespace saltus::detail {
+
+void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, double t0) {
+  size_t next = 0;
+  double t = t0;
+  if (grid.front() <= t0) {
+    run.record_output(t, false);
+    next = 1;
+  }
+  run.begin_segment(t);
+  while (next < grid.size()) {
+    const double tout = grid[next];
+    if (tout - t <= 100.0 * 2.2e-16 * std::max(1.0, std::abs(t))) {
+      run.record_output(t, false);  // an event fell on this output time: the state after it
+      ++next;
+      continue;
+    }
+    if (run.advance(tout, t) == Reached::Roots) {
+      run.apply_roots(t);
+      run.begin_segment(t);
+      continue;
+    }
+    run.record_output(t, true);
+    ++next;
+  }
+  run.finish(t);
+}
+
+}  // namespace saltus::detail

@@ -1,0 +1,56 @@
+#pragma once
+// The segment loop of every hybrid run, written once: walk the output grid, integrate a smooth
+// segment towards the next output time, record outputs, and at a guard root let the run apply
+// its events (event_transfer.hpp) and start the next segment there. A run type (real or complex,
+// with or without sensitivities, recording for the adjoint) implements SegmentIntegrator over
+// its integrator adapter; the loop knows nothing of the integrator.
+#include <saltus/core/problem.hpp>
+
+#include <vector>
+
+#include "run_support.hpp"
+
+namespace saltus::detail {
+
+/// Where an integration towards an output time stopped.
+enum class Reached {
+  Output,  ///< the output time
+  Roots,   ///< earlier, where watched guards crossed zero
+};
+
+class SegmentIntegrator {
+ public:
+  virtual ~SegmentIntegrator() = default;
+  /// Starts a smooth segment at t from the run's current state and mode.
+  virtual void begin_segment(double t) = 0;
+  /// Integrates towards tout and sets t to the time reached. Throws if the integrator fails.
+  virtual Reached advance(double tout, double& t) = 0;
+  /// Records an output at t. `integrated`: the integrator stopped there and holds the state;
+  /// otherwise the run's current state is the one (the initial time, or an event that fell on
+  /// this output time).
+  virtual void record_output(double t, bool integrated) = 0;
+  /// Ends the segment at a root found at t and applies the events whose guards fired (the loop
+  /// then begins the next segment).
+  virtual void apply_roots(double t) = 0;
+  /// Ends the last segment at the final output time t and completes the costs.
+  virtual void finish(double t) = 0;
+};
+
+/// Runs `run` over the output grid (output_grid(options), starting at t0).
+void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, double t0);
+
+/// The events to apply for the guards that fired at one root: `fired[i]` != 0 for the watched
+/// event `watched.events[i]`. Calls `apply(k)` for each in declaration order, skipping events
+/// that are no longer active in the mode an earlier one switched to (`mode()` reads the run's
+/// current mode).
+template <class Mode, class Apply>
+void for_each_fired_event(const Problem& problem, const WatchedEvents& watched, const std::vector<int>& fired,
+                          const Mode& mode, const Apply& apply) {
+  for (size_t i = 0; i < fired.size(); ++i) {
+    if (fired[i] == 0) continue;
+    const int k = watched.events[i];
+    if (problem.event(k).active_in(mode())) apply(k);
+  }
+}
+
+}  // namespace saltus::detail
