@@ -7,6 +7,8 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 120
 FUZZ_MAX_LEN ?= 16384
 FUZZ_CORPUS ?= fuzz/corpus/model_file
+FUZZ_EXPRESSION_SECONDS ?= 30
+FUZZ_EXPRESSION_CORPUS ?= fuzz/corpus/expression
 
 .PHONY: deps deps-fuzz build demo test test-sanitize fuzz clean
 
@@ -37,21 +39,26 @@ test-sanitize: deps
 deps-fuzz:
 	./scripts/install-deps.sh --fuzz
 
-# The model-file reader under libFuzzer with ASan/UBSan for FUZZ_SECONDS (docs/fuzzing.md; CI
-# runs it after `test`). Only the fuzz target is built, with clang, in its own directory. The
+# The model-file reader under libFuzzer with ASan/UBSan for FUZZ_SECONDS, then the expression
+# parser for FUZZ_EXPRESSION_SECONDS (docs/fuzzing.md; CI runs them after `test`). Only the fuzz
+# targets are built, with clang, in their own directory. The
 # corpus starts from examples/*.yaml and fuzz/seeds/ and grows in $(FUZZ_CORPUS) (not in git).
 # A finding (crash, sanitizer report, foreign exception, timeout, memory blow-up) stops the run
 # with a non-zero status and leaves its input in $(FUZZ_BUILD)/artifacts/.
 fuzz: deps-fuzz
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_FUZZ=ON \
 	  -DSALTUS_BUILD_TESTS=OFF -DSALTUS_BUILD_BENCH=OFF
-	cmake --build $(FUZZ_BUILD) --target fuzz_model_file -j $(JOBS)
-	mkdir -p $(FUZZ_CORPUS) $(FUZZ_BUILD)/artifacts
+	cmake --build $(FUZZ_BUILD) --target fuzz_model_file fuzz_expression -j $(JOBS)
+	mkdir -p $(FUZZ_CORPUS) $(FUZZ_EXPRESSION_CORPUS) $(FUZZ_BUILD)/artifacts
 	cp examples/*.yaml $(FUZZ_CORPUS)/
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ./$(FUZZ_BUILD)/fuzz/fuzz_model_file -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) \
 	  -timeout=5 -rss_limit_mb=2048 -dict=fuzz/model_file.dict -artifact_prefix=$(FUZZ_BUILD)/artifacts/ \
 	  -print_final_stats=1 $(FUZZ_CORPUS) fuzz/seeds
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ./$(FUZZ_BUILD)/fuzz/fuzz_expression -max_total_time=$(FUZZ_EXPRESSION_SECONDS) -max_len=256 \
+	  -timeout=5 -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_BUILD)/artifacts/ \
+	  -print_final_stats=1 $(FUZZ_EXPRESSION_CORPUS) fuzz/seeds_expression
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-sanitize $(FUZZ_BUILD) $(DEMO_OUT)

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "support/model_text.hpp"
+
 namespace {
 
 using namespace saltus;
@@ -22,19 +24,10 @@ elements:
 costs: {height: {terminal: [{signal: y, of: p}]}}
 )";
 
-std::string error_of(const std::string& text) {
-  try {
-    make_problem(parse_model(text, "model.yaml"));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::string& text) { return test::model_error(text); }
 
-std::string replace(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return text.replace(at, from.size(), to);
+std::string replace(const std::string& text, const std::string& from, const std::string& to) {
+  return test::replace_once(text, from, to);
 }
 
 TEST(ModelFiles, TheReferenceModelLoads) { EXPECT_EQ(error_of(kGood), ""); }

@@ -137,9 +137,12 @@ struct CartesianForm : FormBase {
   template <class S>
   void initial_state(In<S> p, Out<S> x0) const {
     const S t0(model->t0);
-    const VectorX<S> u0 = select(part, VectorX<S>(q_guess.cast<S>()));
-    const VectorX<S> q = assemble(t0, u0, p, q_guess);
-    const VectorX<S> u_dot0 = select(part, VectorX<S>(v_guess.cast<S>()));
+    // Positions and velocities may be expressions of p: the independent ones carry their
+    // derivatives, the guess for the others is taken at the real parts of p.
+    const VectorX<S> guess = model->initial_positions<S>(p);
+    const VectorX<S> u0 = select(part, guess);
+    const VectorX<S> q = assemble(t0, u0, p, real_parts<S>(guess));
+    const VectorX<S> u_dot0 = select(part, model->initial_velocities<S>(p));
     x0.head(n) = q;
     x0.tail(n) = velocities_from_independent(*model, part, MotionState<S>{t0, q, VectorX<S>::Zero(n)}, u_dot0, p);
   }
@@ -234,9 +237,8 @@ struct MaggiForm : FormBase {
 
   template <class S>
   void initial_state(In<S> p, Out<S> x0) const {
-    (void)p;
-    x0.head(f()) = select(part, VectorX<S>(q_guess.cast<S>()));
-    x0.tail(f()) = select(part, VectorX<S>(v_guess.cast<S>()));
+    x0.head(f()) = select(part, model->initial_positions<S>(p));
+    x0.tail(f()) = select(part, model->initial_velocities<S>(p));
   }
 
   /// Positions for independent coordinates u. The result must be a function of (t, u, p)

@@ -55,27 +55,14 @@ Eigen::VectorXd Model::nominal_parameters() const {
   return p;
 }
 
-namespace {
-
-/// q-shaped vector from per-point (x, y) and per-body (x, y, theta) initial data.
-template <class PointData, class BodyData>
-Eigen::VectorXd gather(const Model& m, PointData point_data, BodyData body_data) {
-  Eigen::VectorXd q(m.n_coordinates());
-  for (size_t i = 0; i < m.points.size(); ++i) q.segment(m.point_offset(static_cast<int>(i)), 2) = point_data(m.points[i]);
-  for (size_t b = 0; b < m.bodies.size(); ++b) q.segment(m.body_offset(static_cast<int>(b)), 3) = body_data(m.bodies[b]);
-  return q;
-}
-
-}  // namespace
-
 Eigen::VectorXd Model::initial_positions() const {
-  return gather(*this, [](const Point& p) { return Eigen::Vector2d(p.x0, p.y0); },
-                [](const Body& b) { return Eigen::Vector3d(b.x0, b.y0, b.theta0); });
+  const Eigen::VectorXd p = nominal_parameters();
+  return initial_positions<double>(p);
 }
 
 Eigen::VectorXd Model::initial_velocities() const {
-  return gather(*this, [](const Point& p) { return Eigen::Vector2d(p.vx0, p.vy0); },
-                [](const Body& b) { return Eigen::Vector3d(b.vx0, b.vy0, b.omega0); });
+  const Eigen::VectorXd p = nominal_parameters();
+  return initial_velocities<double>(p);
 }
 
 namespace {
@@ -105,6 +92,9 @@ bool same_place(const PointRef& a, const PointRef& b) {
   if (a.kind != b.kind) return false;
   if (a.kind == PointRef::Kind::Point) return a.index == b.index;
   const auto same = [](const Value& u, const Value& v) {
+    if (u.expression || v.expression) {
+      return u.expression && v.expression && u.expression->text() == v.expression->text();
+    }
     return u.parameter == v.parameter && u.constant == v.constant && u.scale == v.scale;
   };
   return (a.kind == PointRef::Kind::Ground || a.index == b.index) && same(a.x, b.x) && same(a.y, b.y);
@@ -137,9 +127,16 @@ class DomainCheck {
   }
 
  private:
-  double eval(const Value& v) const { return v.is_parameter() ? v.scale * p_[v.parameter] : v.constant; }
+  double eval(const Value& v) const { return v.at<double>(p_); }
 
   std::string origin(const Value& v) const {
+    if (v.expression) {
+      std::string values;
+      for (const int k : v.expression->parameters()) {
+        values += fmt::format("{}{} = {}", values.empty() ? "" : ", ", m_.parameters[static_cast<size_t>(k)].name, p_[k]);
+      }
+      return fmt::format(" (from expression '{}' with {})", v.expression->text(), values);
+    }
     if (!v.is_parameter()) return "";
     const Parameter& par = m_.parameters[static_cast<size_t>(v.parameter)];
     return fmt::format(" (from parameter '{}' = {})", par.name, p_[v.parameter]);
@@ -264,7 +261,7 @@ void Model::validate() const {
     if (e.type == ElementType::Bar && !(is_rod_end(e.a) && is_rod_end(e.b))) {
       // A rod's natural-coordinate mass matrix needs both ends as points or ground; a bar
       // between body points is a massless distance constraint.
-      if (e.mass.is_parameter() || e.mass.constant != 0.0) {
+      if (e.mass.depends_on_parameters() || e.mass.constant != 0.0) {
         throw InputError(fmt::format("{}: bar '{}' has a mass but an end on a body; give the mass to "
                                      "the body instead",
                                      locate(field + ".mass"), e.name));

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -26,6 +27,14 @@ std::optional<double> parse_number(const std::string& text) {
   } catch (const std::exception&) {
   }
   return std::nullopt;
+}
+
+/// NaN or an infinity as YAML (.nan, .inf, -.Inf) or C (nan, inf, infinity) writes them.
+bool non_finite_number(const std::string& text) {
+  std::string t;
+  for (const char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!t.empty() && (t[0] == '+' || t[0] == '-')) t.erase(0, 1);
+  return t == ".nan" || t == ".inf" || t == "nan" || t == "inf" || t == "infinity";
 }
 
 std::string trim(const std::string& text) {
@@ -130,11 +139,22 @@ class Reader {
     return n.Scalar();
   }
 
+  /// A number or a constant expression ("2*pi", "1/3"), for fields that cannot depend on the
+  /// parameters.
   double number(const YAML::Node& n, const std::string& field) const {
     note(n, field);
-    const std::string text = scalar(n, field);
+    const std::string text = trim(scalar(n, field));
     if (const auto v = parse_number(text)) return *v;
-    fail(n, field, fmt::format("expected a finite number, got '{}'", text));
+    if (text.empty() || non_finite_number(text)) fail(n, field, fmt::format("expected a finite number, got '{}'", text));
+    const Expression e = expression(n, field, text);
+    if (!e.is_constant()) {
+      fail(n, field, fmt::format("'{}' depends on parameters, but this field takes a number or a constant "
+                                 "expression (such as 2*pi)",
+                                 text));
+    }
+    const double v = e.evaluate<double>(Eigen::VectorXd());
+    if (!std::isfinite(v)) fail(n, field, fmt::format("expected a finite number, got '{}' = {}", text, v));
+    return v;
   }
 
   int integer(const YAML::Node& n, const std::string& field) const {
@@ -145,15 +165,29 @@ class Reader {
     return static_cast<int>(v);
   }
 
-  /// A number, a parameter name, or a scaled parameter: "-name", "0.5*name", "-0.5 * name".
+  /// A number, a parameter name, a scaled parameter ("-name", "0.5*name", "-0.5 * name"), or an
+  /// expression over the parameters ("m*l^2/12", core/expression.hpp).
   Value value(const YAML::Node& n, const std::string& field) const {
     note(n, field);
     const std::string text = trim(scalar(n, field));
+    if (const auto v = parse_number(text)) return Value(*v);
+    if (const auto v = scaled_parameter(text)) return *v;
+    if (text.empty() || non_finite_number(text)) fail(n, field, fmt::format("expected a finite number, got '{}'", text));
+    const Expression e = expression(n, field, text);
+    const double nominal = e.evaluate<double>(nominal_parameters());
+    if (!std::isfinite(nominal)) {
+      fail(n, field, fmt::format("'{}' is not finite at the nominal parameters (got {})", text, nominal));
+    }
+    return e.is_constant() ? Value(nominal) : Value::of_expression(e);
+  }
+
+  /// "name", "-name" or "factor*name" for a declared parameter.
+  std::optional<Value> scaled_parameter(const std::string& text) const {
     double scale = 1.0;
     std::string name = text;
     if (const auto star = text.find('*'); star != std::string::npos) {
       const auto factor = parse_number(trim(text.substr(0, star)));
-      if (!factor) fail(n, field, fmt::format("expected a number before '*', got '{}'", text.substr(0, star)));
+      if (!factor) return std::nullopt;
       scale = *factor;
       name = trim(text.substr(star + 1));
     } else if (!text.empty() && text[0] == '-') {
@@ -161,12 +195,34 @@ class Reader {
       name = trim(text.substr(1));
     }
     const auto it = parameter_index_.find(name);
-    if (it != parameter_index_.end()) return Value::of_parameter(it->second, scale);
-    if (const auto v = parse_number(text)) return Value(*v);
-    std::string known;
-    for (const auto& p : model_.parameters) known += (known.empty() ? "" : ", ") + p.name;
-    fail(n, field, fmt::format("expected a number or a parameter name, got '{}' (parameters: {})", text,
-                               known.empty() ? "none declared" : known));
+    if (it == parameter_index_.end()) return std::nullopt;
+    return Value::of_parameter(it->second, scale);
+  }
+
+  /// Parses an expression over the declared parameters; an error points at the offending token.
+  Expression expression(const YAML::Node& n, const std::string& field, const std::string& text) const {
+    std::vector<std::string> names;
+    for (const auto& p : model_.parameters) names.push_back(p.name);
+    try {
+      return Expression::parse(text, names);
+    } catch (const ExpressionError& e) {
+      // The token's column: after the scalar's opening quote, if any, and its leading spaces.
+      const YAML::Mark mark = n.Mark();
+      const std::string& raw = n.Scalar();
+      const size_t lead = raw.find_first_not_of(" \t");
+      const size_t quote = n.Tag() == "!" ? 1 : 0;
+      const std::string at =
+          mark.is_null() ? source_
+                         : fmt::format("{}:{}:{}", source_, mark.line + 1,
+                                       mark.column + 1 + quote + (lead == std::string::npos ? 0 : lead) + e.position());
+      throw InputError(fmt::format("{}: {}: {}", at, field, e.what()));
+    }
+  }
+
+  Eigen::VectorXd nominal_parameters() const {
+    Eigen::VectorXd p(static_cast<Eigen::Index>(model_.parameters.size()));
+    for (size_t k = 0; k < model_.parameters.size(); ++k) p[static_cast<Eigen::Index>(k)] = model_.parameters[k].nominal;
+    return p;
   }
 
   Value optional_value(const YAML::Node& map, const std::string& key, const std::string& field, double fallback) const {
@@ -231,9 +287,9 @@ class Reader {
       check_keys(kv.second, field, {"position", "velocity"});
       Point p;
       p.name = name;
-      std::tie(p.x0, p.y0) = pair_of_numbers(require(kv.second, "position", field), field + ".position");
+      std::tie(p.x0, p.y0) = pair_of_values(require(kv.second, "position", field), field + ".position");
       if (kv.second["velocity"]) {
-        std::tie(p.vx0, p.vy0) = pair_of_numbers(kv.second["velocity"], field + ".velocity");
+        std::tie(p.vx0, p.vy0) = pair_of_values(kv.second["velocity"], field + ".velocity");
         p.velocity_given = true;
       }
       PointRef r;
@@ -259,10 +315,10 @@ class Reader {
       b.name = name;
       b.mass = value(require(kv.second, "mass", field), field + ".mass");
       b.inertia = value(require(kv.second, "inertia", field), field + ".inertia");
-      std::tie(b.x0, b.y0) = pair_of_numbers(require(kv.second, "position", field), field + ".position");
-      if (kv.second["angle"]) b.theta0 = number(kv.second["angle"], field + ".angle");
-      if (kv.second["velocity"]) std::tie(b.vx0, b.vy0) = pair_of_numbers(kv.second["velocity"], field + ".velocity");
-      if (kv.second["angular_velocity"]) b.omega0 = number(kv.second["angular_velocity"], field + ".angular_velocity");
+      std::tie(b.x0, b.y0) = pair_of_values(require(kv.second, "position", field), field + ".position");
+      if (kv.second["angle"]) b.theta0 = value(kv.second["angle"], field + ".angle");
+      if (kv.second["velocity"]) std::tie(b.vx0, b.vy0) = pair_of_values(kv.second["velocity"], field + ".velocity");
+      if (kv.second["angular_velocity"]) b.omega0 = value(kv.second["angular_velocity"], field + ".angular_velocity");
       b.velocity_given = kv.second["velocity"] || kv.second["angular_velocity"];
       body_index_[name] = static_cast<int>(model_.bodies.size());
       PointRef r;
@@ -583,8 +639,8 @@ class Reader {
       }
       term.signal = it->second;
       bind_signal(t, tf, term);
-      if (t["weight"]) term.weight = number(t["weight"], tf + ".weight");
-      if (t["offset"]) term.offset = number(t["offset"], tf + ".offset");
+      if (t["weight"]) term.weight = value(t["weight"], tf + ".weight");
+      if (t["offset"]) term.offset = value(t["offset"], tf + ".offset");
       if (t["power"]) {
         term.power = integer(t["power"], tf + ".power");
         if (term.power < 1 || term.power > 8) fail(t["power"], tf + ".power", "expected 1 ... 8");

@@ -279,10 +279,10 @@ template <class S>
 S cost_terms(const Model& m, const std::vector<CostTerm>& terms, const FullState<S>& fs, In<S> p) {
   S total(0.0);
   for (const CostTerm& term : terms) {
-    const S base = signal_value(m, term, fs, p) - S(term.offset);
+    const S base = signal_value(m, term, fs, p) - value_of<S>(term.offset, p);
     S power(1.0);
     for (int i = 0; i < term.power; ++i) power *= base;
-    total += S(term.weight) * power;
+    total += value_of<S>(term.weight, p) * power;
   }
   return total;
 }

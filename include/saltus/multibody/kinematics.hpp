@@ -29,7 +29,7 @@ using MatX = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
 
 template <class S>
 S value_of(const Value& v, In<S> p) {
-  return v.is_parameter() ? S(v.scale) * p[v.parameter] : S(v.constant);
+  return v.template at<S>(p);
 }
 
 /// The state of the motion at which kinematics are evaluated.

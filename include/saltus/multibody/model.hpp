@@ -7,21 +7,28 @@
 // for each body (x, y, theta) of its centre of mass [m, m, rad]. Velocities v = q-dot.
 // Equations of motion: M q-ddot + Phi_q^T mu = F(t, q, v, p), constraints Phi(t, q, p) = 0
 // (multibody.md conventions: mu > 0 pushes along -Phi_q^T).
+#include <saltus/core/expression.hpp>
+
 #include <Eigen/Core>
 
+#include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace saltus::multibody {
 
-/// A numeric field of the model: a constant, or a named design parameter (index into the
-/// model's parameter list). Every field of every element is a Value.
+/// A numeric field of the model: a constant, a named design parameter (index into the model's
+/// parameter list) times a scale, or an expression over the parameters ("m*l^2/12"). Every
+/// field of every element is a Value.
 struct Value {
   double constant = 0.0;
   int parameter = -1;  ///< index into Model::parameters, or -1 for a constant
   double scale = 1.0;  ///< a parameter enters as scale * p (e.g. -1 for "-g")
+  /// An expression that reads at least one parameter (constant ones are folded into `constant`).
+  std::shared_ptr<const Expression> expression;
 
   Value() = default;
   Value(double c) : constant(c) {}  // NOLINT(google-explicit-constructor)
@@ -31,7 +38,20 @@ struct Value {
     v.scale = scale;
     return v;
   }
+  static Value of_expression(Expression e) {
+    Value v;
+    v.expression = std::make_shared<const Expression>(std::move(e));
+    return v;
+  }
   bool is_parameter() const { return parameter >= 0; }
+  /// Whether the value changes with some parameter.
+  bool depends_on_parameters() const { return parameter >= 0 || expression != nullptr; }
+  /// The value at the parameter vector p.
+  template <class S>
+  S at(const Eigen::Ref<const VectorX<S>>& p) const {
+    if (expression) return expression->template evaluate<S>(p);
+    return parameter >= 0 ? S(scale) * p[parameter] : S(constant);
+  }
 };
 
 struct Parameter {
@@ -52,8 +72,8 @@ struct PointRef {
 /// A moving point: two natural coordinates.
 struct Point {
   std::string name;
-  double x0 = 0.0, y0 = 0.0;    ///< initial position (exact if independent, else a guess)
-  double vx0 = 0.0, vy0 = 0.0;  ///< initial velocity (used on independent coordinates)
+  Value x0 = 0.0, y0 = 0.0;    ///< initial position (exact if independent, else a guess)
+  Value vx0 = 0.0, vy0 = 0.0;  ///< initial velocity (used on independent coordinates)
   bool velocity_given = false;  ///< the model states the velocity (else it is derived)
 };
 
@@ -61,8 +81,8 @@ struct Point {
 struct Body {
   std::string name;
   Value mass, inertia;  ///< [kg], [kg m^2]
-  double x0 = 0.0, y0 = 0.0, theta0 = 0.0;
-  double vx0 = 0.0, vy0 = 0.0, omega0 = 0.0;
+  Value x0 = 0.0, y0 = 0.0, theta0 = 0.0;
+  Value vx0 = 0.0, vy0 = 0.0, omega0 = 0.0;
   bool velocity_given = false;  ///< velocity or angular_velocity stated (else derived)
 };
 
@@ -132,8 +152,8 @@ struct CostTerm {
   int body = -1;
   int element = -1;
   int row = 0;
-  double weight = 1.0;
-  double offset = 0.0;
+  Value weight = 1.0;
+  Value offset = 0.0;
   int power = 1;
   bool needs_acceleration() const;
 };
@@ -188,15 +208,39 @@ struct Model {
   /// The most contacts validate() accepts: each is an event whose guard every step evaluates
   /// (in Maggi with a position analysis of its own).
   static constexpr int max_contacts = 1000;
+  /// A q-shaped vector of per-point and per-body fields evaluated at p.
+  template <class S>
+  VectorX<S> gather(const Eigen::Ref<const VectorX<S>>& p, std::array<Value Point::*, 2> point_fields,
+                    std::array<Value Body::*, 3> body_fields) const {
+    VectorX<S> q(n_coordinates());
+    for (size_t i = 0; i < points.size(); ++i) {
+      for (int k = 0; k < 2; ++k) q[point_offset(static_cast<int>(i)) + k] = (points[i].*point_fields[static_cast<size_t>(k)]).template at<S>(p);
+    }
+    for (size_t b = 0; b < bodies.size(); ++b) {
+      for (int k = 0; k < 3; ++k) q[body_offset(static_cast<int>(b)) + k] = (bodies[b].*body_fields[static_cast<size_t>(k)]).template at<S>(p);
+    }
+    return q;
+  }
   int n_constraints() const;
   /// Names of the coordinates: "<point>.x", "<point>.y", "<body>.x", "<body>.y", "<body>.theta".
   std::vector<std::string> coordinate_names() const;
   int point_offset(int point) const { return 2 * point; }
   int body_offset(int body) const { return 2 * static_cast<int>(points.size()) + 3 * body; }
   Eigen::VectorXd nominal_parameters() const;
-  /// Initial guess q0 and velocity v0 from the points' and bodies' initial data.
+  /// Initial guess q0 and velocity v0 from the points' and bodies' initial data at the nominal
+  /// parameters.
   Eigen::VectorXd initial_positions() const;
   Eigen::VectorXd initial_velocities() const;
+  /// The same at parameters p (positions and velocities may be expressions of p), in any
+  /// scalar type, so that dq0/dp and dv0/dp follow.
+  template <class S>
+  VectorX<S> initial_positions(const Eigen::Ref<const VectorX<S>>& p) const {
+    return gather<S>(p, {&Point::x0, &Point::y0}, {&Body::x0, &Body::y0, &Body::theta0});
+  }
+  template <class S>
+  VectorX<S> initial_velocities(const Eigen::Ref<const VectorX<S>>& p) const {
+    return gather<S>(p, {&Point::vx0, &Point::vy0}, {&Body::vx0, &Body::vy0, &Body::omega0});
+  }
   /// Throws InputError naming the element or field that is inconsistent: the structure
   /// (names, references, a bar from a point to itself, ...) and check_domains at the nominal
   /// parameters.

@@ -1,0 +1,150 @@
+// Expressions (saltus/core/expression.hpp): values against hand-computed numbers, precedence,
+// errors with their positions, and derivatives in Dual and Reverse against the complex step and
+// against closed forms.
+#include <saltus/core/expression.hpp>
+#include <saltus/core/reverse_scalar.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+namespace {
+
+using namespace saltus;
+
+const std::vector<std::string> kNames = {"L", "th0", "m", "l", "a"};
+
+Eigen::VectorXd nominal() {
+  Eigen::VectorXd p(5);
+  p << 2.0, 0.3, 1.5, 0.8, -1.25;
+  return p;
+}
+
+double value(const std::string& text) { return Expression::parse(text, kNames).evaluate<double>(nominal()); }
+
+TEST(Expression, ValuesAndPrecedence) {
+  EXPECT_DOUBLE_EQ(value("L*cos(th0)"), 2.0 * std::cos(0.3));
+  EXPECT_DOUBLE_EQ(value("m*l^2/12"), 1.5 * 0.64 / 12.0);
+  EXPECT_DOUBLE_EQ(value("-0.5 * a + 0.1"), 0.725);
+  EXPECT_DOUBLE_EQ(value("-2^2"), -4.0);
+  EXPECT_DOUBLE_EQ(value("2^3^2"), 512.0);
+  EXPECT_DOUBLE_EQ(value("2^-1"), 0.5);
+  EXPECT_DOUBLE_EQ(value("a^2"), 1.5625);  // a negative base with an integer exponent
+  EXPECT_DOUBLE_EQ(value("a^3"), -1.953125);
+  EXPECT_DOUBLE_EQ(value("l^0.5"), std::sqrt(0.8));
+  EXPECT_DOUBLE_EQ(value("(1 + 2) * 3 - 4 / 2"), 7.0);
+  EXPECT_DOUBLE_EQ(value("1 - 2 - 3"), -4.0);
+  EXPECT_DOUBLE_EQ(value("8 / 4 / 2"), 1.0);
+  EXPECT_DOUBLE_EQ(value("pi"), std::numbers::pi);
+  EXPECT_DOUBLE_EQ(value(".5e1 + 1E-1"), 5.1);
+  EXPECT_DOUBLE_EQ(value("atan2(-1, -1)"), std::atan2(-1.0, -1.0));
+  EXPECT_DOUBLE_EQ(value("atan2(1, 0)"), std::numbers::pi / 2);
+  EXPECT_DOUBLE_EQ(value("min(L, a) + max(L, a)"), 0.75);
+  EXPECT_DOUBLE_EQ(value("abs(a)"), 1.25);
+  EXPECT_DOUBLE_EQ(value("sqrt(exp(log(4)))"), 2.0);
+  EXPECT_DOUBLE_EQ(value("asin(0.5) + acos(0.5) + atan(1) + tan(0.2) + sin(0.1)"),
+                   std::asin(0.5) + std::acos(0.5) + std::atan(1.0) + std::tan(0.2) + std::sin(0.1));
+}
+
+TEST(Expression, ParametersItReads) {
+  const Expression e = Expression::parse("L*cos(th0) + L - pi", kNames);
+  EXPECT_EQ(e.parameters(), (std::vector<int>{0, 1}));
+  EXPECT_FALSE(e.is_constant());
+  EXPECT_TRUE(Expression::parse("2*pi", kNames).is_constant());
+}
+
+/// The error message and the position of the offending token.
+std::pair<std::string, size_t> error_of(const std::string& text) {
+  try {
+    Expression::parse(text, kNames);
+  } catch (const ExpressionError& e) {
+    return {e.what(), e.position()};
+  }
+  return {"", 0};
+}
+
+TEST(Expression, ErrorsNameTheTokenAndItsPosition) {
+  auto [msg, at] = error_of("L*cos(th1)");
+  EXPECT_NE(msg.find("unknown name 'th1' (parameters: L, th0, m, l, a; constant: pi)"), std::string::npos) << msg;
+  EXPECT_EQ(at, 6u);
+  std::tie(msg, at) = error_of("2*sinh(L)");
+  EXPECT_NE(msg.find("unknown function 'sinh'"), std::string::npos) << msg;
+  EXPECT_EQ(at, 2u);
+  std::tie(msg, at) = error_of("(L + 1");
+  EXPECT_NE(msg.find("expected ')'"), std::string::npos) << msg;
+  EXPECT_EQ(at, 6u);
+  std::tie(msg, at) = error_of("L + * 2");
+  EXPECT_NE(msg.find("unexpected '*'"), std::string::npos) << msg;
+  EXPECT_EQ(at, 4u);
+  std::tie(msg, at) = error_of("L 2");
+  EXPECT_NE(msg.find("unexpected '2'"), std::string::npos) << msg;
+  std::tie(msg, at) = error_of("atan2(L)");
+  EXPECT_NE(msg.find("'atan2' takes two arguments"), std::string::npos) << msg;
+  std::tie(msg, at) = error_of("sin(L, a)");
+  EXPECT_NE(msg.find("'sin' takes one argument"), std::string::npos) << msg;
+  std::tie(msg, at) = error_of("   ");
+  EXPECT_NE(msg.find("empty expression"), std::string::npos) << msg;
+  std::tie(msg, at) = error_of("1e999");
+  EXPECT_NE(msg.find("not a finite number"), std::string::npos) << msg;
+  std::tie(msg, at) = error_of("L +");
+  EXPECT_NE(msg.find("at the end"), std::string::npos) << msg;
+  std::tie(msg, at) = error_of(std::string(200, '(') + "1" + std::string(200, ')'));
+  EXPECT_NE(msg.find("nested more than"), std::string::npos) << msg;
+  std::tie(msg, at) = error_of("1.2.3");
+  EXPECT_NE(msg.find("'1.2.3' is not a number"), std::string::npos) << msg;
+}
+
+/// d/dp_k of the expression at the nominal p by the complex step.
+double complex_step(const Expression& e, int k) {
+  const double h = 1e-20;
+  VectorX<Complex> p = nominal().cast<Complex>();
+  p[k] += Complex(0.0, h);
+  return e.evaluate<Complex>(p).imag() / h;
+}
+
+TEST(Expression, DerivativesInEveryScalarTypeAgree) {
+  const std::vector<std::string> texts = {
+      "L*cos(th0)", "m*l^2/12", "a^3 - a^-2", "l^L", "atan2(a, L) + atan2(L, a) + atan2(-L, a)",
+      "abs(a) * min(L, m) / max(l, th0)", "sqrt(L) * exp(-th0) * log(m)", "asin(th0) + acos(l - 0.5) + tan(a)",
+      "-(L - 2*a)^2 / (1 + m)"};
+  for (const auto& text : texts) {
+    const Expression e = Expression::parse(text, kNames);
+    const Eigen::VectorXd p = nominal();
+    for (int k = 0; k < 5; ++k) {
+      const double reference = complex_step(e, k);
+      VectorX<Dual> pd = p.cast<Dual>();
+      pd[k] = make_dual(p[k], 1.0);
+      EXPECT_NEAR(e.evaluate<Dual>(pd).v[0], reference, 1e-13 * (1.0 + std::abs(reference))) << text << " d/dp" << k;
+    }
+    ReverseTape::clear();
+    VectorX<Reverse> pr(5);
+    for (int k = 0; k < 5; ++k) pr[k] = Reverse::independent(p[k]);
+    const Reverse y = e.evaluate<Reverse>(pr);
+    EXPECT_NEAR(y.value(), e.evaluate<double>(p), 1e-15 * (1.0 + std::abs(y.value()))) << text;
+    std::vector<double> adjoint(ReverseTape::nodes().size(), 0.0);
+    adjoint[static_cast<size_t>(y.node())] = 1.0;
+    ReverseTape::sweep(adjoint);
+    for (int k = 0; k < 5; ++k) {
+      const double reference = complex_step(e, k);
+      EXPECT_NEAR(adjoint[static_cast<size_t>(pr[k].node())], reference, 1e-13 * (1.0 + std::abs(reference)))
+          << text << " reverse d/dp" << k;
+    }
+    ReverseTape::clear();
+  }
+}
+
+TEST(Expression, DerivativesHaveTheirClosedForms) {
+  const Eigen::VectorXd p = nominal();
+  const Expression inertia = Expression::parse("m*l^2/12", kNames);
+  VectorX<Dual> pd = p.cast<Dual>();
+  pd[3] = make_dual(p[3], 1.0);  // d/dl = m l / 6
+  EXPECT_NEAR(inertia.evaluate<Dual>(pd).v[0], 1.5 * 0.8 / 6.0, 1e-15);
+  // d/da atan2(a, L) = L / (L^2 + a^2), also across the negative x axis.
+  const Expression angle = Expression::parse("atan2(a, -L)", kNames);
+  EXPECT_NEAR(complex_step(angle, 4), -2.0 / (4.0 + 1.5625), 1e-15);
+  EXPECT_NEAR(angle.evaluate<double>(p), std::atan2(-1.25, -2.0), 1e-15);
+}
+
+}  // namespace
