@@ -347,3 +347,40 @@ TEST(Cli, InterruptStopsTheRunAndLeavesNoOutput) {
     EXPECT_EQ(entry.path().filename().string().find("saltus-tmp"), std::string::npos) << entry.path();
   }
 }
+
+namespace {
+
+// `saltus check` describes a model without integrating it; its numbers are checked against the
+// five-bar's geometry (four bars between three moving points: 6 coordinates, 2 degrees of
+// freedom) and its errors are those of a run.
+TEST(Cli, CheckDescribesAModelWithoutRunningIt) {
+  const std::string model = std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml";
+  const Outcome r = saltus_cmd({"check", model});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Coordinates (6; 3 points, 0 bodies): p1.x, p1.y, p2.x, p2.y, p3.x, p3.y")) << r.out;
+  EXPECT_TRUE(contains(r.out, "Constraints (4 rows):")) << r.out;
+  EXPECT_TRUE(contains(r.out, "Degrees of freedom: 2 (rank of Phi_q at the initial configuration: 4 of 4 rows; "
+                              "redundant constraints: 0)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "  L01 = 2.23607: used by elements[4].rest_length (")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  floor: point 'p2', initial gap ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "OK: the model assembles and starts")) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(Cli, CheckRefusesWhatARunRefuses) {
+  const auto dir = temp_dir("check");
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "bad.yaml").string();
+  std::ofstream(path) << "horizon: 1\nparameters: {L: 1}\nground: {O: [0, 0]}\npoints: {p: {position: [1, 0]}}\n"
+                         "elements:\n  - {type: bar, name: rod, from: O, to: p, length: \"L - 2\", mass: 1}\n"
+                         "costs: {c: {terminal: [{signal: y, of: p}]}}\n";
+  Outcome r = saltus_cmd({"check", path});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "bad.yaml:6:") && contains(r.err, "bar 'rod' needs length > 0, got -1")) << r.err;
+  r = saltus_cmd({"check", "ball1d"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "check takes a model file (*.yaml or *.yml), got 'ball1d'")) << r.err;
+}
+
+}  // namespace

@@ -6,6 +6,7 @@
 #include <saltus/io/csv_output.hpp>
 #include <saltus/io/json_output.hpp>
 #include <saltus/io/report.hpp>
+#include <saltus/multibody/check.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
@@ -275,6 +276,36 @@ class StopSignals {
   struct sigaction previous_int_ {}, previous_term_ {};
 };
 
+/// `saltus check FILE`: what the model describes and how it starts (docs/model-files.md).
+void print_check(std::ostream& out, const multibody::ModelCheck& c) {
+  auto join = [](const std::vector<std::string>& items) {
+    std::string s;
+    for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
+    return s.empty() ? std::string("none") : s;
+  };
+  fmt::print(out, "Model '{}' ({}), formulation {}\n", c.name, c.source, c.formulation);
+  fmt::print(out, "Coordinates ({}; {} points, {} bodies): {}\n", c.coordinates.size(), c.n_points, c.n_bodies,
+             join(c.coordinates));
+  fmt::print(out, "Constraints ({} rows):", c.constraint_rows);
+  if (c.constraints.empty()) fmt::print(out, " none");
+  for (const auto& k : c.constraints) fmt::print(out, "\n  {} ({} row{})", k.element, k.rows, k.rows == 1 ? "" : "s");
+  fmt::print(out, "\nDegrees of freedom: {} (rank of Phi_q at the initial configuration: {} of {} rows; redundant "
+                  "constraints: {})\n",
+             c.degrees_of_freedom, c.rank, c.constraint_rows, c.constraint_rows - c.rank);
+  fmt::print(out, "Independent coordinates: {}\n", join(c.independent));
+  fmt::print(out, "Parameters:{}\n", c.parameters.empty() ? " none" : "");
+  for (const auto& p : c.parameters) fmt::print(out, "  {} = {:g}: used by {}\n", p.name, p.value, join(p.used_by));
+  fmt::print(out, "Contacts:{}\n", c.contacts.empty() ? " none" : "");
+  for (const auto& k : c.contacts) {
+    fmt::print(out, "  {}: point '{}', initial gap {:.6g} m, normal velocity {:.6g} m/s\n", k.name, k.point, k.gap + 0.0,
+               k.normal_velocity + 0.0);  // + 0.0: no "-0"
+  }
+  fmt::print(out, "Assembly: residual max |Phi| = {:.3g}; largest correction of a given position {:.3g} ({})\n",
+             c.assembly_residual, c.largest_correction, c.largest_correction_coordinate);
+  for (const auto& note : c.notes) fmt::print(out, "Warning: {}\n", note);
+  fmt::print(out, "OK: the model assembles and starts\n");
+}
+
 void list_examples(std::ostream& out) {
   for (const auto& e : examples::builtin_examples()) fmt::print(out, "{:<12} {}\n", e.name, e.summary);
 }
@@ -286,6 +317,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   app.require_subcommand(1);
   auto* list = app.add_subcommand("list", "List the built-in examples");
   auto* run_cmd = app.add_subcommand("run", "Run a built-in example and print its report");
+  auto* check_cmd = app.add_subcommand("check", "Check a model file without integrating it");
+  std::string check_file;
+  check_cmd->add_option("file", check_file, "Model file (*.yaml)")->required();
   RunArgs a;
   run_cmd->add_option("name", a.name, "Example name (see `saltus list`) or a model file (*.yaml)")->required();
   run_cmd->add_option("--formulation", a.formulation,
@@ -314,8 +348,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                     "that violate the constraints)");
   if (argc > 1) {
     const std::string command = argv[1];
-    if (command != "list" && command != "run" && command.rfind("-", 0) != 0) {
-      fmt::print(err, "saltus: error: unknown command '{}' (commands: list, run)\n", command);
+    if (command != "list" && command != "run" && command != "check" && command.rfind("-", 0) != 0) {
+      fmt::print(err, "saltus: error: unknown command '{}' (commands: list, run, check)\n", command);
       return 2;
     }
   }
@@ -334,6 +368,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   try {
     if (list->parsed()) {
       list_examples(out);
+      return 0;
+    }
+    if (check_cmd->parsed()) {
+      if (!multibody::is_model_file(check_file)) {
+        throw UsageError(fmt::format("check takes a model file (*.yaml or *.yml), got '{}'", check_file));
+      }
+      print_check(out, multibody::check_model(multibody::load_model(check_file)));
       return 0;
     }
     (void)run_cmd;

@@ -68,6 +68,7 @@ class Reader {
     read_independent();
     read_costs();
     model_.locations = locations_;
+    for (size_t k = 0; k < uses_.size(); ++k) model_.parameters[k].used_by = uses_[k];
     return model_;
   }
 
@@ -171,13 +172,17 @@ class Reader {
     note(n, field);
     const std::string text = trim(scalar(n, field));
     if (const auto v = parse_number(text)) return Value(*v);
-    if (const auto v = scaled_parameter(text)) return *v;
+    if (const auto v = scaled_parameter(text)) {
+      uses_[static_cast<size_t>(v->parameter)].push_back(field);
+      return *v;
+    }
     if (text.empty() || non_finite_number(text)) fail(n, field, fmt::format("expected a finite number, got '{}'", text));
     const Expression e = expression(n, field, text);
     const double nominal = e.evaluate<double>(nominal_parameters());
     if (!std::isfinite(nominal)) {
       fail(n, field, fmt::format("'{}' is not finite at the nominal parameters (got {})", text, nominal));
     }
+    for (const int k : e.parameters()) uses_[static_cast<size_t>(k)].push_back(field);
     return e.is_constant() ? Value(nominal) : Value::of_expression(e);
   }
 
@@ -250,7 +255,8 @@ class Reader {
       const std::string name = kv.first.as<std::string>();
       if (parameter_index_.count(name) != 0) fail(kv.first, "parameters." + name, "declared twice");
       parameter_index_[name] = static_cast<int>(model_.parameters.size());
-      model_.parameters.push_back(Parameter{name, number(kv.second, "parameters." + name)});
+      model_.parameters.push_back(Parameter{name, number(kv.second, "parameters." + name), {}});
+      uses_.emplace_back();
     }
   }
 
@@ -697,7 +703,8 @@ class Reader {
   std::map<std::string, PointRef> refs_;
   std::set<std::string> names_;
   mutable std::map<std::string, std::string> locations_;
-  mutable std::vector<std::string> coordinate_names_;  ///< model_.coordinate_names(), once read
+  mutable std::vector<std::string> coordinate_names_;
+  mutable std::vector<std::vector<std::string>> uses_;  ///< per parameter: the fields that read it  ///< model_.coordinate_names(), once read
 };
 
 }  // namespace

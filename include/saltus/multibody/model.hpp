@@ -57,6 +57,8 @@ struct Value {
 struct Parameter {
   std::string name;
   double nominal = 0.0;
+  /// Field paths of the model file that read it ("elements[0].length"), as the reader met them.
+  std::vector<std::string> used_by;
 };
 
 /// Where a point of an element sits: a fixed location, a moving point, or a point fixed on a

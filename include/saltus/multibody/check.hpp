@@ -1,0 +1,48 @@
+#pragma once
+// `saltus check`: what a model file describes and whether it assembles, without integrating it.
+#include <saltus/multibody/model.hpp>
+
+#include <string>
+#include <vector>
+
+namespace saltus::multibody {
+
+struct ModelCheck {
+  std::string name;
+  std::string source;  ///< the file
+  std::string formulation;
+  std::vector<std::string> coordinates;  ///< "p.x", "b.theta", ...
+  int n_points = 0, n_bodies = 0;
+  struct Constraint {
+    std::string element;  ///< describe_element(): "bar 'rod'"
+    int rows = 0;
+  };
+  std::vector<Constraint> constraints;  ///< elements with constraint rows
+  int constraint_rows = 0;
+  int rank = 0;                          ///< rank of Phi_q at the assembled configuration
+  int degrees_of_freedom = 0;            ///< coordinates - rank
+  std::vector<std::string> independent;  ///< the coordinates the formulations integrate
+  struct ParameterUse {
+    std::string name;
+    double value = 0.0;
+    std::vector<std::string> used_by;  ///< "field (file:line:col)"
+  };
+  std::vector<ParameterUse> parameters;
+  struct ContactStart {
+    std::string name;
+    std::string point;
+    double gap = 0.0;              ///< [m], > 0 on the allowed side
+    double normal_velocity = 0.0;  ///< [m/s], < 0 approaching
+  };
+  std::vector<ContactStart> contacts;
+  std::vector<std::string> notes;  ///< input a run would correct (warnings of `saltus run`)
+  double assembly_residual = 0.0;  ///< max |Phi| at the assembled configuration
+  double largest_correction = 0.0; ///< max |q - q_given| over the coordinates [m or rad]
+  std::string largest_correction_coordinate;
+};
+
+/// Checks `model` as make_problem would (structure, domains, partition, assembly, contacts,
+/// initial velocities), then describes it. Throws InputError on the first problem.
+ModelCheck check_model(const Model& model);
+
+}  // namespace saltus::multibody

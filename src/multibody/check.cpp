@@ -1,0 +1,83 @@
+#include <saltus/multibody/check.hpp>
+#include <saltus/multibody/formulation.hpp>
+
+#include <Eigen/LU>
+
+#include <cmath>
+
+#include "formulations.hpp"
+#include "position_analysis.hpp"
+
+namespace saltus::multibody {
+
+namespace {
+
+void describe_structure(const Model& model, ModelCheck& out) {
+  out.name = model.name;
+  out.source = model.source;
+  out.formulation = to_string(model.formulation.type);
+  out.coordinates = model.coordinate_names();
+  out.n_points = static_cast<int>(model.points.size());
+  out.n_bodies = static_cast<int>(model.bodies.size());
+  for (size_t i = 0; i < model.elements.size(); ++i) {
+    const int rows = model.elements[i].n_constraints();
+    if (rows == 0) continue;
+    out.constraints.push_back({model.describe_element(static_cast<int>(i)), rows});
+    out.constraint_rows += rows;
+  }
+}
+
+void describe_parameters(const Model& model, ModelCheck& out) {
+  for (const Parameter& par : model.parameters) {
+    ModelCheck::ParameterUse use{par.name, par.nominal, {}};
+    for (const std::string& field : par.used_by) {
+      const auto at = model.locations.find(field);
+      use.used_by.push_back(at == model.locations.end() ? field : field + " (" + at->second + ")");
+    }
+    out.parameters.push_back(std::move(use));
+  }
+}
+
+/// Assembles the initial configuration as the formulations do and measures it: rank, residual,
+/// the largest correction of a given coordinate, and the contacts' gaps and normal velocities.
+void describe_start(const Model& model, ModelCheck& out) {
+  const Eigen::VectorXd p = model.nominal_parameters();
+  const detail::Partition part = detail::choose_partition(model, p);
+  for (const int k : part.independent) out.independent.push_back(out.coordinates[static_cast<size_t>(k)]);
+  const Eigen::VectorXd given = model.initial_positions();
+  const Eigen::VectorXd q = detail::solve_positions(model, part, model.t0, detail::select(part, given), p, given,
+                                                    model.formulation);
+  const VectorX<double> v = detail::velocities_from_independent<double>(
+      model, part, MotionState<double>{model.t0, q, Eigen::VectorXd::Zero(part.n)},
+      detail::select(part, model.initial_velocities()), p);
+  const MotionState<double> start{model.t0, q, v};
+  const ConstraintSet<double> cs = constraints<double>(model, start, p);
+  out.rank = cs.jac.rows() > 0 ? static_cast<int>(Eigen::FullPivLU<Eigen::MatrixXd>(cs.jac).rank()) : 0;
+  out.degrees_of_freedom = part.n - out.rank;
+  out.assembly_residual = cs.phi.size() > 0 ? cs.phi.cwiseAbs().maxCoeff() : 0.0;
+  for (Eigen::Index k = 0; k < q.size(); ++k) {
+    const double correction = std::abs(q[k] - given[k]);
+    if (correction > out.largest_correction || out.largest_correction_coordinate.empty()) {
+      out.largest_correction = correction;
+      out.largest_correction_coordinate = out.coordinates[static_cast<size_t>(k)];
+    }
+  }
+  for (const Contact& c : model.contacts) {
+    const detail::ContactGeometry<double> g = detail::contact_geometry<double>(model, c, start, p);
+    out.contacts.push_back({c.name, c.point.label, g.gap, g.normal.dot(g.point.rate)});
+  }
+}
+
+}  // namespace
+
+ModelCheck check_model(const Model& model) {
+  const Problem pb = make_problem(model);  // every check a run makes before integrating
+  ModelCheck out;
+  out.notes = pb.notes();
+  describe_structure(model, out);
+  describe_parameters(model, out);
+  describe_start(model, out);
+  return out;
+}
+
+}  // namespace saltus::multibody
