@@ -87,4 +87,22 @@ TEST(ModelFiles, NonFiniteParameterAndBadFormulationAreRejected) {
   EXPECT_THROW(load_model("/nonexistent/model.yaml"), InputError);
 }
 
+// A given position far from an assembled configuration is corrected with a warning naming the
+// field and the correction (the bob of a unit pendulum drawn at (1, 0.3): the independent y
+// stays, x moves to sqrt(1 - 0.09) = 0.953939, by 0.0461 m, more than 1 % of the model's size,
+// the diagonal of the box around O and p, sqrt(1.09) = 1.04 m).
+TEST(ModelFiles, LargeAssemblyCorrectionsAreNoted) {
+  const Problem pb = make_problem(parse_model(replace(kGood, "position: [1, 0]", "position: [1, 0.3]"), "model.yaml"));
+  ASSERT_EQ(pb.notes().size(), 1u);
+  const std::string& note = pb.notes()[0];
+  EXPECT_NE(note.find("model.yaml:5:"), std::string::npos) << note;
+  EXPECT_NE(note.find("assembly moved p.x from 1 to 0.953939 (by 0.0461 m, more than 1 % of the model's size, 1.04 m)"),
+            std::string::npos)
+      << note;
+  // A guess within 1 % is corrected silently.
+  EXPECT_TRUE(make_problem(parse_model(replace(kGood, "position: [1, 0]", "position: [1, 0.005]"), "model.yaml"))
+                  .notes()
+                  .empty());
+}
+
 }  // namespace

@@ -120,6 +120,7 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
   }
   const FullState<double> start = form.template full_state<double>(model.t0, x0, p, nullptr, false);
   detail::check_initial_contacts(model, start.motion, p);
+  for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
   for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);
   try {
     form.template rhs<double>(model.t0, x0, p, xdot);

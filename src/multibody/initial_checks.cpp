@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "formulations.hpp"
 
@@ -92,6 +93,64 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
   }
   for (size_t b = 0; b < model.bodies.size(); ++b) {
     if (model.bodies[b].velocity_given) note("bodies." + model.bodies[b].name + ".velocity", model.body_offset(static_cast<int>(b)), 3);
+  }
+  return notes;
+}
+
+namespace {
+
+/// The diagonal of the box around the given positions of points, body centres and the ground
+/// points that elements and contacts use [m].
+double model_size(const Model& model, const Eigen::VectorXd& q_given, const Eigen::VectorXd& p) {
+  Eigen::Vector2d low = Eigen::Vector2d::Constant(std::numeric_limits<double>::infinity());
+  Eigen::Vector2d high = -low;
+  auto include = [&](double x, double y) {
+    low = low.cwiseMin(Eigen::Vector2d(x, y));
+    high = high.cwiseMax(Eigen::Vector2d(x, y));
+  };
+  for (size_t i = 0; i < model.points.size(); ++i) {
+    const int o = model.point_offset(static_cast<int>(i));
+    include(q_given[o], q_given[o + 1]);
+  }
+  for (size_t b = 0; b < model.bodies.size(); ++b) {
+    const int o = model.body_offset(static_cast<int>(b));
+    include(q_given[o], q_given[o + 1]);
+  }
+  auto include_ground = [&](const PointRef& r) {
+    if (r.kind == PointRef::Kind::Ground) include(r.x.at<double>(p), r.y.at<double>(p));
+  };
+  for (const Element& e : model.elements) {
+    include_ground(e.a);
+    include_ground(e.b);
+  }
+  for (const Contact& c : model.contacts) include_ground(c.point);
+  return (high - low).norm();
+}
+
+}  // namespace
+
+std::vector<std::string> assembly_correction_notes(const Model& model, const Eigen::VectorXd& q,
+                                                   const Eigen::VectorXd& p) {
+  std::vector<std::string> notes;
+  const Eigen::VectorXd given = model.initial_positions<double>(p);
+  const double size = model_size(model, given, p);
+  const std::vector<std::string> names = model.coordinate_names();
+  const int n_point_coordinates = 2 * static_cast<int>(model.points.size());
+  for (Eigen::Index k = 0; k < q.size(); ++k) {
+    const bool angle = k >= n_point_coordinates && (k - n_point_coordinates) % 3 == 2;
+    const double limit = angle ? kAssemblyAngleCorrection : kAssemblyCorrectionFraction * size;
+    const double correction = std::abs(q[k] - given[k]);
+    if (!(correction > limit) || (!angle && size == 0.0)) continue;
+    const std::string& name = names[static_cast<size_t>(k)];
+    const std::string owner = name.substr(0, name.rfind('.'));
+    const std::string field = (k < n_point_coordinates ? "points." : "bodies.") + owner +
+                              (angle ? ".angle" : ".position");
+    notes.push_back(fmt::format(
+        "{}: assembly moved {} from {:.6g} to {:.6g} (by {:.3g} {}, more than {}) to satisfy the constraints: the "
+        "given position is far from an assembled configuration, so the mechanism may be assembled on another "
+        "branch than the one drawn",
+        model.locate(field), name, given[k], q[k], correction, angle ? "rad" : "m",
+        angle ? std::string("1 % of a turn") : fmt::format("1 % of the model's size, {:.3g} m", size)));
   }
   return notes;
 }

@@ -27,6 +27,18 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
 std::vector<std::string> initial_velocity_notes(const Model& model, const Partition& part,
                                                 const MotionState<double>& start, const Eigen::VectorXd& p);
 
+/// Fractions of the model's size (the diagonal of the box around its given positions: points,
+/// body centres and ground points) and of a turn beyond which a correction that assembly made to
+/// a given position is reported: the guess was far from an assembled configuration, and a
+/// linkage may have been assembled on another branch than the one drawn.
+inline constexpr double kAssemblyCorrectionFraction = 0.01;
+inline constexpr double kAssemblyAngleCorrection = 0.01 * 2.0 * 3.141592653589793;
+
+/// Notes (one line each) for given positions that assembly moved by more than the fractions
+/// above, naming the field, the coordinate and the size of the correction.
+std::vector<std::string> assembly_correction_notes(const Model& model, const Eigen::VectorXd& q,
+                                                   const Eigen::VectorXd& p);
+
 /// Turns an error of the formulation at t0 (a singular mass, KKT or reduced mass matrix) into
 /// an InputError naming the model and, where it can, the coordinates that carry no mass.
 [[noreturn]] void report_singular_start(const Model& model, const std::string& formulation,
