@@ -82,32 +82,27 @@ class ExpressionParser {
     if (depth > kMaxDepth) fail(pos_, fmt::format("nested more than {} levels deep", kMaxDepth));
   }
 
-  int expression(int depth) {
+  /// One left-associative level: operand ((first | second) operand)*.
+  template <class Operand>
+  int left_associative(int depth, Operand operand, char first, Op first_op, char second, Op second_op) {
     enter(depth);
-    int left = term(depth + 1);
+    int left = (this->*operand)(depth + 1);
     for (;;) {
-      if (accept('+')) {
-        left = binary(Op::Add, left, term(depth + 1));
-      } else if (accept('-')) {
-        left = binary(Op::Subtract, left, term(depth + 1));
+      if (accept(first)) {
+        left = binary(first_op, left, (this->*operand)(depth + 1));
+      } else if (accept(second)) {
+        left = binary(second_op, left, (this->*operand)(depth + 1));
       } else {
         return left;
       }
     }
   }
 
+  int expression(int depth) {
+    return left_associative(depth, &ExpressionParser::term, '+', Op::Add, '-', Op::Subtract);
+  }
   int term(int depth) {
-    enter(depth);
-    int left = unary(depth + 1);
-    for (;;) {
-      if (accept('*')) {
-        left = binary(Op::Multiply, left, unary(depth + 1));
-      } else if (accept('/')) {
-        left = binary(Op::Divide, left, unary(depth + 1));
-      } else {
-        return left;
-      }
-    }
+    return left_associative(depth, &ExpressionParser::unary, '*', Op::Multiply, '/', Op::Divide);
   }
 
   int unary(int depth) {

@@ -73,9 +73,13 @@ class Reader {
   }
 
  private:
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& field, const std::string& what) const {
+  /// `column_offset`: characters from the node's start to the offending one (a token inside it).
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& field, const std::string& what,
+                         size_t column_offset = 0) const {
     const YAML::Mark mark = node.Mark();
-    const std::string at = mark.is_null() ? source_ : fmt::format("{}:{}:{}", source_, mark.line + 1, mark.column + 1);
+    const std::string at = mark.is_null() ? source_
+                                          : fmt::format("{}:{}:{}", source_, mark.line + 1,
+                                                        static_cast<size_t>(mark.column) + 1 + column_offset);
     throw InputError(field.empty() ? fmt::format("{}: {}", at, what) : fmt::format("{}: {}: {}", at, field, what));
   }
 
@@ -178,7 +182,7 @@ class Reader {
     }
     if (text.empty() || non_finite_number(text)) fail(n, field, fmt::format("expected a finite number, got '{}'", text));
     const Expression e = expression(n, field, text);
-    const double nominal = e.evaluate<double>(nominal_parameters());
+    const double nominal = e.evaluate<double>(model_.nominal_parameters());
     if (!std::isfinite(nominal)) {
       fail(n, field, fmt::format("'{}' is not finite at the nominal parameters (got {})", text, nominal));
     }
@@ -212,22 +216,11 @@ class Reader {
       return Expression::parse(text, names);
     } catch (const ExpressionError& e) {
       // The token's column: after the scalar's opening quote, if any, and its leading spaces.
-      const YAML::Mark mark = n.Mark();
       const std::string& raw = n.Scalar();
       const size_t lead = raw.find_first_not_of(" \t");
       const size_t quote = n.Tag() == "!" ? 1 : 0;
-      const std::string at =
-          mark.is_null() ? source_
-                         : fmt::format("{}:{}:{}", source_, mark.line + 1,
-                                       mark.column + 1 + quote + (lead == std::string::npos ? 0 : lead) + e.position());
-      throw InputError(fmt::format("{}: {}: {}", at, field, e.what()));
+      fail(n, field, e.what(), quote + (lead == std::string::npos ? 0 : lead) + e.position());
     }
-  }
-
-  Eigen::VectorXd nominal_parameters() const {
-    Eigen::VectorXd p(static_cast<Eigen::Index>(model_.parameters.size()));
-    for (size_t k = 0; k < model_.parameters.size(); ++k) p[static_cast<Eigen::Index>(k)] = model_.parameters[k].nominal;
-    return p;
   }
 
   Value optional_value(const YAML::Node& map, const std::string& key, const std::string& field, double fallback) const {

@@ -229,8 +229,7 @@ void ComplexRun::apply_roots(double t) {
   load_state(cv_->y());
   end_segment(t);
   const std::vector<int> fired = cv_->root_info();
-  const detail::WatchedEvents watched = watched_;  // begin_segment replaces it
-  detail::for_each_fired_event(pb_, watched, fired, [&] { return mode_; }, [&](int fired_event) {
+  detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
     int k = fired_event;
     if (ev.rest_event >= 0) {

@@ -370,9 +370,8 @@ void HybridRun::apply_roots(double t) {
   }
   const std::vector<int> fired = cv_->root_info();  // before end_segment clears the roots
   end_segment(t);
-  const WatchedEvents watched = watched_;  // begin_segment replaces it
   std::vector<int> applied;
-  for_each_fired_event(pb_, watched, fired, [&] { return mode_; }, [&](int fired_event) {
+  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     std::optional<Accumulation> rest;
     const int k = resolve_rest(fired_event, t, rest);
     apply_event(k, t, rest);
