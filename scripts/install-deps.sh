@@ -15,6 +15,9 @@ packages=(
   nlohmann-json3-dev     # JSON output
   libfmt-dev             # report formatting
   libyaml-cpp-dev        # planar model files (YAML)
+  libnlopt-dev           # saltus optimize: bounded L-BFGS and CCSAQ
+  libplplot-dev          # saltus optimize --out: the convergence plot
+  plplot-driver-cairo    # PLplot's PNG driver (pngcairo)
   python3-matplotlib     # `make demo` plots (scripts/plot_demo.py)
 )
 

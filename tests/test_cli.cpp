@@ -1,5 +1,5 @@
 // The `saltus` command: reports, JSON shape, CSV files and one-line errors with exit status.
-#include <cli.hpp>
+#include "support/cli_runner.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -20,29 +20,10 @@
 
 namespace {
 
-struct Outcome {
-  int status;
-  std::string out, err;
-};
-
-Outcome saltus_cmd(std::vector<std::string> args) {
-  args.insert(args.begin(), "saltus");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int status = saltus::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {status, out.str(), err.str()};
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::filesystem::path temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("saltus_test_" + name);
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+using saltus::test::contains;
+using saltus::test::Outcome;
+using saltus::test::saltus_cmd;
+using saltus::test::temp_dir;
 
 }  // namespace
 

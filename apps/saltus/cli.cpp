@@ -1,4 +1,6 @@
 #include "cli.hpp"
+#include "cli_common.hpp"
+#include "optimize_command.hpp"
 
 #include <saltus/examples/builtin.hpp>
 #include <saltus/core/interrupt.hpp>
@@ -32,137 +34,6 @@
 namespace saltus::cli {
 
 namespace {
-
-/// A command-line value that is not acceptable (exit status 2).
-struct UsageError : InputError {
-  using InputError::InputError;
-};
-
-double parse_number(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  double value = 0.0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) {
-    throw UsageError(fmt::format("{}: '{}' is not a number", what, text));
-  }
-  if (!std::isfinite(value)) throw UsageError(fmt::format("{}: value must be finite, got '{}'", what, text));
-  return value;
-}
-
-/// "--adjoint-memory" sizes: bytes, or a number with K, M or G (binary: KiB, MiB, GiB; "512M",
-/// "1.5G", "64MiB"), at least kMinAdjointMemoryBudget.
-long parse_memory_size(const std::string& text) {
-  const std::string what = "--adjoint-memory";
-  std::string digits = text;
-  double unit = 1.0;
-  auto strip = [&](std::string_view suffix, double factor) {
-    if (digits.size() > suffix.size() &&
-        std::equal(suffix.rbegin(), suffix.rend(), digits.rbegin(),
-                   [](char a, char b) { return a == std::toupper(static_cast<unsigned char>(b)); })) {
-      digits.resize(digits.size() - suffix.size());
-      unit = factor;
-      return true;
-    }
-    return false;
-  };
-  for (const auto& [suffix, factor] : {std::pair<std::string_view, double>{"KIB", 0x1p10}, {"MIB", 0x1p20},
-                                       {"GIB", 0x1p30}, {"K", 0x1p10}, {"M", 0x1p20}, {"G", 0x1p30}, {"B", 1.0}}) {
-    if (strip(suffix, factor)) break;
-  }
-  double value = 0.0;
-  try {
-    value = parse_number(digits, what);
-  } catch (const UsageError&) {
-    throw UsageError(fmt::format("{}: '{}' is not a size (bytes, or a number with K, M or G, e.g. 512M)",
-                                 what, text));
-  }
-  const double bytes = value * unit;
-  if (!(bytes >= static_cast<double>(kMinAdjointMemoryBudget)) || bytes > 0x1p62) {
-    throw UsageError(fmt::format("{} must be at least 1M (1048576 bytes), got {}", what, text));
-  }
-  return static_cast<long>(bytes);
-}
-
-struct RunArgs {
-  std::string name;
-  std::vector<std::string> params;
-  std::string tend, rtol, atol;
-  std::string method = "forward";
-  std::string lmm;
-  std::string json_path, out_dir;
-  double fd_step = 0.0;  // 0: cbrt(rtol)
-  double cs_step = 1e-20;
-  std::string checkpoint_steps;  // empty: the example's setting
-  std::string adjoint_memory;    // empty: Options::adjoint_memory_budget's default
-  std::string formulation;       // empty: the model file's choice
-  bool strict = false;           // notes about corrected input are errors
-};
-
-/// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml) in
-/// its own formulation or the one --formulation asks for.
-Problem load_problem(const RunArgs& a) {
-  if (multibody::is_model_file(a.name)) {
-    const multibody::Model model = multibody::load_model(a.name);
-    multibody::FormulationSettings settings = model.formulation;
-    if (!a.formulation.empty()) {
-      try {
-        settings.type = multibody::parse_formulation(a.formulation);
-      } catch (const InputError& e) {
-        throw UsageError(fmt::format("--formulation: {}", e.what()));
-      }
-    }
-    return multibody::make_problem(model, settings);
-  }
-  if (!a.formulation.empty()) {
-    throw UsageError(fmt::format("--formulation applies to model files (*.yaml), not to the built-in "
-                                 "example '{}'",
-                                 a.name));
-  }
-  return examples::make_example(a.name);
-}
-
-void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
-  for (const auto& assignment : a.params) {
-    const auto eq = assignment.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw UsageError(fmt::format("--param '{}': expected name=value", assignment));
-    }
-    const std::string name = assignment.substr(0, eq);
-    const double value = parse_number(assignment.substr(eq + 1), fmt::format("--param {}", name));
-    try {
-      pb.set_nominal(name, value);
-    } catch (const InputError& e) {
-      throw UsageError(fmt::format("--param {}: {}", assignment, e.what()));
-    }
-  }
-  if (!a.tend.empty()) set_horizon(options, parse_number(a.tend, "--tend"));
-  if (!a.checkpoint_steps.empty()) {
-    const double steps = parse_number(a.checkpoint_steps, "--checkpoint-steps");
-    if (steps < 1.0 || steps != std::floor(steps)) {
-      throw UsageError(fmt::format("--checkpoint-steps must be a positive integer, got {}",
-                                   a.checkpoint_steps));
-    }
-    options.checkpoint_steps = static_cast<long>(steps);
-  }
-  if (!a.adjoint_memory.empty()) options.adjoint_memory_budget = parse_memory_size(a.adjoint_memory);
-  if (!a.lmm.empty()) {
-    options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
-  }
-  if (!a.rtol.empty()) {
-    options.rtol = parse_number(a.rtol, "--rtol");
-    if (options.rtol <= 0.0) throw UsageError(fmt::format("--rtol must be positive, got {}", a.rtol));
-  }
-  if (!a.atol.empty()) {
-    const double atol = parse_number(a.atol, "--atol");
-    if (atol < 0.0) throw UsageError(fmt::format("--atol must not be negative, got {}", a.atol));
-    options.atol = atol;
-    options.atol_per_state.clear();
-  }
-}
 
 template <class F>
 auto timed(double& seconds, F&& f) {
@@ -203,29 +74,6 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
   }
   if (r.estimates.size() > 1) r.check = compare_gradients(pb, r.estimates);
   return r;
-}
-
-/// Prints the problem's notes about corrected input as warnings, or refuses them (--strict).
-void report_notes(const Problem& pb, const RunArgs& a, std::ostream& err) {
-  for (const std::string& note : pb.notes()) {
-    if (a.strict) throw UsageError(fmt::format("{} (refused by --strict)", note));
-    fmt::print(err, "saltus: warning: {}\n", note);
-  }
-}
-
-/// Runs `write` and names the option if the output cannot be written.
-template <class Write>
-void write_output(const char* option, const std::string& path, Write&& write) {
-  try {
-    write();
-  } catch (const std::exception& e) {
-    throw UsageError(fmt::format("{} {}: {}", option, path, e.what()));
-  }
-}
-
-/// An output folder is writable if a file can be created in it.
-void require_writable_folder(const std::string& folder) {
-  require_writable(std::filesystem::path(folder) / "trajectory.csv");
 }
 
 int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
@@ -320,6 +168,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   auto* check_cmd = app.add_subcommand("check", "Check a model file without integrating it");
   std::string check_file;
   check_cmd->add_option("file", check_file, "Model file (*.yaml)")->required();
+  OptimizeArgs optimize_args;
+  auto* optimize_cmd = add_optimize_command(app, optimize_args);
   RunArgs a;
   run_cmd->add_option("name", a.name, "Example name (see `saltus list`) or a model file (*.yaml)")->required();
   run_cmd->add_option("--formulation", a.formulation,
@@ -348,8 +198,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                     "that violate the constraints)");
   if (argc > 1) {
     const std::string command = argv[1];
-    if (command != "list" && command != "run" && command != "check" && command.rfind("-", 0) != 0) {
-      fmt::print(err, "saltus: error: unknown command '{}' (commands: list, run, check)\n", command);
+    if (command != "list" && command != "run" && command != "check" && command != "optimize" &&
+        command.rfind("-", 0) != 0) {
+      fmt::print(err, "saltus: error: unknown command '{}' (commands: list, run, check, optimize)\n", command);
       return 2;
     }
   }
@@ -380,6 +231,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     (void)run_cmd;
     clear_interrupt();
     const StopSignals signals;
+    if (optimize_cmd->parsed()) return run_optimize(optimize_args, out, err);
     return run_example(a, out, err);
   } catch (const Interrupted& e) {
     fmt::print(err, "saltus: {} (no output written)\n", e.what());

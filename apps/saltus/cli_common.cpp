@@ -1,0 +1,139 @@
+#include "cli_common.hpp"
+
+#include <saltus/examples/builtin.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+#include <saltus/io/atomic_file.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <string_view>
+#include <utility>
+
+namespace saltus::cli {
+
+double parse_number(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    throw UsageError(fmt::format("{}: '{}' is not a number", what, text));
+  }
+  if (!std::isfinite(value)) throw UsageError(fmt::format("{}: value must be finite, got '{}'", what, text));
+  return value;
+}
+
+long parse_memory_size(const std::string& text) {
+  const std::string what = "--adjoint-memory";
+  std::string digits = text;
+  double unit = 1.0;
+  auto strip = [&](std::string_view suffix, double factor) {
+    if (digits.size() > suffix.size() &&
+        std::equal(suffix.rbegin(), suffix.rend(), digits.rbegin(),
+                   [](char a, char b) { return a == std::toupper(static_cast<unsigned char>(b)); })) {
+      digits.resize(digits.size() - suffix.size());
+      unit = factor;
+      return true;
+    }
+    return false;
+  };
+  for (const auto& [suffix, factor] : {std::pair<std::string_view, double>{"KIB", 0x1p10}, {"MIB", 0x1p20},
+                                       {"GIB", 0x1p30}, {"K", 0x1p10}, {"M", 0x1p20}, {"G", 0x1p30}, {"B", 1.0}}) {
+    if (strip(suffix, factor)) break;
+  }
+  double value = 0.0;
+  try {
+    value = parse_number(digits, what);
+  } catch (const UsageError&) {
+    throw UsageError(fmt::format("{}: '{}' is not a size (bytes, or a number with K, M or G, e.g. 512M)",
+                                 what, text));
+  }
+  const double bytes = value * unit;
+  if (!(bytes >= static_cast<double>(kMinAdjointMemoryBudget)) || bytes > 0x1p62) {
+    throw UsageError(fmt::format("{} must be at least 1M (1048576 bytes), got {}", what, text));
+  }
+  return static_cast<long>(bytes);
+}
+
+
+Problem load_problem(const RunArgs& a) {
+  if (multibody::is_model_file(a.name)) {
+    const multibody::Model model = multibody::load_model(a.name);
+    multibody::FormulationSettings settings = model.formulation;
+    if (!a.formulation.empty()) {
+      try {
+        settings.type = multibody::parse_formulation(a.formulation);
+      } catch (const InputError& e) {
+        throw UsageError(fmt::format("--formulation: {}", e.what()));
+      }
+    }
+    return multibody::make_problem(model, settings);
+  }
+  if (!a.formulation.empty()) {
+    throw UsageError(fmt::format("--formulation applies to model files (*.yaml), not to the built-in "
+                                 "example '{}'",
+                                 a.name));
+  }
+  return examples::make_example(a.name);
+}
+
+void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
+  for (const auto& assignment : a.params) {
+    const auto eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw UsageError(fmt::format("--param '{}': expected name=value", assignment));
+    }
+    const std::string name = assignment.substr(0, eq);
+    const double value = parse_number(assignment.substr(eq + 1), fmt::format("--param {}", name));
+    try {
+      pb.set_nominal(name, value);
+    } catch (const InputError& e) {
+      throw UsageError(fmt::format("--param {}: {}", assignment, e.what()));
+    }
+  }
+  if (!a.tend.empty()) set_horizon(options, parse_number(a.tend, "--tend"));
+  if (!a.checkpoint_steps.empty()) {
+    const double steps = parse_number(a.checkpoint_steps, "--checkpoint-steps");
+    if (steps < 1.0 || steps != std::floor(steps)) {
+      throw UsageError(fmt::format("--checkpoint-steps must be a positive integer, got {}",
+                                   a.checkpoint_steps));
+    }
+    options.checkpoint_steps = static_cast<long>(steps);
+  }
+  if (!a.adjoint_memory.empty()) options.adjoint_memory_budget = parse_memory_size(a.adjoint_memory);
+  if (!a.lmm.empty()) {
+    options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
+  }
+  if (!a.rtol.empty()) {
+    options.rtol = parse_number(a.rtol, "--rtol");
+    if (options.rtol <= 0.0) throw UsageError(fmt::format("--rtol must be positive, got {}", a.rtol));
+  }
+  if (!a.atol.empty()) {
+    const double atol = parse_number(a.atol, "--atol");
+    if (atol < 0.0) throw UsageError(fmt::format("--atol must not be negative, got {}", a.atol));
+    options.atol = atol;
+    options.atol_per_state.clear();
+  }
+}
+
+void report_notes(const Problem& pb, const RunArgs& a, std::ostream& err) {
+  for (const std::string& note : pb.notes()) {
+    if (a.strict) throw UsageError(fmt::format("{} (refused by --strict)", note));
+    fmt::print(err, "saltus: warning: {}\n", note);
+  }
+}
+
+void require_writable_folder(const std::string& folder) {
+  require_writable(std::filesystem::path(folder) / "trajectory.csv");
+}
+
+}  // namespace saltus::cli

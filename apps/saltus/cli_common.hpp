@@ -1,0 +1,64 @@
+#pragma once
+// What the `saltus` commands share: the usage error, number and size parsing, the model named
+// on the command line with its overrides, notes, and output checks.
+#include <saltus/core/error.hpp>
+#include <saltus/core/options.hpp>
+#include <saltus/core/problem.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace saltus::cli {
+
+/// A command-line value that is not acceptable (exit status 2).
+struct UsageError : InputError {
+  using InputError::InputError;
+};
+
+/// The number `text` spells (all of it, finite), or UsageError naming `what`.
+double parse_number(const std::string& text, const std::string& what);
+
+/// "--adjoint-memory" sizes: bytes, or a number with K, M or G (binary: KiB, MiB, GiB; "512M",
+/// "1.5G", "64MiB"), at least kMinAdjointMemoryBudget.
+long parse_memory_size(const std::string& text);
+
+struct RunArgs {
+  std::string name;
+  std::vector<std::string> params;
+  std::string tend, rtol, atol;
+  std::string method = "forward";
+  std::string lmm;
+  std::string json_path, out_dir;
+  double fd_step = 0.0;  // 0: cbrt(rtol)
+  double cs_step = 1e-20;
+  std::string checkpoint_steps;  // empty: the example's setting
+  std::string adjoint_memory;    // empty: Options::adjoint_memory_budget's default
+  std::string formulation;       // empty: the model file's choice
+  bool strict = false;           // notes about corrected input are errors
+};
+
+/// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml) in
+/// its own formulation or the one --formulation asks for.
+Problem load_problem(const RunArgs& a);
+
+/// Applies --param, --tend, --rtol, --atol, --lmm, --checkpoint-steps and --adjoint-memory.
+void apply_overrides(Problem& pb, Options& options, const RunArgs& a);
+
+/// Prints the problem's notes about corrected input as warnings, or refuses them (--strict).
+void report_notes(const Problem& pb, const RunArgs& a, std::ostream& err);
+
+/// Runs `write` and names the option if the output cannot be written.
+template <class Write>
+void write_output(const char* option, const std::string& path, Write&& write) {
+  try {
+    write();
+  } catch (const std::exception& e) {
+    throw UsageError(std::string(option) + " " + path + ": " + e.what());
+  }
+}
+
+/// An output folder is writable if a file can be created in it.
+void require_writable_folder(const std::string& folder);
+
+}  // namespace saltus::cli

@@ -1,0 +1,98 @@
+#include "optimize_command.hpp"
+
+#include <saltus/core/interrupt.hpp>
+#include <saltus/io/atomic_file.hpp>
+#include <saltus/io/optimize_output.hpp>
+#include <saltus/optimize/optimize.hpp>
+#include <saltus/solvers/solver_messages.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+namespace saltus::cli {
+
+namespace {
+
+/// The command line's design variables and constraints, with their errors as usage errors.
+OptimizeOptions optimize_options(const OptimizeArgs& a, const Options& run) {
+  OptimizeOptions o;
+  o.cost = a.cost;
+  o.maximize = a.maximize;
+  o.method = a.method == "forward" ? GradientMethod::Forward : GradientMethod::Adjoint;
+  o.run = run;
+  o.max_evaluations = a.max_evaluations;
+  try {
+    for (const auto& v : a.vary) o.vary.push_back(parse_design_variable(v));
+    for (const auto& c : a.constraints) o.constraints.push_back(parse_cost_constraint(c));
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
+  return o;
+}
+
+}  // namespace
+
+CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
+  auto* cmd = app.add_subcommand("optimize", "Optimize a cost over parameters within bounds, with exact gradients");
+  cmd->add_option("name", a.run.name, "Example name (see `saltus list`) or a model file (*.yaml)")->required();
+  cmd->add_option("--cost", a.cost, "The cost to minimize (or maximize)")->required();
+  cmd->add_flag("--maximize", a.maximize, "Maximize the cost instead of minimizing it");
+  cmd->add_option("--vary", a.vary, "A parameter to vary within bounds: NAME=LO:HI (repeatable); it starts from "
+                                    "its nominal value (--param NAME=VALUE)")
+      ->required();
+  cmd->add_option("--constraint", a.constraints, "Keep a cost bounded: NAME<=VALUE or NAME>=VALUE (repeatable)");
+  cmd->add_option("--method", a.method, "Gradient method: adjoint | forward (default adjoint)")
+      ->check(CLI::IsMember({"adjoint", "forward"}));
+  cmd->add_option("--max-evaluations", a.max_evaluations, "Runs allowed (default 200)")->check(CLI::PositiveNumber);
+  cmd->add_option("--param", a.run.params, "Override a parameter (also the start of a varied one): name=value");
+  cmd->add_option("--tend", a.run.tend, "Final time [s]");
+  cmd->add_option("--formulation", a.run.formulation,
+                  "Multibody formulation for model files: penalty | index1 | maggi (default: the file's)");
+  cmd->add_option("--lmm", a.run.lmm, "CVODES method: bdf | adams (default: the example's)")
+      ->check(CLI::IsMember({"bdf", "adams"}));
+  cmd->add_option("--rtol", a.run.rtol, "Relative tolerance");
+  cmd->add_option("--atol", a.run.atol, "Absolute tolerance (all states)");
+  cmd->add_option("--adjoint-memory", a.run.adjoint_memory, "adjoint: bytes held at once (default 256M)");
+  cmd->add_option("--json", a.run.json_path, "Write the optimum and the history as JSON to this file");
+  cmd->add_option("--out", a.run.out_dir, "Write history.csv and convergence.png here");
+  cmd->add_flag("--strict", a.run.strict, "Refuse input that Saltus would correct with a warning");
+  return cmd;
+}
+
+int run_optimize(const OptimizeArgs& a, std::ostream& out, std::ostream& err) {
+  const SolverMessageScope messages(err);
+  Problem pb = load_problem(a.run);
+  Options run = pb.options();
+  apply_overrides(pb, run, a.run);
+  report_notes(pb, a.run, err);
+  OptimizeOptions options = optimize_options(a, run);
+  try {
+    validate(pb, options);
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
+  if (!a.run.json_path.empty()) write_output("--json", a.run.json_path, [&] { require_writable(a.run.json_path); });
+  if (!a.run.out_dir.empty()) write_output("--out", a.run.out_dir, [&] { require_writable_folder(a.run.out_dir); });
+  print_iterate_header(out, options);
+  options.on_iterate = [&out](const OptimizeIterate& it) {
+    print_iterate(out, it);
+    out.flush();
+  };
+  const OptimizeResult result = optimize(pb, options);
+  print_optimum(out, options, result);
+  if (!a.run.json_path.empty()) {
+    write_output("--json", a.run.json_path, [&] { write_optimize_json(a.run.json_path, pb, options, result); });
+    fmt::print(out, "Wrote {}\n", a.run.json_path);
+  }
+  if (!a.run.out_dir.empty()) {
+    write_output("--out", a.run.out_dir, [&] { write_optimize_history(a.run.out_dir, options, result); });
+    fmt::print(out, "Wrote {}/history.csv and {}/convergence.png\n", a.run.out_dir, a.run.out_dir);
+  }
+  if (!result.converged) {
+    fmt::print(err, "saltus: optimization did not converge: {}\n", result.stop_reason);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace saltus::cli
