@@ -42,7 +42,7 @@ deps-fuzz:
 # The model-file reader under libFuzzer with ASan/UBSan for FUZZ_SECONDS, then the expression
 # parser for FUZZ_EXPRESSION_SECONDS (docs/fuzzing.md; CI runs them after `test`). Only the fuzz
 # targets are built, with clang, in their own directory. The
-# corpus starts from examples/*.yaml and fuzz/seeds/ and grows in $(FUZZ_CORPUS) (not in git).
+# corpus starts from examples/*.yaml, examples/equations/*.yaml and fuzz/seeds/ and grows in $(FUZZ_CORPUS) (not in git).
 # A finding (crash, sanitizer report, foreign exception, timeout, memory blow-up) stops the run
 # with a non-zero status and leaves its input in $(FUZZ_BUILD)/artifacts/.
 fuzz: deps-fuzz
@@ -50,7 +50,7 @@ fuzz: deps-fuzz
 	  -DSALTUS_BUILD_TESTS=OFF -DSALTUS_BUILD_BENCH=OFF
 	cmake --build $(FUZZ_BUILD) --target fuzz_model_file fuzz_expression -j $(JOBS)
 	mkdir -p $(FUZZ_CORPUS) $(FUZZ_EXPRESSION_CORPUS) $(FUZZ_BUILD)/artifacts
-	cp examples/*.yaml $(FUZZ_CORPUS)/
+	cp examples/*.yaml examples/equations/*.yaml $(FUZZ_CORPUS)/
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ./$(FUZZ_BUILD)/fuzz/fuzz_model_file -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) \
 	  -timeout=5 -rss_limit_mb=2048 -dict=fuzz/model_file.dict -artifact_prefix=$(FUZZ_BUILD)/artifacts/ \

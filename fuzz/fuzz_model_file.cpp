@@ -1,8 +1,9 @@
 // libFuzzer target for the model-file reader (docs/fuzzing.md).
 //
-// Each input is a model file: parse_model, then (if it parses) validate and make_problem in
-// each formulation (penalty, index1, maggi), and one evaluation of every model function of the
-// problem at its initial state: the initial state, the right-hand side (in double, Dual,
+// Each input is a model file, read both ways: as an equation model (parse_equation_problem) and
+// as a mechanism (parse_model, then if it parses validate and make_problem in each formulation:
+// penalty, index1, maggi); each problem made gets one evaluation of every model function at its
+// initial state: the initial state, the right-hand side (in double, Dual,
 // Complex and Reverse), guards, jumps, costs and monitors. Nothing is integrated, so every input
 // stays fast.
 //
@@ -11,6 +12,7 @@
 // blow-up (-rss_limit_mb).
 #include <saltus/core/error.hpp>
 #include <saltus/core/problem.hpp>
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 
@@ -134,6 +136,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size > kMaxInput) return -1;  // not kept in the corpus
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
+    std::optional<Problem> equations;
+    if (accepted([&] { equations.emplace(equations::parse_equation_problem(text, "fuzz.yaml")); },
+                 "parse_equation_problem")) {
+      accepted([&] { exercise(*equations, true); }, "evaluations at the initial state");
+    }
     multibody::Model model;
     if (!accepted([&] { model = multibody::parse_model(text, "fuzz.yaml"); }, "parse_model")) return 0;
     if (!accepted([&] { model.validate(); }, "validate")) return 0;

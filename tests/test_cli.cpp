@@ -364,4 +364,34 @@ TEST(Cli, CheckRefusesWhatARunRefuses) {
   EXPECT_TRUE(contains(r.err, "check takes a model file (*.yaml or *.yml), got 'ball1d'")) << r.err;
 }
 
+TEST(Cli, EquationModelsRunCheckAndOptimizeLikeTheirBuiltIns) {
+  const std::string dir = std::string(SALTUS_SOURCE_DIR) + "/examples/equations/";
+  const auto out = temp_dir("equations");
+  const Outcome file = saltus_cmd({"run", dir + "galan.yaml", "--json", (out / "file.json").string()});
+  ASSERT_EQ(file.status, 0) << file.err;
+  std::ifstream in(out / "file.json");
+  const auto j = nlohmann::json::parse(in);
+  // The built-in's values (RunWritesJsonOfTheAgreedShape).
+  EXPECT_NEAR(j["costs"]["G"].get<double>(), 20.0290746533596, 1e-8);
+  EXPECT_NEAR(j["gradient"]["G"]["p"].get<double>(), -2.31195310744389, 1e-8);
+
+  const Outcome check = saltus_cmd({"check", dir + "ball1d.yaml"});
+  ASSERT_EQ(check.status, 0) << check.err;
+  EXPECT_TRUE(contains(check.out, "equation model")) << check.out;
+  EXPECT_TRUE(contains(check.out, "v = 0 at t0 = 0, rate -9.81")) << check.out;
+  EXPECT_TRUE(contains(check.out, "impact: falling, watched in flight, with a jump, comes to rest in rest"))
+      << check.out;
+  EXPECT_TRUE(contains(check.out, "OK: the model loads and starts")) << check.out;
+
+  const Outcome opt = saltus_cmd({"optimize", dir + "ball1d.yaml", "--cost", "h_T", "--maximize", "--vary",
+                                  "e=0.78:0.92", "--param", "c=0", "--param", "h0=50", "--param", "g=9.8", "--param",
+                                  "e=0.82", "--tend", "15"});
+  ASSERT_EQ(opt.status, 0) << opt.err;
+  EXPECT_TRUE(contains(opt.out, "0.86655410")) << opt.out;  // closed form 0.866554105437 (test_optimize.cpp)
+
+  const Outcome formulation = saltus_cmd({"run", dir + "ball1d.yaml", "--formulation", "maggi"});
+  EXPECT_EQ(formulation.status, 2);
+  EXPECT_TRUE(contains(formulation.err, "--formulation applies to mechanism model files")) << formulation.err;
+}
+
 }  // namespace

@@ -147,4 +147,55 @@ TEST(Expression, DerivativesHaveTheirClosedForms) {
   EXPECT_NEAR(angle.evaluate<double>(p), std::atan2(-1.25, -2.0), 1e-15);
 }
 
+// Names in groups (equation models: parameters, states, time, rates of the states): each name
+// reads its own vector, der(x) reads the rates, and the derivatives flow through every group.
+TEST(Expression, GroupsOfNames) {
+  const std::vector<std::string> params = {"k", "c"}, states = {"x", "v"}, time = {"t"};
+  const NameGroup groups[] = {{"parameters", &params}, {"states", &states}, {"time", &time}, {"rates", &states, true}};
+  const Expression e = Expression::parse("-k*x - c*v + sin(t) + 2*der(v)", groups);
+  EXPECT_EQ(e.parameters(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(e.names_in(1), (std::vector<int>{0, 1}));
+  EXPECT_EQ(e.names_in(3), (std::vector<int>{1}));
+  EXPECT_FALSE(e.is_constant());
+  const Eigen::Vector2d p(3.0, 0.5), x(0.2, -1.5), xdot(-1.5, 4.0);
+  const double t = 0.7;
+  const double* values[] = {p.data(), x.data(), &t, xdot.data()};
+  EXPECT_DOUBLE_EQ(e.evaluate_in(values, 4), -3.0 * 0.2 + 0.5 * 1.5 + std::sin(0.7) + 8.0);
+  EXPECT_THROW((void)e.evaluate_in(values, 3), std::invalid_argument);  // der(v) needs the rates
+  // d/dx = -k, d/dt = cos(t), d/dk = -x, in Dual and against the closed forms.
+  const VectorX<Dual> pd = p.cast<Dual>(), vd = xdot.cast<Dual>();
+  VectorX<Dual> xd = x.cast<Dual>();
+  xd[0] = make_dual(x[0], 1.0);
+  Dual td(t);
+  const Dual* dual_values[] = {pd.data(), xd.data(), &td, vd.data()};
+  EXPECT_DOUBLE_EQ(e.evaluate_in(dual_values, 4).v[0], -3.0);
+  xd[0] = Dual(x[0]);
+  td = make_dual(t, 1.0);
+  EXPECT_DOUBLE_EQ(e.evaluate_in(dual_values, 4).v[0], std::cos(0.7));
+  // (parameters, states, time) overload.
+  const Expression r = Expression::parse("x - k*t", std::span<const NameGroup>(groups, 3));
+  EXPECT_DOUBLE_EQ(r.evaluate<double>(p, x, t), 0.2 - 2.1);
+}
+
+TEST(Expression, GroupErrorsListEveryGroup) {
+  const std::vector<std::string> params = {"k"}, states = {"x"}, time = {"t"};
+  const NameGroup groups[] = {{"parameters", &params}, {"states", &states}, {"time", &time}, {"rates", &states, true}};
+  try {
+    (void)Expression::parse("k*y", groups);
+    FAIL();
+  } catch (const ExpressionError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown name 'y' (parameters: k; states: x; time: t; rates: der(x); "
+                                         "constant: pi)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.position(), 2u);
+  }
+  try {
+    (void)Expression::parse("der(x)", std::span<const NameGroup>(groups, 3));
+    FAIL();
+  } catch (const ExpressionError& e) {
+    EXPECT_NE(std::string(e.what()).find("der(...) is not available"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

@@ -1,5 +1,6 @@
 #include "cli.hpp"
 #include "cli_common.hpp"
+#include "check_command.hpp"
 #include "optimize_command.hpp"
 
 #include <saltus/examples/builtin.hpp>
@@ -8,7 +9,6 @@
 #include <saltus/io/csv_output.hpp>
 #include <saltus/io/json_output.hpp>
 #include <saltus/io/report.hpp>
-#include <saltus/multibody/check.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
@@ -124,36 +124,6 @@ class StopSignals {
   struct sigaction previous_int_ {}, previous_term_ {};
 };
 
-/// `saltus check FILE`: what the model describes and how it starts (docs/model-files.md).
-void print_check(std::ostream& out, const multibody::ModelCheck& c) {
-  auto join = [](const std::vector<std::string>& items) {
-    std::string s;
-    for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
-    return s.empty() ? std::string("none") : s;
-  };
-  fmt::print(out, "Model '{}' ({}), formulation {}\n", c.name, c.source, c.formulation);
-  fmt::print(out, "Coordinates ({}; {} points, {} bodies): {}\n", c.coordinates.size(), c.n_points, c.n_bodies,
-             join(c.coordinates));
-  fmt::print(out, "Constraints ({} rows):", c.constraint_rows);
-  if (c.constraints.empty()) fmt::print(out, " none");
-  for (const auto& k : c.constraints) fmt::print(out, "\n  {} ({} row{})", k.element, k.rows, k.rows == 1 ? "" : "s");
-  fmt::print(out, "\nDegrees of freedom: {} (rank of Phi_q at the initial configuration: {} of {} rows; redundant "
-                  "constraints: {})\n",
-             c.degrees_of_freedom, c.rank, c.constraint_rows, c.constraint_rows - c.rank);
-  fmt::print(out, "Independent coordinates: {}\n", join(c.independent));
-  fmt::print(out, "Parameters:{}\n", c.parameters.empty() ? " none" : "");
-  for (const auto& p : c.parameters) fmt::print(out, "  {} = {:g}: used by {}\n", p.name, p.value, join(p.used_by));
-  fmt::print(out, "Contacts:{}\n", c.contacts.empty() ? " none" : "");
-  for (const auto& k : c.contacts) {
-    fmt::print(out, "  {}: point '{}', initial gap {:.6g} m, normal velocity {:.6g} m/s\n", k.name, k.point, k.gap + 0.0,
-               k.normal_velocity + 0.0);  // + 0.0: no "-0"
-  }
-  fmt::print(out, "Assembly: residual max |Phi| = {:.3g}; largest correction of a given position {:.3g} ({})\n",
-             c.assembly_residual, c.largest_correction, c.largest_correction_coordinate);
-  for (const auto& note : c.notes) fmt::print(out, "Warning: {}\n", note);
-  fmt::print(out, "OK: the model assembles and starts\n");
-}
-
 void list_examples(std::ostream& out) {
   for (const auto& e : examples::builtin_examples()) fmt::print(out, "{:<12} {}\n", e.name, e.summary);
 }
@@ -222,11 +192,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       return 0;
     }
     if (check_cmd->parsed()) {
-      if (!multibody::is_model_file(check_file)) {
-        throw UsageError(fmt::format("check takes a model file (*.yaml or *.yml), got '{}'", check_file));
-      }
-      print_check(out, multibody::check_model(multibody::load_model(check_file)));
-      return 0;
+      return run_check(check_file, out);
     }
     (void)run_cmd;
     clear_interrupt();

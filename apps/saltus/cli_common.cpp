@@ -1,5 +1,7 @@
 #include "cli_common.hpp"
 
+#include <saltus/core/number_text.hpp>
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
@@ -12,24 +14,17 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 #include <utility>
 
 namespace saltus::cli {
 
 double parse_number(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  double value = 0.0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) {
-    throw UsageError(fmt::format("{}: '{}' is not a number", what, text));
-  }
-  if (!std::isfinite(value)) throw UsageError(fmt::format("{}: value must be finite, got '{}'", what, text));
-  return value;
+  const std::optional<double> value = number_from_text(text);
+  if (!value) throw UsageError(fmt::format("{}: '{}' is not a number", what, text));
+  if (!std::isfinite(*value)) throw UsageError(fmt::format("{}: value must be finite, got '{}'", what, text));
+  return *value;
 }
 
 long parse_memory_size(const std::string& text) {
@@ -66,6 +61,13 @@ long parse_memory_size(const std::string& text) {
 
 
 Problem load_problem(const RunArgs& a) {
+  if (multibody::is_model_file(a.name) && equations::is_equation_file(a.name)) {
+    if (!a.formulation.empty()) {
+      throw UsageError(fmt::format("--formulation applies to mechanism model files, not to the equation model '{}'",
+                                   a.name));
+    }
+    return equations::load_equation_problem(a.name);
+  }
   if (multibody::is_model_file(a.name)) {
     const multibody::Model model = multibody::load_model(a.name);
     multibody::FormulationSettings settings = model.formulation;

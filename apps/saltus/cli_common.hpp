@@ -38,8 +38,8 @@ struct RunArgs {
   bool strict = false;           // notes about corrected input are errors
 };
 
-/// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml) in
-/// its own formulation or the one --formulation asks for.
+/// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml): an
+/// equation model, or a mechanism in its own formulation or the one --formulation asks for.
 Problem load_problem(const RunArgs& a);
 
 /// Applies --param, --tend, --rtol, --atol, --lmm, --checkpoint-steps and --adjoint-memory.

@@ -38,8 +38,7 @@ constexpr double kMaxIntegerExponent = 64.0;
 /// Recursive descent over the grammar in expression.hpp.
 class ExpressionParser {
  public:
-  ExpressionParser(std::string_view text, const std::vector<std::string>& parameters)
-      : text_(text), parameters_(parameters) {}
+  ExpressionParser(std::string_view text, std::span<const NameGroup> groups) : text_(text), groups_(groups) {}
 
   Expression parse() {
     skip_space();
@@ -76,7 +75,13 @@ class ExpressionParser {
     out_->nodes_.push_back(node);
     return static_cast<int>(out_->nodes_.size()) - 1;
   }
-  int binary(Op op, int a, int b) { return add({op, 0.0, -1, a, b}); }
+  int binary(Op op, int a, int b) { return add({op, 0.0, -1, -1, a, b}); }
+  int unary_node(Op op, int a) { return add({op, 0.0, -1, -1, a, -1}); }
+  int constant(double value) { return add({Op::Number, value, -1, -1, -1, -1}); }
+  int name_node(int group, int index) {
+    out_->max_group_ = std::max(out_->max_group_, group);
+    return add({Op::Name, 0.0, group, index, -1, -1});
+  }
 
   void enter(int depth) const {
     if (depth > kMaxDepth) fail(pos_, fmt::format("nested more than {} levels deep", kMaxDepth));
@@ -107,7 +112,7 @@ class ExpressionParser {
 
   int unary(int depth) {
     enter(depth);
-    if (accept('-')) return add({Op::Negate, 0.0, -1, unary(depth + 1), -1});
+    if (accept('-')) return unary_node(Op::Negate, unary(depth + 1));
     if (accept('+')) return unary(depth + 1);
     return power(depth + 1);
   }
@@ -117,7 +122,7 @@ class ExpressionParser {
     const int base = primary(depth + 1);
     if (!accept('^')) return base;
     const int exponent = unary(depth + 1);
-    if (const auto n = integer_constant(exponent)) return add({Op::IntegerPower, *n, -1, base, -1});
+    if (const auto n = integer_constant(exponent)) return add({Op::IntegerPower, *n, -1, -1, base, -1});
     return binary(Op::Power, base, exponent);
   }
 
@@ -169,15 +174,15 @@ class ExpressionParser {
     const double value = std::strtod(token.c_str(), &end);
     if (end != token.c_str() + token.size()) fail(start, fmt::format("'{}' is not a number", token));
     if (!std::isfinite(value)) fail(start, fmt::format("'{}' is not a finite number", token));
-    return add({Op::Number, value, -1, -1, -1});
+    return constant(value);
   }
 
   int name(int depth) {
     const size_t start = pos_;
-    while (!at_end() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) ++pos_;
-    const std::string word(text_.substr(start, pos_ - start));
+    const std::string word = identifier();
     skip_space();
     if (!at_end() && text_[pos_] == '(') {
+      if (word == "der") return derivative(start);
       const auto f = std::find_if(std::begin(kFunctions), std::end(kFunctions),
                                   [&](const Function& fn) { return word == fn.name; });
       if (f == std::end(kFunctions)) {
@@ -196,31 +201,82 @@ class ExpressionParser {
         fail(pos_, f->arity == 1 ? fmt::format("'{}' takes one argument: expected ')'", word)
                                  : std::string("expected ')'"));
       }
-      return add({f->op, 0.0, -1, a, b});
+      return add({f->op, 0.0, -1, -1, a, b});
     }
-    const auto it = std::find(parameters_.begin(), parameters_.end(), word);
-    if (it != parameters_.end()) return add({Op::Parameter, 0.0, static_cast<int>(it - parameters_.begin()), -1, -1});
-    if (word == "pi") return add({Op::Number, std::numbers::pi, -1, -1, -1});
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (groups_[g].derivative) continue;
+      const std::vector<std::string>& names = *groups_[g].names;
+      const auto it = std::find(names.begin(), names.end(), word);
+      if (it != names.end()) return name_node(static_cast<int>(g), static_cast<int>(it - names.begin()));
+    }
+    if (word == "pi") return constant(std::numbers::pi);
+    fail(start, fmt::format("unknown name '{}' ({}constant: pi)", word, known_names()));
+  }
+
+  std::string identifier() {
+    const size_t start = pos_;
+    while (!at_end() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) ++pos_;
+    return std::string(text_.substr(start, pos_ - start));
+  }
+
+  /// der(name), after "der": the rate of a name of the derivative group.
+  int derivative(size_t start) {
+    const auto group = std::find_if(groups_.begin(), groups_.end(), [](const NameGroup& g) { return g.derivative; });
+    if (group == groups_.end()) fail(start, "der(...) is not available in this expression");
+    ++pos_;  // '('
+    skip_space();
+    const size_t name_start = pos_;
+    const std::string word = identifier();
+    const std::vector<std::string>& names = *group->names;
+    const auto it = std::find(names.begin(), names.end(), word);
+    if (it == names.end()) {
+      fail(name_start, fmt::format("der(...) takes a name of the {} ({}), got '{}'", group->kind,
+                                   join(names), word));
+    }
+    if (!accept(')')) fail(pos_, "der(...) takes one name: expected ')'");
+    return name_node(static_cast<int>(group - groups_.begin()), static_cast<int>(it - names.begin()));
+  }
+
+  static std::string join(const std::vector<std::string>& names) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return list.empty() ? "none declared" : list;
+  }
+
+  /// "parameters: a, b; states: x, y; " for the message of an unknown name.
+  std::string known_names() const {
     std::string known;
-    for (const auto& p : parameters_) known += (known.empty() ? "" : ", ") + p;
-    fail(start, fmt::format("unknown name '{}' (parameters: {}; constant: pi)", word,
-                            known.empty() ? "none declared" : known));
+    for (const NameGroup& g : groups_) {
+      std::string names = join(*g.names);
+      if (g.derivative) {
+        names.clear();
+        for (const auto& n : *g.names) names += (names.empty() ? "der(" : ", der(") + n + ")";
+        if (names.empty()) continue;
+      }
+      known += fmt::format("{}: {}; ", g.kind, names);
+    }
+    return known;
   }
 
   std::string_view text_;
-  const std::vector<std::string>& parameters_;
+  std::span<const NameGroup> groups_;
   size_t pos_ = 0;
   Expression* out_ = nullptr;
 };
 
 Expression Expression::parse(std::string_view text, const std::vector<std::string>& parameters) {
-  return ExpressionParser(text, parameters).parse();
+  const NameGroup group{"parameters", &parameters};
+  return ExpressionParser(text, std::span<const NameGroup>(&group, 1)).parse();
 }
 
-std::vector<int> Expression::parameters() const {
+Expression Expression::parse(std::string_view text, std::span<const NameGroup> groups) {
+  return ExpressionParser(text, groups).parse();
+}
+
+std::vector<int> Expression::names_in(int group) const {
   std::vector<int> used;
   for (const Node& n : nodes_) {
-    if (n.op == Op::Parameter) used.push_back(n.parameter);
+    if (n.op == Op::Name && n.group == group) used.push_back(n.index);
   }
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());

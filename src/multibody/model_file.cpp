@@ -5,57 +5,32 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "../yaml/yaml_fields.hpp"
+
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 
 namespace saltus::multibody {
 
 namespace {
 
-/// The whole of `text` as a finite number, if it is one.
-std::optional<double> parse_number(const std::string& text) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
-/// NaN or an infinity as YAML (.nan, .inf, -.Inf) or C (nan, inf, infinity) writes them.
-bool non_finite_number(const std::string& text) {
-  std::string t;
-  for (const char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!t.empty() && (t[0] == '+' || t[0] == '-')) t.erase(0, 1);
-  return t == ".nan" || t == ".inf" || t == "nan" || t == "inf" || t == "infinity";
-}
-
-std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
+using yaml::non_finite_number;
+using yaml::parse_number;
+using yaml::trim;
 
 /// Reads one YAML document into a Model, keeping the field path for messages.
-class Reader {
+class Reader : yaml::Fields {
  public:
-  Reader(const YAML::Node& root, std::string source) : root_(root), source_(std::move(source)) {}
+  Reader(const YAML::Node& root, std::string source) : Fields(std::move(source)), root_(root) {}
 
   Model read() {
-    if (!root_.IsMap()) fail(root_, "", "the file must be a YAML mapping (name:, points:, elements:, ...)");
-    size_t nodes = 0;
-    reject_duplicate_keys(root_, "", 0, nodes);
-    check_keys(root_, "", {"name", "description", "horizon", "outputs", "tolerances", "formulation",
-                           "gravity", "parameters", "ground", "points", "bodies", "independent",
-                           "elements", "contacts", "costs"});
-    model_.source = source_;
+    check_root(root_, "name:, points:, elements:, ...",
+               {"name", "description", "horizon", "outputs", "tolerances", "formulation", "gravity", "parameters",
+                "ground", "points", "bodies", "independent", "elements", "contacts", "costs"});
+    model_.source = source();
     model_.name = root_["name"] ? scalar(root_["name"], "name") : "model";
     read_parameters();
     read_ground();
@@ -73,93 +48,17 @@ class Reader {
   }
 
  private:
-  /// `column_offset`: characters from the node's start to the offending one (a token inside it).
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& field, const std::string& what,
-                         size_t column_offset = 0) const {
-    const YAML::Mark mark = node.Mark();
-    const std::string at = mark.is_null() ? source_
-                                          : fmt::format("{}:{}:{}", source_, mark.line + 1,
-                                                        static_cast<size_t>(mark.column) + 1 + column_offset);
-    throw InputError(field.empty() ? fmt::format("{}: {}", at, what) : fmt::format("{}: {}: {}", at, field, what));
-  }
-
   /// "file:line:col" of a node, remembered under its field path for later messages (domain
   /// checks at other parameter values, assembly errors).
   void note(const YAML::Node& node, const std::string& field) const {
-    const YAML::Mark mark = node.Mark();
-    if (!mark.is_null()) locations_[field] = fmt::format("{}:{}:{}", source_, mark.line + 1, mark.column + 1);
-  }
-
-  /// YAML parsers keep one of two equal keys without a word; a key given twice is an error.
-  /// The walk is bounded: aliases can make the node graph expand exponentially (b: &b [*a, *a],
-  /// c: &c [*b, *b], ...) or a cycle (&a [*a]), and a model file is shallow.
-  void reject_duplicate_keys(const YAML::Node& node, const std::string& field, int depth, size_t& nodes) const {
-    constexpr int kMaxDepth = 32;            // a model file needs 8 (costs.c.running[0].of.at[0])
-    constexpr size_t kMaxNodes = 200000;     // after aliases are expanded
-    if (depth > kMaxDepth) {
-      fail(node, field, fmt::format("nested more than {} levels deep (an alias inside its own anchor?)", kMaxDepth));
-    }
-    if (++nodes > kMaxNodes) {
-      fail(node, field, fmt::format("the file expands to more than {} YAML nodes (aliases repeated?)", kMaxNodes));
-    }
-    if (node.IsSequence()) {
-      for (size_t i = 0; i < node.size(); ++i) {
-        reject_duplicate_keys(node[i], fmt::format("{}[{}]", field, i), depth + 1, nodes);
-      }
-      return;
-    }
-    if (!node.IsMap()) return;
-    std::set<std::string> seen;
-    for (const auto& kv : node) {
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
-      const std::string path = field.empty() ? key : field + "." + key;
-      if (!kv.first.IsScalar()) fail(kv.first, field, "a key must be a plain name");
-      if (!seen.insert(key).second) fail(kv.first, path, "given twice (each key may appear once)");
-      reject_duplicate_keys(kv.second, path, depth + 1, nodes);
-    }
-  }
-
-  void check_keys(const YAML::Node& map, const std::string& field, std::set<std::string> known) const {
-    // Indexing or iterating a scalar or a list as a mapping throws yaml-cpp's own exceptions.
-    if (!map.IsMap()) fail(map, field, "expected a mapping");
-    for (const auto& kv : map) {
-      const std::string key = kv.first.as<std::string>();
-      if (known.count(key) == 0) {
-        std::string list;
-        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        fail(kv.first, field.empty() ? key : field + "." + key, fmt::format("unknown field (known: {})", list));
-      }
-    }
-  }
-
-  YAML::Node require(const YAML::Node& map, const std::string& key, const std::string& field) const {
-    if (!map.IsMap()) fail(map, field, "expected a mapping");
-    const YAML::Node n = map[key];
-    if (!n) fail(map, field + "." + key, "missing field");
-    return n;
-  }
-
-  std::string scalar(const YAML::Node& n, const std::string& field) const {
-    if (!n.IsScalar()) fail(n, field, "expected a single value");
-    return n.Scalar();
+    if (!node.Mark().is_null()) locations_[field] = location(node);
   }
 
   /// A number or a constant expression ("2*pi", "1/3"), for fields that cannot depend on the
   /// parameters.
   double number(const YAML::Node& n, const std::string& field) const {
     note(n, field);
-    const std::string text = trim(scalar(n, field));
-    if (const auto v = parse_number(text)) return *v;
-    if (text.empty() || non_finite_number(text)) fail(n, field, fmt::format("expected a finite number, got '{}'", text));
-    const Expression e = expression(n, field, text);
-    if (!e.is_constant()) {
-      fail(n, field, fmt::format("'{}' depends on parameters, but this field takes a number or a constant "
-                                 "expression (such as 2*pi)",
-                                 text));
-    }
-    const double v = e.evaluate<double>(Eigen::VectorXd());
-    if (!std::isfinite(v)) fail(n, field, fmt::format("expected a finite number, got '{}' = {}", text, v));
-    return v;
+    return constant(n, field, parameter_group());
   }
 
   int integer(const YAML::Node& n, const std::string& field) const {
@@ -210,17 +109,14 @@ class Reader {
 
   /// Parses an expression over the declared parameters; an error points at the offending token.
   Expression expression(const YAML::Node& n, const std::string& field, const std::string& text) const {
-    std::vector<std::string> names;
-    for (const auto& p : model_.parameters) names.push_back(p.name);
-    try {
-      return Expression::parse(text, names);
-    } catch (const ExpressionError& e) {
-      // The token's column: after the scalar's opening quote, if any, and its leading spaces.
-      const std::string& raw = n.Scalar();
-      const size_t lead = raw.find_first_not_of(" \t");
-      const size_t quote = n.Tag() == "!" ? 1 : 0;
-      fail(n, field, e.what(), quote + (lead == std::string::npos ? 0 : lead) + e.position());
-    }
+    return Fields::expression(n, field, text, parameter_group());
+  }
+
+  std::span<const NameGroup> parameter_group() const {
+    parameter_names_.clear();
+    for (const auto& p : model_.parameters) parameter_names_.push_back(p.name);
+    group_ = NameGroup{"parameters", &parameter_names_};
+    return {&group_, 1};
   }
 
   Value optional_value(const YAML::Node& map, const std::string& key, const std::string& field, double fallback) const {
@@ -689,7 +585,6 @@ class Reader {
   }
 
   const YAML::Node& root_;
-  std::string source_;
   Model model_;
   std::map<std::string, int> parameter_index_;
   std::map<std::string, int> body_index_;
@@ -697,28 +592,16 @@ class Reader {
   std::set<std::string> names_;
   mutable std::map<std::string, std::string> locations_;
   mutable std::vector<std::string> coordinate_names_;
+  mutable std::vector<std::string> parameter_names_;  ///< parameter_group()'s names
+  mutable NameGroup group_;
   mutable std::vector<std::vector<std::string>> uses_;  ///< per parameter: the fields that read it  ///< model_.coordinate_names(), once read
 };
 
 }  // namespace
 
-Model parse_model(const std::string& text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
-  }
-  return Reader(root, source).read();
-}
+Model parse_model(const std::string& text, const std::string& source) { return yaml::read_text<Reader>(text, source); }
 
-Model load_model(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("cannot read model file '{}'", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_model(text.str(), path);
-}
+Model load_model(const std::string& path) { return parse_model(yaml::read_file(path), path); }
 
 bool is_model_file(const std::string& name) {
   auto ends_with = [&](const std::string& suffix) {

@@ -2,9 +2,12 @@
 // the command-line spellings of design variables and cost constraints.
 #include <saltus/optimize/optimize.hpp>
 
+#include <saltus/core/number_text.hpp>
+
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 namespace saltus {
@@ -13,17 +16,9 @@ namespace {
 
 /// A finite number spelled exactly by `text` (all of it), or InputError naming `what`.
 double parse_finite(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  double value = 0.0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value)) {
-    throw InputError(fmt::format("{}: '{}' is not a finite number", what, text));
-  }
-  return value;
+  const std::optional<double> value = number_from_text(text);
+  if (!value || !std::isfinite(*value)) throw InputError(fmt::format("{}: '{}' is not a finite number", what, text));
+  return *value;
 }
 
 /// `name` with InputError's message prefixed by what it is.

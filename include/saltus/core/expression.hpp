@@ -1,7 +1,12 @@
 #pragma once
-// Arithmetic expressions over named parameters, parsed once into a small tree and evaluated in
+// Arithmetic expressions over named values, parsed once into a small tree and evaluated in
 // every scalar type Saltus uses (double, Complex, Dual, Reverse), so that derivatives flow
 // through them exactly: "L*cos(th0)", "m*l^2/12", "-0.5 * a + 0.1".
+//
+// The names an expression may read come in groups (parameters; or parameters, states, time and
+// the rates of the states in equation model files): a name resolves once, at parsing, to (group,
+// index), and evaluation reads values[group][index] from the arrays it is given, so evaluating
+// allocates nothing (a right-hand side is evaluated at every step).
 //
 // Grammar (usual precedence; ^ binds tighter than unary minus and is right-associative, so
 // -2^2 = -4 and 2^3^2 = 2^9):
@@ -10,7 +15,8 @@
 //   unary      := ('-' | '+') unary | power
 //   power      := primary ('^' unary)?
 //   primary    := number | name | function '(' expression (',' expression)* ')' | '(' expression ')'
-// Numbers: 2, 0.5, .5, 1e-3. Names: the parameters given to parse(), and the constant pi.
+// Numbers: 2, 0.5, .5, 1e-3. Names: those of the groups given to parse(), and the constant pi;
+// der(name) reads the name's entry in a group marked `derivative` (the rate of a state).
 // Functions: sin cos tan asin acos atan sqrt exp log abs (one argument), atan2(y, x), min, max
 // (two). Angles are in radians.
 //
@@ -21,6 +27,8 @@
 #include <saltus/core/scalar.hpp>
 
 #include <cmath>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,29 +45,62 @@ class ExpressionError : public InputError {
   size_t position_;
 };
 
+/// One group of names an expression may read. Group g of parse() is bound to values[g] at
+/// evaluation; a name at position i of `names` reads values[g][i].
+struct NameGroup {
+  std::string_view kind;                    ///< named in messages: "parameters", "states", ...
+  const std::vector<std::string>* names = nullptr;
+  /// The names are written der(name) and read the rates of these names (of the states).
+  bool derivative = false;
+};
+
 class Expression {
  public:
-  /// Parses `text`; names resolve to indices into `parameters`. Throws ExpressionError.
+  /// Parses `text`; names resolve to indices into `parameters` (one group). Throws
+  /// ExpressionError.
   static Expression parse(std::string_view text, const std::vector<std::string>& parameters);
+  /// Parses `text` with several groups of names; the first group holding a name wins (callers
+  /// keep the groups' names distinct). Throws ExpressionError.
+  static Expression parse(std::string_view text, std::span<const NameGroup> groups);
 
-  /// The value at the parameter vector p (indices as given to parse()).
+  /// The value at the parameter vector p (a one-group expression).
   template <class S>
   S evaluate(In<S> p) const {
-    return evaluate_node<S>(root_, p);
+    const S* values[] = {p.data()};
+    return evaluate_in<S>(values, 1);
+  }
+  /// The value for the groups (parameters, states, time), in that order.
+  template <class S>
+  S evaluate(In<S> p, In<S> x, const S& t) const {
+    const S* values[] = {p.data(), x.data(), &t};
+    return evaluate_in<S>(values, 3);
+  }
+  /// The value with group g bound to values[g], g < n_groups. Throws std::invalid_argument if
+  /// the expression reads a group past n_groups (a caller's bug, not bad input).
+  template <class S>
+  S evaluate_in(const S* const* values, int n_groups) const {
+    if (max_group_ >= n_groups) {
+      throw std::invalid_argument("Expression::evaluate_in: '" + text_ + "' reads a group that was not given");
+    }
+    return evaluate_node<S>(root_, values);
   }
 
-  /// Indices of the parameters it reads, ascending, each once.
-  std::vector<int> parameters() const;
-  bool is_constant() const { return parameters().empty(); }
+  /// Indices of the parameters (group 0) it reads, ascending, each once.
+  std::vector<int> parameters() const { return names_in(0); }
+  /// Indices of the names of `group` it reads, ascending, each once.
+  std::vector<int> names_in(int group) const;
+  /// True if it reads no name at all.
+  bool is_constant() const { return max_group_ < 0; }
   /// The text it was parsed from.
   const std::string& text() const { return text_; }
 
-  enum class Op { Number, Parameter, Negate, Add, Subtract, Multiply, Divide, Power, IntegerPower,
+  enum class Op { Number, Name, Negate, Add, Subtract, Multiply, Divide, Power, IntegerPower,
                   Sin, Cos, Tan, Asin, Acos, Atan, Sqrt, Exp, Log, Abs, Atan2, Min, Max };
   struct Node {
     Op op = Op::Number;
     double number = 0.0;  ///< Number: the value; IntegerPower: the exponent
-    int parameter = -1;   ///< Parameter: its index
+    int group = -1;       ///< Name: its group
+    int index = -1;       ///< Name: its index in the group
     int a = -1, b = -1;   ///< operands (node indices)
   };
 
@@ -67,11 +108,12 @@ class Expression {
   friend class ExpressionParser;
 
   template <class S>
-  S evaluate_node(int index, In<S> p) const;
+  S evaluate_node(int index, const S* const* values) const;
 
   std::string text_;
   std::vector<Node> nodes_;
   int root_ = -1;
+  int max_group_ = -1;  ///< the highest group it reads, -1 if none
 };
 
 namespace expression_detail {
@@ -111,38 +153,38 @@ S atan2_of(const S& y, const S& x) {
 }  // namespace expression_detail
 
 template <class S>
-S Expression::evaluate_node(int index, In<S> p) const {
+S Expression::evaluate_node(int index, const S* const* values) const {
   using std::acos, std::asin, std::atan, std::cos, std::exp, std::log, std::pow, std::sin, std::sqrt,
       std::tan;
   const Node& n = nodes_[static_cast<size_t>(index)];
   switch (n.op) {
     case Op::Number: return S(n.number);
-    case Op::Parameter: return p[n.parameter];
-    case Op::Negate: return -evaluate_node<S>(n.a, p);
-    case Op::Add: return evaluate_node<S>(n.a, p) + evaluate_node<S>(n.b, p);
-    case Op::Subtract: return evaluate_node<S>(n.a, p) - evaluate_node<S>(n.b, p);
-    case Op::Multiply: return evaluate_node<S>(n.a, p) * evaluate_node<S>(n.b, p);
-    case Op::Divide: return evaluate_node<S>(n.a, p) / evaluate_node<S>(n.b, p);
-    case Op::Power: return S(pow(evaluate_node<S>(n.a, p), evaluate_node<S>(n.b, p)));
+    case Op::Name: return values[n.group][n.index];
+    case Op::Negate: return -evaluate_node<S>(n.a, values);
+    case Op::Add: return evaluate_node<S>(n.a, values) + evaluate_node<S>(n.b, values);
+    case Op::Subtract: return evaluate_node<S>(n.a, values) - evaluate_node<S>(n.b, values);
+    case Op::Multiply: return evaluate_node<S>(n.a, values) * evaluate_node<S>(n.b, values);
+    case Op::Divide: return evaluate_node<S>(n.a, values) / evaluate_node<S>(n.b, values);
+    case Op::Power: return S(pow(evaluate_node<S>(n.a, values), evaluate_node<S>(n.b, values)));
     case Op::IntegerPower:
-      return expression_detail::integer_power(evaluate_node<S>(n.a, p), static_cast<long>(n.number));
-    case Op::Sin: return S(sin(evaluate_node<S>(n.a, p)));
-    case Op::Cos: return S(cos(evaluate_node<S>(n.a, p)));
-    case Op::Tan: return S(tan(evaluate_node<S>(n.a, p)));
-    case Op::Asin: return S(asin(evaluate_node<S>(n.a, p)));
-    case Op::Acos: return S(acos(evaluate_node<S>(n.a, p)));
-    case Op::Atan: return S(atan(evaluate_node<S>(n.a, p)));
-    case Op::Sqrt: return S(sqrt(evaluate_node<S>(n.a, p)));
-    case Op::Exp: return S(exp(evaluate_node<S>(n.a, p)));
-    case Op::Log: return S(log(evaluate_node<S>(n.a, p)));
-    case Op::Abs: return expression_detail::abs_of(evaluate_node<S>(n.a, p));
-    case Op::Atan2: return expression_detail::atan2_of(evaluate_node<S>(n.a, p), evaluate_node<S>(n.b, p));
+      return expression_detail::integer_power(evaluate_node<S>(n.a, values), static_cast<long>(n.number));
+    case Op::Sin: return S(sin(evaluate_node<S>(n.a, values)));
+    case Op::Cos: return S(cos(evaluate_node<S>(n.a, values)));
+    case Op::Tan: return S(tan(evaluate_node<S>(n.a, values)));
+    case Op::Asin: return S(asin(evaluate_node<S>(n.a, values)));
+    case Op::Acos: return S(acos(evaluate_node<S>(n.a, values)));
+    case Op::Atan: return S(atan(evaluate_node<S>(n.a, values)));
+    case Op::Sqrt: return S(sqrt(evaluate_node<S>(n.a, values)));
+    case Op::Exp: return S(exp(evaluate_node<S>(n.a, values)));
+    case Op::Log: return S(log(evaluate_node<S>(n.a, values)));
+    case Op::Abs: return expression_detail::abs_of(evaluate_node<S>(n.a, values));
+    case Op::Atan2: return expression_detail::atan2_of(evaluate_node<S>(n.a, values), evaluate_node<S>(n.b, values));
     case Op::Min: {
-      const S a = evaluate_node<S>(n.a, p), b = evaluate_node<S>(n.b, p);
+      const S a = evaluate_node<S>(n.a, values), b = evaluate_node<S>(n.b, values);
       return real_part(a) <= real_part(b) ? a : b;
     }
     case Op::Max: {
-      const S a = evaluate_node<S>(n.a, p), b = evaluate_node<S>(n.b, p);
+      const S a = evaluate_node<S>(n.a, values), b = evaluate_node<S>(n.b, values);
       return real_part(a) >= real_part(b) ? a : b;
     }
   }

@@ -1,0 +1,125 @@
+#include "check_command.hpp"
+
+#include "cli_common.hpp"
+
+#include <saltus/equations/equation_file.hpp>
+#include <saltus/multibody/check.hpp>
+#include <saltus/multibody/model_file.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <cmath>
+#include <vector>
+
+namespace saltus::cli {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
+  return s.empty() ? std::string("none") : s;
+}
+
+/// `saltus check FILE`: what the model describes and how it starts (docs/model-files.md).
+void print_check(std::ostream& out, const multibody::ModelCheck& c) {
+  fmt::print(out, "Model '{}' ({}), formulation {}\n", c.name, c.source, c.formulation);
+  fmt::print(out, "Coordinates ({}; {} points, {} bodies): {}\n", c.coordinates.size(), c.n_points, c.n_bodies,
+             join(c.coordinates));
+  fmt::print(out, "Constraints ({} rows):", c.constraint_rows);
+  if (c.constraints.empty()) fmt::print(out, " none");
+  for (const auto& k : c.constraints) fmt::print(out, "\n  {} ({} row{})", k.element, k.rows, k.rows == 1 ? "" : "s");
+  fmt::print(out, "\nDegrees of freedom: {} (rank of Phi_q at the initial configuration: {} of {} rows; redundant "
+                  "constraints: {})\n",
+             c.degrees_of_freedom, c.rank, c.constraint_rows, c.constraint_rows - c.rank);
+  fmt::print(out, "Independent coordinates: {}\n", join(c.independent));
+  fmt::print(out, "Parameters:{}\n", c.parameters.empty() ? " none" : "");
+  for (const auto& p : c.parameters) fmt::print(out, "  {} = {:g}: used by {}\n", p.name, p.value, join(p.used_by));
+  fmt::print(out, "Contacts:{}\n", c.contacts.empty() ? " none" : "");
+  for (const auto& k : c.contacts) {
+    fmt::print(out, "  {}: point '{}', initial gap {:.6g} m, normal velocity {:.6g} m/s\n", k.name, k.point, k.gap + 0.0,
+               k.normal_velocity + 0.0);  // + 0.0: no "-0"
+  }
+  fmt::print(out, "Assembly: residual max |Phi| = {:.3g}; largest correction of a given position {:.3g} ({})\n",
+             c.assembly_residual, c.largest_correction, c.largest_correction_coordinate);
+  for (const auto& note : c.notes) fmt::print(out, "Warning: {}\n", note);
+  fmt::print(out, "OK: the model assembles and starts\n");
+}
+
+const char* direction_name(Direction d) {
+  switch (d) {
+    case Direction::Rising: return "rising";
+    case Direction::Falling: return "falling";
+    case Direction::Either: return "either";
+  }
+  return "either";
+}
+
+/// The modes an event is watched in, and where it leads from each.
+std::string event_summary(const Problem& pb, const Event& e) {
+  std::vector<std::string> watched, leads;
+  for (int m = 0; m < pb.n_modes(); ++m) {
+    if (!e.active_in(m)) continue;
+    watched.push_back(pb.mode(m).name);
+    const int next = e.mode_after(m);
+    if (next != m) leads.push_back(pb.mode(m).name + " -> " + pb.mode(next).name);
+  }
+  std::string s = fmt::format("{}, watched in {}", direction_name(e.direction), join(watched));
+  if (!leads.empty()) s += ", switches " + join(leads);
+  if (e.jump) s += ", with a jump";
+  if (e.rest_event >= 0) {
+    const Event& rest = pb.event(e.rest_event);
+    s += fmt::format(", comes to rest in {}", pb.mode(rest.target_mode).name);
+  }
+  return s;
+}
+
+/// An equation model: its states with their initial values, parameters, modes, events, costs.
+void print_equation_check(std::ostream& out, const std::string& file, const Problem& pb) {
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  pb.check_domains(p);
+  Eigen::VectorXd x0(pb.n_states());
+  pb.initial_state().real(p, x0);
+  const int mode = pb.initial_mode_for(x0, p);
+  Eigen::VectorXd xdot(pb.n_states());
+  pb.mode(mode).rhs.real(pb.options().t0, x0, p, xdot);
+  fmt::print(out, "Model '{}' ({}), equation model\n", pb.name(), file);
+  fmt::print(out, "States ({}):\n", pb.n_states());
+  for (int i = 0; i < pb.n_states(); ++i) {
+    fmt::print(out, "  {} = {:.10g} at t0 = {:g}, rate {:.6g}\n", pb.state_names()[static_cast<size_t>(i)], x0[i],
+               pb.options().t0, xdot[i]);
+  }
+  fmt::print(out, "Parameters:{}\n", pb.n_parameters() == 0 ? " none" : "");
+  for (const auto& q : pb.parameters()) fmt::print(out, "  {} = {:g}\n", q.name, q.nominal);
+  std::vector<std::string> modes;
+  for (int m = 0; m < pb.n_modes(); ++m) modes.push_back(pb.mode(m).name);
+  fmt::print(out, "Modes: {}; initial mode {}\n", join(modes), pb.mode(mode).name);
+  fmt::print(out, "Events:{}\n", pb.n_events() == 0 ? " none" : "");
+  for (int k = 0; k < pb.n_events(); ++k) {
+    const Event& e = pb.event(k);
+    if (e.watched) fmt::print(out, "  {}: {}\n", e.name, event_summary(pb, e));
+  }
+  fmt::print(out, "Costs: {}\n", join(pb.cost_names()));
+  fmt::print(out, "Horizon: [{:g}, {:g}]\n", pb.options().t0, pb.options().tf);
+  if (!x0.allFinite() || !xdot.allFinite()) {
+    throw InputError(fmt::format("{}: the initial state or its rate is not finite at the nominal parameters", file));
+  }
+  fmt::print(out, "OK: the model loads and starts\n");
+}
+
+}  // namespace
+
+int run_check(const std::string& file, std::ostream& out) {
+  if (!multibody::is_model_file(file)) {
+    throw UsageError(fmt::format("check takes a model file (*.yaml or *.yml), got '{}'", file));
+  }
+  if (equations::is_equation_file(file)) {
+    print_equation_check(out, file, equations::load_equation_problem(file));
+  } else {
+    print_check(out, multibody::check_model(multibody::load_model(file)));
+  }
+  return 0;
+}
+
+}  // namespace saltus::cli

@@ -1,0 +1,23 @@
+#pragma once
+// Numbers written as text on a command line or in an option: the whole text must be the number.
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace saltus {
+
+/// The number `text` spells, all of it ("2", "-1e-3", "inf"); nullopt for anything else
+/// ("", "2x", "x").
+inline std::optional<double> number_from_text(const std::string& text) {
+  size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace saltus

@@ -1,0 +1,374 @@
+// Reads an equation model file (docs/model-files.md, "Equation models") into a Problem.
+#include <saltus/equations/equation_file.hpp>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "../yaml/yaml_fields.hpp"
+#include "expression_functions.hpp"
+
+namespace saltus::equations {
+
+namespace {
+
+/// Names an expression may not use for a parameter or a state: they mean something already.
+bool reserved(const std::string& name) { return name == "t" || name == "pi" || name == "der"; }
+
+bool identifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
+/// Reads one YAML document into a Problem, keeping the field path for messages.
+class Reader : yaml::Fields {
+ public:
+  Reader(const YAML::Node& root, std::string source) : Fields(std::move(source)), root_(root) {}
+
+  Problem read() {
+    check_root(root_, "states:, modes:, ...",
+               {"name", "description", "horizon", "outputs", "tolerances", "method", "parameters", "states", "modes",
+                "initial_mode", "events", "costs"});
+    Problem pb(root_["name"] ? scalar(root_["name"], "name") : "model",
+               root_["description"] ? scalar(root_["description"], "description") : "");
+    read_parameters(pb);
+    read_states(pb);
+    read_modes(pb);
+    read_initial_mode(pb);
+    read_events(pb);
+    read_costs(pb);
+    read_settings(pb);
+    try {
+      pb.validate();
+    } catch (const InputError& e) {
+      fail(root_, "", e.what());
+    }
+    return pb;
+  }
+
+ private:
+  /// Expressions over the parameters only (initial values, event times).
+  std::span<const NameGroup> parameters_only() const { return {groups_.data(), 1}; }
+  /// Over the parameters, the states and the time t (right-hand sides, guards, jumps).
+  std::span<const NameGroup> states_and_time() const { return {groups_.data(), 3}; }
+  /// As states_and_time, and the rates der(x) (running costs).
+  std::span<const NameGroup> with_rates() const { return {groups_.data(), 4}; }
+
+  Expression parse(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
+    const std::string text = yaml::trim(scalar(n, field));
+    if (text.empty() || yaml::non_finite_number(text)) {
+      fail(n, field, fmt::format("expected a finite number or an expression, got '{}'", text));
+    }
+    return Fields::expression(n, field, text, groups);
+  }
+
+  /// The top-level mapping `key`, required and not empty.
+  YAML::Node required_map(const std::string& key, const std::string& expected) const {
+    const YAML::Node n = require(root_, key, "");
+    if (!n.IsMap() || n.size() == 0) fail(n, key, "expected " + expected);
+    return n;
+  }
+
+  /// A list of one expression per state.
+  ExpressionList per_state(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
+    const size_t nx = states_.size();
+    if (!n.IsSequence()) {
+      fail(n, field, fmt::format("expected a list of {} expressions, one per state ({})", nx, join(states_)));
+    }
+    if (n.size() != nx) {
+      fail(n, field, fmt::format("expected {} expressions, one per state ({}), got {}", nx, join(states_), n.size()));
+    }
+    std::vector<Expression> list;
+    for (size_t i = 0; i < nx; ++i) list.push_back(parse(n[i], fmt::format("{}[{}]", field, i), groups));
+    return std::make_shared<const std::vector<Expression>>(std::move(list));
+  }
+
+  /// A parameter or state name: an identifier that expressions can read, new, not reserved.
+  void check_name(const YAML::Node& key, const std::string& field, const std::string& name) const {
+    if (!identifier(name)) fail(key, field, "a name must be letters, digits and _, not starting with a digit");
+    if (reserved(name)) fail(key, field, fmt::format("'{}' is reserved (t: time, pi, der(x): rate of x)", name));
+    if (std::find(parameters_.begin(), parameters_.end(), name) != parameters_.end() ||
+        std::find(states_.begin(), states_.end(), name) != states_.end()) {
+      fail(key, field, fmt::format("the name '{}' is already used", name));
+    }
+  }
+
+  void read_parameters(Problem& pb) {
+    const YAML::Node ps = root_["parameters"];
+    if (!ps) return;
+    if (!ps.IsMap()) fail(ps, "parameters", "expected a mapping name: value (or name: {value:, description:, min:, max:})");
+    for (const auto& kv : ps) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string field = "parameters." + name;
+      check_name(kv.first, field, name);
+      double value = 0.0, lower = -std::numeric_limits<double>::infinity(), upper = -lower;
+      std::string description;
+      if (kv.second.IsMap()) {
+        check_keys(kv.second, field, {"value", "description", "min", "max"});
+        value = constant(require(kv.second, "value", field), field + ".value", parameters_only());
+        if (kv.second["description"]) description = scalar(kv.second["description"], field + ".description");
+        if (kv.second["min"]) lower = constant(kv.second["min"], field + ".min", parameters_only());
+        if (kv.second["max"]) upper = constant(kv.second["max"], field + ".max", parameters_only());
+        if (!(value >= lower && value <= upper)) {
+          fail(kv.second, field, fmt::format("the value {} is outside [min, max] = [{}, {}]", value, lower, upper));
+        }
+      } else {
+        value = constant(kv.second, field, parameters_only());
+      }
+      pb.add_parameter(name, value, description);
+      if (kv.second.IsMap() && (kv.second["min"] || kv.second["max"])) pb.bound_parameter(name, lower, upper);
+      parameters_.push_back(name);
+    }
+  }
+
+  void read_states(Problem& pb) {
+    const YAML::Node xs = required_map("states", "a mapping name: initial value (at least one state)");
+    std::vector<std::pair<YAML::Node, std::string>> initial;
+    for (const auto& kv : xs) {
+      const std::string name = kv.first.as<std::string>();
+      check_name(kv.first, "states." + name, name);
+      states_.push_back(name);
+      initial.emplace_back(kv.second, "states." + name);
+    }
+    pb.set_states(states_);
+    std::vector<Expression> x0;
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    for (const auto& [node, field] : initial) {
+      x0.push_back(parse(node, field, parameters_only()));
+      const double v = x0.back().evaluate<double>(p);
+      if (!std::isfinite(v)) {
+        fail(node, field, fmt::format("'{}' is not finite at the nominal parameters (got {})", x0.back().text(), v));
+      }
+    }
+    pb.set_initial_state(initial_state_function(std::make_shared<const std::vector<Expression>>(std::move(x0))));
+  }
+
+  void read_modes(Problem& pb) {
+    const YAML::Node ms = required_map("modes", "a mapping name: {rhs: [...]} (at least one mode)");
+    for (const auto& kv : ms) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string field = "modes." + name;
+      check_keys(kv.second, field, {"rhs"});
+      const ExpressionList rhs = per_state(require(kv.second, "rhs", field), field + ".rhs", states_and_time());
+      pb.add_mode(name, vector_function(rhs));
+      modes_.push_back(name);
+    }
+  }
+
+  int mode(const YAML::Node& n, const std::string& field) const {
+    const std::string name = scalar(n, field);
+    const auto it = std::find(modes_.begin(), modes_.end(), name);
+    if (it == modes_.end()) fail(n, field, fmt::format("unknown mode '{}' (modes: {})", name, join(modes_)));
+    return static_cast<int>(it - modes_.begin());
+  }
+
+  /// A mode name, or {sign_of: r, positive: M1, otherwise: M2}: M1 if r(t0, x0, p) > 0.
+  void read_initial_mode(Problem& pb) {
+    const YAML::Node n = root_["initial_mode"];
+    if (!n) return;
+    if (!n.IsMap()) {
+      pb.set_initial_mode(mode(n, "initial_mode"));
+      return;
+    }
+    check_keys(n, "initial_mode", {"sign_of", "positive", "otherwise"});
+    const Expression r = parse(require(n, "sign_of", "initial_mode"), "initial_mode.sign_of", states_and_time());
+    const int positive = mode(require(n, "positive", "initial_mode"), "initial_mode.positive");
+    const int otherwise = mode(require(n, "otherwise", "initial_mode"), "initial_mode.otherwise");
+    const double t0 = initial_time();
+    // Evaluated on real values, also in complex-step runs (Problem::set_initial_mode_rule).
+    pb.set_initial_mode_rule([r, positive, otherwise, t0](In<double> x0, In<double> p) {
+      return r.evaluate<double>(p, x0, t0) > 0.0 ? positive : otherwise;
+    });
+  }
+
+  void read_events(Problem& pb) {
+    const YAML::Node es = root_["events"];
+    if (!es) return;
+    if (!es.IsMap()) fail(es, "events", "expected a mapping name: {guard:, direction:, jump:, next:, ...}");
+    for (const auto& kv : es) read_event(pb, kv.first.as<std::string>(), kv.second);
+  }
+
+  void read_event(Problem& pb, const std::string& name, const YAML::Node& n) {
+    const std::string field = "events." + name;
+    check_keys(n, field, {"guard", "direction", "at", "jump", "next", "only_in", "rests_in"});
+    if (static_cast<bool>(n["guard"]) == static_cast<bool>(n["at"])) {
+      fail(n, field, "needs either a guard (with a direction) or a time 'at'");
+    }
+    std::optional<EventBuilder> event;
+    if (n["at"]) {
+      if (n["direction"]) fail(n["direction"], field + ".direction", "a time event ('at') fires as t rises: no direction");
+      event.emplace(pb.add_event(name, Direction::Rising, time_guard(parse(n["at"], field + ".at", parameters_only()))));
+    } else {
+      const Direction direction = read_direction(require(n, "direction", field), field + ".direction");
+      event.emplace(pb.add_event(name, direction, scalar_function(parse(n["guard"], field + ".guard", states_and_time()))));
+    }
+    bool identity_jump = true;
+    if (const YAML::Node j = n["jump"]) {
+      const ExpressionList jump = per_state(j, field + ".jump", states_and_time());
+      for (size_t i = 0; i < states_.size(); ++i) identity_jump &= (*jump)[i].text() == states_[i];
+      event->jump(vector_function(jump));
+    }
+    std::vector<int> watched;
+    if (const YAML::Node in = n["only_in"]) {
+      watched = mode_list(in, field + ".only_in");
+      event->only_in(watched);
+    }
+    if (const YAML::Node next = n["next"]) read_next(*event, next, field + ".next", watched);
+    if (const YAML::Node rest = n["rests_in"]) {
+      check_keys(rest, field + ".rests_in", {"mode", "jump"});
+      const int rest_mode = mode(require(rest, "mode", field + ".rests_in"), field + ".rests_in.mode");
+      const ExpressionList projection =
+          per_state(require(rest, "jump", field + ".rests_in"), field + ".rests_in.jump", states_and_time());
+      event->rests_in(rest_mode, vector_function(projection));
+    }
+    check_changes_something(pb.event(event->index()), n, field, identity_jump);
+  }
+
+  Direction read_direction(const YAML::Node& n, const std::string& field) const {
+    const std::string d = scalar(n, field);
+    if (d == "rising") return Direction::Rising;
+    if (d == "falling") return Direction::Falling;
+    if (d == "either") return Direction::Either;
+    fail(n, field, fmt::format("unknown direction '{}' (rising, falling or either)", d));
+  }
+
+  /// A mode name or a list of them.
+  std::vector<int> mode_list(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsSequence()) return {mode(n, field)};
+    if (n.size() == 0) fail(n, field, "expected at least one mode");
+    std::vector<int> out;
+    for (size_t i = 0; i < n.size(); ++i) out.push_back(mode(n[i], fmt::format("{}[{}]", field, i)));
+    return out;
+  }
+
+  /// `next: mode`, or `next: {from: to, ...}` (modes not listed stay).
+  void read_next(EventBuilder& event, const YAML::Node& n, const std::string& field, const std::vector<int>& watched) {
+    if (!n.IsMap()) {
+      event.switch_to(mode(n, field));
+      return;
+    }
+    std::map<int, int> transitions;
+    for (const auto& kv : n) {
+      const int from = mode(kv.first, field);
+      if (!watched.empty() && std::find(watched.begin(), watched.end(), from) == watched.end()) {
+        fail(kv.first, field, fmt::format("the event is not watched in mode '{}' (only_in)", modes_[size_t(from)]));
+      }
+      transitions[from] = mode(kv.second, field + "." + kv.first.as<std::string>());
+    }
+    event.switch_to(std::move(transitions));
+  }
+
+  /// An event that keeps the state and the mode would fire again and again at one instant (a
+  /// cycle of zero-time events), or at best do nothing: it needs a jump or a next mode.
+  void check_changes_something(const Event& e, const YAML::Node& n, const std::string& field, bool identity_jump) const {
+    if (!identity_jump) return;
+    for (int m = 0; m < static_cast<int>(modes_.size()); ++m) {
+      if (!e.active_in(m) || e.mode_after(m) != m) continue;
+      fail(n, field,
+           fmt::format("in mode '{}' the event keeps the state and the mode, so it would change nothing "
+                       "(give a jump, or a next mode)",
+                       modes_[size_t(m)]));
+    }
+  }
+
+  void read_costs(Problem& pb) {
+    const YAML::Node cs = required_map("costs", "a mapping name: {running:, terminal:} (at least one cost)");
+    for (const auto& kv : cs) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string field = "costs." + name;
+      check_keys(kv.second, field, {"running", "terminal"});
+      const YAML::Node g = kv.second["running"], w = kv.second["terminal"];
+      if (!g && !w) fail(kv.second, field, "needs a running or a terminal part (or both)");
+      if (g && w) {
+        pb.add_cost(name, running_function(parse(g, field + ".running", with_rates())),
+                    scalar_function(parse(w, field + ".terminal", states_and_time())));
+      } else if (g) {
+        pb.add_running_cost(name, running_function(parse(g, field + ".running", with_rates())));
+      } else {
+        pb.add_terminal_cost(name, scalar_function(parse(w, field + ".terminal", states_and_time())));
+      }
+    }
+  }
+
+  double initial_time() const {
+    const YAML::Node h = root_["horizon"];
+    return h && h.IsSequence() && h.size() == 2 ? constant(h[0], "horizon[0]", parameters_only()) : 0.0;
+  }
+
+  void read_settings(Problem& pb) {
+    Options& o = pb.options();
+    // No default horizon: a silent 1 s would hide a forgotten field.
+    const YAML::Node h = require(root_, "horizon", "");
+    if (h.IsSequence()) {
+      if (h.size() != 2) fail(h, "horizon", "expected tf or [t0, tf]");
+      o.t0 = constant(h[0], "horizon[0]", parameters_only());
+      o.tf = constant(h[1], "horizon[1]", parameters_only());
+    } else {
+      o.tf = constant(h, "horizon", parameters_only());
+    }
+    if (!(o.tf > o.t0)) fail(h, "horizon", "the final time must exceed the initial time");
+    if (const YAML::Node n = root_["outputs"]) {
+      const double v = constant(n, "outputs", parameters_only());
+      if (v != std::floor(v) || v < 2 || v > 1e7) fail(n, "outputs", "expected an integer number of output times, 2 ... 1e7");
+      o.n_outputs = static_cast<int>(v);
+    }
+    if (const YAML::Node t = root_["tolerances"]) {
+      check_keys(t, "tolerances", {"rtol", "atol"});
+      if (t["rtol"]) o.rtol = positive(t["rtol"], "tolerances.rtol");
+      if (t["atol"]) o.atol = positive(t["atol"], "tolerances.atol");
+    }
+    if (const YAML::Node m = root_["method"]) {
+      const std::string method = scalar(m, "method");
+      if (method == "bdf") {
+        o.method = LinearMultistep::BDF;
+      } else if (method == "adams") {
+        o.method = LinearMultistep::Adams;
+      } else {
+        fail(m, "method", fmt::format("unknown method '{}' (bdf or adams)", method));
+      }
+    }
+  }
+
+  double positive(const YAML::Node& n, const std::string& field) const {
+    const double v = constant(n, field, parameters_only());
+    if (!(v > 0.0)) fail(n, field, fmt::format("must be positive, got {}", v));
+    return v;
+  }
+
+  const YAML::Node& root_;
+  std::vector<std::string> parameters_, states_, modes_;
+  const std::vector<std::string> time_ = {"t"};
+  /// Expressions' name groups, in the order expression_functions.hpp evaluates them.
+  const std::array<NameGroup, 4> groups_ = {NameGroup{"parameters", &parameters_}, NameGroup{"states", &states_},
+                                            NameGroup{"time", &time_}, NameGroup{"rates", &states_, true}};
+};
+
+}  // namespace
+
+Problem parse_equation_problem(const std::string& text, const std::string& source) {
+  return yaml::read_text<Reader>(text, source);
+}
+
+Problem load_equation_problem(const std::string& path) { return parse_equation_problem(yaml::read_file(path), path); }
+
+bool is_equation_file(const std::string& path) {
+  const YAML::Node root = yaml::load_text(yaml::read_file(path), path);
+  return root.IsMap() && static_cast<bool>(root["states"]);
+}
+
+}  // namespace saltus::equations

@@ -1,0 +1,201 @@
+#pragma once
+// Reading model files (YAML) with errors that point into the file: the helpers the mechanism
+// reader (multibody/model_file.cpp) and the equation reader (equations/) share. Every error is
+// one InputError line "file:line:column: field: what is wrong"; the field is the path of keys
+// from the root ("events.impact.jump[1]").
+//
+// Internal (src/): it needs yaml-cpp, which the libraries link privately. Header-only so that
+// each library compiles its own inline copy and no third library is needed.
+#include <saltus/core/error.hpp>
+#include <saltus/core/expression.hpp>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <span>
+#include <sstream>
+#include <string>
+
+namespace saltus::yaml {
+
+/// The whole of `text` as a finite number, if it is one.
+inline std::optional<double> parse_number(const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+/// NaN or an infinity as YAML (.nan, .inf, -.Inf) or C (nan, inf, infinity) writes them.
+inline bool non_finite_number(const std::string& text) {
+  std::string t;
+  for (const char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!t.empty() && (t[0] == '+' || t[0] == '-')) t.erase(0, 1);
+  return t == ".nan" || t == ".inf" || t == "nan" || t == "inf" || t == "infinity";
+}
+
+inline std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+/// The root node of YAML `text`; malformed YAML is an InputError at its line and column.
+inline YAML::Node load_text(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+/// `Reader(root, source).read()` for the root of the YAML `text`.
+template <class Reader>
+auto read_text(const std::string& text, const std::string& source) {
+  const YAML::Node root = load_text(text, source);
+  return Reader(root, source).read();
+}
+
+/// The contents of the model file `path`; an unreadable file is an InputError naming it.
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("cannot read model file '{}'", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Field access with errors located in the file `source`.
+class Fields {
+ public:
+  explicit Fields(std::string source) : source_(std::move(source)) {}
+
+  const std::string& source() const { return source_; }
+
+  /// "file:line:column" of a node (just "file" for a node without a position).
+  std::string location(const YAML::Node& node, size_t column_offset = 0) const {
+    const YAML::Mark mark = node.Mark();
+    if (mark.is_null()) return source_;
+    return fmt::format("{}:{}:{}", source_, mark.line + 1, static_cast<size_t>(mark.column) + 1 + column_offset);
+  }
+
+  /// `column_offset`: characters from the node's start to the offending one (a token inside it).
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& field, const std::string& what,
+                         size_t column_offset = 0) const {
+    const std::string at = location(node, column_offset);
+    throw InputError(field.empty() ? fmt::format("{}: {}", at, what) : fmt::format("{}: {}: {}", at, field, what));
+  }
+
+  /// YAML parsers keep one of two equal keys without a word; a key given twice is an error.
+  /// The walk is bounded: aliases can make the node graph expand exponentially (b: &b [*a, *a],
+  /// c: &c [*b, *b], ...) or a cycle (&a [*a]), and a model file is shallow.
+  void reject_duplicate_keys(const YAML::Node& node, const std::string& field = "") const {
+    size_t nodes = 0;
+    reject_duplicate_keys(node, field, 0, nodes);
+  }
+
+  /// The checks of a file's root: a mapping (`shape` names its usual keys for the message), no key
+  /// twice anywhere, no unknown key at the top.
+  void check_root(const YAML::Node& root, const std::string& shape, const std::set<std::string>& known) const {
+    if (!root.IsMap()) fail(root, "", fmt::format("the file must be a YAML mapping ({})", shape));
+    reject_duplicate_keys(root);
+    check_keys(root, "", known);
+  }
+
+  /// Unknown keys of a mapping are errors listing the known ones.
+  void check_keys(const YAML::Node& map, const std::string& field, const std::set<std::string>& known) const {
+    // Indexing or iterating a scalar or a list as a mapping throws yaml-cpp's own exceptions.
+    if (!map.IsMap()) fail(map, field, "expected a mapping");
+    for (const auto& kv : map) {
+      const std::string key = kv.first.as<std::string>();
+      if (known.count(key) == 0) {
+        std::string list;
+        for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+        fail(kv.first, field.empty() ? key : field + "." + key, fmt::format("unknown field (known: {})", list));
+      }
+    }
+  }
+
+  YAML::Node require(const YAML::Node& map, const std::string& key, const std::string& field) const {
+    if (!map.IsMap()) fail(map, field, "expected a mapping");
+    const YAML::Node n = map[key];
+    if (!n) fail(map, field.empty() ? key : field + "." + key, "missing field");
+    return n;
+  }
+
+  std::string scalar(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsScalar()) fail(n, field, "expected a single value");
+    return n.Scalar();
+  }
+
+  /// Parses the scalar `n` (its trimmed text `text`) as an expression over `groups`; an error
+  /// points at the offending token.
+  Expression expression(const YAML::Node& n, const std::string& field, const std::string& text,
+                        std::span<const NameGroup> groups) const {
+    try {
+      return Expression::parse(text, groups);
+    } catch (const ExpressionError& e) {
+      // The token's column: after the scalar's opening quote, if any, and its leading spaces.
+      const std::string& raw = n.Scalar();
+      const size_t lead = raw.find_first_not_of(" \t");
+      const size_t quote = n.Tag() == "!" ? 1 : 0;
+      fail(n, field, e.what(), quote + (lead == std::string::npos ? 0 : lead) + e.position());
+    }
+  }
+
+  /// A number or a constant expression ("2*pi", "1/3"), for fields that cannot depend on the
+  /// names of `groups` (which are given only for a clearer message).
+  double constant(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
+    const std::string text = trim(scalar(n, field));
+    if (const auto v = parse_number(text)) return *v;
+    if (text.empty() || non_finite_number(text)) fail(n, field, fmt::format("expected a finite number, got '{}'", text));
+    const Expression e = expression(n, field, text, groups);
+    if (!e.is_constant()) {
+      fail(n, field, fmt::format("'{}' depends on parameters, but this field takes a number or a constant "
+                                 "expression (such as 2*pi)",
+                                 text));
+    }
+    const double v = e.evaluate<double>(Eigen::VectorXd());
+    if (!std::isfinite(v)) fail(n, field, fmt::format("expected a finite number, got '{}' = {}", text, v));
+    return v;
+  }
+
+ private:
+  void reject_duplicate_keys(const YAML::Node& node, const std::string& field, int depth, size_t& nodes) const {
+    constexpr int kMaxDepth = 32;         // a model file needs 8 (costs.c.running[0].of.at[0])
+    constexpr size_t kMaxNodes = 200000;  // after aliases are expanded
+    if (depth > kMaxDepth) {
+      fail(node, field, fmt::format("nested more than {} levels deep (an alias inside its own anchor?)", kMaxDepth));
+    }
+    if (++nodes > kMaxNodes) {
+      fail(node, field, fmt::format("the file expands to more than {} YAML nodes (aliases repeated?)", kMaxNodes));
+    }
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) {
+        reject_duplicate_keys(node[i], fmt::format("{}[{}]", field, i), depth + 1, nodes);
+      }
+      return;
+    }
+    if (!node.IsMap()) return;
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+      const std::string path = field.empty() ? key : field + "." + key;
+      if (!kv.first.IsScalar()) fail(kv.first, field, "a key must be a plain name");
+      if (!seen.insert(key).second) fail(kv.first, path, "given twice (each key may appear once)");
+      reject_duplicate_keys(kv.second, path, depth + 1, nodes);
+    }
+  }
+
+  std::string source_;
+};
+
+}  // namespace saltus::yaml

@@ -1,0 +1,278 @@
+// Equation model files (saltus/equations/equation_file.hpp) against the built-in examples,
+// which are independent C++ code: examples/equations/NAME.yaml must define the same problem as
+// examples/builtin/NAME.cpp (names, settings, domains) and give the same costs, events and
+// forward and adjoint gradients, to 1e-10 relative.
+#include <saltus/equations/equation_file.hpp>
+#include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace {
+
+using namespace saltus;
+
+const std::string kExamples = std::string(SALTUS_SOURCE_DIR) + "/examples/equations/";
+
+Problem from_file(const std::string& name) { return equations::load_equation_problem(kExamples + name + ".yaml"); }
+
+/// |a - b| <= 1e-10 relative to b, or to the largest entry of `reference` for entries near zero
+/// (a gradient entry that vanishes in exact arithmetic is rounding noise in both).
+void expect_close(const Eigen::MatrixXd& a, const Eigen::MatrixXd& reference, const std::string& what) {
+  ASSERT_EQ(a.rows(), reference.rows()) << what;
+  ASSERT_EQ(a.cols(), reference.cols()) << what;
+  const double scale = reference.cwiseAbs().maxCoeff();
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    for (Eigen::Index j = 0; j < a.cols(); ++j) {
+      const double b = reference(i, j);
+      EXPECT_NEAR(a(i, j), b, 1e-10 * std::max(std::abs(b), 1e-3 * scale)) << what << "(" << i << ", " << j << ")";
+    }
+  }
+}
+
+void expect_same_definition(const Problem& file, const Problem& builtin) {
+  EXPECT_EQ(file.name(), builtin.name());
+  EXPECT_EQ(file.description(), builtin.description());
+  EXPECT_EQ(file.state_names(), builtin.state_names());
+  EXPECT_EQ(file.parameter_names(), builtin.parameter_names());
+  EXPECT_EQ(file.cost_names(), builtin.cost_names());
+  ASSERT_EQ(file.n_parameters(), builtin.n_parameters());
+  for (int k = 0; k < file.n_parameters(); ++k) {
+    EXPECT_EQ(file.parameters()[size_t(k)].nominal, builtin.parameters()[size_t(k)].nominal);
+    EXPECT_EQ(file.parameters()[size_t(k)].description, builtin.parameters()[size_t(k)].description);
+  }
+  ASSERT_EQ(file.n_modes(), builtin.n_modes());
+  for (int m = 0; m < file.n_modes(); ++m) EXPECT_EQ(file.mode(m).name, builtin.mode(m).name);
+  ASSERT_EQ(file.n_events(), builtin.n_events());
+  for (int e = 0; e < file.n_events(); ++e) {
+    const Event &a = file.event(e), &b = builtin.event(e);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.direction, b.direction) << a.name;
+    EXPECT_EQ(static_cast<bool>(a.jump), static_cast<bool>(b.jump)) << a.name;
+    EXPECT_EQ(a.target_mode, b.target_mode) << a.name;
+    EXPECT_EQ(a.transitions, b.transitions) << a.name;
+    EXPECT_EQ(a.active_modes, b.active_modes) << a.name;
+    EXPECT_EQ(a.rest_event, b.rest_event) << a.name;
+    EXPECT_EQ(a.watched, b.watched) << a.name;
+  }
+  const Options &o = file.options(), &r = builtin.options();
+  EXPECT_EQ(o.t0, r.t0);
+  EXPECT_EQ(o.tf, r.tf);
+  EXPECT_EQ(o.n_outputs, r.n_outputs);
+  EXPECT_EQ(o.output_times, r.output_times);
+  EXPECT_EQ(o.rtol, r.rtol);
+  EXPECT_EQ(o.atol, r.atol);
+  EXPECT_EQ(o.method, r.method);
+}
+
+void expect_same_results(const Problem& file, const Problem& builtin) {
+  const Solution fa = forward_sensitivity(file), fb = forward_sensitivity(builtin);
+  ASSERT_EQ(fa.events.size(), fb.events.size());
+  for (size_t i = 0; i < fa.events.size(); ++i) {
+    EXPECT_EQ(fa.events[i].name, fb.events[i].name) << i;
+    EXPECT_EQ(fa.events[i].rest, fb.events[i].rest) << i;
+    EXPECT_NEAR(fa.events[i].time, fb.events[i].time, 1e-10 * std::max(1.0, std::abs(fb.events[i].time))) << i;
+  }
+  EXPECT_EQ(fa.modes, fb.modes);
+  expect_close(fa.costs, fb.costs, "costs");
+  expect_close(fa.final_state, fb.final_state, "final state");
+  expect_close(fa.states, fb.states, "states at the output times");
+  expect_close(fa.cost_gradient, fb.cost_gradient, "forward gradient");
+  expect_close(fa.final_sensitivity, fb.final_sensitivity, "S(tf)");
+  const Solution aa = adjoint(file), ab = adjoint(builtin);
+  expect_close(aa.costs, ab.costs, "adjoint run costs");
+  expect_close(aa.cost_gradient, ab.cost_gradient, "adjoint gradient");
+  expect_close(aa.initial_state_gradient, ab.initial_state_gradient, "dpsi/dx0");
+}
+
+class EquationModel : public testing::TestWithParam<std::string> {};
+
+TEST_P(EquationModel, DefinesTheBuiltInProblem) {
+  expect_same_definition(from_file(GetParam()), examples::make_example(GetParam()));
+}
+
+TEST_P(EquationModel, ReproducesTheBuiltInCostsAndGradients) {
+  expect_same_results(from_file(GetParam()), examples::make_example(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, EquationModel, testing::Values("ball1d", "galan", "hiskens", "time_events"));
+
+// Without drag and with e = 0.7 the bounces accumulate before t = 3 (test_ball1d): both take the
+// resting transition (rests_in) at the same firing and agree afterwards.
+TEST(EquationModel, BallComesToRestAsTheBuiltInDoes) {
+  Problem a = from_file("ball1d"), b = examples::ball1d();
+  for (Problem* pb : {&a, &b}) {
+    pb->set_nominal("c", 0.0);
+    pb->set_nominal("e", 0.7);
+    set_horizon(pb->options(), 3.0);
+  }
+  const Solution s = simulate(a);
+  ASSERT_FALSE(s.events.empty());
+  EXPECT_TRUE(s.events.back().rest);
+  EXPECT_EQ(a.mode(s.final_mode).name, "rest");
+  expect_same_results(a, b);
+}
+
+// Every check differentiates the expression trees: the complex step (complex event times) and
+// the central differences of the file are the built-in's.
+TEST(EquationModel, ComplexStepAndDifferencesAgreeWithTheBuiltIn) {
+  for (const std::string name : {"ball1d", "galan", "hiskens"}) {
+    const Problem file = from_file(name), builtin = examples::make_example(name);
+    const Eigen::VectorXd p = builtin.nominal_parameters();
+    const GradientEstimate cs = complex_step(file, p, file.options());
+    expect_close(cs.cost_gradient, complex_step(builtin, p, builtin.options()).cost_gradient, name + " complex step");
+    // Differences divide the two trajectories' last-digit differences by the step (cbrt(rtol)).
+    const Eigen::MatrixXd cd = central_differences(file, p, file.options()).cost_gradient;
+    const Eigen::MatrixXd reference = central_differences(builtin, p, builtin.options()).cost_gradient;
+    EXPECT_LT((cd - reference).cwiseAbs().maxCoeff(), 1e-6 * reference.cwiseAbs().maxCoeff()) << name;
+  }
+}
+
+TEST(EquationModel, DomainsAreTheBuiltIns) {
+  for (Problem pb : {from_file("ball1d"), examples::ball1d()}) {
+    EXPECT_THROW(pb.set_nominal("e", 1.5), InputError);
+    EXPECT_THROW(pb.set_nominal("c", -0.1), InputError);
+    EXPECT_NO_THROW(pb.set_nominal("e", 1.0));
+    EXPECT_NO_THROW(pb.set_nominal("g", -3.0));  // unbounded
+  }
+}
+
+TEST(EquationModel, InitialModeRuleAtOverriddenParameters) {
+  // p = -1: r(0) = 1 > 0 starts galan in mode B, as the built-in's rule does.
+  Problem a = from_file("galan"), b = examples::galan();
+  a.set_nominal("p", -1.0);
+  b.set_nominal("p", -1.0);
+  const Solution sa = forward_sensitivity(a), sb = forward_sensitivity(b);
+  EXPECT_EQ(sa.modes.front(), 1);
+  EXPECT_EQ(sa.modes, sb.modes);
+  expect_close(sa.costs, sb.costs, "costs");
+  EXPECT_NEAR(sa.costs[0], 25.0 - 2.5 * (1.0 - std::exp(-10.0)), 1e-8);  // closed form (test_galan)
+}
+
+TEST(EquationModel, DetectsEquationFiles) {
+  EXPECT_TRUE(equations::is_equation_file(kExamples + "ball1d.yaml"));
+  EXPECT_FALSE(equations::is_equation_file(std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar.yaml"));
+  try {
+    (void)equations::is_equation_file(kExamples + "no_such_file.yaml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_file.yaml"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EquationModel, TextAndOptionalKeys) {
+  // Defaults: t0 = 0, Options' outputs and tolerances, BDF; adams and [t0, tf] when given.
+  const Problem pb = equations::parse_equation_problem(R"(
+states: {x: 1}
+modes: {decay: {rhs: [-x]}}
+costs: {x_T: {terminal: x}}
+horizon: 1
+)", "decay.yaml");
+  EXPECT_EQ(pb.name(), "model");
+  EXPECT_EQ(pb.options().t0, 0.0);
+  EXPECT_EQ(pb.options().n_outputs, Options().n_outputs);
+  EXPECT_EQ(pb.options().rtol, Options().rtol);
+  EXPECT_EQ(pb.options().method, LinearMultistep::BDF);
+  EXPECT_NEAR(simulate(pb).costs[0], std::exp(-1.0), 1e-7);  // rtol 1e-8
+
+  const Problem adams = equations::parse_equation_problem(R"(
+name: decay
+parameters: {k: 2}
+states: {x: 1}
+modes: {decay: {rhs: [-k*x]}}
+costs:
+  both: {running: "x + 0*der(x) + t", terminal: x*t}
+horizon: [1, 2]
+outputs: 11
+method: adams
+tolerances: {rtol: 1e-9, atol: 1e-11}
+)", "adams.yaml");
+  EXPECT_EQ(adams.options().method, LinearMultistep::Adams);
+  EXPECT_EQ(adams.options().t0, 1.0);
+  EXPECT_EQ(adams.options().n_outputs, 11);
+  // x = exp(-2 (t - 1)): int_1^2 (x + t) dt + 2 x(2) = (1 - e^-2)/2 + 1.5 + 2 e^-2.
+  const Solution s = adjoint(adams);
+  const double e2 = std::exp(-2.0);
+  EXPECT_NEAR(s.costs[0], (1 - e2) / 2 + 1.5 + 2 * e2, 1e-7);
+  // d/dk: int_1^2 -(t-1) e^{-k(t-1)} dt + 2 * -(1) e^{-k} = -(1 - 3 e^-2)/4 - 2 e^-2.
+  EXPECT_NEAR(s.cost_gradient(0, 0), -(1 - 3 * e2) / 4 - 2 * e2, 1e-7);
+}
+
+/// The message of the InputError that parsing `text` throws ("" if none).
+std::string error_of(const std::string& text) {
+  try {
+    (void)equations::parse_equation_problem(text, "bad.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kHead = "horizon: 1\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n";
+const std::string kModes = "modes:\n  free: {rhs: [v, -k*x]}\n  stuck: {rhs: [0, 0]}\n";
+const std::string kCosts = "costs: {x_T: {terminal: x}}\n";
+
+TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
+  const std::string ev = kHead + kModes + "events:\n  hit: {guard: x, direction: ";
+  const std::pair<std::string, std::string> cases[] = {
+      {kHead + "modes:\n  free: {rhs: [v, -q*x]}\n" + kCosts,
+       "bad.yaml:5:20: modes.free.rhs[1]: in expression '-q*x': unknown name 'q' (parameters: k; states: x, v; "
+       "time: t; constant: pi) (at character 2)"},
+      {kHead + "modes:\n  free: {rhs: [v]}\n" + kCosts,
+       "bad.yaml:5:15: modes.free.rhs: expected 2 expressions, one per state (x, v), got 1"},
+      {ev + "falling, jump: [x]}\n" + kCosts,
+       "bad.yaml:8:45: events.hit.jump: expected 2 expressions, one per state (x, v), got 1"},
+      {ev + "falling, next: stop}\n" + kCosts,
+       "bad.yaml:8:45: events.hit.next: unknown mode 'stop' (modes: free, stuck)"},
+      {ev + "falling, only_in: free}\n" + kCosts,
+       "bad.yaml:8:8: events.hit: in mode 'free' the event keeps the state and the mode, so it would change "
+       "nothing (give a jump, or a next mode)"},
+      {ev + "falling, jump: [x, v], next: {free: free}}\n" + kCosts,
+       "bad.yaml:8:8: events.hit: in mode 'free' the event keeps the state and the mode, so it would change "
+       "nothing (give a jump, or a next mode)"},
+      {ev + "down, next: stuck}\n" + kCosts,
+       "bad.yaml:8:30: events.hit.direction: unknown direction 'down' (rising, falling or either)"},
+      {kHead + kModes + "events:\n  hit: {guard: x, next: stuck}\n" + kCosts,
+       "bad.yaml:8:8: events.hit.direction: missing field"},
+      {kHead + kModes + "events:\n  hit: {at: x, jump: [x, 0]}\n" + kCosts,
+       "bad.yaml:8:13: events.hit.at: in expression 'x': unknown name 'x' (parameters: k; constant: pi) (at "
+       "character 1)"},
+      {kHead + kModes + "events:\n  hit: {at: 1, direction: rising, jump: [x, 0]}\n" + kCosts,
+       "bad.yaml:8:27: events.hit.direction: a time event ('at') fires as t rises: no direction"},
+      {ev + "falling, only_in: stuck, next: {free: stuck}}\n" + kCosts,
+       "bad.yaml:8:62: events.hit.next: the event is not watched in mode 'free' (only_in)"},
+      {kHead + kModes + "costs: {x_T: {terminal: der(x)}}\n",
+       "bad.yaml:7:25: costs.x_T.terminal: in expression 'der(x)': der(...) is not available in this expression "
+       "(at character 1)"},
+      {kHead + kModes + "costs: {e: {running: \"der(k)\"}}\n",
+       "bad.yaml:7:27: costs.e.running: in expression 'der(k)': der(...) takes a name of the rates (x, v), got "
+       "'k' (at character 5)"},
+      {kHead + kModes + "initial_mode: frozen\n" + kCosts,
+       "bad.yaml:7:15: initial_mode: unknown mode 'frozen' (modes: free, stuck)"},
+      {kHead + kModes, "bad.yaml:1:1: costs: missing field"},
+      {"horizon: 1\nparameters: {t: 2}\nstates: {x: 1}\n",
+       "bad.yaml:2:14: parameters.t: 't' is reserved (t: time, pi, der(x): rate of x)"},
+      {"horizon: 1\nparameters: {x: 2}\nstates: {x: 1}\n", "bad.yaml:3:10: states.x: the name 'x' is already used"},
+      {"horizon: 1\nstates: {x: 1}\nstates: {y: 1}\n", "bad.yaml:3:1: states: given twice (each key may appear once)"},
+      {kHead + kModes + kCosts + "algebraic: {z: 0}\n",
+       "bad.yaml:8:1: algebraic: unknown field (known: costs, description, events, horizon, initial_mode, method, "
+       "modes, name, outputs, parameters, states, tolerances)"},
+      {"horizon: 1\nparameters: {e: {value: 2, max: 1}}\nstates: {x: 1}\n",
+       "bad.yaml:2:17: parameters.e: the value 2 is outside [min, max] = [-inf, 1]"},
+      {"horizon: 1\nstates: {x: \"sqrt(-1)\"}\n",
+       "bad.yaml:2:13: states.x: 'sqrt(-1)' is not finite at the nominal parameters (got -nan)"},
+      {"states: [x]\n", "bad.yaml:1:9: states: expected a mapping name: initial value (at least one state)"},
+      {kHead + kModes + kCosts + "horizon: [1]\n", "bad.yaml:8:1: horizon: given twice (each key may appear once)"},
+      {"parameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts + "horizon: [1, 1]\n",
+       "bad.yaml:7:10: horizon: the final time must exceed the initial time"},
+  };
+  for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
+}
+
+}  // namespace
