@@ -156,7 +156,29 @@ void Problem::add_rest_event(int event, int rest_mode, Instantiated<JumpFn> proj
 void Problem::add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
                             Instantiated<TerminalCostFn> terminal) {
   require_unique(costs_, name, "cost");
-  costs_.push_back({name, std::move(running), std::move(terminal)});
+  costs_.push_back({name, std::move(running), std::move(terminal), {}});
+}
+
+void Problem::add_event_cost_impl(const std::string& name, int event, Instantiated<GuardFn> c) {
+  if (event < 0 || event >= n_events()) {
+    throw InputError(fmt::format("cost '{}': event {} out of range (problem '{}' has {} events)", name, event, name_,
+                                 n_events()));
+  }
+  auto it = std::find_if(costs_.begin(), costs_.end(), [&](const Cost& cost) { return cost.name == name; });
+  if (it == costs_.end()) {
+    costs_.push_back({name, {}, {}, {}});
+    it = costs_.end() - 1;
+  }
+  it->at_events.push_back({event, std::move(c)});
+}
+
+bool EventCostTerm::applies_to(const Problem& problem, int k) const {
+  return event == k || problem.event(event).rest_event == k;
+}
+
+bool Cost::has_terms_for(const Problem& problem, int k) const {
+  return std::any_of(at_events.begin(), at_events.end(),
+                     [&](const EventCostTerm& term) { return term.applies_to(problem, k); });
 }
 
 std::vector<std::string> Problem::parameter_names() const {
@@ -176,6 +198,11 @@ int Problem::parameter_index(const std::string& name) const {
 }
 int Problem::cost_index(const std::string& name) const {
   return index_of(cost_names(), name, "cost", name_);
+}
+int Problem::event_index(const std::string& name) const {
+  std::vector<std::string> names;
+  for (const auto& e : events_) names.push_back(e.name);
+  return index_of(names, name, "event", name_);
 }
 int Problem::state_index(const std::string& name) const {
   return index_of(states_, name, "state", name_);

@@ -115,6 +115,25 @@ ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t
   return scalar_gradient(value, t_ad, x_ad, p_ad);
 }
 
+ScalarGradient event_cost_gradient(const Problem& problem, int cost, int event, double t, In<double> x,
+                                   In<double> p) {
+  const Cost& c = problem.cost(cost);
+  if (!c.has_terms_for(problem, event)) {
+    return {0.0, Eigen::RowVectorXd::Zero(x.size()), Eigen::RowVectorXd::Zero(p.size())};
+  }
+  begin_recording();
+  const VectorX<Reverse> x_ad = independents(x);
+  const VectorX<Reverse> p_ad = independents(p);
+  const Reverse t_ad = Reverse::independent(t);
+  Reverse sum(0.0);
+  for (const EventCostTerm& term : c.at_events) {
+    if (term.applies_to(problem, event)) {
+      sum = sum + term.value.reverse(t_ad, x_ad, p_ad);
+    }
+  }
+  return scalar_gradient(sum, t_ad, x_ad, p_ad);
+}
+
 Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,
                                        const Eigen::MatrixXd& weights) {
   begin_recording();

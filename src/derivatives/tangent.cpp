@@ -102,6 +102,30 @@ double terminal_cost_tangent(const Problem& problem, int cost, double t, In<doub
   return w.dual(make_dual(t, dt), ws.t_x, ws.t_p).v[0];
 }
 
+double event_cost(const Problem& problem, int cost, int event, double t, In<double> x, In<double> p) {
+  double sum = 0.0;
+  for (const EventCostTerm& term : problem.cost(cost).at_events) {
+    if (term.applies_to(problem, event)) sum += term.value.real(t, x, p);
+  }
+  return sum;
+}
+
+double event_cost_tangent(const Problem& problem, int cost, int event, double t, In<double> x, In<double> p,
+                          double dt, In<double> dx, In<double> dp, TangentWorkspace& ws) {
+  double sum = 0.0;
+  bool seeded = false;
+  for (const EventCostTerm& term : problem.cost(cost).at_events) {
+    if (!term.applies_to(problem, event)) continue;
+    if (!seeded) {
+      seed(ws.t_x, x, dx);
+      seed(ws.t_p, p, dp);
+      seeded = true;
+    }
+    sum += term.value.dual(make_dual(t, dt), ws.t_x, ws.t_p).v[0];
+  }
+  return sum;
+}
+
 Eigen::VectorXd initial_state(const Problem& problem, In<double> p) {
   Eigen::VectorXd x0 = Eigen::VectorXd::Zero(problem.n_states());
   problem.initial_state().real(p, x0);

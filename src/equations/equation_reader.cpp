@@ -287,21 +287,39 @@ class Reader : yaml::Fields {
   }
 
   void read_costs(Problem& pb) {
-    const YAML::Node cs = required_map("costs", "a mapping name: {running:, terminal:} (at least one cost)");
+    const YAML::Node cs = required_map("costs", "a mapping name: {running:, terminal:, events:} (at least one cost)");
     for (const auto& kv : cs) {
       const std::string name = kv.first.as<std::string>();
       const std::string field = "costs." + name;
-      check_keys(kv.second, field, {"running", "terminal"});
-      const YAML::Node g = kv.second["running"], w = kv.second["terminal"];
-      if (!g && !w) fail(kv.second, field, "needs a running or a terminal part (or both)");
+      check_keys(kv.second, field, {"running", "terminal", "events"});
+      const YAML::Node g = kv.second["running"], w = kv.second["terminal"], at = kv.second["events"];
+      if (!g && !w && !at) fail(kv.second, field, "needs a running, a terminal or an events part");
       if (g && w) {
         pb.add_cost(name, running_function(parse(g, field + ".running", with_rates())),
                     scalar_function(parse(w, field + ".terminal", states_and_time())));
       } else if (g) {
         pb.add_running_cost(name, running_function(parse(g, field + ".running", with_rates())));
-      } else {
+      } else if (w) {
         pb.add_terminal_cost(name, scalar_function(parse(w, field + ".terminal", states_and_time())));
       }
+      if (at) read_event_costs(pb, name, at, field + ".events");
+    }
+  }
+
+  /// `events: {event: c, ...}`: the cost adds c(t_e, x(t_e-), p) at every firing of the event.
+  void read_event_costs(Problem& pb, const std::string& cost, const YAML::Node& n, const std::string& field) {
+    if (!n.IsMap() || n.size() == 0) fail(n, field, "expected a mapping event: expression (at least one)");
+    std::vector<std::string> events;  // the file's events (not their resting variants)
+    for (int k = 0; k < pb.n_events(); ++k) {
+      if (pb.event(k).watched) events.push_back(pb.event(k).name);
+    }
+    for (const auto& kv : n) {
+      const std::string event = kv.first.as<std::string>();
+      if (std::find(events.begin(), events.end(), event) == events.end()) {
+        fail(kv.first, field, fmt::format("unknown event '{}' (events: {})", event, join(events)));
+      }
+      const Expression c = parse(kv.second, field + "." + event, states_and_time());
+      pb.add_event_cost(cost, pb.event_index(event), scalar_function(c));
     }
   }
 

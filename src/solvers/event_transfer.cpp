@@ -93,6 +93,14 @@ Eigen::VectorXd running_cost_jump(const Problem& problem, const EventValues& eve
   return jump;
 }
 
+Eigen::VectorXd event_cost_values(const Problem& problem, const EventValues& event, In<double> p) {
+  Eigen::VectorXd values(problem.n_costs());
+  for (int c = 0; c < problem.n_costs(); ++c) {
+    values[c] = event_cost(problem, c, event.event, event.time, event.x_minus, p);
+  }
+  return values;
+}
+
 SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
                                            const Eigen::MatrixXd& s_minus, TangentWorkspace& ws) {
   const Eigen::Index nx = event.x_minus.size(), np = p.size();
@@ -112,6 +120,15 @@ SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventVa
     out.s_plus.col(j) += c_e * out.tau[j];
     out.cost_integral_jump.col(j) = cost_jump * out.tau[j];
   }
+  // Point costs c(t_e, x(t_e-), p): x(t_e-) moves with the event time, by S- + f- tau.
+  for (int c = 0; c < problem.n_costs(); ++c) {
+    if (!problem.cost(c).has_terms_for(problem, event.event)) continue;
+    for (Eigen::Index j = 0; j < np; ++j) {
+      const Eigen::VectorXd dx = s_minus.col(j) + event.f_minus * out.tau[j];
+      out.cost_integral_jump(c, j) += event_cost_tangent(problem, c, event.event, event.time, event.x_minus, p,
+                                                         out.tau[j], dx, unit.col(j), ws);
+    }
+  }
   return out;
 }
 
@@ -129,9 +146,19 @@ AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& even
   out.lambda_minus.resize(lambda_plus.rows(), lambda_plus.cols());
   out.gradient.resize(lambda_plus.cols(), p.size());
   for (Eigen::Index c = 0; c < lambda_plus.cols(); ++c) {
-    const double kappa = c_e.dot(lambda_plus.col(c)) + cost_jump[c];  // d cost / d t_e
-    out.gradient.row(c) = phi.p.col(c).transpose() + kappa * tau_p;
-    out.lambda_minus.col(c) = phi.x.col(c) + tau_x.transpose() * kappa;
+    double kappa = c_e.dot(lambda_plus.col(c)) + cost_jump[c];  // d cost / d t_e
+    out.gradient.row(c) = phi.p.col(c).transpose();
+    out.lambda_minus.col(c) = phi.x.col(c);
+    if (problem.cost(static_cast<int>(c)).has_terms_for(problem, event.event)) {
+      // Point cost c(t_e, x-, p): its rate c_t + c_x f- joins kappa; c_x and c_p enter directly.
+      const ScalarGradient point =
+          event_cost_gradient(problem, static_cast<int>(c), event.event, event.time, event.x_minus, p);
+      kappa += point.t + point.x.dot(event.f_minus);
+      out.lambda_minus.col(c) += point.x.transpose();
+      out.gradient.row(c) += point.p;
+    }
+    out.gradient.row(c) += kappa * tau_p;
+    out.lambda_minus.col(c) += tau_x.transpose() * kappa;
   }
   return out;
 }
@@ -161,6 +188,12 @@ ComplexTransfer transfer_complex(const Problem& problem, int event, int mode_bef
     const Complex g_minus = g.complex(tc, x_minus, f_minus, p);
     const Complex g_plus = g.complex(out.time, x_hat_plus, f_plus, p);
     out.cost_integral_jump[c] = (g_minus - g_plus) * dt_c;
+  }
+  // Point costs at the complex event time, with the state carried there (x- + f- dt_c).
+  for (int c = 0; c < problem.n_costs(); ++c) {
+    for (const EventCostTerm& term : problem.cost(c).at_events) {
+      if (term.applies_to(problem, event)) out.cost_integral_jump[c] += term.value.complex(out.time, x_hat, p);
+    }
   }
   out.x_plus = x_hat_plus - f_plus * dt_c;
   if (!out.x_plus.allFinite()) {

@@ -409,6 +409,7 @@ int HybridRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) 
 
 void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const EventValues v = fire_event(pb_, k, mode_, t, x_, p_, ws_);
+  cost_integral_ += event_cost_values(pb_, v, p_);  // the next segment's quadratures start here
   EventRecord rec;
   rec.time = t;
   rec.event = k;

@@ -66,10 +66,24 @@ struct Event {
   int mode_after(int mode) const;
 };
 
+/// A term c(t_e, x(t_e-), p) a cost adds at every firing of an event (theory/hybrid-ode.md
+/// section 5.3), for example an impact speed. It is a scalar function like a guard.
+class Problem;
+
+struct EventCostTerm {
+  int event = -1;                ///< the event (its resting variant counts as a firing too)
+  Instantiated<GuardFn> value;   ///< c(t, x-, p)
+  /// Whether a firing of event k counts: k is the event or its resting variant.
+  bool applies_to(const Problem& problem, int k) const;
+};
+
 struct Cost {
   std::string name;
   Instantiated<RunningCostFn> running;    ///< empty: no integral part
   Instantiated<TerminalCostFn> terminal;  ///< empty: no terminal part
+  std::vector<EventCostTerm> at_events;   ///< point terms, summed over the firings
+  /// The terms of event k: those attached to k, or to the event whose resting variant k is.
+  bool has_terms_for(const Problem& problem, int k) const;
 };
 
 /// A diagnostic m(t, x, p) the report shows as max |m| over the output trajectory (for example
@@ -172,6 +186,14 @@ class Problem {
     add_cost_impl(name, Instantiated<RunningCostFn>::from(g),
                   Instantiated<TerminalCostFn>::from(with_final_time(w)));
   }
+  /// Adds to cost `name` the term c(t_e, x(t_e-), p) at every firing of `event` (an index from
+  /// add_event; also at the firing where its motion comes to rest, EventBuilder::rests_in):
+  /// psi += sum over firings of c. `c(t, x_minus, p)` is a generic lambda. A cost not yet
+  /// defined is created with only this term; more terms (other events) may be added.
+  template <class C>
+  void add_event_cost(const std::string& name, int event, const C& c) {
+    add_event_cost_impl(name, event, Instantiated<GuardFn>::from(c));
+  }
   /// Adds a diagnostic shown in reports (see Monitor).
   void add_monitor(const std::string& name, std::function<double(double, In<double>, In<double>)> value) {
     monitors_.push_back(Monitor{name, std::move(value)});
@@ -199,6 +221,7 @@ class Problem {
 
   /// Index of a parameter / cost / state by name; throws InputError listing the known names.
   int parameter_index(const std::string& name) const;
+  int event_index(const std::string& name) const;
   int cost_index(const std::string& name) const;
   int state_index(const std::string& name) const;
   /// Nominal parameter vector, n_p.
@@ -237,6 +260,7 @@ class Problem {
                               Instantiated<GuardFn> guard);
   void add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
                      Instantiated<TerminalCostFn> terminal);
+  void add_event_cost_impl(const std::string& name, int event, Instantiated<GuardFn> c);
 
   std::string name_;
   std::string description_;

@@ -40,6 +40,11 @@ TransposedProducts jump_products(const Problem& problem, int event, double t, In
 ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p);
 
+/// c_t, c_x and c_p of the point terms of `cost` for a firing of `event` at (t, x-, p), summed;
+/// zero if it has none (Cost::has_terms_for).
+ScalarGradient event_cost_gradient(const Problem& problem, int cost, int event, double t, In<double> x,
+                                   In<double> p);
+
 /// (dx0/dp)^T L for the columns of `weights` (n_x x m): an n_p x m matrix.
 Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,
                                        const Eigen::MatrixXd& weights);

@@ -50,6 +50,12 @@ double terminal_cost(const Problem& problem, int cost, double t, In<double> x, I
 double terminal_cost_tangent(const Problem& problem, int cost, double t, In<double> x, In<double> p,
                              double dt, In<double> dx, In<double> dp, TangentWorkspace& ws);
 
+/// The point terms of `cost` for a firing of `event` at (t, x-, p), summed (0 if none;
+/// Cost::has_terms_for), and their tangent c_t dt + c_x dx + c_p dp.
+double event_cost(const Problem& problem, int cost, int event, double t, In<double> x, In<double> p);
+double event_cost_tangent(const Problem& problem, int cost, int event, double t, In<double> x, In<double> p,
+                          double dt, In<double> dx, In<double> dp, TangentWorkspace& ws);
+
 /// Initial state x0(p) and its sensitivity dx0/dp (n_x x n_p).
 Eigen::VectorXd initial_state(const Problem& problem, In<double> p);
 Eigen::MatrixXd initial_state_jacobian(const Problem& problem, In<double> p);

@@ -9,15 +9,19 @@
 //   x- = x(t_e-), x+ = phi(t_e, x-, p) (x- if the event has no jump), f- = f_{m-}(t_e, x-, p),
 //   f+ = f_{m+}(t_e, x+, p), r-dot- = r_t + r_x f- (the crossing speed, non-zero),
 //   c_e = phi_x f- + phi_t - f+ (the reset defect), g- - g+ per cost (the running-cost jump).
+// A cost may add a point term c(t_e, x-, p) at each firing (Problem::add_event_cost; theory
+// section 5.3); c-dot- = c_t + c_x f- is its rate along the motion.
 // Forward (S = dx/dp, n_x x n_p):
 //   tau_j = -(r_x S-_j + r_p e_j) / r-dot-,   S+_j = phi_x S-_j + phi_p e_j + c_e tau_j,
-//   d(integral of g)/dp_j += (g- - g+) tau_j.
+//   d(integral of g)/dp_j += (g- - g+) tau_j,  d psi/dp_j += c_x (S-_j + f- tau_j) + c_p e_j + c_t tau_j.
 // Adjoint (lambda, n_x x n_c, one column per cost), its transpose:
-//   kappa_c = c_e . lambda+_c + (g- - g+)_c,
-//   lambda-_c = phi_x^T lambda+_c + tau_x^T kappa_c,  grad_c += phi_p^T lambda+_c + kappa_c tau_p,
+//   kappa_c = c_e . lambda+_c + (g- - g+)_c + c-dot-_c,
+//   lambda-_c = phi_x^T lambda+_c + tau_x^T kappa_c + c_x^T,
+//   grad_c += phi_p^T lambda+_c + kappa_c tau_p + c_p,
 //   with tau_x = -r_x / r-dot-, tau_p = -r_p / r-dot-.
 // Complex step: the event time is complex, t_e + dt_c with dt_c = -r(t_e, x-) / r-dot-, and the
-// state is carried through it: x+ = x_hat+ - f+ dt_c, x_hat+ = phi(t_e + dt_c, x- + f- dt_c).
+// state is carried through it: x+ = x_hat+ - f+ dt_c, x_hat+ = phi(t_e + dt_c, x- + f- dt_c);
+// a point cost is c(t_e + dt_c, x- + f- dt_c, p).
 #include <saltus/core/problem.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/solution.hpp>
@@ -71,11 +75,16 @@ Eigen::VectorXd reset_defect(const Problem& problem, const EventValues& event, I
 /// g- - g+ for every cost (n_c; 0 for costs without a running part).
 Eigen::VectorXd running_cost_jump(const Problem& problem, const EventValues& event, In<double> p);
 
+/// c(t_e, x-, p) of every cost for this firing (n_c; 0 for costs without a point term for it):
+/// add to the costs.
+Eigen::VectorXd event_cost_values(const Problem& problem, const EventValues& event, In<double> p);
+
 /// The forward transfer of sensitivities through one event.
 struct SensitivityTransfer {
   Eigen::RowVectorXd tau;               ///< dt_e/dp, 1 x n_p
   Eigen::MatrixXd s_plus;               ///< S(t_e+), n_x x n_p
-  Eigen::MatrixXd cost_integral_jump;   ///< (g- - g+) tau, n_c x n_p: add to d(integral g)/dp
+  /// (g- - g+) tau plus the point costs' derivatives, n_c x n_p: add to d cost/dp.
+  Eigen::MatrixXd cost_integral_jump;
 };
 SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
                                            const Eigen::MatrixXd& s_minus, TangentWorkspace& ws);
@@ -92,7 +101,7 @@ AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& even
 struct ComplexTransfer {
   Complex time;                        ///< t_e + dt_c
   VectorX<Complex> x_plus;             ///< the state after the event, carried back to t_e
-  VectorX<Complex> cost_integral_jump; ///< (g- - g+) dt_c per cost, n_c: add to the integrals
+  VectorX<Complex> cost_integral_jump; ///< (g- - g+) dt_c plus the point costs, n_c: add to the costs
 };
 /// `guard_rate` is r-dot- of the real parts (its O(h) imaginary part changes dt_c at O(h^2)).
 /// Throws ModelError if the state after the jump is not finite.
