@@ -24,14 +24,15 @@ Problem from_file(const std::string& name) { return equations::load_equation_pro
 
 /// |a - b| <= 1e-10 relative to b, or to the largest entry of `reference` for entries near zero
 /// (a gradient entry that vanishes in exact arithmetic is rounding noise in both).
-void expect_close(const Eigen::MatrixXd& a, const Eigen::MatrixXd& reference, const std::string& what) {
+void expect_close(const Eigen::MatrixXd& a, const Eigen::MatrixXd& reference, const std::string& what,
+                  double tolerance = 1e-10) {
   ASSERT_EQ(a.rows(), reference.rows()) << what;
   ASSERT_EQ(a.cols(), reference.cols()) << what;
   const double scale = reference.cwiseAbs().maxCoeff();
   for (Eigen::Index i = 0; i < a.rows(); ++i) {
     for (Eigen::Index j = 0; j < a.cols(); ++j) {
       const double b = reference(i, j);
-      EXPECT_NEAR(a(i, j), b, 1e-10 * std::max(std::abs(b), 1e-3 * scale)) << what << "(" << i << ", " << j << ")";
+      EXPECT_NEAR(a(i, j), b, tolerance * std::max(std::abs(b), 1e-3 * scale)) << what << "(" << i << ", " << j << ")";
     }
   }
 }
@@ -60,6 +61,7 @@ void expect_same_definition(const Problem& file, const Problem& builtin) {
     EXPECT_EQ(a.active_modes, b.active_modes) << a.name;
     EXPECT_EQ(a.rest_event, b.rest_event) << a.name;
     EXPECT_EQ(a.watched, b.watched) << a.name;
+    EXPECT_EQ(a.may_start_on_guard, b.may_start_on_guard) << a.name;
   }
   const Options &o = file.options(), &r = builtin.options();
   EXPECT_EQ(o.t0, r.t0);
@@ -71,7 +73,11 @@ void expect_same_definition(const Problem& file, const Problem& builtin) {
   EXPECT_EQ(o.method, r.method);
 }
 
-void expect_same_results(const Problem& file, const Problem& builtin) {
+/// `adjoint_tolerance`: the hysteretic oscillator's adjoint (19 reversals, a stiff EM law) takes
+/// backward steps that follow the last-digit differences between the expression trees' and the
+/// C++ code's derivatives: its two adjoints agree to 2.2e-8 (measured; each agrees with the forward
+/// gradient to 8e-7), its forward runs to 1e-10.
+void expect_same_results(const Problem& file, const Problem& builtin, double adjoint_tolerance = 1e-10) {
   const Solution fa = forward_sensitivity(file), fb = forward_sensitivity(builtin);
   ASSERT_EQ(fa.events.size(), fb.events.size());
   for (size_t i = 0; i < fa.events.size(); ++i) {
@@ -87,8 +93,8 @@ void expect_same_results(const Problem& file, const Problem& builtin) {
   expect_close(fa.final_sensitivity, fb.final_sensitivity, "S(tf)");
   const Solution aa = adjoint(file), ab = adjoint(builtin);
   expect_close(aa.costs, ab.costs, "adjoint run costs");
-  expect_close(aa.cost_gradient, ab.cost_gradient, "adjoint gradient");
-  expect_close(aa.initial_state_gradient, ab.initial_state_gradient, "dpsi/dx0");
+  expect_close(aa.cost_gradient, ab.cost_gradient, "adjoint gradient", adjoint_tolerance);
+  expect_close(aa.initial_state_gradient, ab.initial_state_gradient, "dpsi/dx0", adjoint_tolerance);
 }
 
 class EquationModel : public testing::TestWithParam<std::string> {};
@@ -98,10 +104,11 @@ TEST_P(EquationModel, DefinesTheBuiltInProblem) {
 }
 
 TEST_P(EquationModel, ReproducesTheBuiltInCostsAndGradients) {
-  expect_same_results(from_file(GetParam()), examples::make_example(GetParam()));
+  const double adjoint_tolerance = GetParam() == "hysteretic" ? 1e-7 : 1e-10;
+  expect_same_results(from_file(GetParam()), examples::make_example(GetParam()), adjoint_tolerance);
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, EquationModel, testing::Values("ball1d", "galan", "hiskens", "time_events"));
+INSTANTIATE_TEST_SUITE_P(Examples, EquationModel, testing::Values("ball1d", "galan", "hiskens", "time_events", "hysteretic"));
 
 // Without drag and with e = 0.7 the bounces accumulate before t = 3 (test_ball1d): both take the
 // resting transition (rests_in) at the same firing and agree afterwards.

@@ -14,6 +14,7 @@ const std::vector<ExampleInfo>& builtin_examples() {
        robertson},
       {"hiskens", "switched linear system, switching lines as parameters (Hiskens & Pai)",
        hiskens},
+      {"hysteretic", "oscillator with exponential-model hysteresis and memory (seed 002, Sec. 5.2)", hysteretic},
   };
   return list;
 }

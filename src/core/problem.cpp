@@ -62,6 +62,11 @@ EventBuilder& EventBuilder::switch_to(int mode) {
   return *this;
 }
 
+EventBuilder& EventBuilder::starts_on_guard() {
+  event().may_start_on_guard = true;
+  return *this;
+}
+
 EventBuilder& EventBuilder::only_in(std::vector<int> modes) {
   event().active_modes = std::move(modes);
   return *this;

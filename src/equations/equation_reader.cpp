@@ -205,7 +205,7 @@ class Reader : yaml::Fields {
 
   void read_event(Problem& pb, const std::string& name, const YAML::Node& n) {
     const std::string field = "events." + name;
-    check_keys(n, field, {"guard", "direction", "at", "jump", "next", "only_in", "rests_in"});
+    check_keys(n, field, {"guard", "direction", "at", "jump", "next", "only_in", "rests_in", "starts_on_guard"});
     if (static_cast<bool>(n["guard"]) == static_cast<bool>(n["at"])) {
       fail(n, field, "needs either a guard (with a direction) or a time 'at'");
     }
@@ -235,6 +235,13 @@ class Reader : yaml::Fields {
       const ExpressionList projection =
           per_state(require(rest, "jump", field + ".rests_in"), field + ".rests_in.jump", states_and_time());
       event->rests_in(rest_mode, vector_function(projection));
+    }
+    if (const YAML::Node start = n["starts_on_guard"]) {
+      const std::string flag = scalar(start, field + ".starts_on_guard");
+      if (flag != "true" && flag != "false") {
+        fail(start, field + ".starts_on_guard", fmt::format("expected true or false, got '{}'", flag));
+      }
+      if (flag == "true") event->starts_on_guard();
     }
     check_changes_something(pb.event(event->index()), n, field, identity_jump);
   }

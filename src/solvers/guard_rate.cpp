@@ -14,7 +14,7 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
   problem.mode(mode).rhs.real(t0, x0, p, xdot);
   for (int k = 0; k < problem.n_events(); ++k) {
     const Event& e = problem.event(k);
-    if (!e.watched || !e.active_in(mode) || e.guard.real(t0, x0, p) != 0.0) continue;
+    if (!e.watched || !e.active_in(mode) || e.may_start_on_guard || e.guard.real(t0, x0, p) != 0.0) continue;
     const double rate = guard_rate(problem, k, t0, x0, p, xdot, ws).rate;
     const bool leaves = (e.direction == Direction::Falling && rate > 0.0) ||
                         (e.direction == Direction::Rising && rate < 0.0);

@@ -61,6 +61,9 @@ struct Event {
   /// firings accumulate (docs/events.md, "Zeno and resting").
   int rest_event = -1;
   bool watched = true;  ///< false for resting variants, which root finding does not watch
+  /// The guard may be exactly zero at the initial time (EventBuilder::starts_on_guard): the
+  /// root there is ignored instead of refused as input.
+  bool may_start_on_guard = false;
   bool active_in(int mode) const;
   /// The mode the event leads to from `mode`.
   int mode_after(int mode) const;
@@ -124,6 +127,13 @@ class EventBuilder {
   /// Call after only_in / switch_to: the resting variant copies the guard and watched modes.
   template <class F>
   EventBuilder& rests_in(int rest_mode, const F& projection);
+  /// The initial state may lie exactly on this event's guard, and the root there is ignored:
+  /// the run starts at a switching point and leaves the guard away from the firing direction,
+  /// at an order the crossing speed does not show (the hysteretic oscillator starts at a
+  /// reversal with v = v' = 0 and v ~ t^3). Without it such a start is refused as input
+  /// (docs/events.md, "Starting on a guard"). A motion that in fact goes through the guard in
+  /// the firing direction is then not detected there.
+  EventBuilder& starts_on_guard();
   int index() const { return index_; }
 
  private:

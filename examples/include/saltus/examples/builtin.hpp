@@ -27,5 +27,6 @@ Problem box2d();        ///< point mass bouncing in a box with quadratic drag
 Problem time_events();  ///< time-triggered events with state-dependent jumps
 Problem robertson();    ///< stiff chemical kinetics (SUNDIALS CVODES examples)
 Problem hiskens();      ///< switched linear system (Hiskens & Pai 2000)
+Problem hysteretic();   ///< oscillator with EM hysteresis and memory (seed 002, Sec. 5.2)
 
 }  // namespace saltus::examples
