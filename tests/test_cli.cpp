@@ -102,7 +102,8 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"frobnicate"},
   };
   const std::vector<std::string> expected_words = {
-      "nosuch", "gravity", "abc", "finite", "name=value", "rtol", "atol", "tf", "magic", "checkpoint-steps must be a positive integer, got 0",
+      "nosuch", "gravity", "abc", "finite", "name=value", "rtol", "atol", "--tend -2: the final time must exceed",
+      "magic", "checkpoint-steps must be a positive integer, got 0",
       "--adjoint-memory must be at least 1M (1048576 bytes), got 512k",
       "--adjoint-memory: 'lots' is not a size", "frobnicate"};
   for (size_t i = 0; i < bad.size(); ++i) {
@@ -392,6 +393,23 @@ TEST(Cli, EquationModelsRunCheckAndOptimizeLikeTheirBuiltIns) {
   const Outcome formulation = saltus_cmd({"run", dir + "ball1d.yaml", "--formulation", "maggi"});
   EXPECT_EQ(formulation.status, 2);
   EXPECT_TRUE(contains(formulation.err, "--formulation applies to mechanism model files")) << formulation.err;
+}
+
+TEST(Cli, CheckRefusesAnEquationModelThatARunRefusesBeforeIntegrating) {
+  const auto dir = temp_dir("check_start");
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "on_guard.yaml").string();
+  // It starts at rest on the guard of its falling event: a run refuses it, so must check.
+  std::ofstream(path) << "horizon: 1\nstates: {h: 0, v: 0}\nmodes: {flight: {rhs: [v, -9.81]}}\n"
+                         "events: {impact: {guard: h, direction: falling, jump: [h, -v]}}\n"
+                         "costs: {h_T: {terminal: h}}\n";
+  const Outcome check = saltus_cmd({"check", path});
+  EXPECT_EQ(check.status, 2);
+  EXPECT_TRUE(contains(check.err, "event 'impact': the run starts on its guard")) << check.err;
+  EXPECT_TRUE(contains(check.err, "starts_on_guard: true")) << check.err;
+  const Outcome run = saltus_cmd({"run", path});
+  EXPECT_EQ(run.status, 2);
+  EXPECT_EQ(run.err, check.err);
 }
 
 }  // namespace

@@ -273,7 +273,7 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
       {"horizon: 1\nparameters: {e: {value: 2, max: 1}}\nstates: {x: 1}\n",
        "bad.yaml:2:17: parameters.e: the value 2 is outside [min, max] = [-inf, 1]"},
       {"horizon: 1\nstates: {x: \"sqrt(-1)\"}\n",
-       "bad.yaml:2:13: states.x: 'sqrt(-1)' is not finite at the nominal parameters (got -nan)"},
+       "bad.yaml:2:13: states.x: 'sqrt(-1)' is not finite at the nominal parameters (got nan)"},
       {"states: [x]\n", "bad.yaml:1:9: states: expected a mapping name: initial value (at least one state)"},
       {kHead + kModes + kCosts + "horizon: [1]\n", "bad.yaml:8:1: horizon: given twice (each key may appear once)"},
       {"parameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts + "horizon: [1, 1]\n",

@@ -161,7 +161,8 @@ TEST(StartOnGuard, RestingOrEnteringIsRefusedLeavingRuns) {
     simulate(pb);
     FAIL() << "a ball resting on its floor at t0 was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("event 'impact': the initial state (h=0, v=0) lies on its guard"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "event 'impact': the run starts on its guard (r = 0 at t0 = 0, state (h=0, v=0)) and rests on it"),
               std::string::npos)
         << e.what();
   }

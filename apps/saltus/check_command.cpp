@@ -5,6 +5,7 @@
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/multibody/check.hpp>
 #include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/simulate.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -79,6 +80,7 @@ std::string event_summary(const Problem& pb, const Event& e) {
 void print_equation_check(std::ostream& out, const std::string& file, const Problem& pb) {
   const Eigen::VectorXd p = pb.nominal_parameters();
   pb.check_domains(p);
+  check_start(pb, p, pb.options());  // what a run refuses before it integrates
   Eigen::VectorXd x0(pb.n_states());
   pb.initial_state().real(p, x0);
   const int mode = pb.initial_mode_for(x0, p);
@@ -87,11 +89,13 @@ void print_equation_check(std::ostream& out, const std::string& file, const Prob
   fmt::print(out, "Model '{}' ({}), equation model\n", pb.name(), file);
   fmt::print(out, "States ({}):\n", pb.n_states());
   for (int i = 0; i < pb.n_states(); ++i) {
-    fmt::print(out, "  {} = {:.10g} at t0 = {:g}, rate {:.6g}\n", pb.state_names()[static_cast<size_t>(i)], x0[i],
-               pb.options().t0, xdot[i]);
+    fmt::print(out, "  {} = {:.10g} at t0 = {:g}, rate {:.6g}\n", pb.state_names()[static_cast<size_t>(i)], x0[i] + 0.0,
+               pb.options().t0, xdot[i] + 0.0);  // + 0.0: no "-0"
   }
   fmt::print(out, "Parameters:{}\n", pb.n_parameters() == 0 ? " none" : "");
-  for (const auto& q : pb.parameters()) fmt::print(out, "  {} = {:g}\n", q.name, q.nominal);
+  for (const auto& q : pb.parameters()) {
+    fmt::print(out, "  {} = {:g}{}\n", q.name, q.nominal, q.description.empty() ? "" : ": " + q.description);
+  }
   std::vector<std::string> modes;
   for (int m = 0; m < pb.n_modes(); ++m) modes.push_back(pb.mode(m).name);
   fmt::print(out, "Modes: {}; initial mode {}\n", join(modes), pb.mode(mode).name);

@@ -102,7 +102,13 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
       throw UsageError(fmt::format("--param {}: {}", assignment, e.what()));
     }
   }
-  if (!a.tend.empty()) set_horizon(options, parse_number(a.tend, "--tend"));
+  if (!a.tend.empty()) {
+    const double tf = parse_number(a.tend, "--tend");
+    if (!(tf > options.t0)) {
+      throw UsageError(fmt::format("--tend {}: the final time must exceed the initial time {}", a.tend, options.t0));
+    }
+    set_horizon(options, tf);
+  }
   if (!a.checkpoint_steps.empty()) {
     const double steps = parse_number(a.checkpoint_steps, "--checkpoint-steps");
     if (steps < 1.0 || steps != std::floor(steps)) {

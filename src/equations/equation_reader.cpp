@@ -91,7 +91,8 @@ class Reader : yaml::Fields {
       fail(n, field, fmt::format("expected a list of {} expressions, one per state ({})", nx, join(states_)));
     }
     if (n.size() != nx) {
-      fail(n, field, fmt::format("expected {} expressions, one per state ({}), got {}", nx, join(states_), n.size()));
+      fail(n, field, fmt::format("expected {} expressions, one per state ({}), got {}{}", nx, join(states_), n.size(),
+                                 n.size() > nx ? " (quote an expression that contains a comma: \"min(x, v)\")" : ""));
     }
     std::vector<Expression> list;
     for (size_t i = 0; i < nx; ++i) list.push_back(parse(n[i], fmt::format("{}[{}]", field, i), groups));
@@ -152,7 +153,8 @@ class Reader : yaml::Fields {
       x0.push_back(parse(node, field, parameters_only()));
       const double v = x0.back().evaluate<double>(p);
       if (!std::isfinite(v)) {
-        fail(node, field, fmt::format("'{}' is not finite at the nominal parameters (got {})", x0.back().text(), v));
+        fail(node, field, fmt::format("'{}' is not finite at the nominal parameters (got {})", x0.back().text(),
+                                      std::isnan(v) ? "nan" : fmt::format("{}", v)));
       }
     }
     pb.set_initial_state(initial_state_function(std::make_shared<const std::vector<Expression>>(std::move(x0))));
@@ -393,7 +395,8 @@ Problem load_equation_problem(const std::string& path) { return parse_equation_p
 
 bool is_equation_file(const std::string& path) {
   const YAML::Node root = yaml::load_text(yaml::read_file(path), path);
-  return root.IsMap() && static_cast<bool>(root["states"]);
+  // `modes` too: a file that forgot `states` is still an equation model, and is told so.
+  return root.IsMap() && (static_cast<bool>(root["states"]) || static_cast<bool>(root["modes"]));
 }
 
 }  // namespace saltus::equations

@@ -149,7 +149,7 @@ std::vector<double> monitor_maxima(const Problem& pb, const RunResult& r) {
 
 void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   const Solution& s = r.solution;
-  fmt::print(out, "Saltus run: {} — {}\n", pb.name(), pb.description());
+  fmt::print(out, "Saltus run: {}{}{}\n", pb.name(), pb.description().empty() ? "" : " — ", pb.description());
   fmt::print(out, "Method: {}    horizon: [{}, {}] s\n", r.method, s.times.front(), s.times.back());
   fmt::print(out, "\nParameters:{}\n", pb.n_parameters() == 0 ? " none (no gradient to compute)" : "");
   for (int k = 0; k < pb.n_parameters(); ++k) {

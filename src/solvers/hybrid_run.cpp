@@ -393,7 +393,7 @@ void HybridRun::apply_roots(double t) {
           "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}): "
           "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno "
           "sequence); Saltus cannot continue past this point unless the event has a resting "
-          "variant (EventBuilder::rests_in, docs/events.md)",
+          "variant (EventBuilder::rests_in, or rests_in: in an equation file; docs/events.md)",
           pb_.event(k).name, t, describe_state(pb_, x_), after.rate));
     }
   }
@@ -492,8 +492,7 @@ void HybridRun::finish(double tf) {
   }
 }
 
-Solution HybridRun::run() {
-  const SolverMessageScope messages;  // caps integrator warnings for this run
+void HybridRun::check_start() {
   x_ = initial_state(pb_, p_);
   if (!x_.allFinite()) {
     throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite",
@@ -501,6 +500,11 @@ Solution HybridRun::run() {
   }
   mode_ = pb_.initial_mode_for(x_, p_);
   check_start_off_guards(pb_, mode_, opt_.t0, x_, p_, ws_);
+}
+
+Solution HybridRun::run() {
+  const SolverMessageScope messages;  // caps integrator warnings for this run
+  check_start();
   S_ = sens_ ? initial_state_jacobian(pb_, p_) : Eigen::MatrixXd();
   cost_integral_ = Eigen::VectorXd::Zero(nc_);
   cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);

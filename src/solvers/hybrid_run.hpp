@@ -53,6 +53,8 @@ class HybridRun : private SegmentIntegrator {
  public:
   HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options,
             RunKind kind);
+  /// x0, the initial mode and the start off the guards (simulate.hpp, check_start).
+  void check_start();
   Solution run();
   /// Segments of an AdjointRecording run (after run()).
   std::vector<RecordedSegment>& segments() { return segments_; }

@@ -22,4 +22,8 @@ Solution forward_sensitivity(const Problem& problem) {
   return forward_sensitivity(problem, problem.nominal_parameters(), problem.options());
 }
 
+void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  detail::HybridRun(problem, p, options, detail::RunKind::Simulation).check_start();
+}
+
 }  // namespace saltus

@@ -34,4 +34,10 @@ Solution forward_sensitivity(const Problem& problem, const Eigen::VectorXd& p,
                              const Options& options);
 Solution forward_sensitivity(const Problem& problem);
 
+/// What a run checks before it integrates, without integrating: the initial state x0(p) is
+/// finite, the initial mode is in range, and x0 does not start on the guard of a watched event
+/// (docs/events.md, "Starting on a guard"). Throws what the run would throw (InputError,
+/// ModelError). `saltus check` uses it.
+void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options);
+
 }  // namespace saltus
