@@ -10,17 +10,14 @@
 #include <cmath>
 #include <fstream>
 
+#include "json_values.hpp"
+
 namespace saltus {
 
 namespace {
 
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
-
-nlohmann::json named(const std::vector<std::string>& names, const Eigen::Ref<const Eigen::VectorXd>& v) {
-  nlohmann::json j = nlohmann::json::object();
-  for (size_t i = 0; i < names.size(); ++i) j[names[i]] = finite_or_null(v[static_cast<Eigen::Index>(i)]);
-  return j;
-}
+using io_detail::finite_or_null;
+using io_detail::named;
 
 nlohmann::json gradient_json(const Problem& pb, const Eigen::MatrixXd& grad) {
   nlohmann::json j = nlohmann::json::object();

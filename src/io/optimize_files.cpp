@@ -1,8 +1,6 @@
 // The files of `saltus optimize`: JSON results, the history CSV and the convergence plot.
 #include <saltus/io/optimize_output.hpp>
 
-#include "convergence_plot.hpp"
-
 #include <saltus/io/atomic_file.hpp>
 
 #include <fmt/format.h>
@@ -11,17 +9,15 @@
 #include <cmath>
 #include <filesystem>
 
+#include "convergence_plot.hpp"
+#include "json_values.hpp"
+
 namespace saltus {
 
 namespace {
 
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
-
-nlohmann::json named(const std::vector<std::string>& names, const Eigen::VectorXd& v) {
-  nlohmann::json j = nlohmann::json::object();
-  for (size_t i = 0; i < names.size(); ++i) j[names[i]] = finite_or_null(v[static_cast<Eigen::Index>(i)]);
-  return j;
-}
+using io_detail::finite_or_null;
+using io_detail::named;
 
 nlohmann::json iterate_json(const std::vector<std::string>& names, const OptimizeIterate& it) {
   nlohmann::json j;
