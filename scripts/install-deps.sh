@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libeigen3-dev          # linear algebra
-  libsundials-dev        # CVODES (integration, root finding, forward sensitivities)
+  libsundials-dev        # CVODES and IDAS (integration, root finding, forward sensitivities)
   libceres-dev           # ceres::Jet, the forward-mode dual number the model templates run with
   libgtest-dev           # tests
   libbenchmark-dev       # bench/

@@ -43,8 +43,17 @@ auto timed(double& seconds, F&& f) {
   return value;
 }
 
-RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& a) {
+RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& a, std::ostream& err) {
   RunResult r;
+  // On IDAS the adjoint and the complex step are not available yet: --method all runs the
+  // others (asked for alone, they are refused with the reason).
+  const bool all = a.method == "all";
+  const bool skip_unavailable = all && runs_on_idas(pb, options);
+  if (skip_unavailable) {
+    fmt::print(err, "saltus: note: {} runs on IDAS, where the adjoint and the complex step are not available yet "
+                    "(docs/dae.md); --method all compares forward sensitivities with central differences\n",
+               pb.name());
+  }
   r.method = a.method;
   r.parameters = pb.nominal_parameters();
   const auto& p = r.parameters;
@@ -56,7 +65,7 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
   } else if (a.method != "adjoint") {
     r.solution = simulate(pb, p, options);
   }
-  if (a.method == "adjoint" || a.method == "all") {
+  if (a.method == "adjoint" || (all && !skip_unavailable)) {
     Solution adj = timed(seconds, [&] { return adjoint(pb, p, options); });
     r.estimates.push_back(adjoint_estimate(adj));
     r.seconds.push_back(seconds);
@@ -68,7 +77,7 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     r.estimates.push_back(timed(seconds, [&] { return central_differences(pb, p, options, a.fd_step); }));
     r.seconds.push_back(seconds);
   }
-  if (a.method == "complex-step" || a.method == "all") {
+  if (a.method == "complex-step" || (all && !skip_unavailable)) {
     r.estimates.push_back(timed(seconds, [&] { return complex_step(pb, p, options, a.cs_step); }));
     r.seconds.push_back(seconds);
   }
@@ -85,7 +94,7 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
   // Unwritable outputs fail before the work, not after it.
   if (!a.json_path.empty()) write_output("--json", a.json_path, [&] { require_writable(a.json_path); });
   if (!a.out_dir.empty()) write_output("--out", a.out_dir, [&] { require_writable_folder(a.out_dir); });
-  const RunResult result = run_methods(pb, options, a);
+  const RunResult result = run_methods(pb, options, a, err);
   throw_if_interrupted(options.tf);  // an interrupt between two methods leaves no output either
   print_report(out, pb, result);
   if (!a.json_path.empty()) {
@@ -155,6 +164,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                       "segments beyond it are recomputed");
   run_cmd->add_option("--lmm", a.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
+  run_cmd->add_option("--integrator", a.integrator,
+                      "cvodes | idas (default: cvodes for ODEs, idas for DAEs; idas runs an ODE as x' - f = 0)")
+      ->check(CLI::IsMember({"cvodes", "idas"}));
   run_cmd->add_option("--rtol", a.rtol, "Relative tolerance");
   run_cmd->add_option("--atol", a.atol, "Absolute tolerance (all states)");
   run_cmd->add_option("--fd-step", a.fd_step,

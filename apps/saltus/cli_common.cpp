@@ -118,6 +118,8 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
     options.checkpoint_steps = static_cast<long>(steps);
   }
   if (!a.adjoint_memory.empty()) options.adjoint_memory_budget = parse_memory_size(a.adjoint_memory);
+  if (a.integrator == "cvodes") options.integrator = Integrator::Cvodes;
+  if (a.integrator == "idas") options.integrator = Integrator::Idas;
   if (!a.lmm.empty()) {
     options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
   }

@@ -29,6 +29,7 @@ struct RunArgs {
   std::string tend, rtol, atol;
   std::string method = "forward";
   std::string lmm;
+  std::string integrator;        // empty: CVODES for explicit problems, IDAS for DAEs
   std::string json_path, out_dir;
   double fd_step = 0.0;  // 0: cbrt(rtol)
   double cs_step = 1e-20;
@@ -42,7 +43,7 @@ struct RunArgs {
 /// equation model, or a mechanism in its own formulation or the one --formulation asks for.
 Problem load_problem(const RunArgs& a);
 
-/// Applies --param, --tend, --rtol, --atol, --lmm, --checkpoint-steps and --adjoint-memory.
+/// Applies --param, --tend, --rtol, --atol, --lmm, --integrator, --checkpoint-steps and --adjoint-memory.
 void apply_overrides(Problem& pb, Options& options, const RunArgs& a);
 
 /// Prints the problem's notes about corrected input as warnings, or refuses them (--strict).

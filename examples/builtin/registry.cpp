@@ -12,6 +12,8 @@ const std::vector<ExampleInfo>& builtin_examples() {
       {"time_events", "time-triggered events with state-dependent jumps", time_events},
       {"robertson", "stiff chemical kinetics, the SUNDIALS CVODES example (no events)",
        robertson},
+      {"robertson_dae", "Robertson kinetics with the conservation law as algebraic equation (a DAE, on IDAS)",
+       robertson_dae},
       {"hiskens", "switched linear system, switching lines as parameters (Hiskens & Pai)",
        hiskens},
       {"hysteretic", "oscillator with exponential-model hysteresis and memory (seed 002, Sec. 5.2)", hysteretic},

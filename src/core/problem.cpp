@@ -95,8 +95,36 @@ int Problem::add_parameter(const std::string& name, double nominal, std::string 
 
 int Problem::add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, std::move(rhs), std::nullopt});
+  modes_.push_back({name, std::move(rhs), std::nullopt, {}});
   return n_modes() - 1;
+}
+
+int Problem::add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual) {
+  require_unique(modes_, name, "mode");
+  modes_.push_back({name, {}, std::nullopt, std::move(residual)});
+  return n_modes() - 1;
+}
+
+void Problem::set_algebraic_states(const std::vector<std::string>& names) {
+  std::vector<bool> algebraic(states_.size(), false);
+  for (const auto& n : names) algebraic[static_cast<size_t>(state_index(n))] = true;
+  algebraic_ = std::move(algebraic);
+}
+
+bool Problem::is_algebraic(int i) const {
+  return !algebraic_.empty() && algebraic_.at(static_cast<size_t>(i));
+}
+
+int Problem::n_algebraic() const {
+  return static_cast<int>(std::count(algebraic_.begin(), algebraic_.end(), true));
+}
+
+ProblemKind Problem::kind() const {
+  if (n_algebraic() > 0) return ProblemKind::Residual;
+  for (const auto& m : modes_) {
+    if (m.implicit()) return ProblemKind::Residual;
+  }
+  return ProblemKind::Explicit;
 }
 
 void Problem::set_initial_mode(int mode) {
@@ -262,6 +290,19 @@ void Problem::validate() const {
   if (!initial_state_) fail("no initial state (call set_initial_state)");
   if (costs_.empty()) fail("no costs (add at least one running or terminal cost)");
   if (initial_mode_ < 0 || initial_mode_ >= n_modes()) fail("initial mode out of range");
+  if (!algebraic_.empty() && algebraic_.size() != states_.size()) {
+    fail("the algebraic states were declared before set_states changed the states");
+  }
+  for (const auto& m : modes_) {
+    if (n_algebraic() > 0 && !m.implicit()) {
+      fail(fmt::format("mode '{}' is an explicit right-hand side, but the problem has algebraic states: "
+                       "write it as a residual (add_residual_mode)",
+                       m.name));
+    }
+    if (m.implicit() && m.jacobian) {
+      fail(fmt::format("mode '{}' is a residual: analytic right-hand-side Jacobians do not apply to it", m.name));
+    }
+  }
   for (const auto& e : events_) {
     if (e.target_mode != kSameMode && (e.target_mode < 0 || e.target_mode >= n_modes())) {
       fail(fmt::format("event '{}' switches to mode {} but there are {} modes", e.name,

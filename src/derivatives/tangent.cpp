@@ -1,24 +1,12 @@
 #include <saltus/derivatives/tangent.hpp>
 
+#include "dual_seed.hpp"
+
 namespace saltus {
 
-namespace {
-
-void seed(VectorX<Dual>& out, In<double> value, In<double> direction) {
-  out.resize(value.size());
-  for (Eigen::Index i = 0; i < value.size(); ++i) out[i] = make_dual(value[i], direction[i]);
-}
-
-void seed_constant(VectorX<Dual>& out, In<double> value) {
-  out.resize(value.size());
-  for (Eigen::Index i = 0; i < value.size(); ++i) out[i] = Dual(value[i]);
-}
-
-void tangent_of(const VectorX<Dual>& v, Out<double> tangent) {
-  for (Eigen::Index i = 0; i < v.size(); ++i) tangent[i] = v[i].v[0];
-}
-
-}  // namespace
+using detail::seed;
+using detail::seed_constant;
+using detail::tangent_of;
 
 void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                  double dt, In<double> dx, In<double> dp, Out<double> tangent,

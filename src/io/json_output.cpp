@@ -101,7 +101,8 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
     for (size_t i = 0; i < maxima.size(); ++i) monitors[pb.monitors()[i].name] = maxima[i];
     j["monitors"] = monitors;
   }
-  j["stats"] = {{"segments", s.stats.segments},
+  j["stats"] = {{"integrator", s.stats.integrator},
+                {"segments", s.stats.segments},
                 {"steps", s.stats.steps},
                 {"rhs_evals", s.stats.rhs_evals},
                 {"jacobian_evals", s.stats.jacobian_evals},

@@ -170,9 +170,9 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
     print_agreement(out, pb, r);
   }
   print_adjoint(out, pb, r);
-  fmt::print(out, "\nSolver: {} segments, {} steps, {} f evals, {} Jacobians, {} guard evals, {} "
+  fmt::print(out, "\nSolver ({}): {} segments, {} steps, {} {} evals, {} Jacobians, {} guard evals, {} "
                   "error-test failures\n",
-             s.stats.segments, s.stats.steps, s.stats.rhs_evals, s.stats.jacobian_evals,
+             s.stats.integrator, s.stats.segments, s.stats.steps, s.stats.rhs_evals, s.stats.integrator == "IDAS" ? "residual" : "f", s.stats.jacobian_evals,
              s.stats.root_evals, s.stats.error_test_failures);
   fmt::print(out, "Time:");
   for (size_t m = 0; m < r.estimates.size(); ++m) {

@@ -248,6 +248,7 @@ void AdjointSweep::run() {
 }  // namespace
 
 Solution adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  detail::require_cvodes(problem, options, "the adjoint method");
   const SolverMessageScope messages;  // one cap for the forward and the backward pass
   detail::HybridRun run(problem, p, options, detail::RunKind::AdjointRecording);
   Solution sol = run.run();

@@ -278,6 +278,7 @@ void ComplexRun::finish(double t) {
 
 ComplexSolution simulate_complex(const Problem& problem, const VectorX<Complex>& p,
                                  const Options& options, double imaginary_scale) {
+  detail::require_cvodes(problem, options, "the complex step");
   return ComplexRun(problem, p, options, imaginary_scale).run();
 }
 

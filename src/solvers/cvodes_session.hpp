@@ -15,6 +15,8 @@
 #include <saltus/core/options.hpp>
 #include <saltus/solvers/solution.hpp>
 
+#include "nvector_view.hpp"
+
 namespace saltus::detail {
 
 /// The CVODES name of a return flag ("CV_TOO_MUCH_WORK", ...).
@@ -22,10 +24,6 @@ std::string flag_name(int flag);
 
 /// Throws SolverError "<call> failed: <flag name>" if flag < 0.
 void check_cvode(int flag, const char* call);
-
-inline Eigen::Map<Eigen::VectorXd> view(N_Vector v) {
-  return {N_VGetArrayPointer(v), static_cast<Eigen::Index>(N_VGetLength(v))};
-}
 
 /// Settings and callbacks of a backward (adjoint) problem on a recorded session.
 struct BackwardSettings {

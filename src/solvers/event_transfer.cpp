@@ -1,4 +1,5 @@
 #include <saltus/core/error.hpp>
+#include <saltus/derivatives/residual.hpp>
 #include <saltus/derivatives/reverse.hpp>
 #include <saltus/solvers/event_transfer.hpp>
 
@@ -85,12 +86,12 @@ Eigen::VectorXd reset_defect(const Problem& problem, const EventValues& event, I
 }
 
 Eigen::VectorXd running_cost_jump(const Problem& problem, const EventValues& event, In<double> p) {
-  Eigen::VectorXd jump(problem.n_costs());
-  for (int c = 0; c < problem.n_costs(); ++c) {
-    jump[c] = running_cost(problem, c, event.mode_before, event.time, event.x_minus, p) -
-              running_cost(problem, c, event.mode_after, event.time, event.x_plus, p);
-  }
-  return jump;
+  // The rates are the event's f- and f+: the modes' right-hand sides, or a DAE's consistent
+  // rates (dae_transfer.hpp).
+  Eigen::VectorXd before(problem.n_costs()), after(problem.n_costs());
+  running_costs_at_rate(problem, event.time, event.x_minus, event.f_minus, p, before);
+  running_costs_at_rate(problem, event.time, event.x_plus, event.f_plus, p, after);
+  return before - after;
 }
 
 Eigen::VectorXd event_cost_values(const Problem& problem, const EventValues& event, In<double> p) {

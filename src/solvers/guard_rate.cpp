@@ -12,6 +12,11 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
                             TangentWorkspace& ws) {
   Eigen::VectorXd xdot(x0.size());
   problem.mode(mode).rhs.real(t0, x0, p, xdot);
+  check_start_off_guards(problem, mode, t0, x0, xdot, p, ws);
+}
+
+void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot,
+                            In<double> p, TangentWorkspace& ws) {
   for (int k = 0; k < problem.n_events(); ++k) {
     const Event& e = problem.event(k);
     if (!e.watched || !e.active_in(mode) || e.may_start_on_guard || e.guard.real(t0, x0, p) != 0.0) continue;

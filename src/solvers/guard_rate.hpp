@@ -19,6 +19,9 @@ struct GuardRate {
 /// pass through the surface (a ball released on its floor would fall through it).
 void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> p,
                             TangentWorkspace& ws);
+/// As above with the initial rate x-dot(t0) given (a DAE's consistent rate).
+void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot,
+                            In<double> p, TangentWorkspace& ws);
 
 /// True if the state x_after (in mode_after) sits on the guard of `event` without moving off it
 /// (its rate is grazing): a jump that leads there cannot be continued by root finding.

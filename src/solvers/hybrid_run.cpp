@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "event_log.hpp"
 #include "guard_rate.hpp"
 #include "sundials_footprint.hpp"
 
@@ -382,21 +383,9 @@ void HybridRun::apply_roots(double t) {
   });
   // A jump that leaves the state on its guard (r-dot+ = 0) cannot be continued: the next crossing
   // is undefined. Events that already grazed before the jump are reported as grazing instead.
-  for (size_t i = 0; i < applied.size(); ++i) {
-    const int k = applied[i];
-    const EventRecord& rec = sol_.events[sol_.events.size() - applied.size() + i];
-    if (rec.grazing || rec.rest || !pb_.event(k).active_in(mode_)) continue;
-    if (stays_on_guard(pb_, k, mode_, t, x_, p_, opt_.grazing_tolerance, ws_)) {
-      pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
-      const GuardRate after = guard_rate(pb_, k, t, x_, p_, xdot_, ws_);
-      throw ZenoError(fmt::format(
-          "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}): "
-          "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno "
-          "sequence); Saltus cannot continue past this point unless the event has a resting "
-          "variant (EventBuilder::rests_in, or rests_in: in an equation file; docs/events.md)",
-          pb_.event(k).name, t, describe_state(pb_, x_), after.rate));
-    }
-  }
+  if (applied.empty()) return;
+  pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
+  require_leaving_guards(pb_, applied, sol_.events, mode_, t, x_, xdot_, p_, opt_.grazing_tolerance, ws_);
 }
 
 int HybridRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
@@ -410,33 +399,13 @@ int HybridRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) 
 void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const EventValues v = fire_event(pb_, k, mode_, t, x_, p_, ws_);
   cost_integral_ += event_cost_values(pb_, v, p_);  // the next segment's quadratures start here
-  EventRecord rec;
-  rec.time = t;
-  rec.event = k;
-  rec.name = pb_.event(k).name;
-  rec.mode_before = v.mode_before;
-  rec.mode_after = v.mode_after;
-  rec.state_before = v.x_minus;
-  rec.state_after = v.x_plus;
-  rec.guard_rate = v.guard_rate;
-  rec.guard_rate_scale = v.guard_rate_scale;
-  rec.grazing = v.grazing(opt_.grazing_tolerance);
-  rec.rest = rest.has_value();
-  if (rest) rec.accumulation_time = rest->time;
+  EventRecord rec = event_record(pb_, v, opt_.grazing_tolerance, rest);
   if (sens_) {
     require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
     SensitivityTransfer transfer = transfer_sensitivities(pb_, v, p_, S_, ws_);
     cost_integral_sens_ += transfer.cost_integral_jump;
-    rec.dtime_dp = transfer.tau;
-    if (rest) {
-      // dt_inf/dp = w_a tau_a + w_b tau_b + w_c tau_c: exact for the extrapolation.
-      rec.daccumulation_dp = rest->weight_c * transfer.tau;
-      if (rest->record_a >= 0) rec.daccumulation_dp += rest->weight_a * sol_.events[static_cast<size_t>(rest->record_a)].dtime_dp;
-      if (rest->record_b >= 0) rec.daccumulation_dp += rest->weight_b * sol_.events[static_cast<size_t>(rest->record_b)].dtime_dp;
-    }
-    rec.sensitivity_before = S_;
+    record_sensitivities(rec, transfer.tau, S_, transfer.s_plus, rest, sol_.events);
     S_ = std::move(transfer.s_plus);
-    rec.sensitivity_after = S_;
   }
   x_ = v.x_plus;
   mode_ = v.mode_after;

@@ -7,6 +7,25 @@
 
 namespace saltus::detail {
 
+bool runs_on_idas(const Problem& problem, const Options& options) {
+  const bool residual = problem.kind() == ProblemKind::Residual;
+  if (options.integrator == Integrator::Cvodes && residual) {
+    throw InputError(fmt::format("problem '{}' is a DAE (it has residual modes or algebraic states): CVODES cannot "
+                                 "integrate it; use IDAS (the default for DAE problems)",
+                                 problem.name()));
+  }
+  return options.integrator == Integrator::Idas || residual;
+}
+
+void require_cvodes(const Problem& problem, const Options& options, const char* method) {
+  if (!runs_on_idas(problem, options)) return;
+  throw InputError(fmt::format("{} is not available yet for runs on IDAS (problem '{}' is {}); use forward "
+                               "sensitivities (--method forward) or central differences (--method fd) "
+                               "(docs/dae.md, \"Limits\")",
+                               method, problem.name(),
+                               problem.kind() == ProblemKind::Residual ? "a DAE" : "integrated by IDAS"));
+}
+
 std::vector<double> output_grid(const Options& o) {
   std::vector<double> grid = o.output_times;
   if (grid.empty()) {

@@ -32,6 +32,14 @@ int guarded_callback(std::string& error, Body&& body) noexcept {
   return -1;
 }
 
+/// Whether a run of `problem` integrates on IDAS (Options::integrator; Automatic: when the
+/// problem has residual modes). Throws InputError if CVODES is asked for a residual problem.
+bool runs_on_idas(const Problem& problem, const Options& options);
+
+/// Throws InputError if the run would be on IDAS, where `method` ("the adjoint", "the complex
+/// step") is not available yet (docs/dae.md, "Limits").
+void require_cvodes(const Problem& problem, const Options& options, const char* method);
+
 /// Output times: options.output_times (tf appended if missing) or n_outputs uniform points.
 std::vector<double> output_grid(const Options& options);
 

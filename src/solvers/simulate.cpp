@@ -1,11 +1,13 @@
 // The public entry points of simulation and forward sensitivity.
 #include <saltus/solvers/simulate.hpp>
 
+#include "dae_run.hpp"
 #include "hybrid_run.hpp"
 
 namespace saltus {
 
 Solution simulate(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  if (detail::runs_on_idas(problem, options)) return detail::DaeRun(problem, p, options, false).run();
   return detail::HybridRun(problem, p, options, detail::RunKind::Simulation).run();
 }
 
@@ -15,6 +17,7 @@ Solution simulate(const Problem& problem) {
 
 Solution forward_sensitivity(const Problem& problem, const Eigen::VectorXd& p,
                              const Options& options) {
+  if (detail::runs_on_idas(problem, options)) return detail::DaeRun(problem, p, options, true).run();
   return detail::HybridRun(problem, p, options, detail::RunKind::ForwardSensitivity).run();
 }
 
@@ -22,7 +25,15 @@ Solution forward_sensitivity(const Problem& problem) {
   return forward_sensitivity(problem, problem.nominal_parameters(), problem.options());
 }
 
+bool runs_on_idas(const Problem& problem, const Options& options) {
+  return detail::runs_on_idas(problem, options);
+}
+
 void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  if (detail::runs_on_idas(problem, options)) {
+    detail::DaeRun(problem, p, options, false).check_start();
+    return;
+  }
   detail::HybridRun(problem, p, options, detail::RunKind::Simulation).check_start();
 }
 

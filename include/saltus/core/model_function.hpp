@@ -14,6 +14,10 @@ namespace saltus {
 /// Right-hand side of a mode: xdot = f(t, x, p).
 template <class S>
 using RhsFn = std::function<void(S t, In<S> x, In<S> p, Out<S> xdot)>;
+/// Residual of a mode written implicitly: F(t, x, xdot, p) = 0 (n_x equations). The entries of
+/// xdot that belong to algebraic states (Problem::set_algebraic_states) must not enter F.
+template <class S>
+using ResidualFn = std::function<void(S t, In<S> x, In<S> xdot, In<S> p, Out<S> residual)>;
 /// Guard (event function) r(t, x, p); the event fires when r crosses zero.
 template <class S>
 using GuardFn = std::function<S(S t, In<S> x, In<S> p)>;

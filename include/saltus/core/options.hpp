@@ -8,6 +8,13 @@ namespace saltus {
 /// Linear multistep family used by CVODES on each smooth segment.
 enum class LinearMultistep { BDF, Adams };
 
+/// The integrator of the smooth segments.
+enum class Integrator {
+  Automatic,  ///< CVODES for explicit problems, IDAS for problems with residual modes
+  Cvodes,     ///< explicit problems only
+  Idas,       ///< any problem; explicit modes run as the residual x-dot - f (docs/dae.md)
+};
+
 /// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).
 enum class SensitivityCorrector { Staggered, Simultaneous };
 
@@ -28,7 +35,8 @@ struct Options {
   double atol = 1e-10;                ///< absolute tolerance, in the units of each state
   std::vector<double> atol_per_state; ///< if not empty (size n_x), replaces atol per state
   double cost_atol = -1.0;            ///< absolute tolerance of cost quadratures; < 0: atol
-  LinearMultistep method = LinearMultistep::BDF;
+  Integrator integrator = Integrator::Automatic;
+  LinearMultistep method = LinearMultistep::BDF;  ///< CVODES only (IDAS is BDF)
   SensitivityCorrector corrector = SensitivityCorrector::Staggered;
   /// Parameter scales for the sensitivity error weights (CVODES pbar); empty: |p_k|, or 1
   /// where p_k = 0.

@@ -39,10 +39,20 @@ struct AnalyticJacobian {
       parameters;
 };
 
+/// A mode's dynamics: an explicit right-hand side xdot = f(t, x, p) (Problem::add_mode), or a
+/// residual F(t, x, xdot, p) = 0 (Problem::add_residual_mode). Exactly one of the two is set.
 struct Mode {
   std::string name;
   Instantiated<RhsFn> rhs;
   std::optional<AnalyticJacobian> jacobian;
+  Instantiated<ResidualFn> residual;
+  bool implicit() const { return static_cast<bool>(residual); }
+};
+
+/// How a problem's dynamics are written, and so which integrator runs it.
+enum class ProblemKind {
+  Explicit,  ///< every mode is xdot = f(t, x, p): CVODES
+  Residual,  ///< some mode is a residual F(t, x, xdot, p) = 0, or some state is algebraic: IDAS
 };
 
 /// Mode index meaning "stay in the current mode".
@@ -165,6 +175,23 @@ class Problem {
   int add_mode(const std::string& name, const F& f) {
     return add_mode_impl(name, Instantiated<RhsFn>::from(f));
   }
+  /// Adds a mode whose dynamics are the residual `F(t, x, xdot, p, res)` = 0 (n_x equations, a
+  /// generic lambda); returns its index. The problem becomes a DAE (ProblemKind::Residual), run
+  /// by IDAS. Index 1 is required: with y the differential and z the algebraic states, the
+  /// matrix [F_ydot | F_z] must be nonsingular (docs/dae.md).
+  template <class F>
+  int add_residual_mode(const std::string& name, const F& f) {
+    return add_residual_mode_impl(name, Instantiated<ResidualFn>::from(f));
+  }
+  /// Declares states (by name, among set_states) as algebraic: their derivatives do not enter
+  /// the residuals, and their values follow from the residuals given the differential states
+  /// (at the start, after every event). Every mode of such a problem must be a residual mode.
+  void set_algebraic_states(const std::vector<std::string>& names);
+  /// Whether state i is algebraic.
+  bool is_algebraic(int i) const;
+  int n_algebraic() const;
+  /// Explicit, or Residual if any mode is a residual or any state algebraic.
+  ProblemKind kind() const;
   void set_initial_mode(int mode);
   /// Chooses the initial mode from the logical state: `rule(x0, p)` returns a mode index.
   /// Use it when the mode follows from the sign of a guard at x0 (it is evaluated on real
@@ -266,6 +293,7 @@ class Problem {
   friend class EventBuilder;
   void add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection);
   int add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs);
+  int add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual);
   EventBuilder add_event_impl(const std::string& name, Direction direction,
                               Instantiated<GuardFn> guard);
   void add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
@@ -275,6 +303,7 @@ class Problem {
   std::string name_;
   std::string description_;
   std::vector<std::string> states_;
+  std::vector<bool> algebraic_;  // per state; empty: none
   std::vector<Parameter> parameters_;
   Instantiated<InitialStateFn> initial_state_;
   std::vector<Mode> modes_;

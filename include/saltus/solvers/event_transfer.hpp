@@ -44,8 +44,10 @@ struct EventValues {
   double time = 0.0;           ///< t_e [s]
   Eigen::VectorXd x_minus;     ///< x(t_e-), n_x
   Eigen::VectorXd x_plus;      ///< x(t_e+), n_x
-  Eigen::VectorXd f_minus;     ///< f_{m-}(t_e, x-, p), n_x
-  Eigen::VectorXd f_plus;      ///< f_{m+}(t_e, x+, p), n_x
+  /// x-dot(t_e-), n_x: f_{m-}(t_e, x-, p), or a DAE mode's consistent rate (dae_transfer.hpp)
+  Eigen::VectorXd f_minus;
+  /// x-dot(t_e+), n_x: f_{m+}(t_e, x+, p), or the consistent rate after the event
+  Eigen::VectorXd f_plus;
   double guard_rate = 0.0;     ///< r-dot- = r_t + r_x f-
   /// |r_t| + |r_x| |f-|: a crossing speed tiny against it means the motion grazes the guard.
   double guard_rate_scale = 0.0;

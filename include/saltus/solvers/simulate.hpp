@@ -1,5 +1,6 @@
 #pragma once
-// Simulation and forward (tangent-linear) sensitivities of a hybrid ODE.
+// Simulation and forward (tangent-linear) sensitivities of a hybrid ODE, or of a hybrid DAE
+// (a problem with residual modes, run by IDAS; docs/dae.md and dae_transfer.hpp).
 //
 // Each smooth segment is integrated by CVODES (BDF or Adams, dense direct linear solver);
 // CVODES root finding locates events; the event's jump and mode switch are applied and the
@@ -33,6 +34,11 @@ Solution simulate(const Problem& problem);
 Solution forward_sensitivity(const Problem& problem, const Eigen::VectorXd& p,
                              const Options& options);
 Solution forward_sensitivity(const Problem& problem);
+
+/// Whether runs of `problem` with `options` integrate on IDAS: Options::integrator, or
+/// (Automatic) whether the problem has residual modes or algebraic states (docs/dae.md).
+/// Throws InputError if CVODES is asked for a DAE.
+bool runs_on_idas(const Problem& problem, const Options& options);
 
 /// What a run checks before it integrates, without integrating: the initial state x0(p) is
 /// finite, the initial mode is in range, and x0 does not start on the guard of a watched event

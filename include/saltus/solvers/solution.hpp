@@ -33,10 +33,11 @@ struct EventRecord {
   Eigen::MatrixXd sensitivity_after;      ///< S(t_e+), n_x x n_p
 };
 
-/// CVODES counters summed over every segment.
+/// Integrator counters summed over every segment.
 struct SolverStats {
+  std::string integrator = "CVODES";  ///< "CVODES" or "IDAS"
   long steps = 0;
-  long rhs_evals = 0;
+  long rhs_evals = 0;  ///< right-hand-side evaluations (CVODES) or residual evaluations (IDAS)
   long jacobian_evals = 0;
   long root_evals = 0;
   long error_test_failures = 0;

@@ -26,6 +26,7 @@ Problem galan();        ///< switched scalar ODE of Galan et al. (seed 002, Sec.
 Problem box2d();        ///< point mass bouncing in a box with quadratic drag
 Problem time_events();  ///< time-triggered events with state-dependent jumps
 Problem robertson();    ///< stiff chemical kinetics (SUNDIALS CVODES examples)
+Problem robertson_dae();  ///< the same as a DAE with the conservation law (SUNDIALS IDAS examples)
 Problem hiskens();      ///< switched linear system (Hiskens & Pai 2000)
 Problem hysteretic();   ///< oscillator with EM hysteresis and memory (seed 002, Sec. 5.2)
 

@@ -1,0 +1,51 @@
+#pragma once
+// A mode's dynamics as a residual, whatever way the mode was written (docs/dae.md):
+//   F(t, x, xdot, p) = the mode's residual (Problem::add_residual_mode), or xdot - f(t, x, p)
+//   for an explicit mode,
+// with its values, tangents and the dense matrices the DAE integrator and the event transfer
+// need. Shapes: x, xdot have n_x entries, p has n_p; F has n_x entries. Derivatives come from
+// forward-mode AD, one tangent per column.
+#include <saltus/core/problem.hpp>
+#include <saltus/derivatives/tangent.hpp>
+
+namespace saltus {
+
+/// F(t, x, xdot, p) of `mode` into `residual` (n_x).
+void mode_residual(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                   Out<double> residual, TangentWorkspace& ws);
+
+/// Tangent F_t dt + F_x dx + F_xdot dxdot + F_p dp of `mode` into `tangent` (n_x).
+void residual_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                      double dt, In<double> dx, In<double> dxdot, In<double> dp, Out<double> tangent,
+                      TangentWorkspace& ws);
+
+/// The n_x x n_x matrix whose column i is x_weight[i] F_x e_i + xdot_weight[i] F_xdot e_i.
+/// IDAS's iteration matrix F_x + c_j F_xdot has weights (1, c_j); the index-1 matrix
+/// [F_ydot | F_z] has (0, 1) for differential and (1, 0) for algebraic states
+/// (index1_weights).
+void residual_columns(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                      In<double> x_weight, In<double> xdot_weight, Eigen::Ref<Eigen::MatrixXd> matrix,
+                      TangentWorkspace& ws);
+
+/// F_p (n_x x n_p).
+void residual_parameter_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                                 In<double> p, Eigen::Ref<Eigen::MatrixXd> fp, TangentWorkspace& ws);
+
+/// The column weights of [F_ydot | F_z] for residual_columns: (x_weight, xdot_weight) with 1 on
+/// the algebraic (respectively differential) states.
+struct Index1Weights {
+  Eigen::VectorXd x_weight, xdot_weight;
+};
+Index1Weights index1_weights(const Problem& problem);
+
+/// Every cost's running integrand g(t, x, xdot, p) with xdot given (n_c; 0 for costs without
+/// one): for residual modes, where xdot comes from the integrator.
+void running_costs_at_rate(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
+                           Out<double> values);
+
+/// Their tangents g_t dt + g_x dx + g_xdot dxdot + g_p dp (n_c).
+void running_cost_tangents_at_rate(const Problem& problem, double t, In<double> x, In<double> xdot,
+                                   In<double> p, double dt, In<double> dx, In<double> dxdot, In<double> dp,
+                                   Out<double> tangents, TangentWorkspace& ws);
+
+}  // namespace saltus

@@ -1,0 +1,69 @@
+#pragma once
+// Consistent values of an index-1 hybrid DAE and its event transfer (theory/hybrid-dae.md
+// sections 1 and 2; docs/dae.md). Pure functions of the values around a point, like
+// event_transfer.hpp, which they build on.
+//
+// Notation: x = (y, z) with y the differential and z the algebraic states (in any order;
+// Problem::is_algebraic), F(t, x, x-dot, p) = 0 the residual of the mode (mode_residual), and
+//   M = [F_ydot | F_z],
+// the n_x x n_x matrix whose columns are F_xdot e_i for differential and F_x e_i for algebraic
+// states. Index 1 means M is nonsingular.
+//   Consistent point: given y, solve F = 0 for (y-dot, z) by Newton with M.
+//   Rates of the algebraic states: d/dt F = 0 gives M (y-ddot, z-dot) = -(F_t + F_x y-dot),
+//   with y-dot the rates of the differential states only.
+//   Sensitivities: given S_y, M (S-dot_y, S_z) = -(F_x S_y + F_p) (S_y: S with its algebraic
+//   rows zeroed); the algebraic rows of S-dot are set to zero (they only seed the integrator's
+//   predictor).
+//   Events with an explicit reset y+ = phi_y(t, x-, p) (the algebraic entries of phi are only a
+//   first guess for z+): the transfer of event_transfer.hpp applied with f- = x-dot(t_e-) and
+//   f+ = x-dot(t_e+), then the consistent sensitivities above in the new mode. This is theory
+//   section 2 with T = y+ - phi_y(t, y-, z-, p).
+#include <saltus/core/problem.hpp>
+#include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/event_transfer.hpp>
+
+namespace saltus {
+
+/// A point of a DAE mode where F(t, x, x-dot, p) = 0, with x-dot including the algebraic
+/// states' rates z-dot.
+struct ConsistentPoint {
+  Eigen::VectorXd x;     ///< n_x
+  Eigen::VectorXd xdot;  ///< n_x
+};
+
+/// The consistent point of `mode` at t through the differential states of `x_guess`: Newton on
+/// (y-dot, z) from the guesses' algebraic entries and rates, then z-dot. `when` names the
+/// occasion in errors ("at the start", "after event 'bounce'"). Throws InputError when M is
+/// singular at the guess (the mode is not index 1 there) or Newton does not converge (no
+/// consistent state near the guess), ModelError when F is not finite; each names the mode, the
+/// time and the state.
+ConsistentPoint consistent_point(const Problem& problem, int mode, double t, In<double> x_guess,
+                                 In<double> xdot_guess, In<double> p, const std::string& when,
+                                 TangentWorkspace& ws);
+
+/// The rates of the algebraic states at a point where F = 0: returns x-dot with its algebraic
+/// entries replaced by z-dot. Throws like consistent_point.
+Eigen::VectorXd algebraic_rates(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                                In<double> p, const std::string& when, TangentWorkspace& ws);
+
+/// Consistent sensitivities at a consistent point: `s` (n_x x n_p) keeps its differential rows
+/// and receives S_z; `s_dot` (n_x x n_p) receives S-dot_y (zero algebraic rows).
+void consistent_sensitivities(const Problem& problem, int mode, double t, const ConsistentPoint& point,
+                              In<double> p, Eigen::MatrixXd& s, Eigen::MatrixXd& s_dot, TangentWorkspace& ws);
+
+/// Fires event `event` from the consistent point `before` of `mode_before`: applies its reset
+/// to the differential states, makes the state consistent in the new mode, and evaluates the
+/// crossing speed r_t + r_x x-dot-. EventValues::f_minus / f_plus are the rates around the event.
+EventValues fire_dae_event(const Problem& problem, int event, int mode_before, double t,
+                           const ConsistentPoint& before, In<double> p, TangentWorkspace& ws);
+
+/// The forward transfer through a DAE event (see the notation above): tau, S+ (consistent in the
+/// new mode), the cost jumps, and S-dot+ (n_x x n_p).
+struct DaeSensitivityTransfer {
+  SensitivityTransfer transfer;
+  Eigen::MatrixXd s_dot_plus;
+};
+DaeSensitivityTransfer transfer_dae_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
+                                                  const Eigen::MatrixXd& s_minus, TangentWorkspace& ws);
+
+}  // namespace saltus

@@ -1,0 +1,102 @@
+// The residual form of a mode, explicit or implicit, and its AD derivatives.
+#include <saltus/derivatives/residual.hpp>
+
+#include "dual_seed.hpp"
+
+namespace saltus {
+
+using detail::seed;
+using detail::seed_constant;
+using detail::seed_unit;
+using detail::tangent_of;
+
+namespace {
+
+/// F in Dual scalars from the seeded workspace (t_x, t_xdot, t_p) into ws.t_out.
+void dual_residual(const Mode& m, const Dual& t, TangentWorkspace& ws) {
+  ws.t_out.resize(ws.t_x.size());
+  if (m.implicit()) {
+    m.residual.dual(t, ws.t_x, ws.t_xdot, ws.t_p, ws.t_out);
+    return;
+  }
+  m.rhs.dual(t, ws.t_x, ws.t_p, ws.t_out);
+  ws.t_out = ws.t_xdot - ws.t_out;
+}
+
+}  // namespace
+
+void mode_residual(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                   Out<double> residual, TangentWorkspace&) {
+  const Mode& m = problem.mode(mode);
+  if (m.implicit()) {
+    m.residual.real(t, x, xdot, p, residual);
+    return;
+  }
+  m.rhs.real(t, x, p, residual);
+  residual = xdot - residual;
+}
+
+void residual_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                      double dt, In<double> dx, In<double> dxdot, In<double> dp, Out<double> tangent,
+                      TangentWorkspace& ws) {
+  seed(ws.t_x, x, dx);
+  seed(ws.t_xdot, xdot, dxdot);
+  seed(ws.t_p, p, dp);
+  dual_residual(problem.mode(mode), make_dual(t, dt), ws);
+  tangent_of(ws.t_out, tangent);
+}
+
+void residual_columns(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                      In<double> x_weight, In<double> xdot_weight, Eigen::Ref<Eigen::MatrixXd> matrix,
+                      TangentWorkspace& ws) {
+  const Mode& m = problem.mode(mode);
+  seed_constant(ws.t_p, p);
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    seed_unit(ws.t_x, x, i, x_weight[i]);
+    seed_unit(ws.t_xdot, xdot, i, xdot_weight[i]);
+    dual_residual(m, Dual(t), ws);
+    tangent_of(ws.t_out, matrix.col(i));
+  }
+}
+
+void residual_parameter_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                                 In<double> p, Eigen::Ref<Eigen::MatrixXd> fp, TangentWorkspace& ws) {
+  const Mode& m = problem.mode(mode);
+  seed_constant(ws.t_x, x);
+  seed_constant(ws.t_xdot, xdot);
+  for (Eigen::Index j = 0; j < p.size(); ++j) {
+    seed_unit(ws.t_p, p, j);
+    dual_residual(m, Dual(t), ws);
+    tangent_of(ws.t_out, fp.col(j));
+  }
+}
+
+Index1Weights index1_weights(const Problem& problem) {
+  const int nx = problem.n_states();
+  Index1Weights w{Eigen::VectorXd::Zero(nx), Eigen::VectorXd::Zero(nx)};
+  for (int i = 0; i < nx; ++i) (problem.is_algebraic(i) ? w.x_weight : w.xdot_weight)[i] = 1.0;
+  return w;
+}
+
+void running_costs_at_rate(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
+                           Out<double> values) {
+  for (int c = 0; c < problem.n_costs(); ++c) {
+    const auto& g = problem.cost(c).running;
+    values[c] = g ? g.real(t, x, xdot, p) : 0.0;
+  }
+}
+
+void running_cost_tangents_at_rate(const Problem& problem, double t, In<double> x, In<double> xdot,
+                                   In<double> p, double dt, In<double> dx, In<double> dxdot, In<double> dp,
+                                   Out<double> tangents, TangentWorkspace& ws) {
+  seed(ws.t_x, x, dx);
+  seed(ws.t_xdot, xdot, dxdot);
+  seed(ws.t_p, p, dp);
+  const Dual td = make_dual(t, dt);
+  for (int c = 0; c < problem.n_costs(); ++c) {
+    const auto& g = problem.cost(c).running;
+    tangents[c] = g ? g.dual(td, ws.t_x, ws.t_xdot, ws.t_p).v[0] : 0.0;
+  }
+}
+
+}  // namespace saltus

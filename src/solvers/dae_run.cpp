@@ -1,0 +1,294 @@
+// A hybrid run segment by segment on IDAS: simulation and forward sensitivities of problems
+// written as residuals (docs/dae.md; theory/hybrid-dae.md sections 1, 2 and 8).
+#include "dae_run.hpp"
+
+#include <saltus/derivatives/residual.hpp>
+#include <saltus/solvers/solver_messages.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "event_log.hpp"
+#include "guard_rate.hpp"
+#include "nvector_view.hpp"
+
+namespace saltus::detail {
+
+namespace {
+std::vector<bool> differential_states(const Problem& problem) {
+  std::vector<bool> differential(static_cast<size_t>(problem.n_states()));
+  for (int i = 0; i < problem.n_states(); ++i) differential[static_cast<size_t>(i)] = !problem.is_algebraic(i);
+  return differential;
+}
+}  // namespace
+
+DaeRun::DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities)
+    : pb_(problem),
+      p_(p),
+      opt_(options),
+      sens_(sensitivities),
+      nx_(problem.n_states()),
+      np_(problem.n_parameters()),
+      nc_(problem.n_costs()),
+      cascade_(opt_),
+      zeno_(opt_) {
+  pb_.validate();
+  validate(opt_, nx_, np_);
+  pb_.validate_parameters(p_);
+  for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
+  ones_ = Eigen::VectorXd::Ones(nx_);
+  cj_weights_ = Eigen::VectorXd::Ones(nx_);
+}
+
+int DaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self_ptr) {
+  auto* self = static_cast<DaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    auto out = view(r);
+    mode_residual(self->pb_, self->mode_, t, view(y), view(yp), self->p_, out, self->ws_);
+    if (out.allFinite()) return 0;
+    self->model_error_ = fmt::format("the residual of mode '{}' is not finite at t = {:.17g}, x = {}",
+                                     self->pb_.mode(self->mode_).name, t,
+                                     describe_state(self->pb_, Eigen::VectorXd(view(y))));
+    // Recoverable a few times (a trial step may leave the model's domain), then fatal.
+    return ++self->non_finite_evaluations_ > kMaxNonFiniteEvaluations ? -1 : 1;
+  });
+}
+
+int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector, SUNMatrix J,
+                        void* self_ptr, N_Vector, N_Vector, N_Vector) {
+  auto* self = static_cast<DaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    // dF/dx + cj dF/dx-dot, one AD tangent per column.
+    Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), self->nx_, self->nx_);
+    self->cj_weights_.setConstant(cj);
+    residual_columns(self->pb_, self->mode_, t, view(y), view(yp), self->p_, self->ones_, self->cj_weights_, jac,
+                     self->ws_);
+    return jac.allFinite() ? 0 : 1;
+  });
+}
+
+int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector, sunrealtype* g, void* self_ptr) {
+  auto* self = static_cast<DaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    return evaluate_guards<double>(self->pb_, self->watched_, t, view(y), self->p_, g, self->model_error_);
+  });
+}
+
+int DaeRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector q, void* self_ptr) {
+  auto* self = static_cast<DaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    auto out = view(q);
+    running_costs_at_rate(self->pb_, t, view(y), view(yp), self->p_, out);
+    if (out.allFinite()) return 0;
+    self->model_error_ = fmt::format("a running cost is not finite at t = {:.17g}", t);
+    return 1;
+  });
+}
+
+int DaeRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vector, N_Vector* yS, N_Vector* ypS,
+                           N_Vector* rS, void* self_ptr, N_Vector, N_Vector, N_Vector) {
+  auto* self = static_cast<DaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    // F_x S_j + F_xdot S-dot_j + F_p e_j.
+    for (int j = 0; j < ns; ++j) {
+      auto out = view(rS[j]);
+      residual_tangent(self->pb_, self->mode_, t, view(y), view(yp), self->p_, 0.0, view(yS[j]), view(ypS[j]),
+                       self->identity_p_.col(j), out, self->ws_);
+      if (!out.allFinite()) return 1;
+    }
+    return 0;
+  });
+}
+
+int DaeRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vector* yS, N_Vector* ypS,
+                                      N_Vector, N_Vector* qS, void* self_ptr, N_Vector, N_Vector, N_Vector) {
+  auto* self = static_cast<DaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    for (int j = 0; j < ns; ++j) {
+      auto out = view(qS[j]);
+      running_cost_tangents_at_rate(self->pb_, t, view(y), view(yp), self->p_, 0.0, view(yS[j]), view(ypS[j]),
+                                    self->identity_p_.col(j), out, self->ws_);
+      if (!out.allFinite()) return 1;
+    }
+    return 0;
+  });
+}
+
+void DaeRun::begin_segment(double t) {
+  IdasSession& ida = *session_;
+  view(ida.y()) = point_.x;
+  view(ida.yp()) = point_.xdot;
+  for (int j = 0; j < ida.ns(); ++j) {
+    view(ida.yS(j)) = S_.col(j);
+    view(ida.ypS(j)) = S_dot_.col(j);
+  }
+  // The cost quadratures continue from their totals (see HybridRun::begin_segment).
+  if (ida.nq() > 0) {
+    view(ida.q()) = cost_integral_;
+    for (int j = 0; j < ida.ns(); ++j) view(ida.qS(j)) = cost_integral_sens_.col(j);
+  }
+  ida.start(t);
+  watched_ = watched_events(pb_, mode_);
+  ida.set_roots(watched_.directions);
+}
+
+Reached DaeRun::advance(double tout, double& t) {
+  const int flag = session_->advance(tout, t);
+  if (flag < 0) fail(flag, t);
+  return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;
+}
+
+void DaeRun::take_integrator_state(double t, const char* when) {
+  IdasSession& ida = *session_;
+  // IDAS returns values consistent to its Newton tolerance; the event transfer and the output
+  // get them consistent to round-off, with the algebraic rates z-dot that IDAS does not hold.
+  point_ = consistent_point(pb_, mode_, t, view(ida.y()), view(ida.yp()), p_, when, ws_);
+  if (sens_) {
+    ida.load_sensitivities(t);
+    for (int j = 0; j < np_; ++j) S_.col(j) = view(ida.yS(j));
+    consistent_sensitivities(pb_, mode_, t, point_, p_, S_, S_dot_, ws_);
+  }
+}
+
+void DaeRun::end_segment(double t) {
+  IdasSession& ida = *session_;
+  ida.add_stats(sol_.stats);
+  if (ida.nq() > 0) {
+    ida.load_quadratures(t);
+    cost_integral_ = view(ida.q());
+    if (sens_) {
+      ida.load_quadrature_sensitivities(t);
+      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) = view(ida.qS(j));
+    }
+  }
+}
+
+void DaeRun::record_output(double t, bool integrated) {
+  if (integrated) take_integrator_state(t, "at an output time");
+  const auto row = static_cast<Eigen::Index>(sol_.times.size());
+  sol_.times.push_back(t);
+  sol_.states.row(row) = point_.x.transpose();
+  sol_.modes.push_back(mode_);
+  if (sens_) sol_.sensitivities.push_back(S_);
+}
+
+void DaeRun::apply_roots(double t) {
+  take_integrator_state(t, "at an event");
+  const std::vector<int> fired = session_->root_info();
+  end_segment(t);
+  std::vector<int> applied;
+  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
+    std::optional<Accumulation> rest;
+    const int k = resolve_rest(fired_event, t, rest);
+    apply_event(k, t, rest);
+    applied.push_back(k);
+    if (pb_.event(fired_event).rest_event >= 0) {
+      zeno_.record(fired_event, t, static_cast<long>(sol_.events.size()) - 1);
+    }
+  });
+  require_leaving_guards(pb_, applied, sol_.events, mode_, t, point_.x, point_.xdot, p_, opt_.grazing_tolerance,
+                         ws_);
+}
+
+int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
+  const Event& ev = pb_.event(k);
+  if (ev.rest_event < 0) return k;
+  rest = zeno_.accumulation(k, t);
+  if (!rest) {
+    // The jump would leave the state on the guard (restitution 0): the motion rests there.
+    const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
+    if (guard_rate(pb_, k, t, v.x_plus, p_, v.f_plus, ws_).grazing(opt_.grazing_tolerance)) {
+      rest = Accumulation{t};
+    }
+  }
+  return rest ? ev.rest_event : k;
+}
+
+void DaeRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
+  const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
+  cost_integral_ += event_cost_values(pb_, v, p_);  // the next segment's quadratures start here
+  EventRecord rec = event_record(pb_, v, opt_.grazing_tolerance, rest);
+  if (sens_) {
+    require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
+    DaeSensitivityTransfer transfer = transfer_dae_sensitivities(pb_, v, p_, S_, ws_);
+    cost_integral_sens_ += transfer.transfer.cost_integral_jump;
+    record_sensitivities(rec, transfer.transfer.tau, S_, transfer.transfer.s_plus, rest, sol_.events);
+    S_ = std::move(transfer.transfer.s_plus);
+    S_dot_ = std::move(transfer.s_dot_plus);
+  }
+  point_ = ConsistentPoint{v.x_plus, v.f_plus};
+  mode_ = v.mode_after;
+  sol_.events.push_back(std::move(rec));
+  cascade_.record(t, pb_.event(k).name);
+}
+
+void DaeRun::fail(int flag, double t) {
+  throw_if_interrupted(t);
+  const std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
+  if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, ida_flag_name(flag), context));
+  std::string hint;
+  if (flag == IDA_TOO_MUCH_WORK) hint = fmt::format("; Options::max_steps = {} steps were not enough", opt_.max_steps);
+  if (flag == IDA_CONV_FAIL || flag == IDA_ERR_FAIL) {
+    hint = "; the corrector kept failing: is the DAE index 1 along the motion (docs/dae.md)?";
+  }
+  throw SolverError(fmt::format("IDAS failed with {} {}{}", ida_flag_name(flag), context, hint));
+}
+
+void DaeRun::finish(double tf) {
+  end_segment(tf);
+  sol_.costs.resize(nc_);
+  for (int c = 0; c < nc_; ++c) sol_.costs[c] = cost_integral_[c] + terminal_cost(pb_, c, tf, point_.x, p_);
+  sol_.final_state = point_.x;
+  sol_.final_mode = mode_;
+  if (sens_) {
+    sol_.final_sensitivity = S_;
+    sol_.cost_gradient.resize(nc_, np_);
+    for (int c = 0; c < nc_; ++c) {
+      for (int j = 0; j < np_; ++j) {
+        sol_.cost_gradient(c, j) = cost_integral_sens_(c, j) + terminal_cost_tangent(pb_, c, tf, point_.x, p_, 0.0,
+                                                                                     S_.col(j), identity_p_.col(j), ws_);
+      }
+    }
+  }
+  if (!sol_.costs.allFinite()) throw ModelError(fmt::format("a cost of problem '{}' is not finite", pb_.name()));
+}
+
+void DaeRun::check_start() {
+  const Eigen::VectorXd x0 = initial_state(pb_, p_);
+  if (!x0.allFinite()) {
+    throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite", describe_state(pb_, x0),
+                                 pb_.name()));
+  }
+  mode_ = pb_.initial_mode_for(x0, p_);
+  point_ = consistent_point(pb_, mode_, opt_.t0, x0, Eigen::VectorXd::Zero(nx_), p_, "at the start", ws_);
+  check_start_off_guards(pb_, mode_, opt_.t0, point_.x, point_.xdot, p_, ws_);
+}
+
+Solution DaeRun::run() {
+  const SolverMessageScope messages;  // caps integrator warnings for this run
+  check_start();
+  if (sens_) {
+    S_ = initial_state_jacobian(pb_, p_);
+    consistent_sensitivities(pb_, mode_, opt_.t0, point_, p_, S_, S_dot_, ws_);
+  }
+  cost_integral_ = Eigen::VectorXd::Zero(nc_);
+  cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);
+
+  IdasCallbacks callbacks;
+  callbacks.residual = residual_cb;
+  callbacks.jacobian = jacobian_cb;
+  callbacks.roots = roots_cb;
+  callbacks.quadrature = quadrature_cb;
+  callbacks.sensitivity = sensitivity_cb;
+  callbacks.quadrature_sensitivity = quadrature_sensitivity_cb;
+  session_ = std::make_unique<IdasSession>(nx_, has_running_cost_ ? nc_ : 0, sens_ ? np_ : 0, differential_states(pb_),
+                                           opt_, callbacks, this, state_atol(opt_, nx_), parameter_scales(opt_, p_));
+  const std::vector<double> grid = output_grid(opt_);
+  sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
+  drive_segments(*this, grid, opt_.t0);
+  return std::move(sol_);
+}
+
+}  // namespace saltus::detail

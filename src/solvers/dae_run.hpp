@@ -1,0 +1,82 @@
+#pragma once
+// One run of a hybrid DAE (or of any problem, written as residuals) on IDAS, segment by
+// segment: simulation or forward sensitivities. The segment loop is segment_driver.hpp's, the
+// event maps are dae_transfer.hpp's (built on event_transfer.hpp), the log entries
+// event_log.hpp's: this file is the IDAS adapter only.
+#include <saltus/core/problem.hpp>
+#include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/dae_transfer.hpp>
+#include <saltus/solvers/solution.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "idas_session.hpp"
+#include "run_support.hpp"
+#include "segment_driver.hpp"
+
+namespace saltus::detail {
+
+class DaeRun : private SegmentIntegrator {
+ public:
+  /// `sensitivities`: also S = dx/dp and the cost gradients.
+  DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities);
+  /// The consistent initial point, the initial mode and the start off the guards.
+  void check_start();
+  Solution run();
+
+ private:
+  static int residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self);
+  static int jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector r, SUNMatrix J,
+                         void* self, N_Vector, N_Vector, N_Vector);
+  static int roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self);
+  static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector q, void* self);
+  static int sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, N_Vector* yS,
+                            N_Vector* ypS, N_Vector* rS, void* self, N_Vector, N_Vector, N_Vector);
+  static int quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vector* yS,
+                                       N_Vector* ypS, N_Vector q, N_Vector* qS, void* self, N_Vector, N_Vector,
+                                       N_Vector);
+
+  // The segment loop's steps (segment_driver.hpp).
+  void begin_segment(double t) override;
+  Reached advance(double tout, double& t) override;
+  void record_output(double t, bool integrated) override;
+  void apply_roots(double t) override;
+  void finish(double t) override;
+  void end_segment(double t);
+  /// Reads the state and sensitivities IDAS returned at t and makes them exactly consistent.
+  void take_integrator_state(double t, const char* when);
+  void apply_event(int k, double t, const std::optional<Accumulation>& rest);
+  /// The event applied for a firing of k: k, or its resting variant (HybridRun::resolve_rest).
+  int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
+  [[noreturn]] void fail(int flag, double t);
+
+  const Problem& pb_;
+  Eigen::VectorXd p_;
+  Options opt_;
+  bool sens_;
+  int nx_, np_, nc_;
+  bool has_running_cost_ = false;
+
+  int mode_ = 0;
+  ConsistentPoint point_;   // x and x-dot at the current time
+  Eigen::MatrixXd S_;       // n_x x n_p
+  Eigen::MatrixXd S_dot_;   // n_x x n_p
+  Eigen::VectorXd cost_integral_;
+  Eigen::MatrixXd cost_integral_sens_;  // n_c x n_p
+
+  Eigen::MatrixXd identity_p_;
+  Eigen::VectorXd ones_, cj_weights_;
+  TangentWorkspace ws_;
+  WatchedEvents watched_;
+  CascadeGuard cascade_;
+  ZenoWatch zeno_;
+  std::string model_error_;
+  int non_finite_evaluations_ = 0;
+  static constexpr int kMaxNonFiniteEvaluations = 50;
+  Solution sol_;
+  std::unique_ptr<IdasSession> session_;
+};
+
+}  // namespace saltus::detail

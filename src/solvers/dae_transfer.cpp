@@ -1,0 +1,193 @@
+// Consistent values and the event transfer of index-1 hybrid DAEs (theory/hybrid-dae.md
+// sections 1-2). The Newton iteration and the solves are small dense ones written here: they
+// are a few lines over Eigen's LU, and they must be pure functions of the values at one
+// instant (an event transfer), which IDAS's own IDACalcIC (bound to an integrator and its
+// step) is not.
+#include <saltus/core/error.hpp>
+#include <saltus/derivatives/residual.hpp>
+#include <saltus/solvers/dae_transfer.hpp>
+
+#include <Eigen/LU>
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "guard_rate.hpp"
+#include "run_support.hpp"
+
+namespace saltus {
+
+namespace {
+
+constexpr int kMaxNewtonIterations = 50;
+/// Below this reciprocal condition number M = [F_ydot | F_z] counts as singular.
+constexpr double kSingularRcond = 1e-14;
+
+/// M = [F_ydot | F_z] at the point, factored; throws InputError if it is singular.
+Eigen::PartialPivLU<Eigen::MatrixXd> factor_index1(const Problem& problem, int mode, double t, In<double> x,
+                                                   In<double> xdot, In<double> p, const std::string& when,
+                                                   TangentWorkspace& ws) {
+  const Index1Weights w = index1_weights(problem);
+  Eigen::MatrixXd m(x.size(), x.size());
+  residual_columns(problem, mode, t, x, xdot, p, w.x_weight, w.xdot_weight, m, ws);
+  if (!m.allFinite()) {
+    throw ModelError(fmt::format("the derivatives of the residual of mode '{}' are not finite {} (t = {:.17g}, "
+                                 "state {})",
+                                 problem.mode(mode).name, when, t,
+                                 detail::describe_state(problem, Eigen::VectorXd(x))));
+  }
+  Eigen::PartialPivLU<Eigen::MatrixXd> lu(m);
+  const double rcond = lu.rcond();
+  if (!(rcond > kSingularRcond)) {
+    throw InputError(fmt::format(
+        "mode '{}' of problem '{}' is not an index-1 DAE {} (t = {:.17g}, state {}): the matrix [F_ydot | F_z] "
+        "of the residual's derivatives with respect to the differential rates and the algebraic states is "
+        "singular (reciprocal condition number {:.3g}), so the residual does not determine them (docs/dae.md)",
+        problem.mode(mode).name, problem.name(), when, t, detail::describe_state(problem, Eigen::VectorXd(x)),
+        rcond));
+  }
+  return lu;
+}
+
+/// Replaces the unknowns (differential rates, algebraic states) of (x, xdot) by u - delta.
+void correct_unknowns(const Problem& problem, const Eigen::VectorXd& delta, ConsistentPoint& point) {
+  for (Eigen::Index i = 0; i < delta.size(); ++i) {
+    (problem.is_algebraic(static_cast<int>(i)) ? point.x : point.xdot)[i] -= delta[i];
+  }
+}
+
+double unknowns_norm(const Problem& problem, const ConsistentPoint& point) {
+  double norm = 0.0;
+  for (Eigen::Index i = 0; i < point.x.size(); ++i) {
+    const double u = problem.is_algebraic(static_cast<int>(i)) ? point.x[i] : point.xdot[i];
+    norm = std::max(norm, std::abs(u));
+  }
+  return norm;
+}
+
+}  // namespace
+
+ConsistentPoint consistent_point(const Problem& problem, int mode, double t, In<double> x_guess,
+                                 In<double> xdot_guess, In<double> p, const std::string& when,
+                                 TangentWorkspace& ws) {
+  ConsistentPoint point{x_guess, xdot_guess};
+  Eigen::VectorXd residual(x_guess.size());
+  double last_correction = 0.0, previous_correction = 0.0;
+  for (int iteration = 0; iteration < kMaxNewtonIterations; ++iteration) {
+    mode_residual(problem, mode, t, point.x, point.xdot, p, residual, ws);
+    if (!residual.allFinite()) {
+      throw ModelError(fmt::format("the residual of mode '{}' is not finite {} (t = {:.17g}, state {})",
+                                   problem.mode(mode).name, when, t, detail::describe_state(problem, point.x)));
+    }
+    Eigen::VectorXd delta;
+    try {
+      delta = factor_index1(problem, mode, t, point.x, point.xdot, p, when, ws).solve(residual);
+    } catch (const InputError&) {
+      if (iteration == 0) throw;  // singular at the given values: the mode is not index 1 there
+      break;                      // Newton wandered where it is: it diverged
+    }
+    correct_unknowns(problem, delta, point);
+    previous_correction = last_correction;
+    last_correction = delta.lpNorm<Eigen::Infinity>();
+    if (!std::isfinite(last_correction)) break;
+    const double size = unknowns_norm(problem, point);
+    // Converged to round-off: the correction is at the level of the unknowns' last digits (a
+    // linear residual converges in one step, whose follow-up correction is of that size), or
+    // it stopped shrinking while already tiny (round-off in the residual itself).
+    const bool tiny = last_correction <= 1e-13 * size;
+    const bool stalled = iteration >= 1 && last_correction >= 0.5 * previous_correction &&
+                         last_correction <= 1e-10 * std::max(size, 1.0);
+    if (last_correction == 0.0 || tiny || stalled) {
+      point.xdot = algebraic_rates(problem, mode, t, point.x, point.xdot, p, when, ws);
+      return point;
+    }
+  }
+  throw InputError(fmt::format(
+      "could not make the state consistent with the residual of mode '{}' {} (t = {:.17g}): Newton's iteration on "
+      "the differential rates and the algebraic states did not converge in {} iterations (last correction {:.3g}, "
+      "state {}); give initial values of the algebraic states closer to a solution",
+      problem.mode(mode).name, when, t, kMaxNewtonIterations, last_correction,
+      detail::describe_state(problem, point.x)));
+}
+
+Eigen::VectorXd algebraic_rates(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                                In<double> p, const std::string& when, TangentWorkspace& ws) {
+  Eigen::VectorXd rates = xdot;
+  if (problem.n_algebraic() == 0) return rates;
+  // d/dt F = F_t + F_x x-dot + F_xdot x-ddot = 0 with the unknowns (y-ddot, z-dot):
+  // M (y-ddot, z-dot) = -(F_t + F_x y-dot).
+  Eigen::VectorXd differential_rates = xdot;
+  for (int i = 0; i < problem.n_states(); ++i) {
+    if (problem.is_algebraic(i)) differential_rates[i] = 0.0;
+  }
+  Eigen::VectorXd total(x.size());
+  residual_tangent(problem, mode, t, x, xdot, p, 1.0, differential_rates, Eigen::VectorXd::Zero(x.size()),
+                   Eigen::VectorXd::Zero(p.size()), total, ws);
+  const Eigen::VectorXd solution = factor_index1(problem, mode, t, x, xdot, p, when, ws).solve(-total);
+  for (int i = 0; i < problem.n_states(); ++i) {
+    if (problem.is_algebraic(i)) rates[i] = solution[i];
+  }
+  return rates;
+}
+
+void consistent_sensitivities(const Problem& problem, int mode, double t, const ConsistentPoint& point,
+                              In<double> p, Eigen::MatrixXd& s, Eigen::MatrixXd& s_dot, TangentWorkspace& ws) {
+  const Eigen::Index nx = point.x.size(), np = p.size();
+  s_dot.setZero(nx, np);
+  if (np == 0) return;
+  const auto lu = factor_index1(problem, mode, t, point.x, point.xdot, p, "for the sensitivities", ws);
+  const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx);
+  Eigen::VectorXd unit = Eigen::VectorXd::Zero(np), s_differential(nx), total(nx);
+  for (Eigen::Index j = 0; j < np; ++j) {
+    s_differential = s.col(j);
+    for (Eigen::Index i = 0; i < nx; ++i) {
+      if (problem.is_algebraic(static_cast<int>(i))) s_differential[i] = 0.0;
+    }
+    unit[j] = 1.0;
+    residual_tangent(problem, mode, t, point.x, point.xdot, p, 0.0, s_differential, zero_x, unit, total, ws);
+    unit[j] = 0.0;
+    const Eigen::VectorXd u = lu.solve(-total);
+    for (Eigen::Index i = 0; i < nx; ++i) {
+      (problem.is_algebraic(static_cast<int>(i)) ? s(i, j) : s_dot(i, j)) = u[i];
+    }
+  }
+}
+
+EventValues fire_dae_event(const Problem& problem, int event, int mode_before, double t,
+                           const ConsistentPoint& before, In<double> p, TangentWorkspace& ws) {
+  const Event& ev = problem.event(event);
+  EventValues v;
+  v.event = event;
+  v.mode_before = mode_before;
+  v.mode_after = ev.mode_after(mode_before);
+  v.time = t;
+  v.x_minus = before.x;
+  v.f_minus = before.xdot;
+  Eigen::VectorXd guess = v.x_minus;
+  if (ev.jump) ev.jump.real(t, v.x_minus, p, guess);
+  if (!guess.allFinite()) {
+    throw ModelError(fmt::format("the jump of event '{}' at t = {:.17g} returned a non-finite state {} from {}",
+                                 ev.name, t, detail::describe_state(problem, guess),
+                                 detail::describe_state(problem, v.x_minus)));
+  }
+  const ConsistentPoint after = consistent_point(problem, v.mode_after, t, guess, before.xdot, p,
+                                                 fmt::format("after event '{}'", ev.name), ws);
+  v.x_plus = after.x;
+  v.f_plus = after.xdot;
+  const detail::GuardRate rate = detail::guard_rate(problem, event, t, v.x_minus, p, v.f_minus, ws);
+  v.guard_rate = rate.rate;
+  v.guard_rate_scale = rate.scale;
+  return v;
+}
+
+DaeSensitivityTransfer transfer_dae_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
+                                                  const Eigen::MatrixXd& s_minus, TangentWorkspace& ws) {
+  // The explicit-reset transfer gives tau, the cost jumps and the differential rows of S+ (with
+  // f- and f+ the consistent rates, z-dot- included); the algebraic rows follow in the new mode.
+  DaeSensitivityTransfer out{transfer_sensitivities(problem, event, p, s_minus, ws), {}};
+  const ConsistentPoint after{event.x_plus, event.f_plus};
+  consistent_sensitivities(problem, event.mode_after, event.time, after, p, out.transfer.s_plus, out.s_dot_plus, ws);
+  return out;
+}
+
+}  // namespace saltus

@@ -1,0 +1,95 @@
+#pragma once
+// RAII ownership of one IDAS integrator (dense direct linear solver) for the residual form
+// F(t, x, x-dot, p) = 0, with root finding, cost quadratures and staggered forward
+// sensitivities: the DAE counterpart of cvodes_session.hpp. The SUNDIALS types stay in
+// src/solvers.
+#include <idas/idas.h>
+#include <nvector/nvector_serial.h>
+#include <sundials/sundials_context.h>
+#include <sunlinsol/sunlinsol_dense.h>
+#include <sunmatrix/sunmatrix_dense.h>
+
+#include <Eigen/Core>
+
+#include <string>
+#include <vector>
+
+#include <saltus/core/options.hpp>
+#include <saltus/solvers/solution.hpp>
+
+namespace saltus::detail {
+
+/// The IDAS name of a return flag ("IDA_TOO_MUCH_WORK", ...).
+std::string ida_flag_name(int flag);
+
+/// Throws SolverError "<call> failed: <flag name>" if flag < 0.
+void check_ida(int flag, const char* call);
+
+struct IdasCallbacks {
+  IDAResFn residual = nullptr;
+  IDALsJacFn jacobian = nullptr;
+  IDARootFn roots = nullptr;
+  IDAQuadRhsFn quadrature = nullptr;
+  IDASensResFn sensitivity = nullptr;
+  IDAQuadSensRhsFn quadrature_sensitivity = nullptr;
+};
+
+/// One IDAS instance for n states (`differential[i]`: state i has a derivative in F), nq
+/// quadratures and ns sensitivity parameters. Segments start with start() from y(), yp(),
+/// yS(k), ypS(k), q() and qS(k), which the caller makes consistent first.
+class IdasSession {
+ public:
+  IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
+              const IdasCallbacks& callbacks, void* user_data, const std::vector<double>& atol_state,
+              const std::vector<double>& parameter_scales);
+  ~IdasSession();
+  IdasSession(const IdasSession&) = delete;
+  IdasSession& operator=(const IdasSession&) = delete;
+
+  /// Starts (or restarts) integration at t from the current vectors.
+  void start(double t);
+  /// Watches `directions.size()` root functions with direction flags (+1, -1, 0).
+  void set_roots(const std::vector<int>& directions);
+  /// Advances towards tout; returns the IDAS flag (IDA_SUCCESS, IDA_TSTOP_RETURN,
+  /// IDA_ROOT_RETURN or negative); t receives the time reached, y() and yp() the values there.
+  int advance(double tout, double& t);
+  /// Which roots fired at the last IDA_ROOT_RETURN (+1 rising, -1 falling, 0 none).
+  std::vector<int> root_info();
+  /// Loads the sensitivities (yS) / quadratures (q) / quadrature sensitivities (qS) at the last
+  /// return time.
+  void load_sensitivities(double t);
+  void load_quadratures(double t);
+  void load_quadrature_sensitivities(double t);
+  /// Adds this segment's counters to `stats` (call before start()).
+  void add_stats(SolverStats& stats) const;
+
+  N_Vector y() { return y_; }
+  N_Vector yp() { return yp_; }
+  N_Vector yS(int k) { return yS_[k]; }
+  N_Vector ypS(int k) { return ypS_[k]; }
+  N_Vector q() { return q_; }
+  N_Vector qS(int k) { return qS_[k]; }
+  int ns() const { return ns_; }
+  int nq() const { return nq_; }
+
+ private:
+  SUNContext ctx_ = nullptr;
+  void* mem_ = nullptr;
+  N_Vector y_ = nullptr;
+  N_Vector yp_ = nullptr;
+  N_Vector atol_ = nullptr;
+  N_Vector id_ = nullptr;
+  N_Vector q_ = nullptr;
+  N_Vector* yS_ = nullptr;
+  N_Vector* ypS_ = nullptr;
+  N_Vector* qS_ = nullptr;
+  SUNMatrix A_ = nullptr;
+  SUNLinearSolver LS_ = nullptr;
+  int n_, nq_, ns_;
+  IDARootFn roots_fn_;
+  double tf_;
+  int ism_ = IDA_STAGGERED;
+  int n_roots_ = 0;
+};
+
+}  // namespace saltus::detail

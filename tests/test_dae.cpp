@@ -1,0 +1,254 @@
+// Hybrid DAEs on IDAS (docs/dae.md) against references that did not come from the DAE path:
+// published SUNDIALS values, closed forms (theory/hybrid-dae.md section 6), the ODE path on
+// CVODES for the same models, and central differences.
+#include <saltus/core/error.hpp>
+#include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/dae_transfer.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+using namespace saltus;
+
+namespace {
+
+void expect_relative(double value, double reference, double relative, const std::string& what = "") {
+  EXPECT_NEAR(value, reference, relative * std::abs(reference)) << what << ": reference " << reference;
+}
+
+void expect_message(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << part << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+/// galan (theory/hybrid-dae.md section 6) with the switching function as an algebraic state
+/// z = x^3 - 5x^2 + 7x, and the guard z - p on it: the event time's derivative then needs
+/// z-dot at the event, which only the differentiated algebraic equation gives.
+Problem galan_dae() {
+  Problem pb("galan_dae", "galan with the switching function as an algebraic state");
+  pb.set_states({"x", "z"});
+  pb.set_algebraic_states({"z"});
+  pb.add_parameter("p", 2.9);
+  pb.set_initial_state([](const auto&, auto x0) {
+    x0[0] = 0.0;
+    x0[1] = 1.0;  // a wrong guess on purpose: the consistent start makes it 0
+  });
+  const auto switching = [](const auto& x) { return x[0] * x[0] * x[0] - 5.0 * x[0] * x[0] + 7.0 * x[0]; };
+  const int a = pb.add_residual_mode("A", [switching](auto, const auto& x, const auto& xdot, const auto&, auto r) {
+    r[0] = xdot[0] - (4.0 - x[0]);
+    r[1] = x[1] - switching(x);
+  });
+  const int b = pb.add_residual_mode("B", [switching](auto, const auto& x, const auto& xdot, const auto&, auto r) {
+    r[0] = xdot[0] - (10.0 - 2.0 * x[0]);
+    r[1] = x[1] - switching(x);
+  });
+  const auto guard = [](auto, const auto& x, const auto& p) { return x[1] - p[0]; };
+  pb.add_event("A_to_B", Direction::Rising, guard).only_in({a}).switch_to(b);
+  pb.add_event("B_to_A", Direction::Falling, guard).only_in({b}).switch_to(a);
+  pb.add_running_cost("G", [](auto, const auto& x, const auto&, const auto&) { return x[0]; });
+  pb.options().tf = 5.0;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+
+/// A ball dropped from h0 whose energy E = v^2/2 + g h is an algebraic state; it bounces with
+/// restitution e (v+ = -e v-), which changes E, re-solved after the jump. Cost: integral of E.
+Problem energy_ball() {
+  Problem pb("energy_ball", "bouncing ball with its energy as an algebraic state");
+  pb.set_states({"h", "v", "E"});
+  pb.set_algebraic_states({"E"});
+  pb.add_parameter("h0", 10.0);
+  pb.add_parameter("e", 0.8);
+  pb.add_parameter("g", 9.81);
+  pb.set_initial_state([](const auto& p, auto x0) {
+    x0[0] = p[0];
+    x0[1] = 0.0;
+    x0[2] = 0.0;
+  });
+  pb.add_residual_mode("flight", [](auto, const auto& x, const auto& xdot, const auto& p, auto r) {
+    r[0] = xdot[0] - x[1];
+    r[1] = xdot[1] + p[2];
+    r[2] = x[2] - (0.5 * x[1] * x[1] + p[2] * x[0]);
+  });
+  pb.add_event("impact", Direction::Falling, [](auto, const auto& x, const auto&) { return x[0]; })
+      .jump([](auto, const auto& x, const auto& p, auto xp) {
+        xp = x;
+        xp[1] = -p[1] * x[1];
+      });
+  pb.add_running_cost("energy", [](auto, const auto& x, const auto&, const auto&) { return x[2]; });
+  pb.add_terminal_cost("E_T", [](const auto& x, const auto&) { return x[2]; });
+  pb.options().tf = 3.0;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+
+}  // namespace
+
+TEST(RobertsonDae, PublishedIdasExampleAtPointFour) {
+  // idasRoberts_FSA_dns: rtol 1e-4, atol (1e-8, 1e-14, 1e-6); the same values as the CVODES
+  // example's, since both solve the same kinetics.
+  Problem pb = examples::robertson_dae();
+  Options o = pb.options();
+  o.rtol = 1e-4;
+  o.atol_per_state = {1e-8, 1e-14, 1e-6};
+  o.output_times = {0.0, 0.4};
+  o.tf = 0.4;
+  const Solution s = forward_sensitivity(pb, pb.nominal_parameters(), o);
+  const Eigen::MatrixXd& S = s.sensitivities.back();
+  expect_relative(s.final_state[0], 9.8517e-01, 2e-4, "y1");
+  expect_relative(s.final_state[1], 3.3864e-05, 2e-4, "y2");
+  expect_relative(s.final_state[2], 1.4794e-02, 2e-4, "y3");
+  expect_relative(S(0, 0), -3.5595e-01, 5e-4, "dy1/dp1");
+  expect_relative(S(1, 0), 3.9025e-04, 5e-4, "dy2/dp1");
+  expect_relative(S(2, 0), 3.5556e-01, 5e-4, "dy3/dp1");
+  // The algebraic row is consistent: the sensitivities of the conservation law sum to zero.
+  EXPECT_NEAR(S.col(0).sum(), 0.0, 1e-12);
+}
+
+TEST(RobertsonDae, AgreesWithTheOdeAndThePublishedGradient) {
+  const Solution dae = forward_sensitivity(examples::robertson_dae());
+  const Solution ode = forward_sensitivity(examples::robertson());
+  // Published (cvsRoberts_ASAi_dns): dG/dp = (7.6842e+05, -3.0691e+00, 5.1144e-04).
+  expect_relative(dae.costs[0], 3.9983e+07, 1e-4, "G");
+  expect_relative(dae.cost_gradient(0, 0), 7.6842e+05, 2e-4, "dG/dp1");
+  expect_relative(dae.cost_gradient(0, 1), -3.0691e+00, 2e-4, "dG/dp2");
+  expect_relative(dae.cost_gradient(0, 2), 5.1144e-04, 2e-4, "dG/dp3");
+  // The ODE on CVODES, at the same tolerances, within their accuracy.
+  expect_relative(dae.costs[0], ode.costs[0], 1e-8, "G vs ODE");
+  for (int j = 0; j < 3; ++j) expect_relative(dae.cost_gradient(0, j), ode.cost_gradient(0, j), 2e-5, "dG/dp vs ODE");
+}
+
+TEST(GalanDae, ClosedFormThroughAGuardOnTheAlgebraicState) {
+  Problem pb = galan_dae();
+  const Solution s = forward_sensitivity(pb);
+  ASSERT_EQ(s.events.size(), 3u);
+  const double times[] = {0.219215922289804, 0.275812591473484, 1.266347841796072};
+  const double taus[] = {0.315707550098, 0.025508077526, 0.744917151578};
+  const double s_plus[] = {-1.645655005864, -1.348070546155, -2.754505037664};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(s.events[i].time, times[i], 1e-9) << "event " << i;
+    EXPECT_NEAR(s.events[i].dtime_dp[0], taus[i], 1e-7) << "tau " << i;
+    EXPECT_NEAR(s.events[i].sensitivity_after(0, 0), s_plus[i], 1e-7) << "S+ " << i;
+    // z follows x: its sensitivity is z_x S_x, continuous in x.
+    const double x = s.events[i].state_after[0];
+    EXPECT_NEAR(s.events[i].sensitivity_after(1, 0), (3 * x * x - 10 * x + 7) * s_plus[i], 1e-6);
+  }
+  EXPECT_NEAR(s.costs[0], 20.0290746533596, 1e-8);
+  EXPECT_NEAR(s.cost_gradient(0, 0), -2.31195310744389, 1e-7);
+  EXPECT_NEAR(s.final_state[0], 4.99884240621728, 1e-9);
+  EXPECT_NEAR(s.final_sensitivity(0, 0), -0.00157410794767, 1e-8);
+  // The inconsistent initial guess z = 1 was corrected to z(0) = 0.
+  EXPECT_NEAR(s.states(0, 1), 0.0, 1e-15);
+}
+
+TEST(GalanDae, CentralDifferencesAgree) {
+  Problem pb = galan_dae();
+  const GradientEstimate fd = central_differences(pb, pb.nominal_parameters(), pb.options());
+  EXPECT_NEAR(fd.cost_gradient(0, 0), -2.31195310744389, 1e-4);
+}
+
+TEST(EnergyBall, ClosedFormThroughAJumpThatChangesTheAlgebraicState) {
+  Problem pb = energy_ball();
+  const Solution s = forward_sensitivity(pb);
+  const double h0 = 10.0, e = 0.8, g = 9.81, T = 3.0;
+  const double t1 = std::sqrt(2.0 * h0 / g);
+  ASSERT_EQ(s.events.size(), 1u);
+  EXPECT_NEAR(s.events[0].time, t1, 1e-9);
+  EXPECT_NEAR(s.events[0].state_after[2], e * e * g * h0, 1e-8);  // E+ = e^2 g h0, re-solved
+  // integral of E = g h0 t1 + e^2 g h0 (T - t1); E(T) = e^2 g h0.
+  const double dt1_dh0 = t1 / (2.0 * h0), dt1_dg = -t1 / (2.0 * g);
+  EXPECT_NEAR(s.costs[0], g * h0 * t1 + e * e * g * h0 * (T - t1), 1e-7);
+  EXPECT_NEAR(s.costs[1], e * e * g * h0, 1e-8);
+  const double grad_h0 = g * t1 + g * h0 * dt1_dh0 + e * e * g * (T - t1) - e * e * g * h0 * dt1_dh0;
+  const double grad_e = 2.0 * e * g * h0 * (T - t1);
+  const double grad_g = h0 * t1 + g * h0 * dt1_dg + e * e * h0 * (T - t1) - e * e * g * h0 * dt1_dg;
+  EXPECT_NEAR(s.cost_gradient(0, 0), grad_h0, 1e-6);
+  EXPECT_NEAR(s.cost_gradient(0, 1), grad_e, 1e-6);
+  EXPECT_NEAR(s.cost_gradient(0, 2), grad_g, 1e-6);
+  EXPECT_NEAR(s.cost_gradient(1, 0), e * e * g, 1e-7);
+  EXPECT_NEAR(s.cost_gradient(1, 1), 2.0 * e * g * h0, 1e-7);
+  EXPECT_NEAR(s.cost_gradient(1, 2), e * e * h0, 1e-7);
+  // tau = dt1/dp and the consistent algebraic sensitivity after the jump, E+ = e^2 g h0.
+  EXPECT_NEAR(s.events[0].dtime_dp[0], dt1_dh0, 1e-9);
+  EXPECT_NEAR(s.events[0].dtime_dp[2], dt1_dg, 1e-9);
+  EXPECT_NEAR(s.events[0].sensitivity_after(2, 1), 2.0 * e * g * h0, 1e-7);
+}
+
+TEST(OdeOnIdas, ExplicitProblemsGiveTheCvodesAnswer) {
+  // An explicit ODE run through the DAE path (x-dot - f = 0 on IDAS) against CVODES.
+  for (const char* name : {"galan", "ball1d", "time_events"}) {
+    Problem pb = examples::make_example(name);
+    Options o = pb.options();
+    const Solution cv = forward_sensitivity(pb, pb.nominal_parameters(), o);
+    o.integrator = Integrator::Idas;
+    const Solution ida = forward_sensitivity(pb, pb.nominal_parameters(), o);
+    ASSERT_EQ(ida.events.size(), cv.events.size()) << name;
+    for (size_t i = 0; i < cv.events.size(); ++i) EXPECT_NEAR(ida.events[i].time, cv.events[i].time, 1e-6) << name;
+    for (int c = 0; c < pb.n_costs(); ++c) {
+      const double scale = std::max(1.0, std::abs(cv.costs[c]));
+      EXPECT_NEAR(ida.costs[c], cv.costs[c], 1e-6 * scale) << name;
+      for (int j = 0; j < pb.n_parameters(); ++j) {
+        const double g_scale = std::max(1.0, std::abs(cv.cost_gradient(c, j)));
+        EXPECT_NEAR(ida.cost_gradient(c, j), cv.cost_gradient(c, j), 1e-5 * g_scale) << name << " " << c << " " << j;
+      }
+    }
+  }
+}
+
+TEST(DaeErrors, SingularIndexOneMatrixNamesModeAndTime) {
+  // The algebraic state does not appear in its equation: [F_ydot | F_z] is singular.
+  Problem pb("index2", "");
+  pb.set_states({"y", "z"});
+  pb.set_algebraic_states({"z"});
+  pb.add_parameter("p", 1.0);
+  pb.set_initial_state([](const auto&, auto x0) { x0.setZero(); });
+  pb.add_residual_mode("constrained", [](auto t, const auto& x, const auto& xdot, const auto&, auto r) {
+    r[0] = xdot[0] - x[1];
+    r[1] = x[0] - t;
+  });
+  pb.add_terminal_cost("y", [](const auto& x, const auto&) { return x[0]; });
+  expect_message([&] { simulate(pb); }, "not an index-1 DAE at the start (t = 0");
+  expect_message([&] { simulate(pb); }, "mode 'constrained'");
+}
+
+TEST(DaeErrors, InconsistentStartThatNewtonCannotFix) {
+  Problem pb("no_solution", "");
+  pb.set_states({"y", "z"});
+  pb.set_algebraic_states({"z"});
+  pb.add_parameter("p", 1.0);
+  pb.set_initial_state([](const auto&, auto x0) { x0 << 0.0, 1.0; });
+  pb.add_residual_mode("m", [](auto, const auto& x, const auto& xdot, const auto&, auto r) {
+    using std::exp;
+    r[0] = xdot[0] - x[1];
+    r[1] = exp(x[1]) + 1.0;  // e^z = -1 has no real solution
+  });
+  pb.add_terminal_cost("y", [](const auto& x, const auto&) { return x[0]; });
+  expect_message([&] { simulate(pb); }, "could not make the state consistent");
+}
+
+TEST(DaeErrors, MethodsNotYetOnIdasAndMisdeclaredModes) {
+  Problem pb = examples::robertson_dae();
+  expect_message([&] { adjoint(pb); }, "the adjoint method is not available yet for runs on IDAS");
+  Options o = pb.options();
+  o.integrator = Integrator::Cvodes;
+  expect_message([&] { simulate(pb, pb.nominal_parameters(), o); }, "CVODES cannot integrate it");
+  Problem mixed("mixed", "");
+  mixed.set_states({"y", "z"});
+  mixed.set_algebraic_states({"z"});
+  mixed.add_parameter("p", 1.0);
+  mixed.set_initial_state([](const auto&, auto x0) { x0.setZero(); });
+  mixed.add_mode("explicit", [](auto, const auto&, const auto&, auto xdot) { xdot.setZero(); });
+  mixed.add_terminal_cost("y", [](const auto& x, const auto&) { return x[0]; });
+  expect_message([&] { simulate(mixed); }, "write it as a residual");
+}
