@@ -10,6 +10,7 @@
 
 #include <exception>
 
+#include "dae_adjoint.hpp"
 #include "hybrid_run.hpp"
 
 namespace saltus {
@@ -154,16 +155,11 @@ int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUN
 }
 
 detail::BackwardSettings AdjointSweep::settings() {
+  const detail::AdjointTolerances tol = detail::adjoint_tolerances(opt_, p_, nc_);
   detail::BackwardSettings s;
-  s.rtol = opt_.adjoint_rtol > 0.0 ? opt_.adjoint_rtol : opt_.rtol;
-  s.atol = opt_.adjoint_atol >= 0.0 ? opt_.adjoint_atol : opt_.atol;
-  const double cost_atol = opt_.cost_atol >= 0.0 ? opt_.cost_atol : opt_.atol;
-  const double quadrature_atol =
-      opt_.adjoint_quadrature_atol >= 0.0 ? opt_.adjoint_quadrature_atol : cost_atol;
-  const std::vector<double> scales = detail::parameter_scales(opt_, p_);
-  for (int c = 0; c < nc_; ++c) {
-    for (int k = 0; k < np_; ++k) s.quadrature_atol.push_back(quadrature_atol / scales[static_cast<size_t>(k)]);
-  }
+  s.rtol = tol.rtol;
+  s.atol = tol.atol;
+  s.quadrature_atol = tol.quadrature_atol;
   s.quadrature_error_control = opt_.adjoint_quadrature_error_control;
   s.max_steps = opt_.max_steps;
   s.rhs = rhs_cb;
@@ -248,7 +244,7 @@ void AdjointSweep::run() {
 }  // namespace
 
 Solution adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
-  detail::require_cvodes(problem, options, "the adjoint method");
+  if (detail::runs_on_idas(problem, options)) return detail::dae_adjoint(problem, p, options);
   const SolverMessageScope messages;  // one cap for the forward and the backward pass
   detail::HybridRun run(problem, p, options, detail::RunKind::AdjointRecording);
   Solution sol = run.run();

@@ -23,11 +23,12 @@ std::vector<bool> differential_states(const Problem& problem) {
 }
 }  // namespace
 
-DaeRun::DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities)
+DaeRun::DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options, RunKind kind)
     : pb_(problem),
       p_(p),
       opt_(options),
-      sens_(sensitivities),
+      kind_(kind),
+      sens_(kind == RunKind::ForwardSensitivity),
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
@@ -117,7 +118,21 @@ int DaeRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vecto
 }
 
 void DaeRun::begin_segment(double t) {
-  IdasSession& ida = *session_;
+  if (kind_ == RunKind::AdjointRecording) {
+    // A session of its own per segment, so that its check points end at this segment's event.
+    DaeSegment seg;
+    seg.mode = mode_;
+    seg.t_start = t;
+    seg.start = point_;
+    seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
+    seg.events_end = sol_.events.size();
+    seg.session = std::make_unique<IdasSession>(nx_, has_running_cost_ ? nc_ : 0, 0, differential_states(pb_), opt_,
+                                                callbacks_, this, state_atol(opt_, nx_), std::vector<double>{},
+                                                opt_.checkpoint_steps);
+    ida_ = seg.session.get();
+    segments_.push_back(std::move(seg));
+  }
+  IdasSession& ida = *ida_;
   view(ida.y()) = point_.x;
   view(ida.yp()) = point_.xdot;
   for (int j = 0; j < ida.ns(); ++j) {
@@ -135,13 +150,14 @@ void DaeRun::begin_segment(double t) {
 }
 
 Reached DaeRun::advance(double tout, double& t) {
-  const int flag = session_->advance(tout, t);
+  const int flag = ida_->advance(tout, t);
   if (flag < 0) fail(flag, t);
+  if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
   return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;
 }
 
 void DaeRun::take_integrator_state(double t, const char* when) {
-  IdasSession& ida = *session_;
+  IdasSession& ida = *ida_;
   // IDAS returns values consistent to its Newton tolerance; the event transfer and the output
   // get them consistent to round-off, with the algebraic rates z-dot that IDAS does not hold.
   point_ = consistent_point(pb_, mode_, t, view(ida.y()), view(ida.yp()), p_, when, ws_);
@@ -153,8 +169,16 @@ void DaeRun::take_integrator_state(double t, const char* when) {
 }
 
 void DaeRun::end_segment(double t) {
-  IdasSession& ida = *session_;
+  IdasSession& ida = *ida_;
   ida.add_stats(sol_.stats);
+  if (kind_ == RunKind::AdjointRecording) {
+    DaeSegment& seg = segments_.back();
+    seg.t_end = t;
+    seg.end = point_;
+    // Recomputing forward steps from a check point during the backward pass must not stop at
+    // roots again.
+    ida.set_roots({});
+  }
   if (ida.nq() > 0) {
     ida.load_quadratures(t);
     cost_integral_ = view(ida.q());
@@ -176,7 +200,7 @@ void DaeRun::record_output(double t, bool integrated) {
 
 void DaeRun::apply_roots(double t) {
   take_integrator_state(t, "at an event");
-  const std::vector<int> fired = session_->root_info();
+  const std::vector<int> fired = ida_->root_info();
   end_segment(t);
   std::vector<int> applied;
   for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
@@ -276,15 +300,18 @@ Solution DaeRun::run() {
   cost_integral_ = Eigen::VectorXd::Zero(nc_);
   cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);
 
-  IdasCallbacks callbacks;
-  callbacks.residual = residual_cb;
-  callbacks.jacobian = jacobian_cb;
-  callbacks.roots = roots_cb;
-  callbacks.quadrature = quadrature_cb;
-  callbacks.sensitivity = sensitivity_cb;
-  callbacks.quadrature_sensitivity = quadrature_sensitivity_cb;
-  session_ = std::make_unique<IdasSession>(nx_, has_running_cost_ ? nc_ : 0, sens_ ? np_ : 0, differential_states(pb_),
-                                           opt_, callbacks, this, state_atol(opt_, nx_), parameter_scales(opt_, p_));
+  callbacks_.residual = residual_cb;
+  callbacks_.jacobian = jacobian_cb;
+  callbacks_.roots = roots_cb;
+  callbacks_.quadrature = quadrature_cb;
+  callbacks_.sensitivity = sensitivity_cb;
+  callbacks_.quadrature_sensitivity = quadrature_sensitivity_cb;
+  if (kind_ != RunKind::AdjointRecording) {
+    session_ = std::make_unique<IdasSession>(nx_, has_running_cost_ ? nc_ : 0, sens_ ? np_ : 0,
+                                             differential_states(pb_), opt_, callbacks_, this, state_atol(opt_, nx_),
+                                             parameter_scales(opt_, p_));
+    ida_ = session_.get();
+  }
   const std::vector<double> grid = output_grid(opt_);
   sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
   drive_segments(*this, grid, opt_.t0);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "idas_session.hpp"
 #include "run_support.hpp"
@@ -18,13 +19,31 @@
 
 namespace saltus::detail {
 
+/// A smooth piece of an adjoint recording: [t_start, t_end] in `mode`, recorded by an IDAS
+/// session of its own (check points that end at its event). The events applied at t_start
+/// (before the segment) are Solution::events[events_begin, events_end).
+struct DaeSegment {
+  std::unique_ptr<IdasSession> session;
+  int mode = 0;
+  double t_start = 0.0;
+  double t_end = 0.0;
+  size_t events_begin = 0;
+  size_t events_end = 0;
+  bool advanced = false;  ///< IDAS took at least one step
+  ConsistentPoint start, end;  ///< the consistent points at t_start and t_end
+};
+
 class DaeRun : private SegmentIntegrator {
  public:
-  /// `sensitivities`: also S = dx/dp and the cost gradients.
-  DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities);
+  DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options, RunKind kind);
   /// The consistent initial point, the initial mode and the start off the guards.
   void check_start();
   Solution run();
+  /// Segments of an AdjointRecording run (after run()).
+  std::vector<DaeSegment>& segments() { return segments_; }
+  /// The mode whose residual the forward callbacks evaluate; the backward pass sets it to the
+  /// segment it integrates, because IDAS recomputes forward steps from check points.
+  void set_mode(int mode) { mode_ = mode; }
 
  private:
   static int residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self);
@@ -55,6 +74,7 @@ class DaeRun : private SegmentIntegrator {
   const Problem& pb_;
   Eigen::VectorXd p_;
   Options opt_;
+  RunKind kind_;
   bool sens_;
   int nx_, np_, nc_;
   bool has_running_cost_ = false;
@@ -76,7 +96,10 @@ class DaeRun : private SegmentIntegrator {
   int non_finite_evaluations_ = 0;
   static constexpr int kMaxNonFiniteEvaluations = 50;
   Solution sol_;
-  std::unique_ptr<IdasSession> session_;
+  IdasCallbacks callbacks_;
+  std::unique_ptr<IdasSession> session_;  // simulation and forward runs
+  std::vector<DaeSegment> segments_;      // adjoint recordings
+  IdasSession* ida_ = nullptr;            // the session of the current segment
 };
 
 }  // namespace saltus::detail

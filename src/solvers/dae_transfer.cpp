@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <vector>
 
 #include "guard_rate.hpp"
 #include "run_support.hpp"
@@ -188,6 +189,96 @@ DaeSensitivityTransfer transfer_dae_sensitivities(const Problem& problem, const 
   const ConsistentPoint after{event.x_plus, event.f_plus};
   consistent_sensitivities(problem, event.mode_after, event.time, after, p, out.transfer.s_plus, out.s_dot_plus, ws);
   return out;
+}
+
+EventValues recorded_dae_event(const Problem& problem, const EventRecord& record, In<double> p,
+                               TangentWorkspace& ws) {
+  EventValues v = recorded_values(record);
+  const Eigen::VectorXd no_rate = Eigen::VectorXd::Zero(v.x_minus.size());
+  v.f_minus = consistent_point(problem, v.mode_before, v.time, v.x_minus, no_rate, p, "at an event", ws).xdot;
+  v.f_plus = consistent_point(problem, v.mode_after, v.time, v.x_plus, no_rate, p, "after an event", ws).xdot;
+  return v;
+}
+
+Eigen::MatrixXd ResidualLinearization::index1_matrix(const Problem& problem) const {
+  Eigen::MatrixXd m = f_xdot;
+  for (int i = 0; i < problem.n_states(); ++i) {
+    if (problem.is_algebraic(i)) m.col(i) = f_x.col(i);
+  }
+  return m;
+}
+
+void linearize(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+               ResidualLinearization& out, TangentWorkspace& ws) {
+  const Eigen::Index nx = x.size(), np = p.size(), nc = problem.n_costs();
+  out.f_x.resize(nx, nx);
+  out.f_xdot.resize(nx, nx);
+  out.f_p.resize(nx, np);
+  out.g_x.resize(nc, nx);
+  out.g_p.resize(nc, np);
+  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(nx), zeros = Eigen::VectorXd::Zero(nx);
+  residual_columns(problem, mode, t, x, xdot, p, ones, zeros, out.f_x, ws);
+  residual_columns(problem, mode, t, x, xdot, p, zeros, ones, out.f_xdot, ws);
+  residual_parameter_jacobian(problem, mode, t, x, xdot, p, out.f_p, ws);
+  Eigen::VectorXd direction_x = zeros, direction_p = Eigen::VectorXd::Zero(np), column(nc);
+  for (Eigen::Index i = 0; i < nx; ++i) {
+    direction_x[i] = 1.0;
+    running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, direction_x, zeros, direction_p, column, ws);
+    out.g_x.col(i) = column;
+    direction_x[i] = 0.0;
+  }
+  for (Eigen::Index j = 0; j < np; ++j) {
+    direction_p[j] = 1.0;
+    running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, zeros, zeros, direction_p, column, ws);
+    out.g_p.col(j) = column;
+    direction_p[j] = 0.0;
+  }
+}
+
+AdjointPoint consistent_adjoint(const Problem& problem, const ResidualLinearization& lin, In<double> ell,
+                                In<double> g_x) {
+  const Eigen::Index nx = ell.size();
+  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(lin.index1_matrix(problem).transpose());
+  Eigen::VectorXd reduced = ell;
+  AdjointPoint out{Eigen::VectorXd(nx), Eigen::VectorXd::Zero(lin.f_p.cols())};
+  Eigen::VectorXd algebraic_part = Eigen::VectorXd::Zero(nx);
+  for (int i = 0; i < nx; ++i) {
+    if (problem.is_algebraic(i)) algebraic_part[i] = ell[i];
+  }
+  if (!algebraic_part.isZero(0.0)) {
+    // ell_z S_z = mu^T F_z S_z = -mu^T (F_y S_y + F_p): S_z is not free.
+    const Eigen::VectorXd mu = lu.solve(algebraic_part);
+    reduced -= lin.f_x.transpose() * mu;
+    out.gradient = -lin.f_p.transpose() * mu;
+  }
+  for (int i = 0; i < nx; ++i) {
+    if (problem.is_algebraic(i)) reduced[i] = g_x[i];
+  }
+  out.lambda = lu.solve(reduced);
+  return out;
+}
+
+Eigen::VectorXd adjoint_rate(const ResidualLinearization& lin, Eigen::VectorXd& lambda, In<double> g_x) {
+  // F_xdot^T lambda-dot - F_x^T lambda + g_x^T = 0, linear in (lambda-dot on the differential
+  // components, lambda on the others): one solve of N u = F_x^T lambda - g_x^T from lambda-dot = 0.
+  const Eigen::Index nx = lambda.size();
+  const Eigen::MatrixXd et = lin.f_xdot.transpose();
+  Eigen::MatrixXd n(nx, nx);
+  std::vector<bool> differential(static_cast<size_t>(nx));
+  for (Eigen::Index i = 0; i < nx; ++i) {
+    differential[static_cast<size_t>(i)] = !lin.f_xdot.row(i).isZero(0.0);
+    n.col(i) = differential[static_cast<size_t>(i)] ? Eigen::VectorXd(et.col(i)) : Eigen::VectorXd(-lin.f_x.transpose().col(i));
+  }
+  const Eigen::VectorXd u = n.partialPivLu().solve(lin.f_x.transpose() * lambda - g_x);
+  Eigen::VectorXd rate = Eigen::VectorXd::Zero(nx);
+  for (Eigen::Index i = 0; i < nx; ++i) {
+    if (differential[static_cast<size_t>(i)]) {
+      rate[i] = u[i];
+    } else {
+      lambda[i] += u[i];
+    }
+  }
+  return rate;
 }
 
 }  // namespace saltus

@@ -51,7 +51,7 @@ EventValues fire_event(const Problem& problem, int event, int mode_before, doubl
   return v;
 }
 
-EventValues recorded_event(const Problem& problem, const EventRecord& record, In<double> p) {
+EventValues recorded_values(const EventRecord& record) {
   EventValues v;
   v.event = record.event;
   v.mode_before = record.mode_before;
@@ -59,9 +59,14 @@ EventValues recorded_event(const Problem& problem, const EventRecord& record, In
   v.time = record.time;
   v.x_minus = record.state_before;
   v.x_plus = record.state_after;
-  evaluate_flows(problem, p, v);
   v.guard_rate = record.guard_rate;
   v.guard_rate_scale = record.guard_rate_scale;
+  return v;
+}
+
+EventValues recorded_event(const Problem& problem, const EventRecord& record, In<double> p) {
+  EventValues v = recorded_values(record);
+  evaluate_flows(problem, p, v);
   return v;
 }
 

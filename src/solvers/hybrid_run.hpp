@@ -20,12 +20,6 @@
 
 namespace saltus::detail {
 
-enum class RunKind {
-  Simulation,          ///< states, events, costs
-  ForwardSensitivity,  ///< plus S = dx/dp through every event
-  AdjointRecording,    ///< plus one CVODES session with check points per segment
-};
-
 /// A smooth piece of an adjoint recording: [t_start, t_end] in `mode`, integrated by its own
 /// CVODES session. The events applied at t_start (before the segment) are
 /// Solution::events[events_begin, events_end).

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "nvector_view.hpp"
+
 namespace saltus::detail {
 
 std::string ida_flag_name(int flag) {
@@ -39,7 +41,7 @@ N_Vector* zero_vectors(int count, N_Vector like, const char* what) {
 
 IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
                          const IdasCallbacks& cb, void* user_data, const std::vector<double>& atol_state,
-                         const std::vector<double>& parameter_scales)
+                         const std::vector<double>& parameter_scales, long checkpoint_steps)
     : n_(n), nq_(nq), ns_(ns), roots_fn_(cb.roots), tf_(options.tf) {
   check_ida(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
   y_ = N_VNew_Serial(n, ctx_);
@@ -71,6 +73,12 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
   check_alloc(LS_, "the dense linear solver");
   check_ida(IDASetLinearSolver(mem_, LS_, A_), "IDASetLinearSolver");
   if (cb.jacobian) check_ida(IDASetJacFn(mem_, cb.jacobian), "IDASetJacFn");
+  if (checkpoint_steps > 0) {
+    // Hermite interpolation between stored steps; the segment contains no event, so the data
+    // are smooth.
+    check_ida(IDAAdjInit(mem_, checkpoint_steps, IDA_HERMITE), "IDAAdjInit");
+    recording_ = true;
+  }
 
   const double cost_atol = options.cost_atol < 0.0 ? options.atol : options.cost_atol;
   if (nq > 0) {
@@ -102,6 +110,11 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
 }
 
 IdasSession::~IdasSession() {
+  if (LSB_) SUNLinSolFree(LSB_);
+  if (AB_) SUNMatDestroy(AB_);
+  if (qB_) N_VDestroy(qB_);
+  if (ypB_) N_VDestroy(ypB_);
+  if (yB_) N_VDestroy(yB_);
   if (qS_) N_VDestroyVectorArray(qS_, ns_);
   if (ypS_) N_VDestroyVectorArray(ypS_, ns_);
   if (yS_) N_VDestroyVectorArray(yS_, ns_);
@@ -138,7 +151,77 @@ void IdasSession::set_roots(const std::vector<int>& directions) {
   }
 }
 
-int IdasSession::advance(double tout, double& t) { return IDASolve(mem_, tout, &t, y_, yp_, IDA_NORMAL); }
+int IdasSession::advance(double tout, double& t) {
+  if (!recording_) return IDASolve(mem_, tout, &t, y_, yp_, IDA_NORMAL);
+  int ncheck = 0;
+  const int flag = IDASolveF(mem_, tout, &t, y_, yp_, IDA_NORMAL, &ncheck);
+  checkpoints_ = ncheck;
+  return flag;
+}
+
+void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0,
+                                 const Eigen::VectorXd& yB0, const Eigen::VectorXd& ypB0) {
+  check_ida(IDACreateB(mem_, &which_), "IDACreateB");
+  yB_ = N_VNew_Serial(nB, ctx_);
+  check_alloc(yB_, "the adjoint vector");
+  ypB_ = N_VClone(yB_);
+  check_alloc(ypB_, "the adjoint derivative vector");
+  view(yB_) = yB0;
+  view(ypB_) = ypB0;
+  check_ida(IDAInitB(mem_, which_, settings.residual, tB0, yB_, ypB_), "IDAInitB");
+  check_ida(IDASetUserDataB(mem_, which_, settings.user_data), "IDASetUserDataB");
+  check_ida(IDASStolerancesB(mem_, which_, settings.rtol, settings.atol), "IDASStolerancesB");
+  check_ida(IDASetMaxNumStepsB(mem_, which_, settings.max_steps), "IDASetMaxNumStepsB");
+  AB_ = SUNDenseMatrix(nB, nB, ctx_);
+  check_alloc(AB_, "the adjoint Jacobian");
+  LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);
+  check_alloc(LSB_, "the adjoint linear solver");
+  check_ida(IDASetLinearSolverB(mem_, which_, LSB_, AB_), "IDASetLinearSolverB");
+  if (settings.jacobian) check_ida(IDASetJacFnB(mem_, which_, settings.jacobian), "IDASetJacFnB");
+  if (nqB > 0) {
+    qB_ = N_VNew_Serial(nqB, ctx_);
+    check_alloc(qB_, "the adjoint quadratures");
+    N_VConst(0.0, qB_);
+    check_ida(IDAQuadInitB(mem_, which_, settings.quadrature, qB_), "IDAQuadInitB");
+    N_Vector qatol = N_VClone(qB_);
+    check_alloc(qatol, "the adjoint quadrature tolerances");
+    for (int i = 0; i < nqB; ++i) NV_Ith_S(qatol, i) = settings.quadrature_atol[static_cast<size_t>(i)];
+    const int flag = IDAQuadSVtolerancesB(mem_, which_, settings.rtol, qatol);
+    N_VDestroy(qatol);
+    check_ida(flag, "IDAQuadSVtolerancesB");
+    check_ida(IDASetQuadErrConB(mem_, which_, settings.quadrature_error_control ? SUNTRUE : SUNFALSE),
+              "IDASetQuadErrConB");
+  }
+}
+
+int IdasSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB) {
+  const int flag = IDASolveB(mem_, t_out, IDA_NORMAL);
+  if (flag < 0) return flag;
+  double t = 0.0;
+  check_ida(IDAGetB(mem_, which_, &t, yB_, ypB_), "IDAGetB");
+  yB = view(yB_);
+  if (qB_) {
+    check_ida(IDAGetQuadB(mem_, which_, &t, qB_), "IDAGetQuadB");
+    qB = view(qB_);
+  } else {
+    qB.resize(0);
+  }
+  return flag;
+}
+
+void IdasSession::add_backward_stats(SolverStats& s) const {
+  void* mem = IDAGetAdjIDABmem(mem_, which_);
+  if (!mem) return;
+  s.integrator = "IDAS";
+  long v = 0;
+  if (IDAGetNumSteps(mem, &v) == IDA_SUCCESS) s.steps += v;
+  if (IDAGetNumResEvals(mem, &v) == IDA_SUCCESS) s.rhs_evals += v;
+  if (IDAGetNumJacEvals(mem, &v) == IDA_SUCCESS) s.jacobian_evals += v;
+  if (IDAGetNumErrTestFails(mem, &v) == IDA_SUCCESS) s.error_test_failures += v;
+  if (IDAGetNumNonlinSolvIters(mem, &v) == IDA_SUCCESS) s.nonlinear_iterations += v;
+  if (IDAGetNumNonlinSolvConvFails(mem, &v) == IDA_SUCCESS) s.nonlinear_failures += v;
+  s.segments += 1;
+}
 
 std::vector<int> IdasSession::root_info() {
   std::vector<int> info(static_cast<size_t>(n_roots_), 0);

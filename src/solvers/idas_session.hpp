@@ -25,6 +25,19 @@ std::string ida_flag_name(int flag);
 /// Throws SolverError "<call> failed: <flag name>" if flag < 0.
 void check_ida(int flag, const char* call);
 
+/// Settings and callbacks of a backward (adjoint) problem on a recording session.
+struct IdasBackwardSettings {
+  double rtol = 1e-8;
+  double atol = 1e-10;                  ///< adjoint states
+  std::vector<double> quadrature_atol;  ///< per gradient quadrature
+  bool quadrature_error_control = true;
+  long max_steps = 500000;
+  IDAResFnB residual = nullptr;
+  IDALsJacFnB jacobian = nullptr;
+  IDAQuadRhsFnB quadrature = nullptr;
+  void* user_data = nullptr;
+};
+
 struct IdasCallbacks {
   IDAResFn residual = nullptr;
   IDALsJacFn jacobian = nullptr;
@@ -36,12 +49,14 @@ struct IdasCallbacks {
 
 /// One IDAS instance for n states (`differential[i]`: state i has a derivative in F), nq
 /// quadratures and ns sensitivity parameters. Segments start with start() from y(), yp(),
-/// yS(k), ypS(k), q() and qS(k), which the caller makes consistent first.
+/// yS(k), ypS(k), q() and qS(k), which the caller makes consistent first. A session created
+/// with checkpoint_steps > 0 records its forward steps (IDAAdjInit, Hermite interpolation) for
+/// one backward problem.
 class IdasSession {
  public:
   IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
               const IdasCallbacks& callbacks, void* user_data, const std::vector<double>& atol_state,
-              const std::vector<double>& parameter_scales);
+              const std::vector<double>& parameter_scales, long checkpoint_steps = 0);
   ~IdasSession();
   IdasSession(const IdasSession&) = delete;
   IdasSession& operator=(const IdasSession&) = delete;
@@ -62,6 +77,19 @@ class IdasSession {
   void load_quadrature_sensitivities(double t);
   /// Adds this segment's counters to `stats` (call before start()).
   void add_stats(SolverStats& stats) const;
+
+  // ---- adjoint (sessions created with checkpoint_steps > 0) ------------------------------
+  /// Check points stored so far.
+  long checkpoints() const { return checkpoints_; }
+  /// Creates the backward problem of size nB with nqB quadratures, starting at tB0 from
+  /// (yB0, ypB0), consistent, with zero quadratures. One backward problem per session.
+  void start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0, const Eigen::VectorXd& yB0,
+                      const Eigen::VectorXd& ypB0);
+  /// Integrates the backward problem to t_out (>= the session's start time); yB and qB receive
+  /// the adjoint state and the quadratures accumulated since tB0. Returns the IDAS flag.
+  int integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB);
+  /// Counters of the backward problem.
+  void add_backward_stats(SolverStats& stats) const;
 
   N_Vector y() { return y_; }
   N_Vector yp() { return yp_; }
@@ -90,6 +118,15 @@ class IdasSession {
   double tf_;
   int ism_ = IDA_STAGGERED;
   int n_roots_ = 0;
+  bool recording_ = false;
+  long checkpoints_ = 0;
+  // Backward problem.
+  int which_ = -1;
+  N_Vector yB_ = nullptr;
+  N_Vector ypB_ = nullptr;
+  N_Vector qB_ = nullptr;
+  SUNMatrix AB_ = nullptr;
+  SUNLinearSolver LSB_ = nullptr;
 };
 
 }  // namespace saltus::detail

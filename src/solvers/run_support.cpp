@@ -17,11 +17,24 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
   return options.integrator == Integrator::Idas || residual;
 }
 
+AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& p, int n_costs) {
+  AdjointTolerances tol;
+  tol.rtol = opt.adjoint_rtol > 0.0 ? opt.adjoint_rtol : opt.rtol;
+  tol.atol = opt.adjoint_atol >= 0.0 ? opt.adjoint_atol : opt.atol;
+  const double cost_atol = opt.cost_atol >= 0.0 ? opt.cost_atol : opt.atol;
+  const double quadrature_atol = opt.adjoint_quadrature_atol >= 0.0 ? opt.adjoint_quadrature_atol : cost_atol;
+  const std::vector<double> scales = parameter_scales(opt, p);
+  for (int c = 0; c < n_costs; ++c) {
+    for (double scale : scales) tol.quadrature_atol.push_back(quadrature_atol / scale);
+  }
+  return tol;
+}
+
 void require_cvodes(const Problem& problem, const Options& options, const char* method) {
   if (!runs_on_idas(problem, options)) return;
   throw InputError(fmt::format("{} is not available yet for runs on IDAS (problem '{}' is {}); use forward "
-                               "sensitivities (--method forward) or central differences (--method fd) "
-                               "(docs/dae.md, \"Limits\")",
+                               "sensitivities (--method forward), the adjoint (--method adjoint) or central "
+                               "differences (--method fd) (docs/dae.md, \"Limits\")",
                                method, problem.name(),
                                problem.kind() == ProblemKind::Residual ? "a DAE" : "integrated by IDAS"));
 }

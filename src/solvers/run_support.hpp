@@ -32,6 +32,13 @@ int guarded_callback(std::string& error, Body&& body) noexcept {
   return -1;
 }
 
+/// What a real run computes.
+enum class RunKind {
+  Simulation,          ///< states, events, costs
+  ForwardSensitivity,  ///< plus S = dx/dp through every event
+  AdjointRecording,    ///< plus one integrator session with check points per segment
+};
+
 /// Whether a run of `problem` integrates on IDAS (Options::integrator; Automatic: when the
 /// problem has residual modes). Throws InputError if CVODES is asked for a residual problem.
 bool runs_on_idas(const Problem& problem, const Options& options);
@@ -39,6 +46,16 @@ bool runs_on_idas(const Problem& problem, const Options& options);
 /// Throws InputError if the run would be on IDAS, where `method` ("the adjoint", "the complex
 /// step") is not available yet (docs/dae.md, "Limits").
 void require_cvodes(const Problem& problem, const Options& options, const char* method);
+
+/// The adjoint's tolerances from Options (adjoint_rtol, adjoint_atol, adjoint_quadrature_atol
+/// with their fallbacks): the gradient quadratures' absolute tolerances per cost and parameter
+/// (n_c x n_p, cost-major), each divided by the parameter's scale.
+struct AdjointTolerances {
+  double rtol = 0.0;
+  double atol = 0.0;
+  std::vector<double> quadrature_atol;
+};
+AdjointTolerances adjoint_tolerances(const Options& options, const Eigen::VectorXd& p, int n_costs);
 
 /// Output times: options.output_times (tf appended if missing) or n_outputs uniform points.
 std::vector<double> output_grid(const Options& options);

@@ -7,7 +7,7 @@
 namespace saltus {
 
 Solution simulate(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
-  if (detail::runs_on_idas(problem, options)) return detail::DaeRun(problem, p, options, false).run();
+  if (detail::runs_on_idas(problem, options)) return detail::DaeRun(problem, p, options, detail::RunKind::Simulation).run();
   return detail::HybridRun(problem, p, options, detail::RunKind::Simulation).run();
 }
 
@@ -17,7 +17,7 @@ Solution simulate(const Problem& problem) {
 
 Solution forward_sensitivity(const Problem& problem, const Eigen::VectorXd& p,
                              const Options& options) {
-  if (detail::runs_on_idas(problem, options)) return detail::DaeRun(problem, p, options, true).run();
+  if (detail::runs_on_idas(problem, options)) return detail::DaeRun(problem, p, options, detail::RunKind::ForwardSensitivity).run();
   return detail::HybridRun(problem, p, options, detail::RunKind::ForwardSensitivity).run();
 }
 
@@ -31,7 +31,7 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
 
 void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
   if (detail::runs_on_idas(problem, options)) {
-    detail::DaeRun(problem, p, options, false).check_start();
+    detail::DaeRun(problem, p, options, detail::RunKind::Simulation).check_start();
     return;
   }
   detail::HybridRun(problem, p, options, detail::RunKind::Simulation).check_start();

@@ -66,4 +66,42 @@ struct DaeSensitivityTransfer {
 DaeSensitivityTransfer transfer_dae_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
                                                   const Eigen::MatrixXd& s_minus, TangentWorkspace& ws);
 
+/// The values of a recorded firing with the consistent rates around it (from the modes'
+/// residuals at the recorded states): the adjoint's counterpart of recorded_event.
+EventValues recorded_dae_event(const Problem& problem, const EventRecord& record, In<double> p,
+                               TangentWorkspace& ws);
+
+/// The dense first derivatives of a mode's residual and of the running costs at one point
+/// (t, x, x-dot), for the adjoint (theory/hybrid-dae.md section 3):
+struct ResidualLinearization {
+  Eigen::MatrixXd f_x;     ///< F_x, n_x x n_x
+  Eigen::MatrixXd f_xdot;  ///< F_xdot (E), n_x x n_x, zero columns for algebraic states
+  Eigen::MatrixXd f_p;     ///< F_p, n_x x n_p
+  Eigen::MatrixXd g_x;     ///< running costs' g_x, n_c x n_x
+  Eigen::MatrixXd g_p;     ///< running costs' g_p, n_c x n_p
+  /// M = [F_ydot | F_z] (columns of F_xdot for differential, of F_x for algebraic states).
+  Eigen::MatrixXd index1_matrix(const Problem& problem) const;
+};
+void linearize(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+               ResidualLinearization& out, TangentWorkspace& ws);
+
+/// The adjoint at a point of a mode from the coefficients `ell` (n_x) it must give the state
+/// sensitivity there: psi gets ell^T S, with S consistent (S_z follows S_y). Solves
+///     M^T mu = (0; ell_z),   M^T lambda = (ell_y - (F_x^T mu)_y; g_z^T),
+/// so that lambda satisfies the algebraic adjoint equation F_z^T lambda = g_z^T and
+/// (F_xdot^T lambda)_y carries ell through the algebraic states; `gradient` (n_p) receives
+/// -F_p^T mu, the parameter part of that reduction. For the terminal condition ell = w_x; at an
+/// event ell is what the transposed transfer gives for x(t_e-).
+struct AdjointPoint {
+  Eigen::VectorXd lambda;    ///< n_x
+  Eigen::VectorXd gradient;  ///< n_p
+};
+AdjointPoint consistent_adjoint(const Problem& problem, const ResidualLinearization& lin, In<double> ell, In<double> g_x);
+
+/// The adjoint's rate at a point where lambda is consistent: the solution of
+/// F_xdot^T lambda-dot = F_x^T lambda - g_x^T on the differential components of lambda (rows of
+/// F_xdot that are not zero); `lambda`'s other components receive the (round-off) correction
+/// the same solve gives. For IDAS's backward initial values.
+Eigen::VectorXd adjoint_rate(const ResidualLinearization& lin, Eigen::VectorXd& lambda, In<double> g_x);
+
 }  // namespace saltus

@@ -61,6 +61,10 @@ struct EventValues {
 EventValues fire_event(const Problem& problem, int event, int mode_before, double t, In<double> x_minus,
                        In<double> p, TangentWorkspace& ws);
 
+/// The values a record holds (event, modes, time, x-, x+, the crossing speed and its scale),
+/// without the rates f- and f+.
+EventValues recorded_values(const EventRecord& record);
+
 /// The values of a recorded firing (x-, x+, the crossing speed and its scale from the record):
 /// evaluates f- and f+ only.
 EventValues recorded_event(const Problem& problem, const EventRecord& record, In<double> p);

@@ -1,0 +1,299 @@
+// The backward pass of the adjoint on IDAS (theory/hybrid-dae.md section 3, Saltus sign): per
+// recorded segment the adjoint DAE
+//     F_xdot^T lambda-dot - F_x^T lambda + g_x^T = 0          (F_xdot constant in the mode)
+// with the gradient quadrature integral of (g_p - lambda^T F_p), one column per cost; at the
+// final time and before every event lambda is made consistent (consistent_adjoint), and the
+// event's transposed transfer is event_transfer's transfer_adjoint applied to F_xdot+^T lambda+.
+#include <saltus/core/error.hpp>
+#include <saltus/derivatives/residual.hpp>
+#include <saltus/derivatives/reverse.hpp>
+#include <saltus/solvers/dae_transfer.hpp>
+#include <saltus/solvers/event_transfer.hpp>
+#include <saltus/solvers/solver_messages.hpp>
+
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "dae_adjoint.hpp"
+#include "dae_run.hpp"
+#include "nvector_view.hpp"
+
+namespace saltus::detail {
+
+namespace {
+
+/// Relative change of F_xdot along a segment above which the adjoint refuses it: the adjoint
+/// DAE above drops d/dt(F_xdot)^T lambda.
+constexpr double kConstantMassTolerance = 1e-10;
+
+class DaeAdjointSweep {
+ public:
+  DaeAdjointSweep(const Problem& problem, const Eigen::VectorXd& p, const Options& options, DaeRun& run,
+                  Solution& sol);
+  void run();
+
+ private:
+  static int residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector rB, void* self);
+  static int jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB,
+                         N_Vector rB, SUNMatrix JB, void* self, N_Vector, N_Vector, N_Vector);
+  static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector qdot,
+                           void* self);
+  /// The linearization at the forward point (t, x, x-dot) of the current mode, kept while the
+  /// point does not change (IDAS evaluates the backward residual several times per point).
+  const ResidualLinearization& at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
+                                  const Eigen::Ref<const Eigen::VectorXd>& xdot);
+  template <class Body>
+  int guarded(Body&& body);
+  void terminal_conditions();
+  void integrate_segment(DaeSegment& segment);
+  void require_constant_mass(const DaeSegment& segment);
+  void transpose_event(const EventRecord& event);
+  IdasBackwardSettings settings();
+
+  const Problem& pb_;
+  Eigen::VectorXd p_;
+  Options opt_;
+  DaeRun& run_;
+  Solution& sol_;
+  int nx_, np_, nc_;
+  int mode_ = 0;
+
+  Eigen::MatrixXd lambda_;  // n_x x n_c
+  Eigen::MatrixXd grad_;    // n_c x n_p
+  TangentWorkspace ws_;
+  ResidualLinearization lin_;
+  double lin_t_ = 0.0;
+  Eigen::VectorXd lin_x_, lin_xdot_;
+  bool lin_valid_ = false;
+  std::exception_ptr exception_;
+};
+
+DaeAdjointSweep::DaeAdjointSweep(const Problem& problem, const Eigen::VectorXd& p, const Options& options,
+                                 DaeRun& run, Solution& sol)
+    : pb_(problem),
+      p_(p),
+      opt_(options),
+      run_(run),
+      sol_(sol),
+      nx_(problem.n_states()),
+      np_(problem.n_parameters()),
+      nc_(problem.n_costs()) {}
+
+template <class Body>
+int DaeAdjointSweep::guarded(Body&& body) {
+  // Exceptions must not cross IDAS' C frames: keep the first and report failure.
+  if (interrupt_requested()) return -1;
+  try {
+    return body();
+  } catch (...) {
+    if (!exception_) exception_ = std::current_exception();
+  }
+  return -1;
+}
+
+const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
+                                                 const Eigen::Ref<const Eigen::VectorXd>& xdot) {
+  if (lin_valid_ && t == lin_t_ && x == lin_x_ && xdot == lin_xdot_) return lin_;
+  linearize(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+  lin_t_ = t;
+  lin_x_ = x;
+  lin_xdot_ = xdot;
+  lin_valid_ = true;
+  return lin_;
+}
+
+int DaeAdjointSweep::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector rB,
+                                 void* ptr) {
+  auto* self = static_cast<DaeAdjointSweep*>(ptr);
+  return self->guarded([&] {
+    const ResidualLinearization& lin = self->at(t, view(y), view(yp));
+    auto lambda = view(yB);
+    auto rate = view(ypB);
+    auto out = view(rB);
+    const int n = self->nx_;
+    for (int c = 0; c < self->nc_; ++c) {
+      out.segment(c * n, n) = lin.f_xdot.transpose() * rate.segment(c * n, n) -
+                              lin.f_x.transpose() * lambda.segment(c * n, n) + lin.g_x.row(c).transpose();
+    }
+    return out.allFinite() ? 0 : 1;
+  });
+}
+
+int DaeAdjointSweep::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector, N_Vector,
+                                 N_Vector, SUNMatrix JB, void* ptr, N_Vector, N_Vector, N_Vector) {
+  auto* self = static_cast<DaeAdjointSweep*>(ptr);
+  return self->guarded([&] {
+    const ResidualLinearization& lin = self->at(t, view(y), view(yp));
+    const int n = self->nx_;
+    Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(JB), n * self->nc_, n * self->nc_);
+    jac.setZero();
+    for (int c = 0; c < self->nc_; ++c) {
+      jac.block(c * n, c * n, n, n) = -lin.f_x.transpose() + cj * lin.f_xdot.transpose();
+    }
+    return jac.allFinite() ? 0 : 1;
+  });
+}
+
+// IDAS integrates q' = rhsQB backwards from 0 at the segment's end, so rhsQB = -(g_p -
+// lambda^T F_p) accumulates +integral (g_p - lambda^T F_p) over the segment.
+int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector, N_Vector qdot,
+                                   void* ptr) {
+  auto* self = static_cast<DaeAdjointSweep*>(ptr);
+  return self->guarded([&] {
+    const ResidualLinearization& lin = self->at(t, view(y), view(yp));
+    auto lambda = view(yB);
+    auto out = view(qdot);
+    const int n = self->nx_, np = self->np_;
+    for (int c = 0; c < self->nc_; ++c) {
+      out.segment(c * np, np) = lin.f_p.transpose() * lambda.segment(c * n, n) - lin.g_p.row(c).transpose();
+    }
+    return out.allFinite() ? 0 : 1;
+  });
+}
+
+IdasBackwardSettings DaeAdjointSweep::settings() {
+  const AdjointTolerances tol = adjoint_tolerances(opt_, p_, nc_);
+  IdasBackwardSettings s;
+  s.rtol = tol.rtol;
+  s.atol = tol.atol;
+  s.quadrature_atol = tol.quadrature_atol;
+  s.quadrature_error_control = opt_.adjoint_quadrature_error_control;
+  s.max_steps = opt_.max_steps;
+  s.residual = residual_cb;
+  s.jacobian = jacobian_cb;
+  s.quadrature = quadrature_cb;
+  s.user_data = this;
+  return s;
+}
+
+void DaeAdjointSweep::terminal_conditions() {
+  const double tf = sol_.times.back();
+  mode_ = sol_.final_mode;
+  const DaeSegment& last = run_.segments().back();
+  lin_valid_ = false;
+  const ResidualLinearization& lin = at(tf, last.end.x, last.end.xdot);
+  lambda_.resize(nx_, nc_);
+  grad_.resize(nc_, np_);
+  for (int c = 0; c < nc_; ++c) {
+    const ScalarGradient w = terminal_cost_gradient(pb_, c, tf, sol_.final_state, p_);
+    const AdjointPoint a = consistent_adjoint(pb_, lin, w.x.transpose(), lin.g_x.row(c).transpose());
+    lambda_.col(c) = a.lambda;
+    grad_.row(c) = w.p + a.gradient.transpose();
+  }
+}
+
+void DaeAdjointSweep::require_constant_mass(const DaeSegment& seg) {
+  ResidualLinearization start, end;
+  linearize(pb_, seg.mode, seg.t_start, seg.start.x, seg.start.xdot, p_, start, ws_);
+  linearize(pb_, seg.mode, seg.t_end, seg.end.x, seg.end.xdot, p_, end, ws_);
+  const double change = (end.f_xdot - start.f_xdot).lpNorm<Eigen::Infinity>();
+  if (!(change <= kConstantMassTolerance * std::max(1.0, start.f_xdot.lpNorm<Eigen::Infinity>()))) {
+    throw InputError(fmt::format(
+        "the adjoint on IDAS needs dF/dx-dot constant within a mode, but in mode '{}' it changes by {:.3g} between "
+        "t = {:.17g} and t = {:.17g} (a state-dependent mass matrix); use forward sensitivities (docs/dae.md, "
+        "\"Limits\")",
+        pb_.mode(seg.mode).name, change, seg.t_start, seg.t_end));
+  }
+  // The adjoint DAE takes g_x at fixed x-dot: a running cost that reads a rate would need
+  // d/dt(g_xdot) as well.
+  const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx_), zero_p = Eigen::VectorXd::Zero(np_);
+  Eigen::VectorXd direction = zero_x, tangents(nc_);
+  for (int i = 0; i < nx_; ++i) {
+    direction[i] = 1.0;
+    running_cost_tangents_at_rate(pb_, seg.t_start, seg.start.x, seg.start.xdot, p_, 0.0, zero_x, direction, zero_p,
+                                  tangents, ws_);
+    direction[i] = 0.0;
+    for (int c = 0; c < nc_; ++c) {
+      if (tangents[c] == 0.0) continue;
+      throw InputError(fmt::format("cost '{}' reads the rate of state '{}' (der({})): the adjoint on IDAS does not "
+                                   "support rates in running costs yet; use forward sensitivities (docs/dae.md, "
+                                   "\"Limits\")",
+                                   pb_.cost(c).name, pb_.state_names()[static_cast<size_t>(i)],
+                                   pb_.state_names()[static_cast<size_t>(i)]));
+    }
+  }
+}
+
+void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
+  if (!seg.advanced || !(seg.t_end > seg.t_start)) return;
+  require_constant_mass(seg);
+  mode_ = seg.mode;
+  run_.set_mode(seg.mode);  // IDAS recomputes forward steps of this segment
+  lin_valid_ = false;
+  const ResidualLinearization& lin = at(seg.t_end, seg.end.x, seg.end.xdot);
+  Eigen::MatrixXd rates(nx_, nc_);
+  for (int c = 0; c < nc_; ++c) {
+    Eigen::VectorXd lambda = lambda_.col(c);
+    rates.col(c) = adjoint_rate(lin, lambda, lin.g_x.row(c).transpose());
+    lambda_.col(c) = lambda;
+  }
+  IdasSession& session = *seg.session;
+  sol_.adjoint.checkpoints += session.checkpoints();
+  session.start_backward(nx_ * nc_, np_ * nc_, settings(), seg.t_end, lambda_.reshaped(), rates.reshaped());
+  Eigen::VectorXd yB, qB;
+  const int flag = session.integrate_backward(seg.t_start, yB, qB);
+  session.add_backward_stats(sol_.adjoint.backward);
+  if (exception_) std::rethrow_exception(exception_);
+  if (flag < 0) {
+    throw_if_interrupted(seg.t_start);
+    throw SolverError(fmt::format("the backward (adjoint) integration on IDAS failed with {} on [{:.17g}, {:.17g}] "
+                                  "in mode '{}'",
+                                  ida_flag_name(flag), seg.t_start, seg.t_end, pb_.mode(seg.mode).name));
+  }
+  lambda_ = yB.reshaped(nx_, nc_);
+  if (np_ > 0) grad_ += qB.reshaped(np_, nc_).transpose();
+  seg.session.reset();  // the backward pass is done with this recording
+}
+
+void DaeAdjointSweep::transpose_event(const EventRecord& e) {
+  const EventValues v = recorded_dae_event(pb_, e, p_, ws_);
+  require_transversal(pb_, v, opt_.grazing_tolerance, "no adjoint sensitivity exists");
+  // psi gets lambda+^T F_xdot+ S+ at t_e+: only S_y+ (F_xdot has zero algebraic columns), which
+  // the explicit-reset transfer gives; its transpose yields the coefficients of x(t_e-).
+  ResidualLinearization after, before;
+  linearize(pb_, v.mode_after, v.time, v.x_plus, v.f_plus, p_, after, ws_);
+  const Eigen::MatrixXd weighted = after.f_xdot.transpose() * lambda_;
+  const AdjointTransfer transfer = transfer_adjoint(pb_, v, p_, weighted, ws_);
+  grad_ += transfer.gradient;
+  linearize(pb_, v.mode_before, v.time, v.x_minus, v.f_minus, p_, before, ws_);
+  for (int c = 0; c < nc_; ++c) {
+    const AdjointPoint a = consistent_adjoint(pb_, before, transfer.lambda_minus.col(c), before.g_x.row(c).transpose());
+    lambda_.col(c) = a.lambda;
+    grad_.row(c) += a.gradient.transpose();
+  }
+}
+
+void DaeAdjointSweep::run() {
+  terminal_conditions();
+  auto& segments = run_.segments();
+  for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
+    integrate_segment(*it);
+    for (size_t i = it->events_end; i > it->events_begin; --i) transpose_event(sol_.events[i - 1]);
+  }
+  // psi gets lambda(t0)^T F_xdot S(t0): the differential part of dx0/dp (the algebraic initial
+  // values are guesses).
+  const DaeSegment& first = segments.front();
+  ResidualLinearization start;
+  linearize(pb_, first.mode, first.t_start, first.start.x, first.start.xdot, p_, start, ws_);
+  const Eigen::MatrixXd weighted = start.f_xdot.transpose() * lambda_;
+  if (np_ > 0) grad_ += initial_state_products(pb_, p_, weighted).transpose();
+  sol_.cost_gradient = grad_;
+  sol_.initial_state_gradient = weighted.transpose();
+  sol_.adjoint.checkpoint_steps = opt_.checkpoint_steps;
+  if (!sol_.cost_gradient.allFinite()) {
+    throw ModelError(fmt::format("the adjoint gradient of problem '{}' is not finite", pb_.name()));
+  }
+}
+
+}  // namespace
+
+Solution dae_adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  const SolverMessageScope messages;  // one cap for the forward and the backward pass
+  DaeRun run(problem, p, options, RunKind::AdjointRecording);
+  Solution sol = run.run();
+  DaeAdjointSweep(problem, p, options, run, sol).run();
+  return sol;
+}
+
+}  // namespace saltus::detail
