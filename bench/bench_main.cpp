@@ -4,6 +4,7 @@
 //  2. box2d: cost of forward sensitivities relative to simulation alone, and per parameter.
 // Timings interleave the contenders and take the median of the repetitions.
 #include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "robertson_plain_cvodes.h"
+#include "robertson_plain_idas.h"
 
 namespace {
 
@@ -73,6 +75,35 @@ int main(int argc, char** argv) {
   fmt::print("  simulation              {:9.3f} ms\n", 1e3 * t_sim);
   fmt::print("  forward sensitivity     {:9.3f} ms\n", 1e3 * t_fwd);
   fmt::print("  ratio forward / simulation             {:7.3f}\n", t_fwd / t_sim);
-  fmt::print("  extra cost per parameter / simulation  {:7.3f}\n", (t_fwd / t_sim - 1.0) / np);
+  fmt::print("  extra cost per parameter / simulation  {:7.3f}\n\n", (t_fwd / t_sim - 1.0) / np);
+
+  // 3. robertson_dae: Saltus on IDAS vs plain IDAS, forward sensitivities and the adjoint.
+  const Problem dae = examples::robertson_dae();
+  fmt::print("robertson_dae on IDAS (3 parameters, G = int y3 dt to 4e7, rtol 1e-8)\n");
+  const auto compare = [&](const char* what, const std::function<Solution()>& saltus_run,
+                           void (*plain)(double*, double*)) {
+    Solution s;
+    double Gp = 0.0, dGp[3] = {0, 0, 0};
+    const auto [ts, tp] = interleaved(repetitions, [&] { s = saltus_run(); }, [&] { plain(&Gp, dGp); });
+    double rel = std::abs(s.costs[0] - Gp) / std::abs(Gp);
+    for (int k = 0; k < 3; ++k) rel = std::max(rel, std::abs(s.cost_gradient(0, k) - dGp[k]) / std::abs(dGp[k]));
+    fmt::print("  {:<8} plain IDAS {:8.3f} ms   Saltus {:8.3f} ms   ratio {:6.3f} (target <= 1.10)   "
+               "largest relative difference {:.2e}\n",
+               what, 1e3 * tp, 1e3 * ts, ts / tp, rel);
+  };
+  compare("forward", [&] { return forward_sensitivity(dae); }, robertson_plain_idas_forward);
+  compare("adjoint", [&] { return adjoint(dae); }, robertson_plain_idas_adjoint);
+  fmt::print("\n");
+
+  // 4. hysteretic: gradient cost relative to simulation.
+  const Problem hys = examples::hysteretic();
+  const auto [t_hfwd, t_hsim] = interleaved(
+      std::max(3, repetitions / 4), [&] { (void)forward_sensitivity(hys); }, [&] { (void)simulate(hys); });
+  const auto [t_hadj, t_hsim2] = interleaved(
+      std::max(3, repetitions / 4), [&] { (void)adjoint(hys); }, [&] { (void)simulate(hys); });
+  fmt::print("hysteretic ({} parameters, 19 reversals)\n", hys.n_parameters());
+  fmt::print("  simulation              {:9.3f} ms\n", 1e3 * t_hsim);
+  fmt::print("  forward / simulation    {:9.3f}\n", t_hfwd / t_hsim);
+  fmt::print("  adjoint / simulation    {:9.3f}\n", t_hadj / t_hsim2);
   return 0;
 }

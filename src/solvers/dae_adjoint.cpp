@@ -39,10 +39,11 @@ class DaeAdjointSweep {
                          N_Vector rB, SUNMatrix JB, void* self, N_Vector, N_Vector, N_Vector);
   static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector qdot,
                            void* self);
-  /// The linearization at the forward point (t, x, x-dot) of the current mode, kept while the
-  /// point does not change (IDAS evaluates the backward residual several times per point).
+  /// The linearization at the forward point (t, x, x-dot) of the current mode: its state part
+  /// (F_x, g_x) or also its parameter part (F_p, g_p), kept while the point does not change
+  /// (IDAS evaluates the backward residual several times per point); F_xdot is the segment's.
   const ResidualLinearization& at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
-                                  const Eigen::Ref<const Eigen::VectorXd>& xdot);
+                                  const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters);
   template <class Body>
   int guarded(Body&& body);
   void terminal_conditions();
@@ -65,7 +66,8 @@ class DaeAdjointSweep {
   ResidualLinearization lin_;
   double lin_t_ = 0.0;
   Eigen::VectorXd lin_x_, lin_xdot_;
-  bool lin_valid_ = false;
+  bool lin_valid_ = false;             // the state part is at (lin_t_, lin_x_, lin_xdot_)
+  bool lin_parameters_valid_ = false;  // and the parameter part
   std::exception_ptr exception_;
 };
 
@@ -93,13 +95,19 @@ int DaeAdjointSweep::guarded(Body&& body) {
 }
 
 const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
-                                                 const Eigen::Ref<const Eigen::VectorXd>& xdot) {
-  if (lin_valid_ && t == lin_t_ && x == lin_x_ && xdot == lin_xdot_) return lin_;
-  linearize(pb_, mode_, t, x, xdot, p_, lin_, ws_);
-  lin_t_ = t;
-  lin_x_ = x;
-  lin_xdot_ = xdot;
-  lin_valid_ = true;
+                                                 const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters) {
+  if (!(lin_valid_ && t == lin_t_ && x == lin_x_ && xdot == lin_xdot_)) {
+    linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+    lin_t_ = t;
+    lin_x_ = x;
+    lin_xdot_ = xdot;
+    lin_valid_ = true;
+    lin_parameters_valid_ = false;
+  }
+  if (parameters && !lin_parameters_valid_) {
+    linearize_parameters(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+    lin_parameters_valid_ = true;
+  }
   return lin_;
 }
 
@@ -107,14 +115,16 @@ int DaeAdjointSweep::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vecto
                                  void* ptr) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
   return self->guarded([&] {
-    const ResidualLinearization& lin = self->at(t, view(y), view(yp));
+    const ResidualLinearization& lin = self->at(t, view(y), view(yp), false);
     auto lambda = view(yB);
     auto rate = view(ypB);
     auto out = view(rB);
     const int n = self->nx_;
     for (int c = 0; c < self->nc_; ++c) {
-      out.segment(c * n, n) = lin.f_xdot.transpose() * rate.segment(c * n, n) -
-                              lin.f_x.transpose() * lambda.segment(c * n, n) + lin.g_x.row(c).transpose();
+      auto r = out.segment(c * n, n);
+      r.noalias() = lin.f_xdot.transpose() * rate.segment(c * n, n);
+      r.noalias() -= lin.f_x.transpose() * lambda.segment(c * n, n);
+      r += lin.g_x.row(c).transpose();
     }
     return out.allFinite() ? 0 : 1;
   });
@@ -124,7 +134,7 @@ int DaeAdjointSweep::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Ve
                                  N_Vector, SUNMatrix JB, void* ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
   return self->guarded([&] {
-    const ResidualLinearization& lin = self->at(t, view(y), view(yp));
+    const ResidualLinearization& lin = self->at(t, view(y), view(yp), false);
     const int n = self->nx_;
     Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(JB), n * self->nc_, n * self->nc_);
     jac.setZero();
@@ -141,12 +151,14 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
                                    void* ptr) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
   return self->guarded([&] {
-    const ResidualLinearization& lin = self->at(t, view(y), view(yp));
+    const ResidualLinearization& lin = self->at(t, view(y), view(yp), true);
     auto lambda = view(yB);
     auto out = view(qdot);
     const int n = self->nx_, np = self->np_;
     for (int c = 0; c < self->nc_; ++c) {
-      out.segment(c * np, np) = lin.f_p.transpose() * lambda.segment(c * n, n) - lin.g_p.row(c).transpose();
+      auto q = out.segment(c * np, np);
+      q.noalias() = lin.f_p.transpose() * lambda.segment(c * n, n);
+      q -= lin.g_p.row(c).transpose();
     }
     return out.allFinite() ? 0 : 1;
   });
@@ -171,8 +183,8 @@ void DaeAdjointSweep::terminal_conditions() {
   const double tf = sol_.times.back();
   mode_ = sol_.final_mode;
   const DaeSegment& last = run_.segments().back();
-  lin_valid_ = false;
-  const ResidualLinearization& lin = at(tf, last.end.x, last.end.xdot);
+  ResidualLinearization lin;
+  linearize(pb_, mode_, tf, last.end.x, last.end.xdot, p_, lin, ws_);
   lambda_.resize(nx_, nc_);
   grad_.resize(nc_, np_);
   for (int c = 0; c < nc_; ++c) {
@@ -220,8 +232,9 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   require_constant_mass(seg);
   mode_ = seg.mode;
   run_.set_mode(seg.mode);  // IDAS recomputes forward steps of this segment
+  linearize(pb_, mode_, seg.t_end, seg.end.x, seg.end.xdot, p_, lin_, ws_);  // F_xdot for the segment
   lin_valid_ = false;
-  const ResidualLinearization& lin = at(seg.t_end, seg.end.x, seg.end.xdot);
+  const ResidualLinearization& lin = lin_;
   Eigen::MatrixXd rates(nx_, nc_);
   for (int c = 0; c < nc_; ++c) {
     Eigen::VectorXd lambda = lambda_.col(c);

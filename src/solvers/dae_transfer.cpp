@@ -208,31 +208,59 @@ Eigen::MatrixXd ResidualLinearization::index1_matrix(const Problem& problem) con
   return m;
 }
 
+namespace {
+void size_scratch(ResidualLinearization& out, Eigen::Index nx, Eigen::Index np, Eigen::Index nc) {
+  if (out.ones.size() != nx) {
+    out.ones = Eigen::VectorXd::Ones(nx);
+    out.zeros_x = Eigen::VectorXd::Zero(nx);
+    out.direction_x = Eigen::VectorXd::Zero(nx);
+  }
+  if (out.zeros_p.size() != np) {
+    out.zeros_p = Eigen::VectorXd::Zero(np);
+    out.direction_p = Eigen::VectorXd::Zero(np);
+  }
+  out.column.resize(nc);
+}
+}  // namespace
+
+void linearize_states(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                      ResidualLinearization& out, TangentWorkspace& ws) {
+  const Eigen::Index nx = x.size(), nc = problem.n_costs();
+  size_scratch(out, nx, p.size(), nc);
+  out.f_x.resize(nx, nx);
+  out.g_x.resize(nc, nx);
+  residual_columns(problem, mode, t, x, xdot, p, out.ones, out.zeros_x, out.f_x, ws);
+  for (Eigen::Index i = 0; i < nx; ++i) {
+    out.direction_x[i] = 1.0;
+    running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, out.direction_x, out.zeros_x, out.zeros_p, out.column,
+                                  ws);
+    out.g_x.col(i) = out.column;
+    out.direction_x[i] = 0.0;
+  }
+}
+
+void linearize_parameters(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                          In<double> p, ResidualLinearization& out, TangentWorkspace& ws) {
+  const Eigen::Index nx = x.size(), np = p.size(), nc = problem.n_costs();
+  size_scratch(out, nx, np, nc);
+  out.f_p.resize(nx, np);
+  out.g_p.resize(nc, np);
+  residual_parameter_jacobian(problem, mode, t, x, xdot, p, out.f_p, ws);
+  for (Eigen::Index j = 0; j < np; ++j) {
+    out.direction_p[j] = 1.0;
+    running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, out.zeros_x, out.zeros_x, out.direction_p, out.column,
+                                  ws);
+    out.g_p.col(j) = out.column;
+    out.direction_p[j] = 0.0;
+  }
+}
+
 void linearize(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                ResidualLinearization& out, TangentWorkspace& ws) {
-  const Eigen::Index nx = x.size(), np = p.size(), nc = problem.n_costs();
-  out.f_x.resize(nx, nx);
-  out.f_xdot.resize(nx, nx);
-  out.f_p.resize(nx, np);
-  out.g_x.resize(nc, nx);
-  out.g_p.resize(nc, np);
-  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(nx), zeros = Eigen::VectorXd::Zero(nx);
-  residual_columns(problem, mode, t, x, xdot, p, ones, zeros, out.f_x, ws);
-  residual_columns(problem, mode, t, x, xdot, p, zeros, ones, out.f_xdot, ws);
-  residual_parameter_jacobian(problem, mode, t, x, xdot, p, out.f_p, ws);
-  Eigen::VectorXd direction_x = zeros, direction_p = Eigen::VectorXd::Zero(np), column(nc);
-  for (Eigen::Index i = 0; i < nx; ++i) {
-    direction_x[i] = 1.0;
-    running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, direction_x, zeros, direction_p, column, ws);
-    out.g_x.col(i) = column;
-    direction_x[i] = 0.0;
-  }
-  for (Eigen::Index j = 0; j < np; ++j) {
-    direction_p[j] = 1.0;
-    running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, zeros, zeros, direction_p, column, ws);
-    out.g_p.col(j) = column;
-    direction_p[j] = 0.0;
-  }
+  linearize_states(problem, mode, t, x, xdot, p, out, ws);
+  linearize_parameters(problem, mode, t, x, xdot, p, out, ws);
+  out.f_xdot.resize(x.size(), x.size());
+  residual_columns(problem, mode, t, x, xdot, p, out.zeros_x, out.ones, out.f_xdot, ws);
 }
 
 AdjointPoint consistent_adjoint(const Problem& problem, const ResidualLinearization& lin, In<double> ell,

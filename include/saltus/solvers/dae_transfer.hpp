@@ -81,9 +81,18 @@ struct ResidualLinearization {
   Eigen::MatrixXd g_p;     ///< running costs' g_p, n_c x n_p
   /// M = [F_ydot | F_z] (columns of F_xdot for differential, of F_x for algebraic states).
   Eigen::MatrixXd index1_matrix(const Problem& problem) const;
+  // Scratch directions, kept so that repeated linearizations do not allocate.
+  Eigen::VectorXd ones, zeros_x, zeros_p, direction_x, direction_p, column;
 };
+/// All of it.
 void linearize(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                ResidualLinearization& out, TangentWorkspace& ws);
+/// F_x and g_x only (the adjoint's residual and Jacobian; F_xdot is constant in a mode).
+void linearize_states(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                      ResidualLinearization& out, TangentWorkspace& ws);
+/// F_p and g_p only (the gradient quadrature).
+void linearize_parameters(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                          In<double> p, ResidualLinearization& out, TangentWorkspace& ws);
 
 /// The adjoint at a point of a mode from the coefficients `ell` (n_x) it must give the state
 /// sensitivity there: psi gets ell^T S, with S consistent (S_z follows S_y). Solves
