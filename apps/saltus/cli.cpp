@@ -43,17 +43,8 @@ auto timed(double& seconds, F&& f) {
   return value;
 }
 
-RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& a, std::ostream& err) {
+RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& a) {
   RunResult r;
-  // On IDAS the complex step is not available yet: --method all runs the others (asked for
-  // alone, it is refused with the reason).
-  const bool all = a.method == "all";
-  const bool skip_complex = all && runs_on_idas(pb, options);
-  if (skip_complex) {
-    fmt::print(err, "saltus: note: {} runs on IDAS, where the complex step is not available yet (docs/dae.md); "
-                    "--method all compares forward sensitivities, the adjoint and central differences\n",
-               pb.name());
-  }
   r.method = a.method;
   r.parameters = pb.nominal_parameters();
   const auto& p = r.parameters;
@@ -65,7 +56,7 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
   } else if (a.method != "adjoint") {
     r.solution = simulate(pb, p, options);
   }
-  if (a.method == "adjoint" || all) {
+  if (a.method == "adjoint" || a.method == "all") {
     Solution adj = timed(seconds, [&] { return adjoint(pb, p, options); });
     r.estimates.push_back(adjoint_estimate(adj));
     r.seconds.push_back(seconds);
@@ -77,7 +68,7 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     r.estimates.push_back(timed(seconds, [&] { return central_differences(pb, p, options, a.fd_step); }));
     r.seconds.push_back(seconds);
   }
-  if (a.method == "complex-step" || (all && !skip_complex)) {
+  if (a.method == "complex-step" || a.method == "all") {
     r.estimates.push_back(timed(seconds, [&] { return complex_step(pb, p, options, a.cs_step); }));
     r.seconds.push_back(seconds);
   }
@@ -94,7 +85,7 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
   // Unwritable outputs fail before the work, not after it.
   if (!a.json_path.empty()) write_output("--json", a.json_path, [&] { require_writable(a.json_path); });
   if (!a.out_dir.empty()) write_output("--out", a.out_dir, [&] { require_writable_folder(a.out_dir); });
-  const RunResult result = run_methods(pb, options, a, err);
+  const RunResult result = run_methods(pb, options, a);
   throw_if_interrupted(options.tf);  // an interrupt between two methods leaves no output either
   print_report(out, pb, result);
   if (!a.json_path.empty()) {

@@ -36,6 +36,18 @@ void mode_residual(const Problem& problem, int mode, double t, In<double> x, In<
   residual = xdot - residual;
 }
 
+void mode_residual(const Problem& problem, int mode, Complex t, const VectorX<Complex>& x, const VectorX<Complex>& xdot,
+                   const VectorX<Complex>& p, VectorX<Complex>& residual) {
+  const Mode& m = problem.mode(mode);
+  residual.resize(x.size());
+  if (m.implicit()) {
+    m.residual.complex(t, x, xdot, p, residual);
+    return;
+  }
+  m.rhs.complex(t, x, p, residual);
+  residual = xdot - residual;
+}
+
 void residual_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                       double dt, In<double> dx, In<double> dxdot, In<double> dp, Out<double> tangent,
                       TangentWorkspace& ws) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 
+#include "complex_dae_run.hpp"
 #include "cvodes_session.hpp"
 #include "guard_rate.hpp"
 #include "run_support.hpp"
@@ -278,7 +279,7 @@ void ComplexRun::finish(double t) {
 
 ComplexSolution simulate_complex(const Problem& problem, const VectorX<Complex>& p,
                                  const Options& options, double imaginary_scale) {
-  detail::require_cvodes(problem, options, "the complex step");
+  if (detail::runs_on_idas(problem, options)) return detail::simulate_complex_dae(problem, p, options, imaginary_scale);
   return ComplexRun(problem, p, options, imaginary_scale).run();
 }
 

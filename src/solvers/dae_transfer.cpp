@@ -111,6 +111,46 @@ ConsistentPoint consistent_point(const Problem& problem, int mode, double t, In<
       detail::describe_state(problem, point.x)));
 }
 
+ComplexConsistentPoint consistent_point_complex(const Problem& problem, int mode, Complex t,
+                                                const VectorX<Complex>& x_guess, const VectorX<Complex>& xdot_guess,
+                                                const VectorX<Complex>& p, const std::string& when,
+                                                TangentWorkspace& ws) {
+  // The real parts as the real run finds them, then the imaginary parts by Newton with the real
+  // M: its error contracts by about |Im| |M'| ~ h per step, so two or three steps reach round-off.
+  const Eigen::VectorXd p_real = p.real();
+  const ConsistentPoint real =
+      consistent_point(problem, mode, t.real(), x_guess.real(), xdot_guess.real(), p_real, when, ws);
+  ComplexConsistentPoint point{real.x.cast<Complex>(), real.xdot.cast<Complex>()};
+  for (Eigen::Index i = 0; i < point.x.size(); ++i) {
+    const bool algebraic = problem.is_algebraic(static_cast<int>(i));
+    // The differential states keep the imaginary parts given; the unknowns start from zero.
+    if (!algebraic) point.x[i] += Complex(0.0, x_guess[i].imag());
+  }
+  const auto lu = factor_index1(problem, mode, t.real(), real.x, real.xdot, p_real, when, ws);
+  VectorX<Complex> residual;
+  constexpr int kComplexIterations = 10;
+  for (int iteration = 0; iteration < kComplexIterations; ++iteration) {
+    mode_residual(problem, mode, t, point.x, point.xdot, p, residual);
+    if (!residual.allFinite()) {
+      throw ModelError(fmt::format("the residual of mode '{}' is not finite {} (t = {:.17g}, complex-step run)",
+                                   problem.mode(mode).name, when, t.real()));
+    }
+    const Eigen::VectorXd delta_real = lu.solve(residual.real());
+    const Eigen::VectorXd delta_imag = lu.solve(residual.imag());
+    double size = 0.0;
+    for (Eigen::Index i = 0; i < delta_real.size(); ++i) {
+      Complex& u = problem.is_algebraic(static_cast<int>(i)) ? point.x[i] : point.xdot[i];
+      u -= Complex(delta_real[i], delta_imag[i]);
+      size = std::max(size, std::abs(u.imag()));
+    }
+    const double correction = delta_imag.lpNorm<Eigen::Infinity>();
+    if (!(correction > 1e-13 * size)) return point;
+  }
+  throw ModelError(fmt::format("the complex-step run could not make the state consistent with mode '{}' {} "
+                               "(t = {:.17g}): the imaginary parts did not converge",
+                               problem.mode(mode).name, when, t.real()));
+}
+
 Eigen::VectorXd algebraic_rates(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
                                 In<double> p, const std::string& when, TangentWorkspace& ws) {
   Eigen::VectorXd rates = xdot;

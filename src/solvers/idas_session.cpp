@@ -41,7 +41,8 @@ N_Vector* zero_vectors(int count, N_Vector like, const char* what) {
 
 IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
                          const IdasCallbacks& cb, void* user_data, const std::vector<double>& atol_state,
-                         const std::vector<double>& parameter_scales, long checkpoint_steps)
+                         const std::vector<double>& parameter_scales, long checkpoint_steps,
+                         const std::vector<double>& atol_quadrature)
     : n_(n), nq_(nq), ns_(ns), roots_fn_(cb.roots), tf_(options.tf) {
   check_ida(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
   y_ = N_VNew_Serial(n, ctx_);
@@ -86,7 +87,16 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
     check_alloc(q_, "the quadrature vector");
     N_VConst(0.0, q_);
     check_ida(IDAQuadInit(mem_, cb.quadrature, q_), "IDAQuadInit");
-    check_ida(IDAQuadSStolerances(mem_, options.rtol, cost_atol), "IDAQuadSStolerances");
+    if (atol_quadrature.empty()) {
+      check_ida(IDAQuadSStolerances(mem_, options.rtol, cost_atol), "IDAQuadSStolerances");
+    } else {
+      N_Vector qatol = N_VClone(q_);
+      check_alloc(qatol, "the quadrature tolerances");
+      for (int i = 0; i < nq; ++i) NV_Ith_S(qatol, i) = atol_quadrature[static_cast<size_t>(i)];
+      const int flag = IDAQuadSVtolerances(mem_, options.rtol, qatol);
+      N_VDestroy(qatol);
+      check_ida(flag, "IDAQuadSVtolerances");
+    }
     check_ida(IDASetQuadErrCon(mem_, options.cost_error_control ? SUNTRUE : SUNFALSE), "IDASetQuadErrCon");
   }
   if (ns > 0) {

@@ -51,12 +51,14 @@ struct IdasCallbacks {
 /// quadratures and ns sensitivity parameters. Segments start with start() from y(), yp(),
 /// yS(k), ypS(k), q() and qS(k), which the caller makes consistent first. A session created
 /// with checkpoint_steps > 0 records its forward steps (IDAAdjInit, Hermite interpolation) for
-/// one backward problem.
+/// one backward problem. `atol_quadrature` (size nq), if given, replaces the cost tolerance per
+/// quadrature.
 class IdasSession {
  public:
   IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
               const IdasCallbacks& callbacks, void* user_data, const std::vector<double>& atol_state,
-              const std::vector<double>& parameter_scales, long checkpoint_steps = 0);
+              const std::vector<double>& parameter_scales, long checkpoint_steps = 0,
+              const std::vector<double>& atol_quadrature = {});
   ~IdasSession();
   IdasSession(const IdasSession&) = delete;
   IdasSession& operator=(const IdasSession&) = delete;

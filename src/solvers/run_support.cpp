@@ -30,15 +30,6 @@ AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& 
   return tol;
 }
 
-void require_cvodes(const Problem& problem, const Options& options, const char* method) {
-  if (!runs_on_idas(problem, options)) return;
-  throw InputError(fmt::format("{} is not available yet for runs on IDAS (problem '{}' is {}); use forward "
-                               "sensitivities (--method forward), the adjoint (--method adjoint) or central "
-                               "differences (--method fd) (docs/dae.md, \"Limits\")",
-                               method, problem.name(),
-                               problem.kind() == ProblemKind::Residual ? "a DAE" : "integrated by IDAS"));
-}
-
 std::vector<double> output_grid(const Options& o) {
   std::vector<double> grid = o.output_times;
   if (grid.empty()) {

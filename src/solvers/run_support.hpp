@@ -43,10 +43,6 @@ enum class RunKind {
 /// problem has residual modes). Throws InputError if CVODES is asked for a residual problem.
 bool runs_on_idas(const Problem& problem, const Options& options);
 
-/// Throws InputError if the run would be on IDAS, where `method` ("the adjoint", "the complex
-/// step") is not available yet (docs/dae.md, "Limits").
-void require_cvodes(const Problem& problem, const Options& options, const char* method);
-
 /// The adjoint's tolerances from Options (adjoint_rtol, adjoint_atol, adjoint_quadrature_atol
 /// with their fallbacks): the gradient quadratures' absolute tolerances per cost and parameter
 /// (n_c x n_p, cost-major), each divided by the parameter's scale.

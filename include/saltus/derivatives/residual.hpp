@@ -14,6 +14,10 @@ namespace saltus {
 void mode_residual(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                    Out<double> residual, TangentWorkspace& ws);
 
+/// F in complex arithmetic (complex-step runs; t is complex at a complex event time).
+void mode_residual(const Problem& problem, int mode, Complex t, const VectorX<Complex>& x, const VectorX<Complex>& xdot,
+                   const VectorX<Complex>& p, VectorX<Complex>& residual);
+
 /// Tangent F_t dt + F_x dx + F_xdot dxdot + F_p dp of `mode` into `tangent` (n_x).
 void residual_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                       double dt, In<double> dx, In<double> dxdot, In<double> dp, Out<double> tangent,

@@ -41,6 +41,21 @@ ConsistentPoint consistent_point(const Problem& problem, int mode, double t, In<
                                  In<double> xdot_guess, In<double> p, const std::string& when,
                                  TangentWorkspace& ws);
 
+/// A consistent point in complex arithmetic (complex-step runs).
+struct ComplexConsistentPoint {
+  VectorX<Complex> x;     ///< n_x
+  VectorX<Complex> xdot;  ///< n_x; the algebraic entries hold z-dot of the real parts (their
+                          ///< imaginary parts enter the complex step only at O(h^2))
+};
+
+/// consistent_point in complex arithmetic at a possibly complex time: Newton on (y-dot, z) with
+/// M at the real parts (the imaginary parts are O(h), so this converges to the complex solution
+/// in a few more steps than the real one). Throws like consistent_point.
+ComplexConsistentPoint consistent_point_complex(const Problem& problem, int mode, Complex t,
+                                                const VectorX<Complex>& x_guess, const VectorX<Complex>& xdot_guess,
+                                                const VectorX<Complex>& p, const std::string& when,
+                                                TangentWorkspace& ws);
+
 /// The rates of the algebraic states at a point where F = 0: returns x-dot with its algebraic
 /// entries replaced by z-dot. Throws like consistent_point.
 Eigen::VectorXd algebraic_rates(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,

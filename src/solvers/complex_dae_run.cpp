@@ -1,0 +1,329 @@
+// Complex-step runs on IDAS (docs/dae.md, "Complex step"). The route: the model's residual in
+// complex arithmetic is the real DAE (Re F, Im F) = 0 in (Re x, Im x) of twice the size, which
+// IDAS integrates with the real-part iteration matrix in both diagonal blocks (the coupling
+// blocks are O(h) and only slow Newton negligibly, as in the ODE complex run). Events are
+// located on the real parts and applied at the complex event time t_e + dt_c, dt_c = -r / r-dot:
+//   x^- = x + x-dot- dt_c,  x^+ = phi(t_e + dt_c, x^-) made consistent in the new mode at
+//   t_e + dt_c (complex Newton), x+ = x^+ - x-dot+ dt_c, made consistent at t_e,
+// and the costs jump by (g- - g+) dt_c plus the point costs at (t_e + dt_c, x^-): the complex
+// counterpart of transfer_complex (theory/hybrid-ode.md section 8).
+#include "complex_dae_run.hpp"
+
+#include <saltus/derivatives/residual.hpp>
+#include <saltus/solvers/dae_transfer.hpp>
+#include <saltus/solvers/solver_messages.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "guard_rate.hpp"
+#include "idas_session.hpp"
+#include "nvector_view.hpp"
+#include "run_support.hpp"
+#include "segment_driver.hpp"
+
+namespace saltus::detail {
+
+namespace {
+
+class ComplexDaeRun : private SegmentIntegrator {
+ public:
+  ComplexDaeRun(const Problem& problem, const VectorX<Complex>& p, const Options& options, double imaginary_scale);
+  ComplexSolution run();
+
+ private:
+  static int residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self);
+  static int jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector r, SUNMatrix J, void* self,
+                         N_Vector, N_Vector, N_Vector);
+  static int roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self);
+  static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector q, void* self);
+
+  void load(N_Vector y, N_Vector yp);  // (y, yp) -> xc_, xdotc_
+  void begin_segment(double t) override;
+  Reached advance(double tout, double& t) override;
+  void record_output(double, bool) override {}
+  void apply_roots(double t) override;
+  void finish(double t) override;
+  void end_segment(double t);
+  void apply_event(int k, double t);
+  /// The event applied for a firing of k: its resting variant where the real run rests.
+  int resolve_rest(int k, double t);
+  VectorX<Complex> running_costs(Complex t, const VectorX<Complex>& x, const VectorX<Complex>& xdot) const;
+  [[noreturn]] void fail(int flag, double t);
+
+  const Problem& pb_;
+  VectorX<Complex> p_;
+  Eigen::VectorXd p_real_;
+  Options opt_;
+  int nx_, nc_;
+  bool has_running_cost_ = false;
+  int mode_ = 0;
+  VectorX<Complex> xc_, xdotc_, residual_;
+  VectorX<Complex> cost_integral_;
+  Eigen::VectorXd real_x_, real_xdot_, ones_, cj_weights_;
+  Eigen::MatrixXd jac_real_;
+  TangentWorkspace ws_;
+  WatchedEvents watched_;
+  CascadeGuard cascade_;
+  ZenoWatch zeno_;
+  std::string model_error_;
+  ComplexSolution sol_;
+  std::unique_ptr<IdasSession> ida_;
+};
+
+std::vector<bool> stacked_differential(const Problem& problem) {
+  std::vector<bool> differential;
+  for (int copy = 0; copy < 2; ++copy) {
+    for (int i = 0; i < problem.n_states(); ++i) differential.push_back(!problem.is_algebraic(i));
+  }
+  return differential;
+}
+
+ComplexDaeRun::ComplexDaeRun(const Problem& problem, const VectorX<Complex>& p, const Options& options,
+                             double imaginary_scale)
+    : pb_(problem),
+      p_(p),
+      p_real_(p.real()),
+      opt_(options),
+      nx_(problem.n_states()),
+      nc_(problem.n_costs()),
+      cascade_(opt_),
+      zeno_(opt_) {
+  pb_.validate();
+  validate(opt_, nx_, problem.n_parameters());
+  pb_.validate_parameters(p_real_);
+  if (!(imaginary_scale > 0.0) || !std::isfinite(imaginary_scale)) {
+    throw InputError(fmt::format("complex step size must be positive, got {}", imaginary_scale));
+  }
+  for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  xc_.resize(nx_);
+  xdotc_.resize(nx_);
+  real_x_.resize(nx_);
+  real_xdot_.resize(nx_);
+  ones_ = Eigen::VectorXd::Ones(nx_);
+  cj_weights_ = Eigen::VectorXd::Ones(nx_);
+  jac_real_.resize(nx_, nx_);
+  // The imaginary parts are O(imaginary_scale): their absolute tolerances are scaled alike, so
+  // both parts are integrated to the same relative accuracy.
+  std::vector<double> atol = state_atol(opt_, nx_);
+  std::vector<double> stacked = atol;
+  for (double a : atol) stacked.push_back(a * imaginary_scale);
+  const double cost_atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
+  std::vector<double> quadrature_atol(static_cast<size_t>(nc_), cost_atol);
+  for (int c = 0; c < nc_; ++c) quadrature_atol.push_back(cost_atol * imaginary_scale);
+  IdasCallbacks cb;
+  cb.residual = residual_cb;
+  cb.jacobian = jacobian_cb;
+  cb.roots = roots_cb;
+  cb.quadrature = quadrature_cb;
+  ida_ = std::make_unique<IdasSession>(2 * nx_, has_running_cost_ ? 2 * nc_ : 0, 0, stacked_differential(pb_), opt_,
+                                       cb, this, stacked, std::vector<double>{}, 0,
+                                       has_running_cost_ ? quadrature_atol : std::vector<double>{});
+}
+
+void ComplexDaeRun::load(N_Vector y, N_Vector yp) {
+  auto v = view(y);
+  auto d = view(yp);
+  for (int i = 0; i < nx_; ++i) {
+    xc_[i] = Complex(v[i], v[nx_ + i]);
+    xdotc_[i] = Complex(d[i], d[nx_ + i]);
+  }
+}
+
+int ComplexDaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self_ptr) {
+  auto* self = static_cast<ComplexDaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    self->load(y, yp);
+    mode_residual(self->pb_, self->mode_, Complex(t), self->xc_, self->xdotc_, self->p_, self->residual_);
+    auto out = view(r);
+    out.head(self->nx_) = self->residual_.real();
+    out.tail(self->nx_) = self->residual_.imag();
+    if (out.allFinite()) return 0;
+    self->model_error_ = fmt::format("the residual of mode '{}' is not finite at t = {:.17g} (complex-step run)",
+                                     self->pb_.mode(self->mode_).name, t);
+    return 1;
+  });
+}
+
+int ComplexDaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector, SUNMatrix J,
+                               void* self_ptr, N_Vector, N_Vector, N_Vector) {
+  // Block-diagonal diag(J_r, J_r) with J_r = F_x + cj F_xdot at the real parts.
+  auto* self = static_cast<ComplexDaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    const int n = self->nx_;
+    self->real_x_ = view(y).head(n);
+    self->real_xdot_ = view(yp).head(n);
+    self->cj_weights_.setConstant(cj);
+    residual_columns(self->pb_, self->mode_, t, self->real_x_, self->real_xdot_, self->p_real_, self->ones_,
+                     self->cj_weights_, self->jac_real_, self->ws_);
+    Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), 2 * n, 2 * n);
+    jac.setZero();
+    jac.topLeftCorner(n, n) = self->jac_real_;
+    jac.bottomRightCorner(n, n) = self->jac_real_;
+    return jac.allFinite() ? 0 : 1;
+  });
+}
+
+int ComplexDaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self_ptr) {
+  auto* self = static_cast<ComplexDaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    self->load(y, yp);
+    return evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->p_, g, self->model_error_);
+  });
+}
+
+VectorX<Complex> ComplexDaeRun::running_costs(Complex t, const VectorX<Complex>& x,
+                                              const VectorX<Complex>& xdot) const {
+  VectorX<Complex> values(nc_);
+  for (int c = 0; c < nc_; ++c) {
+    const auto& g = pb_.cost(c).running;
+    values[c] = g ? g.complex(t, x, xdot, p_) : Complex(0.0);
+  }
+  return values;
+}
+
+int ComplexDaeRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector q, void* self_ptr) {
+  auto* self = static_cast<ComplexDaeRun*>(self_ptr);
+  return guarded_callback(self->model_error_, [&]() -> int {
+    self->load(y, yp);
+    auto out = view(q);
+    for (int c = 0; c < self->nc_; ++c) {
+      const auto& g = self->pb_.cost(c).running;
+      const Complex value = g ? g.complex(Complex(t), self->xc_, self->xdotc_, self->p_) : Complex(0.0);
+      out[c] = value.real();
+      out[self->nc_ + c] = value.imag();
+    }
+    return out.allFinite() ? 0 : 1;
+  });
+}
+
+void ComplexDaeRun::begin_segment(double t) {
+  auto y = view(ida_->y());
+  auto yp = view(ida_->yp());
+  y.head(nx_) = xc_.real();
+  y.tail(nx_) = xc_.imag();
+  yp.head(nx_) = xdotc_.real();
+  yp.tail(nx_) = xdotc_.imag();
+  if (ida_->nq() > 0) {  // the quadratures continue from their totals (see HybridRun)
+    auto q = view(ida_->q());
+    q.head(nc_) = cost_integral_.real();
+    q.tail(nc_) = cost_integral_.imag();
+  }
+  ida_->start(t);
+  watched_ = watched_events(pb_, mode_);
+  ida_->set_roots(watched_.directions);
+}
+
+Reached ComplexDaeRun::advance(double tout, double& t) {
+  const int flag = ida_->advance(tout, t);
+  if (flag < 0) fail(flag, t);
+  load(ida_->y(), ida_->yp());
+  return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;
+}
+
+void ComplexDaeRun::end_segment(double t) {
+  ida_->add_stats(sol_.stats);
+  if (ida_->nq() == 0) return;
+  ida_->load_quadratures(t);
+  auto q = view(ida_->q());
+  for (int c = 0; c < nc_; ++c) cost_integral_[c] = Complex(q[c], q[nc_ + c]);
+}
+
+void ComplexDaeRun::apply_roots(double t) {
+  const ComplexConsistentPoint point =
+      consistent_point_complex(pb_, mode_, Complex(t), xc_, xdotc_, p_, "at an event", ws_);
+  xc_ = point.x;
+  xdotc_ = point.xdot;
+  end_segment(t);
+  const std::vector<int> fired = ida_->root_info();
+  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
+    apply_event(resolve_rest(fired_event, t), t);
+  });
+}
+
+int ComplexDaeRun::resolve_rest(int k, double t) {
+  const Event& ev = pb_.event(k);
+  if (ev.rest_event < 0) return k;
+  // The decisions of the real run (DaeRun::resolve_rest), on the real parts.
+  bool rest = zeno_.accumulation(k, t).has_value();
+  if (!rest) {
+    const EventValues v = fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
+    rest = guard_rate(pb_, k, t, v.x_plus, p_real_, v.f_plus, ws_).grazing(opt_.grazing_tolerance);
+  }
+  zeno_.record(k, t, -1);
+  return rest ? ev.rest_event : k;
+}
+
+void ComplexDaeRun::apply_event(int k, double t) {
+  const Event& ev = pb_.event(k);
+  // The crossing speed and the grazing test on the real parts.
+  const EventValues real =
+      fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
+  require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
+  const Complex dt_c = -ev.guard.complex(Complex(t), xc_, p_) / real.guard_rate;
+  const Complex tc = Complex(t) + dt_c;
+  const VectorX<Complex> x_hat = xc_ + xdotc_ * dt_c;
+  VectorX<Complex> guess = x_hat;
+  if (ev.jump) ev.jump.complex(tc, x_hat, p_, guess);
+  const std::string when = fmt::format("after event '{}'", ev.name);
+  const ComplexConsistentPoint after = consistent_point_complex(pb_, real.mode_after, tc, guess, xdotc_, p_, when, ws_);
+  cost_integral_ += (running_costs(Complex(t), xc_, xdotc_) - running_costs(tc, after.x, after.xdot)) * dt_c;
+  for (int c = 0; c < nc_; ++c) {
+    for (const EventCostTerm& term : pb_.cost(c).at_events) {
+      if (term.applies_to(pb_, k)) cost_integral_[c] += term.value.complex(tc, x_hat, p_);
+    }
+  }
+  // Carried back to t_e and made consistent there (the change is O(h^2)).
+  const VectorX<Complex> x_plus = after.x - after.xdot * dt_c;
+  const ComplexConsistentPoint at_event =
+      consistent_point_complex(pb_, real.mode_after, Complex(t), x_plus, after.xdot, p_, when, ws_);
+  xc_ = at_event.x;
+  xdotc_ = at_event.xdot;
+  mode_ = real.mode_after;
+  sol_.event_times.push_back(tc);
+  sol_.event_ids.push_back(k);
+  cascade_.record(t, ev.name);
+}
+
+void ComplexDaeRun::fail(int flag, double t) {
+  throw_if_interrupted(t);
+  const std::string context = fmt::format("at t = {:.17g} in mode '{}' (complex-step run)", t, pb_.mode(mode_).name);
+  if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, ida_flag_name(flag), context));
+  throw SolverError(fmt::format("IDAS failed with {} {}", ida_flag_name(flag), context));
+}
+
+void ComplexDaeRun::finish(double t) {
+  end_segment(t);
+  sol_.final_state = xc_;
+  sol_.costs.resize(nc_);
+  for (int c = 0; c < nc_; ++c) {
+    const auto& w = pb_.cost(c).terminal;
+    sol_.costs[c] = cost_integral_[c] + (w ? w.complex(Complex(t), xc_, p_) : Complex(0.0));
+  }
+}
+
+ComplexSolution ComplexDaeRun::run() {
+  const SolverMessageScope messages;  // caps integrator warnings for this run
+  VectorX<Complex> x0(nx_);
+  x0.setZero();
+  pb_.initial_state().complex(p_, x0);
+  mode_ = pb_.initial_mode_for(x0.real(), p_real_);
+  const ComplexConsistentPoint start = consistent_point_complex(pb_, mode_, Complex(opt_.t0), x0,
+                                                                VectorX<Complex>::Zero(nx_), p_, "at the start", ws_);
+  xc_ = start.x;
+  xdotc_ = start.xdot;
+  cost_integral_ = VectorX<Complex>::Zero(nc_);
+  drive_segments(*this, output_grid(opt_), opt_.t0);
+  return std::move(sol_);
+}
+
+}  // namespace
+
+ComplexSolution simulate_complex_dae(const Problem& problem, const VectorX<Complex>& p, const Options& options,
+                                     double imaginary_scale) {
+  return ComplexDaeRun(problem, p, options, imaginary_scale).run();
+}
+
+}  // namespace saltus::detail
