@@ -3,8 +3,8 @@
 // Each input is a model file, read both ways: as an equation model (parse_equation_problem) and
 // as a mechanism (parse_model, then if it parses validate and make_problem in each formulation:
 // penalty, index1, maggi); each problem made gets one evaluation of every model function at its
-// initial state: the initial state, the right-hand side (in double, Dual,
-// Complex and Reverse), guards, jumps, costs and monitors. Nothing is integrated, so every input
+// initial state: the initial state, the right-hand side or the residual (in double, Dual,
+// Complex and Reverse; a residual with zero rates), guards, jumps, costs and monitors. Nothing is integrated, so every input
 // stays fast.
 //
 // A saltus::Error is the expected outcome for bad input. Anything else is a finding: a crash,
@@ -78,12 +78,18 @@ VectorX<S> seeded(const Eigen::VectorXd& v) {
   return out;
 }
 
-/// One right-hand-side evaluation in the scalar type S.
+/// One evaluation of mode 0 in the scalar type S: its right-hand side, or its residual at zero
+/// rates.
 template <class S>
 void rhs_in(const Problem& pb, double t0, const Eigen::VectorXd& x0, const Eigen::VectorXd& p) {
   const VectorX<S> x = seeded<S>(x0), pp = seeded<S>(p);
-  VectorX<S> xdot(x.size());
-  accepted([&] { pb.mode(0).rhs.template get<S>()(S(t0), x, pp, xdot); });
+  VectorX<S> out(x.size());
+  if (pb.mode(0).implicit()) {
+    const VectorX<S> xdot = VectorX<S>::Zero(x.size());
+    accepted([&] { pb.mode(0).residual.template get<S>()(S(t0), x, xdot, pp, out); });
+    return;
+  }
+  accepted([&] { pb.mode(0).rhs.template get<S>()(S(t0), x, pp, out); });
 }
 
 template <>
@@ -92,8 +98,14 @@ void rhs_in<Reverse>(const Problem& pb, double t0, const Eigen::VectorXd& x0, co
   VectorX<Reverse> x(x0.size()), pp(p.size());
   for (Eigen::Index i = 0; i < x0.size(); ++i) x[i] = Reverse::independent(x0[i]);
   for (Eigen::Index i = 0; i < p.size(); ++i) pp[i] = Reverse::independent(p[i]);
-  VectorX<Reverse> xdot(x.size());
-  accepted([&] { pb.mode(0).rhs.reverse(Reverse(t0), x, pp, xdot); });
+  VectorX<Reverse> out(x.size());
+  if (pb.mode(0).implicit()) {
+    VectorX<Reverse> xdot(x.size());
+    for (Eigen::Index i = 0; i < x0.size(); ++i) xdot[i] = Reverse::independent(0.0);
+    accepted([&] { pb.mode(0).residual.reverse(Reverse(t0), x, xdot, pp, out); });
+  } else {
+    accepted([&] { pb.mode(0).rhs.reverse(Reverse(t0), x, pp, out); });
+  }
   ReverseTape::clear();
 }
 
@@ -107,7 +119,12 @@ void exercise(const Problem& pb, bool ad) {
   Eigen::VectorXd x0(pb.n_states());
   pb.initial_state().real(p, x0);
   Eigen::VectorXd xdot = Eigen::VectorXd::Zero(pb.n_states());
-  if (!accepted([&] { pb.mode(0).rhs.real(t0, x0, p, xdot); })) return;
+  if (pb.mode(0).implicit()) {
+    Eigen::VectorXd residual(pb.n_states());
+    if (!accepted([&] { pb.mode(0).residual.real(t0, x0, xdot, p, residual); })) return;
+  } else if (!accepted([&] { pb.mode(0).rhs.real(t0, x0, p, xdot); })) {
+    return;
+  }
   if (ad) {
     rhs_in<Dual>(pb, t0, x0, p);
     rhs_in<Complex>(pb, t0, x0, p);

@@ -1,7 +1,8 @@
 // Equation model files (saltus/equations/equation_file.hpp) against the built-in examples,
 // which are independent C++ code: examples/equations/NAME.yaml must define the same problem as
 // examples/builtin/NAME.cpp (names, settings, domains) and give the same costs, events and
-// forward and adjoint gradients, to 1e-10 relative.
+// forward and adjoint gradients, to 1e-10 relative. The DAE files (algebraic states, residual
+// modes; run on IDAS, forward sensitivities) against the built-in robertson_dae and closed forms.
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/solvers/adjoint.hpp>
@@ -49,7 +50,12 @@ void expect_same_definition(const Problem& file, const Problem& builtin) {
     EXPECT_EQ(file.parameters()[size_t(k)].description, builtin.parameters()[size_t(k)].description);
   }
   ASSERT_EQ(file.n_modes(), builtin.n_modes());
-  for (int m = 0; m < file.n_modes(); ++m) EXPECT_EQ(file.mode(m).name, builtin.mode(m).name);
+  for (int m = 0; m < file.n_modes(); ++m) {
+    EXPECT_EQ(file.mode(m).name, builtin.mode(m).name);
+    EXPECT_EQ(file.mode(m).implicit(), builtin.mode(m).implicit()) << file.mode(m).name;
+  }
+  EXPECT_EQ(file.kind(), builtin.kind());
+  for (int i = 0; i < file.n_states(); ++i) EXPECT_EQ(file.is_algebraic(i), builtin.is_algebraic(i)) << i;
   ASSERT_EQ(file.n_events(), builtin.n_events());
   for (int e = 0; e < file.n_events(); ++e) {
     const Event &a = file.event(e), &b = builtin.event(e);
@@ -70,6 +76,8 @@ void expect_same_definition(const Problem& file, const Problem& builtin) {
   EXPECT_EQ(o.output_times, r.output_times);
   EXPECT_EQ(o.rtol, r.rtol);
   EXPECT_EQ(o.atol, r.atol);
+  EXPECT_EQ(o.atol_per_state, r.atol_per_state);
+  EXPECT_EQ(o.cost_atol, r.cost_atol);
   EXPECT_EQ(o.method, r.method);
 }
 
@@ -223,6 +231,163 @@ tolerances: {rtol: 1e-9, atol: 1e-11}
   EXPECT_NEAR(s.cost_gradient(0, 0), -(1 - 3 * e2) / 4 - 2 * e2, 1e-7);
 }
 
+// ---- DAE files: `algebraic` and residual modes ----------------------------------------------
+
+TEST(EquationModelDae, RobertsonDefinesTheBuiltInProblem) {
+  const Problem file = from_file("robertson_dae"), builtin = examples::robertson_dae();
+  expect_same_definition(file, builtin);
+  EXPECT_EQ(file.kind(), ProblemKind::Residual);
+  EXPECT_EQ(file.n_algebraic(), 1);
+  EXPECT_TRUE(file.is_algebraic(2));
+  EXPECT_TRUE(runs_on_idas(file, file.options()));
+}
+
+// The same Options on both (they are equal, checked above): the comparison is of the problems.
+TEST(EquationModelDae, RobertsonReproducesTheBuiltIn) {
+  const Problem file = from_file("robertson_dae"), builtin = examples::robertson_dae();
+  const Options o = builtin.options();
+  const Solution fa = forward_sensitivity(file, builtin.nominal_parameters(), o);
+  const Solution fb = forward_sensitivity(builtin, builtin.nominal_parameters(), o);
+  expect_close(fa.costs, fb.costs, "costs");
+  expect_close(fa.cost_gradient, fb.cost_gradient, "forward gradient");
+  expect_close(fa.final_state, fb.final_state, "final state");
+  expect_close(fa.states, fb.states, "states at the output times");
+  expect_close(fa.final_sensitivity, fb.final_sensitivity, "S(tf)");
+  EXPECT_EQ(fa.events.size(), 0u);
+  // docs/dae.md's table (robertson_dae, IDAS, forward).
+  EXPECT_NEAR(fa.costs[0], 3.998252820846e+07, 1e-11 * 4e7);
+  EXPECT_NEAR(fa.cost_gradient(0, 0), 7.683774e+05, 1e-6 * 7.683774e+05);
+  EXPECT_NEAR(fa.cost_gradient(0, 1), -3.068921, 1e-6 * 3.068921);
+  EXPECT_NEAR(fa.cost_gradient(0, 2), 5.114890e-04, 1e-6 * 5.114890e-04);
+}
+
+// The adjoint and the complex step on IDAS (docs/dae.md) through the file's residual
+// expressions: the built-in's.
+TEST(EquationModelDae, RobertsonAdjointAndComplexStepAreTheBuiltIns) {
+  const Problem file = from_file("robertson_dae"), builtin = examples::robertson_dae();
+  const Options o = builtin.options();
+  const Solution aa = adjoint(file, builtin.nominal_parameters(), o);
+  const Solution ab = adjoint(builtin, builtin.nominal_parameters(), o);
+  expect_close(aa.costs, ab.costs, "adjoint run costs");
+  expect_close(aa.cost_gradient, ab.cost_gradient, "adjoint gradient");
+  expect_close(aa.initial_state_gradient, ab.initial_state_gradient, "dpsi/dx0");
+  // The complex step on IDAS evaluates the residual expressions in complex arithmetic.
+  const GradientEstimate ca = complex_step(file, builtin.nominal_parameters(), o);
+  const GradientEstimate cb = complex_step(builtin, builtin.nominal_parameters(), o);
+  expect_close(ca.cost_gradient, cb.cost_gradient, "complex step");
+}
+
+// galan with z = x^3 - 5x^2 + 7x algebraic and guards z - p: galan's closed form (test_dae's
+// galan_dae in C++), through three switches whose guards read the algebraic state.
+TEST(EquationModelDae, GalanDaeAgreesWithTheClosedForm) {
+  const Problem pb = from_file("galan_dae");
+  EXPECT_EQ(pb.kind(), ProblemKind::Residual);
+  EXPECT_TRUE(pb.is_algebraic(1));
+  const Solution s = forward_sensitivity(pb);
+  ASSERT_EQ(s.events.size(), 3u);
+  const double times[] = {0.219215922289804, 0.275812591473484, 1.266347841796072};
+  const char* names[] = {"A_to_B", "B_to_A", "A_to_B"};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(s.events[size_t(i)].name, names[i]) << i;
+    EXPECT_NEAR(s.events[size_t(i)].time, times[i], 1e-9) << i;
+  }
+  EXPECT_NEAR(s.costs[0], 20.0290746533596, 1e-8);
+  EXPECT_NEAR(s.cost_gradient(0, 0), -2.31195310744389, 1e-7);
+  EXPECT_NEAR(s.final_state[0], 4.99884240621728, 1e-9);
+  EXPECT_NEAR(s.states(0, 1), 0.0, 1e-15);  // the guess z = 1 was made consistent
+  // The explicit galan.yaml gives the same answers on CVODES.
+  const Solution ode = forward_sensitivity(from_file("galan"));
+  EXPECT_NEAR(s.costs[0], ode.costs[0], 1e-8);
+  EXPECT_NEAR(s.cost_gradient(0, 0), ode.cost_gradient(0, 0), 1e-7);
+  // Central differences through the file's residuals agree with the forward gradient.
+  const GradientEstimate fd = central_differences(pb, pb.nominal_parameters(), pb.options());
+  EXPECT_NEAR(fd.cost_gradient(0, 0), -2.31195310744389, 1e-4);
+  const Solution a = adjoint(pb);
+  EXPECT_NEAR(a.cost_gradient(0, 0), -2.31195310744389, 1e-8);
+  const GradientEstimate cs = complex_step(pb, pb.nominal_parameters(), pb.options());
+  EXPECT_NEAR(cs.cost_gradient(0, 0), -2.31195310744389, 1e-7);
+}
+
+TEST(EquationModelDae, GalanDaeInitialModeRule) {
+  // p = -1: r(0) = 1 > 0 starts in B (sign_of reads x); G as for galan (test_galan).
+  Problem pb = from_file("galan_dae");
+  pb.set_nominal("p", -1.0);
+  const Solution s = forward_sensitivity(pb);
+  EXPECT_EQ(s.modes.front(), 1);
+  EXPECT_NEAR(s.costs[0], 25.0 - 2.5 * (1.0 - std::exp(-10.0)), 1e-8);
+}
+
+// A jump's algebraic entries are first guesses, re-solved in the new mode: the ball of test_dae
+// whose energy E = v^2/2 + g h is algebraic. Also a terminal cost of an algebraic state, an event
+// cost, der() of a differential state in a running cost and a time event on a DAE.
+TEST(EquationModelDae, JumpsAndCostsOfAnEnergyBall) {
+  const Problem pb = equations::parse_equation_problem(R"yaml(
+name: energy_ball
+horizon: 3
+tolerances: {rtol: 1e-10, atol: 1e-12}
+parameters: {h0: 10, e: 0.8, g: 9.81}
+states: {h: h0, v: 0, E: 0}
+algebraic: E
+modes:
+  flight: {residual: ["der(h) - v", "der(v) + g", "E - (0.5*v^2 + g*h)"]}
+events:
+  impact: {guard: h, direction: falling, jump: [h, -e*v, 12345]}
+costs:
+  energy: {running: E}
+  E_T: {terminal: E}
+  drop: {running: der(h)}
+  impact_energy: {events: {impact: E}}
+)yaml", "energy_ball.yaml");
+  const Solution s = forward_sensitivity(pb);
+  const double h0 = 10.0, e = 0.8, g = 9.81, T = 3.0;
+  const double t1 = std::sqrt(2.0 * h0 / g);
+  ASSERT_EQ(s.events.size(), 1u);
+  EXPECT_NEAR(s.events[0].time, t1, 1e-9);
+  EXPECT_NEAR(s.events[0].state_after[2], e * e * g * h0, 1e-8);  // not the guess 12345
+  EXPECT_NEAR(s.costs[0], g * h0 * t1 + e * e * g * h0 * (T - t1), 1e-7);
+  EXPECT_NEAR(s.costs[1], e * e * g * h0, 1e-8);
+  // The integral of der(h) is h(T) - h0 (h is continuous), h(T) = e g t1 (T - t1) - g (T - t1)^2 / 2.
+  const double hT = e * g * t1 * (T - t1) - 0.5 * g * (T - t1) * (T - t1);
+  EXPECT_NEAR(s.final_state[0], hT, 1e-8);
+  EXPECT_NEAR(s.costs[2], hT - h0, 1e-8);
+  EXPECT_NEAR(s.costs[3], g * h0, 1e-8);
+  const double dt1_dh0 = t1 / (2.0 * h0);
+  const double grad_h0 = g * t1 + g * h0 * dt1_dh0 + e * e * g * (T - t1) - e * e * g * h0 * dt1_dh0;
+  EXPECT_NEAR(s.cost_gradient(0, 0), grad_h0, 1e-6);
+  EXPECT_NEAR(s.cost_gradient(0, 1), 2.0 * e * g * h0 * (T - t1), 1e-6);
+  EXPECT_NEAR(s.cost_gradient(1, 1), 2.0 * e * g * h0, 1e-7);
+  EXPECT_NEAR(s.cost_gradient(3, 0), g, 1e-7);
+  EXPECT_NEAR(s.cost_gradient(3, 2), h0, 1e-7);
+
+  // x' = -k x with z = 2 x algebraic, a kick x+ = x- + 1 at t = 0.5 (the time event's z entry a
+  // guess), a switch to mode `slow` (x' = -k x / 2) at the kick:
+  // z(1) = 2 (e^{-k/2} + 1) e^{-k/4}.
+  const Problem kick = equations::parse_equation_problem(R"yaml(
+horizon: 1
+tolerances: {rtol: 1e-10, atol: 1e-12}
+parameters: {k: 2}
+states: {x: 1, z: 0}
+algebraic: [z]
+modes:
+  fast: {residual: ["der(x) + k*x", z - 2*x]}
+  slow: {residual: ["der(x) + k*x/2", z - 2*x]}
+events:
+  kick: {at: 0.5, jump: [x + 1, 0], next: slow}
+costs:
+  z_T: {terminal: z}
+  z_kick: {events: {kick: z}}
+)yaml", "kick.yaml");
+  const Solution k = forward_sensitivity(kick);
+  ASSERT_EQ(k.events.size(), 1u);
+  EXPECT_EQ(k.modes.front(), 0);
+  EXPECT_EQ(k.final_mode, 1);
+  const double kk = 2.0, a = std::exp(-kk / 2), b = std::exp(-kk / 4);
+  EXPECT_NEAR(k.costs[0], 2 * (a + 1) * b, 1e-9);
+  EXPECT_NEAR(k.cost_gradient(0, 0), 2 * (-0.5 * a * b - 0.25 * (a + 1) * b), 1e-8);
+  EXPECT_NEAR(k.costs[1], 2 * a, 1e-9);
+  EXPECT_NEAR(k.cost_gradient(1, 0), -a, 1e-8);
+}
+
 /// The message of the InputError that parsing `text` throws ("" if none).
 std::string error_of(const std::string& text) {
   try {
@@ -279,9 +444,9 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
        "bad.yaml:2:14: parameters.t: 't' is reserved (t: time, pi, der(x): rate of x)"},
       {"horizon: 1\nparameters: {x: 2}\nstates: {x: 1}\n", "bad.yaml:3:10: states.x: the name 'x' is already used"},
       {"horizon: 1\nstates: {x: 1}\nstates: {y: 1}\n", "bad.yaml:3:1: states: given twice (each key may appear once)"},
-      {kHead + kModes + kCosts + "algebraic: {z: 0}\n",
-       "bad.yaml:8:1: algebraic: unknown field (known: costs, description, events, horizon, initial_mode, method, "
-       "modes, name, outputs, parameters, states, tolerances)"},
+      {kHead + kModes + kCosts + "residuals: [x]\n",
+       "bad.yaml:8:1: residuals: unknown field (known: algebraic, costs, description, events, horizon, initial_mode, "
+       "method, modes, name, outputs, parameters, states, tolerances)"},
       {"horizon: 1\nparameters: {e: {value: 2, max: 1}}\nstates: {x: 1}\n",
        "bad.yaml:2:17: parameters.e: the value 2 is outside [min, max] = [-inf, 1]"},
       {"horizon: 1\nstates: {x: \"sqrt(-1)\"}\n",
@@ -292,6 +457,72 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
        "bad.yaml:7:10: horizon: the final time must exceed the initial time"},
   };
   for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
+}
+
+const std::string kDaeHead = "horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: [z]\n";
+const std::string kDaeModes = "modes:\n  m: {residual: [der(x) + k*x, z - 2*x]}\n";
+
+TEST(EquationModelErrors, DaeKeys) {
+  const std::pair<std::string, std::string> cases[] = {
+      {kDaeHead + "modes:\n  m: {residual: [der(x) + k*x]}\n" + kCosts,
+       "bad.yaml:6:17: modes.m.residual: expected 2 expressions, as many equations as states (x, z), "
+       "got 1"},
+      {kDaeHead + "modes:\n  m: {rhs: [-k*x, 0], residual: [der(x) + k*x, z - 2*x]}\n" + kCosts,
+       "bad.yaml:6:6: modes.m: mode 'm' has both rhs and residual: give exactly one (rhs: x' = f, "
+       "residual: F = 0)"},
+      {kDaeHead + "modes:\n  m: {}\n" + kCosts,
+       "bad.yaml:6:6: modes.m: mode 'm' needs exactly one of rhs (x' = f) and residual (F = 0)"},
+      {kDaeHead + "modes:\n  m: {residual: [der(x) + k*x, z - 2*x]}\n  n: {rhs: [-k*x, 0]}\n" + kCosts,
+       "bad.yaml:7:12: modes.n.rhs: mode 'n' is explicit (rhs), but the file has algebraic states (z): "
+       "every mode must be a residual (residual: [...])"},
+      {kDaeHead + "modes:\n  m: {residual: [der(x) + k*x, \"z - 2*x + 0*der( z )\"]}\n" + kCosts,
+       "bad.yaml:6:50: modes.m.residual[1]: in expression 'z - 2*x + 0*der( z )': der(z): 'z' is an "
+       "algebraic state, and the rate of an algebraic state is not available (der() takes a "
+       "differential state: x) (at character 18)"},
+      {kDaeHead + kDaeModes + "costs: {c: {running: \"x + der(z)\"}}\n",
+       "bad.yaml:7:31: costs.c.running: in expression 'x + der(z)': der(z): 'z' is an algebraic state, "
+       "and the rate of an algebraic state is not available (der() takes a differential state: x) (at "
+       "character 9)"},
+      {"horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: [z, w]\n" + kDaeModes + kCosts,
+       "bad.yaml:4:16: algebraic[1]: unknown state 'w' (states: x, z)"},
+      {"horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: k\n" + kDaeModes + kCosts,
+       "bad.yaml:4:12: algebraic: 'k' is a parameter, not a state (states: x, z)"},
+      {"horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: [z, z]\n" + kDaeModes + kCosts,
+       "bad.yaml:4:16: algebraic[1]: the state 'z' is listed twice"},
+      {kDaeHead + "algebraic: z\n" + kDaeModes + kCosts,
+       "bad.yaml:5:1: algebraic: given twice (each key may appear once)"},
+      {"horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: {z: 0}\n" + kDaeModes + kCosts,
+       "bad.yaml:4:12: algebraic: expected a state name or a list of state names"},
+      {"horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: []\n" + kDaeModes + kCosts,
+       "bad.yaml:4:12: algebraic: expected a state name or a list of state names (at least one)"},
+      {kDaeHead + kDaeModes + "events:\n  e: {guard: z - 1, direction: falling, jump: [x, 3]}\n" + kCosts,
+       "bad.yaml:8:6: events.e: in mode 'm' the event keeps the state and the mode, so it would change "
+       "nothing (give a jump, or a next mode)"},
+      {kDaeHead + kDaeModes + kCosts + "tolerances: {atol: [1e-8]}\n",
+       "bad.yaml:8:20: tolerances.atol: expected a number, or a list of 2 numbers, one per state (x, "
+       "z), got 1"},
+      {kDaeHead + kDaeModes + kCosts + "tolerances: {atol: [1e-8, 0]}\n",
+       "bad.yaml:8:27: tolerances.atol[1]: must be positive, got 0"},
+      {kDaeHead + kDaeModes + kCosts + "outputs: [0, 0.5, 0.5]\n",
+       "bad.yaml:8:19: outputs[2]: output times must increase strictly: 0.5 follows 0.5"},
+      {kDaeHead + kDaeModes + kCosts + "outputs: [0, 2]\n",
+       "bad.yaml:8:14: outputs[1]: the output time 2 is outside the horizon [0, 1]"},
+  };
+  for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
+}
+
+TEST(EquationModel, OutputTimesAndToleranceLists) {
+  const Problem pb = equations::parse_equation_problem(kDaeHead + kDaeModes + kCosts +
+                                                           "outputs: [0.25, \"1/2\", 1]\n"
+                                                           "tolerances: {atol: [1e-9, 1e-7], cost_atol: 1e-5}\n",
+                                                       "lists.yaml");
+  EXPECT_EQ(pb.options().output_times, (std::vector<double>{0.25, 0.5, 1.0}));
+  EXPECT_EQ(pb.options().atol_per_state, (std::vector<double>{1e-9, 1e-7}));
+  EXPECT_EQ(pb.options().cost_atol, 1e-5);
+  const Solution s = simulate(pb);
+  ASSERT_EQ(s.times.size(), 3u);
+  EXPECT_NEAR(s.states(1, 0), std::exp(-1.0), 1e-6);
+  EXPECT_NEAR(s.final_state[1], 2 * std::exp(-2.0), 1e-6);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/multibody/check.hpp>
 #include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/dae_transfer.hpp>
 #include <saltus/solvers/simulate.hpp>
 
 #include <fmt/format.h>
@@ -77,27 +78,50 @@ std::string event_summary(const Problem& pb, const Event& e) {
 }
 
 /// An equation model: its states with their initial values, parameters, modes, events, costs.
+/// A DAE (docs/dae.md) shows its consistent initial values and which states are algebraic.
 void print_equation_check(std::ostream& out, const std::string& file, const Problem& pb) {
   const Eigen::VectorXd p = pb.nominal_parameters();
   pb.check_domains(p);
   check_start(pb, p, pb.options());  // what a run refuses before it integrates
+  const double t0 = pb.options().t0;
   Eigen::VectorXd x0(pb.n_states());
   pb.initial_state().real(p, x0);
   const int mode = pb.initial_mode_for(x0, p);
-  Eigen::VectorXd xdot(pb.n_states());
-  pb.mode(mode).rhs.real(pb.options().t0, x0, p, xdot);
-  fmt::print(out, "Model '{}' ({}), equation model\n", pb.name(), file);
+  const bool dae = runs_on_idas(pb, pb.options());
+  Eigen::VectorXd x = x0, xdot(pb.n_states());
+  if (dae) {
+    // The start a run makes: the algebraic entries of x0 are first guesses (check_start solved
+    // this already, so it succeeds).
+    TangentWorkspace ws;
+    const ConsistentPoint start =
+        consistent_point(pb, mode, t0, x0, Eigen::VectorXd::Zero(pb.n_states()), p, "at the start", ws);
+    x = start.x;
+    xdot = start.xdot;
+  } else {
+    pb.mode(mode).rhs.real(t0, x0, p, xdot);
+  }
+  fmt::print(out, "Model '{}' ({}), equation model{}\n", pb.name(), file, dae ? ", a DAE (runs on IDAS)" : "");
   fmt::print(out, "States ({}):\n", pb.n_states());
   for (int i = 0; i < pb.n_states(); ++i) {
-    fmt::print(out, "  {} = {:.10g} at t0 = {:g}, rate {:.6g}\n", pb.state_names()[static_cast<size_t>(i)], x0[i] + 0.0,
-               pb.options().t0, xdot[i] + 0.0);  // + 0.0: no "-0"
+    fmt::print(out, "  {} = {:.10g} at t0 = {:g}, rate {:.6g}{}\n", pb.state_names()[static_cast<size_t>(i)],
+               x[i] + 0.0, t0, xdot[i] + 0.0,  // + 0.0: no "-0"
+               pb.is_algebraic(i) ? fmt::format(", algebraic (first guess {:.10g})", x0[i] + 0.0) : "");
+  }
+  if (dae) {
+    std::vector<std::string> algebraic;
+    for (int i = 0; i < pb.n_states(); ++i) {
+      if (pb.is_algebraic(i)) algebraic.push_back(pb.state_names()[static_cast<size_t>(i)]);
+    }
+    fmt::print(out, "Algebraic states: {}{}\n", join(algebraic),
+               algebraic.empty() ? "" : fmt::format(" (values at t0 made consistent with the residual of mode '{}')",
+                                                    pb.mode(mode).name));
   }
   fmt::print(out, "Parameters:{}\n", pb.n_parameters() == 0 ? " none" : "");
   for (const auto& q : pb.parameters()) {
     fmt::print(out, "  {} = {:g}{}\n", q.name, q.nominal, q.description.empty() ? "" : ": " + q.description);
   }
   std::vector<std::string> modes;
-  for (int m = 0; m < pb.n_modes(); ++m) modes.push_back(pb.mode(m).name);
+  for (int m = 0; m < pb.n_modes(); ++m) modes.push_back(pb.mode(m).name + (pb.mode(m).implicit() ? " (residual)" : ""));
   fmt::print(out, "Modes: {}; initial mode {}\n", join(modes), pb.mode(mode).name);
   fmt::print(out, "Events:{}\n", pb.n_events() == 0 ? " none" : "");
   for (int k = 0; k < pb.n_events(); ++k) {
@@ -106,7 +130,7 @@ void print_equation_check(std::ostream& out, const std::string& file, const Prob
   }
   fmt::print(out, "Costs: {}\n", join(pb.cost_names()));
   fmt::print(out, "Horizon: [{:g}, {:g}]\n", pb.options().t0, pb.options().tf);
-  if (!x0.allFinite() || !xdot.allFinite()) {
+  if (!x.allFinite() || !xdot.allFinite()) {
     throw InputError(fmt::format("{}: the initial state or its rate is not finite at the nominal parameters", file));
   }
   fmt::print(out, "OK: the model loads and starts\n");

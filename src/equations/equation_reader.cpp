@@ -35,6 +35,31 @@ std::string join(const std::vector<std::string>& names) {
   return list;
 }
 
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+/// The position in the expression `text` of the name in the first `der(name)`, or npos. The
+/// text parsed, so its der( ... ) are well formed.
+size_t rate_position(const std::string& text, const std::string& name) {
+  size_t i = 0;
+  while (i < text.size()) {
+    if (!name_char(text[i])) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    while (i < text.size() && name_char(text[i])) ++i;
+    if (text.compare(start, i - start, "der") != 0 || std::isdigit(static_cast<unsigned char>(text[start]))) continue;
+    size_t j = text.find_first_not_of(" \t\n\r\f\v", i);
+    if (j == std::string::npos || text[j] != '(') continue;
+    j = text.find_first_not_of(" \t\n\r\f\v", j + 1);
+    if (j == std::string::npos) break;
+    size_t end = j;
+    while (end < text.size() && name_char(text[end])) ++end;
+    if (text.compare(j, end - j, name) == 0) return j;
+  }
+  return std::string::npos;
+}
+
 /// Reads one YAML document into a Problem, keeping the field path for messages.
 class Reader : yaml::Fields {
  public:
@@ -42,12 +67,13 @@ class Reader : yaml::Fields {
 
   Problem read() {
     check_root(root_, "states:, modes:, ...",
-               {"name", "description", "horizon", "outputs", "tolerances", "method", "parameters", "states", "modes",
-                "initial_mode", "events", "costs"});
+               {"name", "description", "horizon", "outputs", "tolerances", "method", "parameters", "states",
+                "algebraic", "modes", "initial_mode", "events", "costs"});
     Problem pb(root_["name"] ? scalar(root_["name"], "name") : "model",
                root_["description"] ? scalar(root_["description"], "description") : "");
     read_parameters(pb);
     read_states(pb);
+    read_algebraic(pb);
     read_modes(pb);
     read_initial_mode(pb);
     read_events(pb);
@@ -66,7 +92,8 @@ class Reader : yaml::Fields {
   std::span<const NameGroup> parameters_only() const { return {groups_.data(), 1}; }
   /// Over the parameters, the states and the time t (right-hand sides, guards, jumps).
   std::span<const NameGroup> states_and_time() const { return {groups_.data(), 3}; }
-  /// As states_and_time, and the rates der(x) (running costs).
+  /// As states_and_time, and the rates der(x) of the differential states (residuals, running
+  /// costs).
   std::span<const NameGroup> with_rates() const { return {groups_.data(), 4}; }
 
   Expression parse(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
@@ -74,7 +101,27 @@ class Reader : yaml::Fields {
     if (text.empty() || yaml::non_finite_number(text)) {
       fail(n, field, fmt::format("expected a finite number or an expression, got '{}'", text));
     }
-    return Fields::expression(n, field, text, groups);
+    Expression e = Fields::expression(n, field, text, groups);
+    if (groups.size() > size_t(kRates)) check_rates(n, field, text, e);
+    return e;
+  }
+
+  /// der(z) of an algebraic state z is an error: its rate is not part of the model (a residual
+  /// must not read it, and IDAS's value of it is only approximate).
+  void check_rates(const YAML::Node& n, const std::string& field, const std::string& text, const Expression& e) const {
+    for (const int i : e.names_in(kRates)) {
+      if (!algebraic_[size_t(i)]) continue;
+      const std::string& z = states_[size_t(i)];
+      std::vector<std::string> differential;
+      for (size_t k = 0; k < states_.size(); ++k) {
+        if (!algebraic_[k]) differential.push_back(states_[k]);
+      }
+      const size_t at = rate_position(text, z);
+      fail_in_expression(n, field, text, at == std::string::npos ? 0 : at,
+                         fmt::format("der({}): '{}' is an algebraic state, and the rate of an algebraic state is "
+                                     "not available (der() takes a differential state: {})",
+                                     z, z, differential.empty() ? "none" : join(differential)));
+    }
   }
 
   /// The top-level mapping `key`, required and not empty.
@@ -84,14 +131,16 @@ class Reader : yaml::Fields {
     return n;
   }
 
-  /// A list of one expression per state.
-  ExpressionList per_state(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
+  /// A list of one expression per state (`per` says how the count relates to the states: "one
+  /// per state", or for residuals "as many equations as states").
+  ExpressionList per_state(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups,
+                           const std::string& per = "one per state") const {
     const size_t nx = states_.size();
     if (!n.IsSequence()) {
-      fail(n, field, fmt::format("expected a list of {} expressions, one per state ({})", nx, join(states_)));
+      fail(n, field, fmt::format("expected a list of {} expressions, {} ({})", nx, per, join(states_)));
     }
     if (n.size() != nx) {
-      fail(n, field, fmt::format("expected {} expressions, one per state ({}), got {}{}", nx, join(states_), n.size(),
+      fail(n, field, fmt::format("expected {} expressions, {} ({}), got {}{}", nx, per, join(states_), n.size(),
                                  n.size() > nx ? " (quote an expression that contains a comma: \"min(x, v)\")" : ""));
     }
     std::vector<Expression> list;
@@ -160,14 +209,79 @@ class Reader : yaml::Fields {
     pb.set_initial_state(initial_state_function(std::make_shared<const std::vector<Expression>>(std::move(x0))));
   }
 
+  /// `algebraic: name` or `algebraic: [name, ...]`: states whose rates do not enter the
+  /// residuals; their initial values and the jumps' entries for them are first guesses.
+  void read_algebraic(Problem& pb) {
+    algebraic_.assign(states_.size(), false);
+    const YAML::Node a = root_["algebraic"];
+    if (!a) return;
+    const std::string expected = "expected a state name or a list of state names";
+    std::vector<std::pair<YAML::Node, std::string>> items;
+    if (a.IsSequence()) {
+      if (a.size() == 0) fail(a, "algebraic", expected + " (at least one)");
+      for (size_t i = 0; i < a.size(); ++i) items.emplace_back(a[i], fmt::format("algebraic[{}]", i));
+    } else if (a.IsScalar()) {
+      items.emplace_back(a, "algebraic");
+    } else {
+      fail(a, "algebraic", expected);
+    }
+    std::vector<std::string> names;
+    for (const auto& [node, field] : items) {
+      const std::string name = scalar(node, field);
+      const auto it = std::find(states_.begin(), states_.end(), name);
+      if (it == states_.end()) {
+        const bool parameter = std::find(parameters_.begin(), parameters_.end(), name) != parameters_.end();
+        fail(node, field,
+             parameter ? fmt::format("'{}' is a parameter, not a state (states: {})", name, join(states_))
+                       : fmt::format("unknown state '{}' (states: {})", name, join(states_)));
+      }
+      const size_t i = static_cast<size_t>(it - states_.begin());
+      if (algebraic_[i]) fail(node, field, fmt::format("the state '{}' is listed twice", name));
+      algebraic_[i] = true;
+      names.push_back(name);
+    }
+    pb.set_algebraic_states(names);
+  }
+
+  bool has_algebraic() const { return std::find(algebraic_.begin(), algebraic_.end(), true) != algebraic_.end(); }
+
+  std::string algebraic_names() const {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < states_.size(); ++i) {
+      if (algebraic_[i]) names.push_back(states_[i]);
+    }
+    return join(names);
+  }
+
+  /// `name: {rhs: [...]}` (x' = f) or `name: {residual: [...]}` (F = 0).
   void read_modes(Problem& pb) {
-    const YAML::Node ms = required_map("modes", "a mapping name: {rhs: [...]} (at least one mode)");
+    const YAML::Node ms =
+        required_map("modes", "a mapping name: {rhs: [...]} or name: {residual: [...]} (at least one mode)");
     for (const auto& kv : ms) {
       const std::string name = kv.first.as<std::string>();
       const std::string field = "modes." + name;
-      check_keys(kv.second, field, {"rhs"});
-      const ExpressionList rhs = per_state(require(kv.second, "rhs", field), field + ".rhs", states_and_time());
-      pb.add_mode(name, vector_function(rhs));
+      check_keys(kv.second, field, {"rhs", "residual"});
+      const YAML::Node rhs = kv.second["rhs"], residual = kv.second["residual"];
+      if (rhs && residual) {
+        fail(kv.second, field,
+             fmt::format("mode '{}' has both rhs and residual: give exactly one (rhs: x' = f, residual: F = 0)", name));
+      }
+      if (!rhs && !residual) {
+        fail(kv.second, field,
+             fmt::format("mode '{}' needs exactly one of rhs (x' = f) and residual (F = 0)", name));
+      }
+      if (rhs) {
+        if (has_algebraic()) {
+          fail(rhs, field + ".rhs",
+               fmt::format("mode '{}' is explicit (rhs), but the file has algebraic states ({}): every mode must be "
+                           "a residual (residual: [...])",
+                           name, algebraic_names()));
+        }
+        pb.add_mode(name, vector_function(per_state(rhs, field + ".rhs", states_and_time())));
+      } else {
+        pb.add_residual_mode(name, residual_function(per_state(residual, field + ".residual", with_rates(),
+                                                               "as many equations as states")));
+      }
       modes_.push_back(name);
     }
   }
@@ -222,7 +336,8 @@ class Reader : yaml::Fields {
     bool identity_jump = true;
     if (const YAML::Node j = n["jump"]) {
       const ExpressionList jump = per_state(j, field + ".jump", states_and_time());
-      for (size_t i = 0; i < states_.size(); ++i) identity_jump &= (*jump)[i].text() == states_[i];
+      // An algebraic entry is only a first guess: the state after the event does not depend on it.
+      for (size_t i = 0; i < states_.size(); ++i) identity_jump &= algebraic_[i] || (*jump)[i].text() == states_[i];
       event->jump(vector_function(jump));
     }
     std::vector<int> watched;
@@ -349,15 +464,30 @@ class Reader : yaml::Fields {
       o.tf = constant(h, "horizon", parameters_only());
     }
     if (!(o.tf > o.t0)) fail(h, "horizon", "the final time must exceed the initial time");
-    if (const YAML::Node n = root_["outputs"]) {
+    if (const YAML::Node n = root_["outputs"]; n && n.IsSequence()) {
+      o.output_times = output_times(n, o.t0, o.tf);
+    } else if (n) {
       const double v = constant(n, "outputs", parameters_only());
       if (v != std::floor(v) || v < 2 || v > 1e7) fail(n, "outputs", "expected an integer number of output times, 2 ... 1e7");
       o.n_outputs = static_cast<int>(v);
     }
     if (const YAML::Node t = root_["tolerances"]) {
-      check_keys(t, "tolerances", {"rtol", "atol"});
+      check_keys(t, "tolerances", {"rtol", "atol", "cost_atol"});
       if (t["rtol"]) o.rtol = positive(t["rtol"], "tolerances.rtol");
-      if (t["atol"]) o.atol = positive(t["atol"], "tolerances.atol");
+      if (const YAML::Node a = t["atol"]; a && a.IsSequence()) {
+        if (a.size() != states_.size()) {
+          fail(a, "tolerances.atol",
+               fmt::format("expected a number, or a list of {} numbers, one per state ({}), got {}", states_.size(),
+                           join(states_), a.size()));
+        }
+        o.atol_per_state.clear();
+        for (size_t i = 0; i < a.size(); ++i) {
+          o.atol_per_state.push_back(positive(a[i], fmt::format("tolerances.atol[{}]", i)));
+        }
+      } else if (a) {
+        o.atol = positive(a, "tolerances.atol");
+      }
+      if (t["cost_atol"]) o.cost_atol = positive(t["cost_atol"], "tolerances.cost_atol");
     }
     if (const YAML::Node m = root_["method"]) {
       const std::string method = scalar(m, "method");
@@ -371,6 +501,22 @@ class Reader : yaml::Fields {
     }
   }
 
+  /// `outputs: [t_1, ..., t_m]`: the output times, strictly increasing in [t0, tf].
+  std::vector<double> output_times(const YAML::Node& n, double t0, double tf) const {
+    if (n.size() == 0) fail(n, "outputs", "expected a number of output times, or a list of output times");
+    std::vector<double> times;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string field = fmt::format("outputs[{}]", i);
+      const double t = constant(n[i], field, parameters_only());
+      if (!(t >= t0 && t <= tf)) fail(n[i], field, fmt::format("the output time {} is outside the horizon [{}, {}]", t, t0, tf));
+      if (!times.empty() && !(t > times.back())) {
+        fail(n[i], field, fmt::format("output times must increase strictly: {} follows {}", t, times.back()));
+      }
+      times.push_back(t);
+    }
+    return times;
+  }
+
   double positive(const YAML::Node& n, const std::string& field) const {
     const double v = constant(n, field, parameters_only());
     if (!(v > 0.0)) fail(n, field, fmt::format("must be positive, got {}", v));
@@ -379,6 +525,7 @@ class Reader : yaml::Fields {
 
   const YAML::Node& root_;
   std::vector<std::string> parameters_, states_, modes_;
+  std::vector<bool> algebraic_;  ///< per state, from `algebraic`
   const std::vector<std::string> time_ = {"t"};
   /// Expressions' name groups, in the order expression_functions.hpp evaluates them.
   const std::array<NameGroup, 4> groups_ = {NameGroup{"parameters", &parameters_}, NameGroup{"states", &states_},

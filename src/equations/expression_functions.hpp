@@ -5,7 +5,7 @@
 //
 // Every expression of an equation model is parsed with the name groups in this order, so that
 // one array of pointers serves them all: parameters, states, time, rates of the states (the
-// last only in running costs, as der(name)).
+// last only in residuals and running costs, as der(name)).
 #include <saltus/core/expression.hpp>
 
 #include <memory>
@@ -25,6 +25,16 @@ inline auto vector_function(ExpressionList list) {
     using S = decltype(t);
     const S* values[] = {p.data(), x.data(), &t};
     for (size_t i = 0; i < list->size(); ++i) out[static_cast<Eigen::Index>(i)] = (*list)[i].evaluate_in<S>(values, 3);
+  };
+}
+
+/// res = F(t, x, xdot, p), one expression per equation (n_x of them): a residual mode, whose
+/// expressions read the rates of the states as der(name).
+inline auto residual_function(ExpressionList list) {
+  return [list](auto t, const auto& x, const auto& xdot, const auto& p, auto res) {
+    using S = decltype(t);
+    const S* values[] = {p.data(), x.data(), &t, xdot.data()};
+    for (size_t i = 0; i < list->size(); ++i) res[static_cast<Eigen::Index>(i)] = (*list)[i].evaluate_in<S>(values, 4);
   };
 }
 

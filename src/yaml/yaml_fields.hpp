@@ -143,12 +143,16 @@ class Fields {
     try {
       return Expression::parse(text, groups);
     } catch (const ExpressionError& e) {
-      // The token's column: after the scalar's opening quote, if any, and its leading spaces.
-      const std::string& raw = n.Scalar();
-      const size_t lead = raw.find_first_not_of(" \t");
-      const size_t quote = n.Tag() == "!" ? 1 : 0;
-      fail(n, field, e.what(), quote + (lead == std::string::npos ? 0 : lead) + e.position());
+      fail(n, field, e.what(), token_column(n, e.position()));
     }
+  }
+
+  /// An error about the token at `position` of the expression `text` (the trimmed scalar `n`)
+  /// that parsed but may not be used here, worded as the parser words its own errors.
+  [[noreturn]] void fail_in_expression(const YAML::Node& n, const std::string& field, const std::string& text,
+                                       size_t position, const std::string& what) const {
+    fail(n, field, fmt::format("in expression '{}': {} (at character {})", text, what, position + 1),
+         token_column(n, position));
   }
 
   /// A number or a constant expression ("2*pi", "1/3"), for fields that cannot depend on the
@@ -169,6 +173,15 @@ class Fields {
   }
 
  private:
+  /// Characters from the scalar node's start to `position` of its trimmed text: after the
+  /// opening quote, if any, and the leading spaces.
+  static size_t token_column(const YAML::Node& n, size_t position) {
+    const std::string& raw = n.Scalar();
+    const size_t lead = raw.find_first_not_of(" \t");
+    const size_t quote = n.Tag() == "!" ? 1 : 0;
+    return quote + (lead == std::string::npos ? 0 : lead) + position;
+  }
+
   void reject_duplicate_keys(const YAML::Node& node, const std::string& field, int depth, size_t& nodes) const {
     constexpr int kMaxDepth = 32;         // a model file needs 8 (costs.c.running[0].of.at[0])
     constexpr size_t kMaxNodes = 200000;  // after aliases are expanded
