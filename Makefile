@@ -47,7 +47,7 @@ deps-fuzz:
 # A finding (crash, sanitizer report, foreign exception, timeout, memory blow-up) stops the run
 # with a non-zero status and leaves its input in $(FUZZ_BUILD)/artifacts/.
 fuzz: deps-fuzz
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_FUZZ=ON \
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_FUZZ=ON -DSALTUS_PYTHON=OFF \
 	  -DSALTUS_BUILD_TESTS=OFF -DSALTUS_BUILD_BENCH=OFF
 	cmake --build $(FUZZ_BUILD) --target fuzz_model_file fuzz_expression -j $(JOBS)
 	mkdir -p $(FUZZ_CORPUS) $(FUZZ_EXPRESSION_CORPUS) $(FUZZ_BUILD)/artifacts

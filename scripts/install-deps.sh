@@ -18,7 +18,11 @@ packages=(
   libnlopt-dev           # saltus optimize: bounded L-BFGS and CCSAQ
   libplplot-dev          # saltus optimize --out: the convergence plot
   plplot-driver-cairo    # PLplot's PNG driver (pngcairo)
-  python3-matplotlib     # `make demo` plots (scripts/plot_demo.py)
+  python3-matplotlib     # `make demo` plots (scripts/plot_demo.py), the Python example's plot
+  pybind11-dev           # the Python module
+  python3-dev            # its headers
+  python3-numpy          # its arrays
+  python3-pytest         # its tests
 )
 
 # `make fuzz` (docs/fuzzing.md) passes --fuzz: clang with libFuzzer and the sanitizer runtimes

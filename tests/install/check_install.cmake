@@ -1,6 +1,8 @@
 # `make test`: installs the build into a scratch prefix, then builds and runs a project outside
 # Saltus against it, once through find_package(saltus) and once through pkg-config.
 # -DBUILD_DIR=<Saltus build> -DSOURCE_DIR=<this folder> -DWORK_DIR=<scratch folder>
+# [-DPYTHON=<interpreter> -DPYTHON_DIR=<the package's folder under the prefix>]: also imports the
+# installed Python package.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 
@@ -46,4 +48,16 @@ run("running the pkg-config consumer" ${WORK_DIR}/consumer_pc)
 if(NOT output STREQUAL expected)
   message(FATAL_ERROR "the pkg-config consumer printed:\n${output}")
 endif()
-message(STATUS "installed Saltus works through find_package and pkg-config")
+
+# The Python package, when the build has it.
+if(PYTHON)
+  set(ENV{PYTHONPATH} ${prefix}/${PYTHON_DIR})
+  # A script file: semicolons would split a -c argument into a CMake list.
+  file(WRITE ${WORK_DIR}/import_saltus.py
+       "import saltus\ng = saltus.load('galan').adjoint().gradient['G']['p']\nprint(f'{g:.6f}', saltus.__file__)\n")
+  run("the installed Python package" ${PYTHON} ${WORK_DIR}/import_saltus.py)
+  if(NOT output MATCHES "^-2\\.311953 ${prefix}/${PYTHON_DIR}/saltus/__init__.py")
+    message(FATAL_ERROR "the installed Python package printed:\n${output}")
+  endif()
+endif()
+message(STATUS "installed Saltus works through find_package, pkg-config and Python")

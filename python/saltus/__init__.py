@@ -1,0 +1,130 @@
+"""Saltus: forward and adjoint sensitivities of hybrid and constrained systems, exact through events.
+
+    import saltus
+    model = saltus.load("examples/fivebar.yaml")          # a model file, or a built-in name
+    result = model.adjoint()                              # a Result: numpy arrays and named values
+    result.gradient["drift"]["L01"]
+
+Models: built-in examples (saltus.builtins()), mechanism and equation model files, and equation
+models given as a Python dict with the fields of the YAML format (saltus.from_dict). Runs release
+the GIL while they integrate. Errors raise saltus.InputError (a ValueError: bad input) or
+saltus.Error subclasses (ModelError, SolverError, ZenoError, GrazingError: a failed run) with
+Saltus's one-line message. See docs/python.md.
+"""
+import json
+
+from ._saltus import (Error, GrazingError, InputError, ModelError, SolverError, ZenoError,
+                      builtins)
+from . import _saltus
+
+__all__ = ["load", "from_dict", "builtins", "Model", "Result", "Error", "InputError", "ModelError",
+           "SolverError", "ZenoError", "GrazingError"]
+
+
+class Result:
+    """The outcome of a run. Attributes (numpy arrays where numeric):
+
+    times (n_t,), states (n_t, n_x), modes (mode name per output time), costs {cost: value},
+    final_state {state: value}, events (list of dicts: time, name, mode_before, mode_after,
+    state_before, state_after, grazing, rest, and dtime_dp {parameter: dt/dp} for forward runs),
+    and for forward runs sensitivities (n_t, n_x, n_p) = dx/dp at the output times, for forward
+    and adjoint runs gradient {cost: {parameter: dcost/dp}} and gradient_matrix (n_c, n_p), for
+    adjoint runs initial_state_gradient {cost: {state: dcost/dx0}}.
+    """
+
+    def __init__(self, data):
+        self._data = data
+        for key, value in data.items():
+            setattr(self, key, value)
+
+    def __repr__(self):
+        return f"<saltus.Result {self._data['method']}: costs {self._data['costs']}>"
+
+    def as_dict(self):
+        return dict(self._data)
+
+    def to_pandas(self):
+        """The trajectory as a pandas DataFrame (time, mode, states), if pandas is installed."""
+        try:
+            import pandas
+        except ImportError as missing:
+            raise ImportError("Result.to_pandas needs pandas (Debian: python3-pandas)") from missing
+        frame = pandas.DataFrame(self.states, columns=self.state_names)
+        frame.insert(0, "mode", self.modes)
+        frame.insert(0, "time", self.times)
+        return frame
+
+
+class Model:
+    """A problem with its run settings. Parameters are changed with set_param (or the params
+    argument of load), run settings with set_options(tend=..., rtol=..., atol=..., integrator=...,
+    outputs=...)."""
+
+    def __init__(self, native):
+        self._native = native
+
+    def __repr__(self):
+        return f"<saltus.Model {self.name}: states {self.state_names}, parameters {self.parameters}>"
+
+    name = property(lambda self: self._native.name)
+    description = property(lambda self: self._native.description)
+    state_names = property(lambda self: self._native.state_names)
+    parameter_names = property(lambda self: self._native.parameter_names)
+    cost_names = property(lambda self: self._native.cost_names)
+    mode_names = property(lambda self: self._native.mode_names)
+    parameters = property(lambda self: self._native.parameters, doc="{parameter: nominal value}")
+    options = property(lambda self: self._native.options, doc="t0, tend, rtol, atol, integrator")
+    is_dae = property(lambda self: self._native.is_dae)
+
+    def set_param(self, name, value):
+        """Sets a parameter's value (checked against its domain)."""
+        self._native.set_param(name, float(value))
+        return self
+
+    def set_options(self, **options):
+        """tend, rtol, atol (all states), integrator ('cvodes', 'idas', 'auto'), outputs."""
+        self._native.set_options(**options)
+        return self
+
+    def simulate(self):
+        """States, events and costs."""
+        return Result(self._native.simulate())
+
+    def forward(self):
+        """Forward sensitivities: also sensitivities (n_t, n_x, n_p), gradient, event dt/dp."""
+        return Result(self._native.forward())
+
+    def adjoint(self):
+        """The adjoint: costs, gradient and initial_state_gradient."""
+        return Result(self._native.adjoint())
+
+    def check(self, method="all", fd_step=0.0, cs_step=1e-20):
+        """Gradients by forward sensitivities and `method` ('all', 'adjoint', 'fd',
+        'complex-step'): {'estimates': [...], 'largest_relative_difference': {method: value}}."""
+        return self._native.check(method, fd_step, cs_step)
+
+    def optimize(self, cost, vary, maximize=False, method="adjoint", constraints=(), max_evaluations=200):
+        """Minimizes (or maximizes) a cost over parameters within bounds, vary = {name: (lo, hi)},
+        constraints like ['h_T<=15']: {'optimum', 'cost', 'iterations', 'history', ...}."""
+        vary = {name: (float(lo), float(hi)) for name, (lo, hi) in vary.items()}
+        return self._native.optimize(cost, vary, maximize, method, list(constraints), int(max_evaluations))
+
+
+def _with_params(native, params):
+    model = Model(native)
+    for name, value in (params or {}).items():
+        model.set_param(name, value)
+    return model
+
+
+def load(name, params=None, formulation=None):
+    """A built-in example by name (saltus.builtins()) or a model file (*.yaml: a mechanism, in its
+    own formulation or `formulation`, or an equation model), with parameter overrides."""
+    return _with_params(_saltus.load(str(name), formulation or ""), params)
+
+
+def from_dict(fields, params=None):
+    """An equation model from a dict with the fields of the YAML format (docs/model-files.md,
+    "Equation models"), e.g. {"horizon": 5, "states": {"x": 0}, "modes": {"A": {"rhs": ["4 - x"]}},
+    "costs": {"G": {"running": "x"}}}. Values are numbers or expression strings."""
+    return _with_params(_saltus.parse_equations(json.dumps(fields), "<dict>"), params)

@@ -1,0 +1,125 @@
+"""The Python module against references that did not come from it: published and closed-form
+values (docs/benchmarks.md, theory), and the same runs through the C++ command's numbers."""
+import math
+import os
+import pathlib
+import time
+
+import numpy as np
+import pytest
+
+import saltus
+
+ROOT = pathlib.Path(os.environ.get("SALTUS_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+
+
+def test_builtins_lists_the_examples():
+    names = saltus.builtins()
+    for name in ("ball1d", "galan", "robertson", "robertson_dae", "hysteretic"):
+        assert name in names and names[name]
+
+
+def test_galan_forward_matches_the_closed_form():
+    # theory hybrid-dae.md section 6: dG/dp = -2.31195310744389, G = 20.0290746533596
+    r = saltus.load("galan").forward()
+    assert r.costs["G"] == pytest.approx(20.0290746533596, rel=1e-9)
+    assert r.gradient["G"]["p"] == pytest.approx(-2.31195310744389, rel=1e-7)
+    taus = [e["dtime_dp"]["p"] for e in r.events]
+    assert taus == pytest.approx([0.315707550098, 0.025508077526, 0.744917151578], abs=1e-7)
+    assert r.sensitivities.shape == (len(r.times), 1, 1)
+    assert r.sensitivities[-1, 0, 0] == pytest.approx(-0.00157410794767, abs=1e-8)
+    assert r.states.shape == (len(r.times), 1)
+    assert r.modes[0] == "A"
+
+
+def test_adjoint_and_parameter_overrides():
+    # A drag-free ball dropped from h0 = 50 (g = 9.8): the first impact at sqrt(2 h0 / g).
+    model = saltus.load("ball1d", params={"c": 0, "h0": 50, "g": 9.8})
+    model.set_options(tend=4.0)
+    forward = model.forward()
+    adjoint = model.adjoint()
+    assert forward.events[0]["time"] == pytest.approx(math.sqrt(2 * 50 / 9.8), rel=1e-9)
+    for cost in model.cost_names:
+        for p in model.parameter_names:
+            f, a = forward.gradient[cost][p], adjoint.gradient[cost][p]
+            assert a == pytest.approx(f, rel=1e-5, abs=1e-7), (cost, p)
+    assert set(adjoint.initial_state_gradient["h_T"]) == {"h", "v"}
+
+
+def test_dae_on_idas_agrees_with_the_published_gradient():
+    # cvsRoberts_ASAi_dns: dG/dp = (7.6842e+05, -3.0691e+00, 5.1144e-04)
+    model = saltus.load("robertson_dae")
+    assert model.is_dae and model.options["integrator"] == "idas"
+    g = model.adjoint().gradient["G"]
+    assert [g["p1"], g["p2"], g["p3"]] == pytest.approx([7.6842e+05, -3.0691e+00, 5.1144e-04], rel=2e-4)
+
+
+def test_check_compares_the_methods():
+    report = saltus.load("galan").check("all")
+    methods = [e["method"] for e in report["estimates"]]
+    assert methods[0] == "forward sensitivity" and len(methods) == 4
+    for method, difference in report["largest_relative_difference"].items():
+        assert difference < 1e-4, method
+
+
+def test_equation_model_from_a_dict_reproduces_the_built_in():
+    model = saltus.from_dict({
+        "name": "galan", "horizon": 5, "tolerances": {"rtol": 1e-10, "atol": 1e-12},
+        "parameters": {"p": 2.9}, "states": {"x": 0},
+        "modes": {"A": {"rhs": ["4 - x"]}, "B": {"rhs": ["10 - 2*x"]}},
+        "events": {
+            "A_to_B": {"guard": "x^3 - 5*x^2 + 7*x - p", "direction": "rising", "only_in": "A", "next": "B"},
+            "B_to_A": {"guard": "x^3 - 5*x^2 + 7*x - p", "direction": "falling", "only_in": "B", "next": "A"}},
+        "costs": {"G": {"running": "x"}}})
+    assert model.adjoint().gradient["G"]["p"] == pytest.approx(-2.31195310744389, rel=1e-7)
+
+
+def test_optimize_finds_the_best_restitution():
+    # docs/optimize.md: e* = 0.866554105436910791627 maximizes h(15) of the drag-free ball.
+    model = saltus.load("ball1d", params={"c": 0, "h0": 50, "g": 9.8, "e": 0.82}).set_options(tend=15)
+    result = model.optimize("h_T", {"e": (0.78, 0.92)}, maximize=True)
+    assert result["optimum"]["e"] == pytest.approx(0.866554105436910791627, rel=1e-6)
+    assert result["converged"] and result["iterations"] == len(result["history"])
+
+
+def test_errors_raise_with_saltus_messages():
+    with pytest.raises(saltus.InputError, match="unknown example 'nope'"):
+        saltus.load("nope")
+    with pytest.raises(ValueError, match="restitution|e"):
+        saltus.load("ball1d", params={"e": 1.5})
+    with pytest.raises(saltus.InputError, match="unknown option 'tfinal'"):
+        saltus.load("galan").set_options(tfinal=3)
+    with pytest.raises(saltus.InputError, match=r"model\.yaml|No such|cannot"):
+        saltus.load(str(ROOT / "does_not_exist" / "model.yaml"))
+    # A failed run is a saltus.Error (not bad input).
+    model = saltus.from_dict({"horizon": 1, "states": {"x": 1}, "modes": {"m": {"rhs": ["log(x - 2)"]}},
+                              "costs": {"X": {"terminal": "x"}}})
+    with pytest.raises(saltus.Error):
+        model.simulate()
+
+
+def test_results_convert_to_pandas_when_present():
+    r = saltus.load("galan").simulate()
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pandas"):
+            r.to_pandas()
+        return
+    frame = r.to_pandas()
+    assert list(frame.columns) == ["time", "mode", "x"]
+
+
+def test_a_python_loop_runs_at_the_speed_of_its_runs():
+    # 100 parameter sets: the Python overhead per run (conversion of results) stays small
+    # against the runs themselves, measured in one process (docs/python.md).
+    model = saltus.load("galan")
+    values = np.linspace(2.5, 3.1, 100)
+    start = time.perf_counter()
+    gradients = []
+    for v in values:
+        model.set_param("p", v)
+        gradients.append(model.forward().gradient["G"]["p"])
+    elapsed = time.perf_counter() - start
+    assert all(math.isfinite(g) for g in gradients)
+    assert elapsed < 60.0
