@@ -1,5 +1,9 @@
 // A hybrid run segment by segment on IDAS: simulation and forward sensitivities of problems
-// written as residuals (docs/dae.md; theory/hybrid-dae.md sections 1, 2 and 8).
+// written as residuals (docs/dae.md; theory/hybrid-dae.md sections 1, 2 and 8). The running-cost
+// integrals q are IDAS states with q-dot = g rather than IDAS quadratures: IDAS leaves
+// quadratures out of its order selection, so a motion whose states are low-degree polynomials
+// of time (zero local error estimates) kept it at order 1 with the quadratures forcing tiny
+// steps (the integral of 1 + t over [0, 1] came out 1.5000286 in 15181 steps at rtol 1e-8).
 #include "dae_run.hpp"
 
 #include <saltus/derivatives/residual.hpp>
@@ -38,20 +42,46 @@ DaeRun::DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& 
   validate(opt_, nx_, np_);
   pb_.validate_parameters(p_);
   for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  nq_ = has_running_cost_ ? nc_ : 0;
   identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
   ones_ = Eigen::VectorXd::Ones(nx_);
   cj_weights_ = Eigen::VectorXd::Ones(nx_);
+  unit_x_ = Eigen::VectorXd::Zero(nx_);
+  unit_xdot_ = Eigen::VectorXd::Zero(nx_);
+  zero_p_ = Eigen::VectorXd::Zero(np_);
+  cost_values_.resize(nc_);
+}
+
+std::vector<bool> DaeRun::differential_components() const {
+  std::vector<bool> differential = differential_states(pb_);
+  differential.resize(static_cast<size_t>(nx_ + nq_), true);  // the cost integrals
+  return differential;
+}
+
+std::vector<double> DaeRun::component_atol() const {
+  std::vector<double> atol = state_atol(opt_, nx_);
+  const double cost_atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
+  // Without cost error control the integrals follow the states' steps: a tolerance they always meet.
+  atol.resize(static_cast<size_t>(nx_ + nq_), opt_.cost_error_control ? cost_atol : 1e300);
+  return atol;
 }
 
 int DaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self_ptr) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
+    const int n = self->nx_, nq = self->nq_;
+    const auto x = view(y).head(n);
+    const auto xdot = view(yp).head(n);
     auto out = view(r);
-    mode_residual(self->pb_, self->mode_, t, view(y), view(yp), self->p_, out, self->ws_);
+    mode_residual(self->pb_, self->mode_, t, x, xdot, self->p_, out.head(n), self->ws_);
+    if (nq > 0) {
+      // The cost integrals q, q-dot - g(t, x, x-dot, p) = 0.
+      running_costs_at_rate(self->pb_, t, x, xdot, self->p_, self->cost_values_);
+      out.tail(nq) = view(yp).tail(nq) - self->cost_values_;
+    }
     if (out.allFinite()) return 0;
-    self->model_error_ = fmt::format("the residual of mode '{}' is not finite at t = {:.17g}, x = {}",
-                                     self->pb_.mode(self->mode_).name, t,
-                                     describe_state(self->pb_, Eigen::VectorXd(view(y))));
+    self->model_error_ = fmt::format("the residual of mode '{}' or a running cost is not finite at t = {:.17g}, x = {}",
+                                     self->pb_.mode(self->mode_).name, t, describe_state(self->pb_, Eigen::VectorXd(x)));
     // Recoverable a few times (a trial step may leave the model's domain), then fatal.
     return ++self->non_finite_evaluations_ > kMaxNonFiniteEvaluations ? -1 : 1;
   });
@@ -61,11 +91,29 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
                         void* self_ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
-    // dF/dx + cj dF/dx-dot, one AD tangent per column.
-    Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), self->nx_, self->nx_);
+    // dF/dx + cj dF/dx-dot, one AD tangent per column; for the cost integrals the rows
+    // -(g_x + cj g_xdot) and cj I.
+    const int n = self->nx_, nq = self->nq_;
+    const auto x = view(y).head(n);
+    const auto xdot = view(yp).head(n);
+    Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), n + nq, n + nq);
     self->cj_weights_.setConstant(cj);
-    residual_columns(self->pb_, self->mode_, t, view(y), view(yp), self->p_, self->ones_, self->cj_weights_, jac,
-                     self->ws_);
+    residual_columns(self->pb_, self->mode_, t, x, xdot, self->p_, self->ones_, self->cj_weights_,
+                     jac.topLeftCorner(n, n), self->ws_);
+    if (nq > 0) {
+      jac.topRightCorner(n, nq).setZero();
+      jac.bottomRightCorner(nq, nq).setIdentity();
+      jac.bottomRightCorner(nq, nq) *= cj;
+      for (int i = 0; i < n; ++i) {
+        self->unit_x_[i] = 1.0;
+        self->unit_xdot_[i] = cj;
+        running_cost_tangents_at_rate(self->pb_, t, x, xdot, self->p_, 0.0, self->unit_x_, self->unit_xdot_,
+                                      self->zero_p_, self->cost_values_, self->ws_);
+        jac.block(n, i, nq, 1) = -self->cost_values_;
+        self->unit_x_[i] = 0.0;
+        self->unit_xdot_[i] = 0.0;
+      }
+    }
     return jac.allFinite() ? 0 : 1;
   });
 }
@@ -73,18 +121,8 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
 int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
-    return evaluate_guards<double>(self->pb_, self->watched_, t, view(y), self->p_, g, self->model_error_);
-  });
-}
-
-int DaeRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector q, void* self_ptr) {
-  auto* self = static_cast<DaeRun*>(self_ptr);
-  return guarded_callback(self->model_error_, [&]() -> int {
-    auto out = view(q);
-    running_costs_at_rate(self->pb_, t, view(y), view(yp), self->p_, out);
-    if (out.allFinite()) return 0;
-    self->model_error_ = fmt::format("a running cost is not finite at t = {:.17g}", t);
-    return 1;
+    return evaluate_guards<double>(self->pb_, self->watched_, t, view(y).head(self->nx_), self->p_, g,
+                                   self->model_error_);
   });
 }
 
@@ -92,25 +130,22 @@ int DaeRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vec
                            N_Vector* rS, void* self_ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
-    // F_x S_j + F_xdot S-dot_j + F_p e_j.
+    // F_x S_j + F_xdot S-dot_j + F_p e_j, and for the cost integrals S-dot_q - (g_x S_j +
+    // g_xdot S-dot_j + g_p e_j).
+    const int n = self->nx_, nq = self->nq_;
+    const auto x = view(y).head(n);
+    const auto xdot = view(yp).head(n);
     for (int j = 0; j < ns; ++j) {
+      const auto s = view(yS[j]);
+      const auto s_dot = view(ypS[j]);
       auto out = view(rS[j]);
-      residual_tangent(self->pb_, self->mode_, t, view(y), view(yp), self->p_, 0.0, view(yS[j]), view(ypS[j]),
-                       self->identity_p_.col(j), out, self->ws_);
-      if (!out.allFinite()) return 1;
-    }
-    return 0;
-  });
-}
-
-int DaeRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vector* yS, N_Vector* ypS,
-                                      N_Vector, N_Vector* qS, void* self_ptr, N_Vector, N_Vector, N_Vector) {
-  auto* self = static_cast<DaeRun*>(self_ptr);
-  return guarded_callback(self->model_error_, [&]() -> int {
-    for (int j = 0; j < ns; ++j) {
-      auto out = view(qS[j]);
-      running_cost_tangents_at_rate(self->pb_, t, view(y), view(yp), self->p_, 0.0, view(yS[j]), view(ypS[j]),
-                                    self->identity_p_.col(j), out, self->ws_);
+      residual_tangent(self->pb_, self->mode_, t, x, xdot, self->p_, 0.0, s.head(n), s_dot.head(n),
+                       self->identity_p_.col(j), out.head(n), self->ws_);
+      if (nq > 0) {
+        running_cost_tangents_at_rate(self->pb_, t, x, xdot, self->p_, 0.0, s.head(n), s_dot.head(n),
+                                      self->identity_p_.col(j), self->cost_values_, self->ws_);
+        out.tail(nq) = s_dot.tail(nq) - self->cost_values_;
+      }
       if (!out.allFinite()) return 1;
     }
     return 0;
@@ -126,23 +161,30 @@ void DaeRun::begin_segment(double t) {
     seg.start = point_;
     seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
     seg.events_end = sol_.events.size();
-    seg.session = std::make_unique<IdasSession>(nx_, has_running_cost_ ? nc_ : 0, 0, differential_states(pb_), opt_,
-                                                callbacks_, this, state_atol(opt_, nx_), std::vector<double>{},
-                                                opt_.checkpoint_steps);
+    seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
+                                                component_atol(), std::vector<double>{}, opt_.checkpoint_steps);
     ida_ = seg.session.get();
     segments_.push_back(std::move(seg));
   }
   IdasSession& ida = *ida_;
-  view(ida.y()) = point_.x;
-  view(ida.yp()) = point_.xdot;
+  view(ida.y()).head(nx_) = point_.x;
+  view(ida.yp()).head(nx_) = point_.xdot;
   for (int j = 0; j < ida.ns(); ++j) {
-    view(ida.yS(j)) = S_.col(j);
-    view(ida.ypS(j)) = S_dot_.col(j);
+    view(ida.yS(j)).head(nx_) = S_.col(j);
+    view(ida.ypS(j)).head(nx_) = S_dot_.col(j);
   }
-  // The cost quadratures continue from their totals (see HybridRun::begin_segment).
-  if (ida.nq() > 0) {
-    view(ida.q()) = cost_integral_;
-    for (int j = 0; j < ida.ns(); ++j) view(ida.qS(j)) = cost_integral_sens_.col(j);
+  if (nq_ > 0) {
+    // The cost integrals continue from their totals (their error weights stay relative, see
+    // HybridRun::begin_segment) at the rate g.
+    view(ida.y()).tail(nq_) = cost_integral_;
+    running_costs_at_rate(pb_, t, point_.x, point_.xdot, p_, cost_values_);
+    view(ida.yp()).tail(nq_) = cost_values_;
+    for (int j = 0; j < ida.ns(); ++j) {
+      view(ida.yS(j)).tail(nq_) = cost_integral_sens_.col(j);
+      running_cost_tangents_at_rate(pb_, t, point_.x, point_.xdot, p_, 0.0, S_.col(j), S_dot_.col(j),
+                                    identity_p_.col(j), cost_values_, ws_);
+      view(ida.ypS(j)).tail(nq_) = cost_values_;
+    }
   }
   ida.start(t);
   watched_ = watched_events(pb_, mode_);
@@ -160,10 +202,10 @@ void DaeRun::take_integrator_state(double t, const char* when) {
   IdasSession& ida = *ida_;
   // IDAS returns values consistent to its Newton tolerance; the event transfer and the output
   // get them consistent to round-off, with the algebraic rates z-dot that IDAS does not hold.
-  point_ = consistent_point(pb_, mode_, t, view(ida.y()), view(ida.yp()), p_, when, ws_);
+  point_ = consistent_point(pb_, mode_, t, view(ida.y()).head(nx_), view(ida.yp()).head(nx_), p_, when, ws_);
   if (sens_) {
     ida.load_sensitivities(t);
-    for (int j = 0; j < np_; ++j) S_.col(j) = view(ida.yS(j));
+    for (int j = 0; j < np_; ++j) S_.col(j) = view(ida.yS(j)).head(nx_);
     consistent_sensitivities(pb_, mode_, t, point_, p_, S_, S_dot_, ws_);
   }
 }
@@ -179,12 +221,11 @@ void DaeRun::end_segment(double t) {
     // roots again.
     ida.set_roots({});
   }
-  if (ida.nq() > 0) {
-    ida.load_quadratures(t);
-    cost_integral_ = view(ida.q());
+  if (nq_ > 0) {
+    // IDAS returned at t: y holds the integrals there, and take_integrator_state loaded yS.
+    cost_integral_ = view(ida.y()).tail(nq_);
     if (sens_) {
-      ida.load_quadrature_sensitivities(t);
-      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) = view(ida.qS(j));
+      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) = view(ida.yS(j)).tail(nq_);
     }
   }
 }
@@ -303,13 +344,10 @@ Solution DaeRun::run() {
   callbacks_.residual = residual_cb;
   callbacks_.jacobian = jacobian_cb;
   callbacks_.roots = roots_cb;
-  callbacks_.quadrature = quadrature_cb;
   callbacks_.sensitivity = sensitivity_cb;
-  callbacks_.quadrature_sensitivity = quadrature_sensitivity_cb;
   if (kind_ != RunKind::AdjointRecording) {
-    session_ = std::make_unique<IdasSession>(nx_, has_running_cost_ ? nc_ : 0, sens_ ? np_ : 0,
-                                             differential_states(pb_), opt_, callbacks_, this, state_atol(opt_, nx_),
-                                             parameter_scales(opt_, p_));
+    session_ = std::make_unique<IdasSession>(nx_ + nq_, 0, sens_ ? np_ : 0, differential_components(), opt_,
+                                             callbacks_, this, component_atol(), parameter_scales(opt_, p_));
     ida_ = session_.get();
   }
   const std::vector<double> grid = output_grid(opt_);

@@ -50,12 +50,8 @@ class DaeRun : private SegmentIntegrator {
   static int jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector r, SUNMatrix J,
                          void* self, N_Vector, N_Vector, N_Vector);
   static int roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self);
-  static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector q, void* self);
   static int sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, N_Vector* yS,
                             N_Vector* ypS, N_Vector* rS, void* self, N_Vector, N_Vector, N_Vector);
-  static int quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vector* yS,
-                                       N_Vector* ypS, N_Vector q, N_Vector* qS, void* self, N_Vector, N_Vector,
-                                       N_Vector);
 
   // The segment loop's steps (segment_driver.hpp).
   void begin_segment(double t) override;
@@ -70,6 +66,9 @@ class DaeRun : private SegmentIntegrator {
   /// The event applied for a firing of k: k, or its resting variant (HybridRun::resolve_rest).
   int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
   [[noreturn]] void fail(int flag, double t);
+  /// The IDAS components: the states, then the running-cost integrals (differential).
+  std::vector<bool> differential_components() const;
+  std::vector<double> component_atol() const;
 
   const Problem& pb_;
   Eigen::VectorXd p_;
@@ -78,6 +77,7 @@ class DaeRun : private SegmentIntegrator {
   bool sens_;
   int nx_, np_, nc_;
   bool has_running_cost_ = false;
+  int nq_ = 0;  // running-cost integrals integrated as IDAS states after the n_x states
 
   int mode_ = 0;
   ConsistentPoint point_;   // x and x-dot at the current time
@@ -87,7 +87,7 @@ class DaeRun : private SegmentIntegrator {
   Eigen::MatrixXd cost_integral_sens_;  // n_c x n_p
 
   Eigen::MatrixXd identity_p_;
-  Eigen::VectorXd ones_, cj_weights_;
+  Eigen::VectorXd ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_values_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
   CascadeGuard cascade_;

@@ -180,7 +180,16 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
   view(ypB_) = ypB0;
   check_ida(IDAInitB(mem_, which_, settings.residual, tB0, yB_, ypB_), "IDAInitB");
   check_ida(IDASetUserDataB(mem_, which_, settings.user_data), "IDASetUserDataB");
-  check_ida(IDASStolerancesB(mem_, which_, settings.rtol, settings.atol), "IDASStolerancesB");
+  if (settings.state_atol.empty()) {
+    check_ida(IDASStolerancesB(mem_, which_, settings.rtol, settings.atol), "IDASStolerancesB");
+  } else {
+    N_Vector atol = N_VClone(yB_);
+    check_alloc(atol, "the adjoint tolerances");
+    for (int i = 0; i < nB; ++i) NV_Ith_S(atol, i) = settings.state_atol[static_cast<size_t>(i)];
+    const int flag = IDASVtolerancesB(mem_, which_, settings.rtol, atol);
+    N_VDestroy(atol);
+    check_ida(flag, "IDASVtolerancesB");
+  }
   check_ida(IDASetMaxNumStepsB(mem_, which_, settings.max_steps), "IDASetMaxNumStepsB");
   AB_ = SUNDenseMatrix(nB, nB, ctx_);
   check_alloc(AB_, "the adjoint Jacobian");

@@ -29,6 +29,7 @@ void check_ida(int flag, const char* call);
 struct IdasBackwardSettings {
   double rtol = 1e-8;
   double atol = 1e-10;                  ///< adjoint states
+  std::vector<double> state_atol;       ///< if not empty (size nB): replaces atol per state
   std::vector<double> quadrature_atol;  ///< per gradient quadrature
   bool quadrature_error_control = true;
   long max_steps = 500000;
