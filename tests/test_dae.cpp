@@ -339,6 +339,55 @@ TEST(DaeCosts, PolynomialMotionKeepsIdasAccurateAndQuick) {
   EXPECT_LT(a.adjoint.backward.steps, 200);
 }
 
+namespace {
+/// circle_drift's closed form (examples/builtin/circle_drift.cpp) in complex arithmetic:
+/// tan(theta/2) = tan(theta0/2) exp(-a t / R) until x2 = R sin theta falls to h, then
+/// exp(+a (t - t_e) / R); G = integral of R cos theta = (R/lambda) [ln u - ln(1 + u^2)] pieces.
+struct CircleClosedForm {
+  Complex G, x2_T, t_e, z0;
+};
+CircleClosedForm circle_closed_form(Complex a, Complex R, Complex theta0, Complex h, double T) {
+  const Complex lambda = a / R;
+  const Complex u0 = std::tan(theta0 / 2.0);
+  const Complex ue = std::tan(std::asin(h / R) / 2.0);
+  const Complex te = std::log(u0 / ue) / lambda;
+  const Complex uT = ue * std::exp(lambda * (T - te));
+  const auto F = [](Complex u) { return std::log(u) - std::log(1.0 + u * u); };
+  CircleClosedForm c;
+  c.G = R / lambda * (F(u0) - F(ue)) + R / lambda * (F(uT) - F(ue));
+  c.x2_T = R * 2.0 * uT / (1.0 + uT * uT);
+  c.t_e = te;
+  c.z0 = -a * std::cos(theta0) / R;
+  return c;
+}
+}  // namespace
+
+TEST(CircleDriftIndex2, ForwardAndComplexStepMatchTheClosedForm) {
+  Problem pb = examples::circle_drift();
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution s = forward_sensitivity(pb);
+  const CircleClosedForm exact = circle_closed_form(p[0], p[1], p[2], p[3], 3.0);
+  ASSERT_EQ(s.events.size(), 1u);
+  EXPECT_NEAR(s.events[0].time, exact.t_e.real(), 1e-9);
+  EXPECT_NEAR(s.costs[0], exact.G.real(), 1e-8);
+  EXPECT_NEAR(s.costs[1], exact.x2_T.real(), 1e-8);
+  EXPECT_NEAR(s.states(0, 2), exact.z0.real(), 1e-12);  // the completion solved for z(0)
+  // The closed form differentiated by complex step, parameter by parameter.
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  for (int j = 0; j < 4; ++j) {
+    Complex q[4] = {p[0], p[1], p[2], p[3]};
+    q[j] += Complex(0.0, 1e-30);
+    const CircleClosedForm d = circle_closed_form(q[0], q[1], q[2], q[3], 3.0);
+    const double dG = d.G.imag() / 1e-30, dx2 = d.x2_T.imag() / 1e-30, dte = d.t_e.imag() / 1e-30;
+    EXPECT_NEAR(s.cost_gradient(0, j), dG, 1e-7 * std::max(1.0, std::abs(dG))) << j;
+    EXPECT_NEAR(s.cost_gradient(1, j), dx2, 1e-7 * std::max(1.0, std::abs(dx2))) << j;
+    EXPECT_NEAR(s.events[0].dtime_dp[j], dte, 1e-7 * std::max(1.0, std::abs(dte))) << j;
+    EXPECT_NEAR(cs.cost_gradient(0, j), dG, 1e-7 * std::max(1.0, std::abs(dG))) << j;
+    EXPECT_NEAR(cs.cost_gradient(1, j), dx2, 1e-7 * std::max(1.0, std::abs(dx2))) << j;
+  }
+  expect_message([&] { adjoint(pb); }, "has index-2 modes, whose adjoint");
+}
+
 TEST(DaeErrors, SingularIndexOneMatrixNamesModeAndTime) {
   // The algebraic state does not appear in its equation: [F_ydot | F_z] is singular.
   Problem pb("index2", "");

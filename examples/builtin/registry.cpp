@@ -16,6 +16,8 @@ const std::vector<ExampleInfo>& builtin_examples() {
        robertson_dae},
       {"hiskens", "switched linear system, switching lines as parameters (Hiskens & Pai)",
        hiskens},
+      {"circle_drift", "point held on a circle by a multiplier, drift reversed at an event (index-2 DAE, on IDAS)",
+       circle_drift},
       {"hysteretic", "oscillator with exponential-model hysteresis and memory (seed 002, Sec. 5.2)", hysteretic},
   };
   return list;

@@ -95,14 +95,30 @@ int Problem::add_parameter(const std::string& name, double nominal, std::string 
 
 int Problem::add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, std::move(rhs), std::nullopt, {}});
+  modes_.push_back({name, std::move(rhs), std::nullopt, {}, {}});
   return n_modes() - 1;
 }
 
 int Problem::add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, {}, std::nullopt, std::move(residual)});
+  modes_.push_back({name, {}, std::nullopt, std::move(residual), {}});
   return n_modes() - 1;
+}
+
+void Problem::set_completion_impl(int mode, Instantiated<CompletionFn> completion) {
+  if (mode < 0 || mode >= n_modes()) throw InputError(fmt::format("set_completion: mode {} out of range", mode));
+  Mode& m = modes_[static_cast<size_t>(mode)];
+  if (!m.implicit()) {
+    throw InputError(fmt::format("set_completion: mode '{}' is an explicit right-hand side, not a residual", m.name));
+  }
+  m.completion = std::move(completion);
+}
+
+bool Problem::has_index2_modes() const {
+  for (const auto& m : modes_) {
+    if (m.index2()) return true;
+  }
+  return false;
 }
 
 void Problem::set_algebraic_states(const std::vector<std::string>& names) {

@@ -71,6 +71,18 @@ void residual_columns(const Problem& problem, int mode, double t, In<double> x, 
   }
 }
 
+void completion_tangent(const Problem& problem, int mode, double t, In<double> x_guess, In<double> p, double dt,
+                        In<double> dx_guess, In<double> dp, Out<double> x_tangent, Out<double> xdot_tangent,
+                        TangentWorkspace& ws) {
+  seed(ws.t_x, x_guess, dx_guess);
+  seed(ws.t_p, p, dp);
+  ws.t_out.resize(x_guess.size());
+  ws.t_xdot.resize(x_guess.size());
+  problem.mode(mode).completion.dual(make_dual(t, dt), ws.t_x, ws.t_p, ws.t_out, ws.t_xdot);
+  tangent_of(ws.t_out, x_tangent);
+  tangent_of(ws.t_xdot, xdot_tangent);
+}
+
 void residual_parameter_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
                                  In<double> p, Eigen::Ref<Eigen::MatrixXd> fp, TangentWorkspace& ws) {
   const Mode& m = problem.mode(mode);

@@ -107,7 +107,7 @@ ComplexDaeRun::ComplexDaeRun(const Problem& problem, const VectorX<Complex>& p, 
   jac_real_.resize(nx_, nx_);
   // The imaginary parts are O(imaginary_scale): their absolute tolerances are scaled alike, so
   // both parts are integrated to the same relative accuracy.
-  std::vector<double> atol = state_atol(opt_, nx_);
+  std::vector<double> atol = dae_state_atol(pb_, opt_);
   std::vector<double> stacked = atol;
   for (double a : atol) stacked.push_back(a * imaginary_scale);
   const double cost_atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
@@ -120,7 +120,8 @@ ComplexDaeRun::ComplexDaeRun(const Problem& problem, const VectorX<Complex>& p, 
   cb.quadrature = quadrature_cb;
   ida_ = std::make_unique<IdasSession>(2 * nx_, has_running_cost_ ? 2 * nc_ : 0, 0, stacked_differential(pb_), opt_,
                                        cb, this, stacked, std::vector<double>{}, 0,
-                                       has_running_cost_ ? quadrature_atol : std::vector<double>{});
+                                       has_running_cost_ ? quadrature_atol : std::vector<double>{},
+                                       pb_.has_index2_modes());
 }
 
 void ComplexDaeRun::load(N_Vector y, N_Vector yp) {

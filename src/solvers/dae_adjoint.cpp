@@ -348,6 +348,12 @@ void DaeAdjointSweep::run() {
 }  // namespace
 
 Solution dae_adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  if (problem.has_index2_modes()) {
+    throw InputError(fmt::format("problem '{}' has index-2 modes, whose adjoint (theory hybrid-dae section 4) Saltus "
+                                 "does not compute yet; use forward sensitivities or the complex step (docs/dae.md, "
+                                 "\"Limits\")",
+                                 problem.name()));
+  }
   const SolverMessageScope messages;  // one cap for the forward and the backward pass
   DaeRun run(problem, p, options, RunKind::AdjointRecording);
   Solution sol = run.run();

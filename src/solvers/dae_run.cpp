@@ -59,7 +59,7 @@ std::vector<bool> DaeRun::differential_components() const {
 }
 
 std::vector<double> DaeRun::component_atol() const {
-  std::vector<double> atol = state_atol(opt_, nx_);
+  std::vector<double> atol = dae_state_atol(pb_, opt_);
   const double cost_atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
   // Without cost error control the integrals follow the states' steps: a tolerance they always meet.
   atol.resize(static_cast<size_t>(nx_ + nq_), opt_.cost_error_control ? cost_atol : 1e300);
@@ -162,7 +162,8 @@ void DaeRun::begin_segment(double t) {
     seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
     seg.events_end = sol_.events.size();
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
-                                                component_atol(), std::vector<double>{}, opt_.checkpoint_steps);
+                                                component_atol(), std::vector<double>{}, opt_.checkpoint_steps,
+                                                std::vector<double>{}, pb_.has_index2_modes());
     ida_ = seg.session.get();
     segments_.push_back(std::move(seg));
   }
@@ -347,7 +348,8 @@ Solution DaeRun::run() {
   callbacks_.sensitivity = sensitivity_cb;
   if (kind_ != RunKind::AdjointRecording) {
     session_ = std::make_unique<IdasSession>(nx_ + nq_, 0, sens_ ? np_ : 0, differential_components(), opt_,
-                                             callbacks_, this, component_atol(), parameter_scales(opt_, p_));
+                                             callbacks_, this, component_atol(), parameter_scales(opt_, p_), 0,
+                                             std::vector<double>{}, pb_.has_index2_modes());
     ida_ = session_.get();
   }
   const std::vector<double> grid = output_grid(opt_);

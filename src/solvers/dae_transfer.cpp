@@ -66,11 +66,25 @@ double unknowns_norm(const Problem& problem, const ConsistentPoint& point) {
   return norm;
 }
 
+/// The model's completion of an index-2 mode (Problem::set_completion).
+ConsistentPoint completed_point(const Problem& problem, int mode, double t, In<double> x_guess, In<double> p,
+                                const std::string& when) {
+  ConsistentPoint point{Eigen::VectorXd(x_guess.size()), Eigen::VectorXd(x_guess.size())};
+  problem.mode(mode).completion.real(t, x_guess, p, point.x, point.xdot);
+  if (!point.x.allFinite() || !point.xdot.allFinite()) {
+    throw ModelError(fmt::format("the completion of mode '{}' is not finite {} (t = {:.17g}, from the state {})",
+                                 problem.mode(mode).name, when, t,
+                                 detail::describe_state(problem, Eigen::VectorXd(x_guess))));
+  }
+  return point;
+}
+
 }  // namespace
 
 ConsistentPoint consistent_point(const Problem& problem, int mode, double t, In<double> x_guess,
                                  In<double> xdot_guess, In<double> p, const std::string& when,
                                  TangentWorkspace& ws) {
+  if (problem.mode(mode).index2()) return completed_point(problem, mode, t, x_guess, p, when);
   ConsistentPoint point{x_guess, xdot_guess};
   Eigen::VectorXd residual(x_guess.size());
   double last_correction = 0.0, previous_correction = 0.0;
@@ -117,6 +131,15 @@ ComplexConsistentPoint consistent_point_complex(const Problem& problem, int mode
                                                 TangentWorkspace& ws) {
   // The real parts as the real run finds them, then the imaginary parts by Newton with the real
   // M: its error contracts by about |Im| |M'| ~ h per step, so two or three steps reach round-off.
+  if (problem.mode(mode).index2()) {
+    ComplexConsistentPoint point{VectorX<Complex>(x_guess.size()), VectorX<Complex>(x_guess.size())};
+    problem.mode(mode).completion.complex(t, x_guess, p, point.x, point.xdot);
+    if (!point.x.allFinite() || !point.xdot.allFinite()) {
+      throw ModelError(fmt::format("the completion of mode '{}' is not finite {} (t = {:.17g}, complex-step run)",
+                                   problem.mode(mode).name, when, t.real()));
+    }
+    return point;
+  }
   const Eigen::VectorXd p_real = p.real();
   const ConsistentPoint real =
       consistent_point(problem, mode, t.real(), x_guess.real(), xdot_guess.real(), p_real, when, ws);
@@ -176,6 +199,20 @@ void consistent_sensitivities(const Problem& problem, int mode, double t, const 
   const Eigen::Index nx = point.x.size(), np = p.size();
   s_dot.setZero(nx, np);
   if (np == 0) return;
+  if (problem.mode(mode).index2()) {
+    // The completion's tangent along (S_j, e_j): its projection and hidden-constraint solve,
+    // differentiated.
+    Eigen::VectorXd unit = Eigen::VectorXd::Zero(np), s_column(nx), x_tangent(nx), xdot_tangent(nx);
+    for (Eigen::Index j = 0; j < np; ++j) {
+      s_column = s.col(j);
+      unit[j] = 1.0;
+      completion_tangent(problem, mode, t, point.x, p, 0.0, s_column, unit, x_tangent, xdot_tangent, ws);
+      unit[j] = 0.0;
+      s.col(j) = x_tangent;
+      s_dot.col(j) = xdot_tangent;
+    }
+    return;
+  }
   const auto lu = factor_index1(problem, mode, t, point.x, point.xdot, p, "for the sensitivities", ws);
   const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx);
   Eigen::VectorXd unit = Eigen::VectorXd::Zero(np), s_differential(nx), total(nx);

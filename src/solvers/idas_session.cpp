@@ -42,7 +42,7 @@ N_Vector* zero_vectors(int count, N_Vector like, const char* what) {
 IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
                          const IdasCallbacks& cb, void* user_data, const std::vector<double>& atol_state,
                          const std::vector<double>& parameter_scales, long checkpoint_steps,
-                         const std::vector<double>& atol_quadrature)
+                         const std::vector<double>& atol_quadrature, bool suppress_algebraic)
     : n_(n), nq_(nq), ns_(ns), roots_fn_(cb.roots), tf_(options.tf) {
   check_ida(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
   y_ = N_VNew_Serial(n, ctx_);
@@ -66,6 +66,7 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
   check_ida(IDASetUserData(mem_, user_data), "IDASetUserData");
   check_ida(IDASVtolerances(mem_, options.rtol, atol_), "IDASVtolerances");
   check_ida(IDASetId(mem_, id_), "IDASetId");
+  if (suppress_algebraic) check_ida(IDASetSuppressAlg(mem_, SUNTRUE), "IDASetSuppressAlg");
   check_ida(IDASetMaxNumSteps(mem_, options.max_steps), "IDASetMaxNumSteps");
   check_ida(IDASetStopTime(mem_, options.tf), "IDASetStopTime");
   A_ = SUNDenseMatrix(n, n, ctx_);

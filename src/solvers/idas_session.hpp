@@ -53,13 +53,14 @@ struct IdasCallbacks {
 /// yS(k), ypS(k), q() and qS(k), which the caller makes consistent first. A session created
 /// with checkpoint_steps > 0 records its forward steps (IDAAdjInit, Hermite interpolation) for
 /// one backward problem. `atol_quadrature` (size nq), if given, replaces the cost tolerance per
-/// quadrature.
+/// quadrature. `suppress_algebraic` leaves the algebraic components out of the error test (index
+/// 2: IDASetSuppressAlg).
 class IdasSession {
  public:
   IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
               const IdasCallbacks& callbacks, void* user_data, const std::vector<double>& atol_state,
               const std::vector<double>& parameter_scales, long checkpoint_steps = 0,
-              const std::vector<double>& atol_quadrature = {});
+              const std::vector<double>& atol_quadrature = {}, bool suppress_algebraic = false);
   ~IdasSession();
   IdasSession(const IdasSession&) = delete;
   IdasSession& operator=(const IdasSession&) = delete;

@@ -17,6 +17,15 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
   return options.integrator == Integrator::Idas || residual;
 }
 
+std::vector<double> dae_state_atol(const Problem& problem, const Options& options) {
+  std::vector<double> atol = state_atol(options, problem.n_states());
+  if (!problem.has_index2_modes()) return atol;
+  for (int i = 0; i < problem.n_states(); ++i) {
+    if (problem.is_algebraic(i)) atol[static_cast<size_t>(i)] = kIndex2AlgebraicAtol;
+  }
+  return atol;
+}
+
 AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& p, int n_costs) {
   AdjointTolerances tol;
   tol.rtol = opt.adjoint_rtol > 0.0 ? opt.adjoint_rtol : opt.rtol;

@@ -66,6 +66,14 @@ WatchedEvents watched_events(const Problem& problem, int mode);
 /// Absolute tolerance per state.
 std::vector<double> state_atol(const Options& options, int n_states);
 
+/// Absolute tolerance per state for IDAS: state_atol, with the algebraic states of a problem
+/// with index-2 modes loosened to kIndex2AlgebraicAtol. IDAS leaves them out of its error test
+/// there (IDASetSuppressAlg), but its Newton test still weighs them, and their corrections grow
+/// like 1/h for index 2: with ordinary tolerances the steps collapsed (circle_drift at rtol 1e-8
+/// failed at t = 1e-11). Saltus recomputes them from the completion at outputs and events.
+std::vector<double> dae_state_atol(const Problem& problem, const Options& options);
+inline constexpr double kIndex2AlgebraicAtol = 1e100;
+
 /// Parameter scales for the sensitivity error weights (pbar).
 std::vector<double> parameter_scales(const Options& options, const Eigen::VectorXd& p);
 

@@ -18,6 +18,11 @@ using RhsFn = std::function<void(S t, In<S> x, In<S> p, Out<S> xdot)>;
 /// xdot that belong to algebraic states (Problem::set_algebraic_states) must not enter F.
 template <class S>
 using ResidualFn = std::function<void(S t, In<S> x, In<S> xdot, In<S> p, Out<S> residual)>;
+/// Consistent completion of a residual mode that is not index 1 (a Hessenberg index-2 DAE):
+/// from a state guess (t, x_guess, p) the consistent state x and its rate x-dot, the model's
+/// own projection onto its constraints and its solve of the hidden constraints.
+template <class S>
+using CompletionFn = std::function<void(S t, In<S> x_guess, In<S> p, Out<S> x, Out<S> xdot)>;
 /// Guard (event function) r(t, x, p); the event fires when r crosses zero.
 template <class S>
 using GuardFn = std::function<S(S t, In<S> x, In<S> p)>;

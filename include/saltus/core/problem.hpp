@@ -46,7 +46,11 @@ struct Mode {
   Instantiated<RhsFn> rhs;
   std::optional<AnalyticJacobian> jacobian;
   Instantiated<ResidualFn> residual;
+  /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
+  Instantiated<CompletionFn> completion;
   bool implicit() const { return static_cast<bool>(residual); }
+  /// Index 2 with a completion, rather than index 1 (consistency by Newton on [F_ydot | F_z]).
+  bool index2() const { return static_cast<bool>(completion); }
 };
 
 /// How a problem's dynamics are written, and so which integrator runs it.
@@ -183,6 +187,19 @@ class Problem {
   int add_residual_mode(const std::string& name, const F& f) {
     return add_residual_mode_impl(name, Instantiated<ResidualFn>::from(f));
   }
+  /// Makes residual mode `mode` a Hessenberg index-2 DAE (ydot = f(t, y, z, p), 0 = k(t, y, p),
+  /// k_y f_z nonsingular; docs/dae.md, "Index 2") whose consistent values the model computes:
+  /// `c(t, x_guess, p, x, xdot)` (a generic lambda) projects the differential states of the
+  /// guess onto k = 0, solves the hidden constraint k_y f + k_t = 0 for the algebraic states and
+  /// returns x and its rate (the algebraic entries of xdot may be zero). Saltus differentiates it
+  /// (forward AD, complex step) for the consistent sensitivities, and IDAS leaves the algebraic
+  /// states out of its error test.
+  template <class C>
+  void set_completion(int mode, const C& c) {
+    set_completion_impl(mode, Instantiated<CompletionFn>::from(c));
+  }
+  /// Whether some mode is index 2.
+  bool has_index2_modes() const;
   /// Declares states (by name, among set_states) as algebraic: their derivatives do not enter
   /// the residuals, and their values follow from the residuals given the differential states
   /// (at the start, after every event). Every mode of such a problem must be a residual mode.
@@ -294,6 +311,7 @@ class Problem {
   void add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection);
   int add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs);
   int add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual);
+  void set_completion_impl(int mode, Instantiated<CompletionFn> completion);
   EventBuilder add_event_impl(const std::string& name, Direction direction,
                               Instantiated<GuardFn> guard);
   void add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,

@@ -31,6 +31,12 @@ void residual_columns(const Problem& problem, int mode, double t, In<double> x, 
                       In<double> x_weight, In<double> xdot_weight, Eigen::Ref<Eigen::MatrixXd> matrix,
                       TangentWorkspace& ws);
 
+/// The tangent of an index-2 mode's completion (Problem::set_completion): the directional
+/// derivatives of its x and x-dot along (dt, dx_guess, dp), into x_tangent and xdot_tangent (n_x).
+void completion_tangent(const Problem& problem, int mode, double t, In<double> x_guess, In<double> p, double dt,
+                        In<double> dx_guess, In<double> dp, Out<double> x_tangent, Out<double> xdot_tangent,
+                        TangentWorkspace& ws);
+
 /// F_p (n_x x n_p).
 void residual_parameter_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
                                  In<double> p, Eigen::Ref<Eigen::MatrixXd> fp, TangentWorkspace& ws);

@@ -28,6 +28,7 @@ Problem time_events();  ///< time-triggered events with state-dependent jumps
 Problem robertson();    ///< stiff chemical kinetics (SUNDIALS CVODES examples)
 Problem robertson_dae();  ///< the same as a DAE with the conservation law (SUNDIALS IDAS examples)
 Problem hiskens();      ///< switched linear system (Hiskens & Pai 2000)
+Problem circle_drift();  ///< Hessenberg index-2 DAE with an event (docs/dae.md)
 Problem hysteretic();   ///< oscillator with EM hysteresis and memory (seed 002, Sec. 5.2)
 
 }  // namespace saltus::examples
