@@ -73,10 +73,24 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
     using S = ScalarOf<decltype(p)>;
     form->template initial_state<S>(p, x0);
   });
-  pb.add_mode("motion", [form](auto t, const auto& x, const auto& p, auto xdot) {
-    using S = ScalarOf<decltype(x)>;
-    form->template rhs<S>(t, x, p, xdot);
-  });
+  if constexpr (std::is_same_v<Form, detail::GglForm>) {
+    // A DAE on IDAS: the residual, the algebraic multipliers and the model's completion.
+    pb.set_algebraic_states(form->algebraic_names());
+    const int mode = pb.add_residual_mode("motion", [form](auto t, const auto& x, const auto& xdot, const auto& p,
+                                                           auto r) {
+      using S = ScalarOf<decltype(x)>;
+      form->template residual<S>(t, x, xdot, p, r);
+    });
+    pb.set_completion(mode, [form](auto t, const auto& guess, const auto& p, auto x, auto xdot) {
+      using S = ScalarOf<decltype(guess)>;
+      form->template completion<S>(t, guess, p, x, xdot);
+    });
+  } else {
+    pb.add_mode("motion", [form](auto t, const auto& x, const auto& p, auto xdot) {
+      using S = ScalarOf<decltype(x)>;
+      form->template rhs<S>(t, x, p, xdot);
+    });
+  }
   for (size_t i = 0; i < model.contacts.size(); ++i) {
     const int c = static_cast<int>(i);
     pb.add_event(model.contacts[i].name, Direction::Falling,
@@ -123,7 +137,11 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
   for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
   for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);
   try {
-    form.template rhs<double>(model.t0, x0, p, xdot);
+    if constexpr (std::is_same_v<Form, detail::GglForm>) {
+      form.template start_rates<double>(model.t0, x0, p, xdot);
+    } else {
+      form.template rhs<double>(model.t0, x0, p, xdot);
+    }
   } catch (const ModelError& e) {
     detail::report_singular_start(model, to_string(settings.type), e.what(), p);
   }
@@ -155,6 +173,13 @@ Problem make_problem(const Model& model, const FormulationSettings& settings) {
                                    e.what()));
     }
     Problem pb = build<detail::MaggiForm>(model, form, settings);
+    check_start(*form, pb, settings);
+    add_domain_checks(pb, shared);
+    return pb;
+  }
+  if (settings.type == FormulationType::GGL) {
+    auto form = std::make_shared<const detail::GglForm>(shared, part, settings);
+    Problem pb = build<detail::GglForm>(model, form, settings);
     check_start(*form, pb, settings);
     add_domain_checks(pb, shared);
     return pb;

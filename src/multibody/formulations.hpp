@@ -1,10 +1,12 @@
 #pragma once
-// The three formulations that turn a planar Model into the functions of a Saltus hybrid
-// Problem (right-hand side, guards, jumps, costs, initial state), templated on the scalar type
-// so that forward sensitivities, complex steps and adjoints differentiate them exactly.
+// The formulations that turn a planar Model into the functions of a Saltus hybrid Problem
+// (right-hand side or residual, guards, jumps, costs, initial state), templated on the scalar
+// type so that forward sensitivities, complex steps and adjoints differentiate them exactly.
 //
 //   CartesianForm (index-1 with Baumgarte, or penalty): state x = (q, v), 2n entries.
 //   MaggiForm (null space, seed 003): state x = (u, u-dot) with u = B q, 2f entries.
+//   GglForm (stabilized index 2, Gear-Gupta-Leimkuhler; a DAE on IDAS): x = (q, v, lambda, mu),
+//   2n + 2m entries.
 #include "position_analysis.hpp"
 
 #include <memory>
@@ -339,6 +341,124 @@ struct MaggiForm : FormBase {
       const Kinematics<S> k = kinematics(t, x, p);
       x_plus.tail(f()) = select(part, impulse_velocity(*model, c, k.st, p));
     }
+  }
+};
+
+/// The stabilized index-2 form of Gear, Gupta and Leimkuhler (the SUNDIALS slider-crank's),
+/// a Hessenberg index-2 DAE run on IDAS (docs/multibody.md, docs/dae.md "Index 2"):
+///   q' - v + Phi_q^T mu = 0,  M v' - F + Phi_q^T lambda = 0,  Phi = 0,  Phi_q v + Phi_t = 0,
+/// with x = (q, v, lambda, mu) and lambda, mu algebraic (mu = 0 on the solution). Its completion
+/// keeps the independent coordinates and velocities of a guess, solves the dependent ones from
+/// the constraints, and lambda and the accelerations from the KKT system [M Phi_q^T; Phi_q 0].
+struct GglForm : FormBase {
+  int m = 0;  ///< constraint rows
+
+  GglForm(std::shared_ptr<const Model> mod, Partition p, FormulationSettings s) : FormBase(std::move(mod), std::move(p), s) {
+    const Eigen::VectorXd p0 = model->nominal_parameters();
+    m = static_cast<int>(constraints<double>(*model, MotionState<double>{model->t0, q_guess, v_guess}, p0).phi.size());
+  }
+
+  int n_states() const { return 2 * n + 2 * m; }
+  std::vector<std::string> state_names() const {
+    std::vector<std::string> names = model->coordinate_names();
+    for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
+    for (int k = 0; k < m; ++k) names.push_back(fmt::format("lambda{}", k + 1));
+    for (int k = 0; k < m; ++k) names.push_back(fmt::format("mu{}", k + 1));
+    return names;
+  }
+  std::vector<std::string> algebraic_names() const {
+    const std::vector<std::string> all = state_names();
+    return std::vector<std::string>(all.begin() + 2 * n, all.end());
+  }
+
+  template <class S>
+  MotionState<S> motion(const S& t, In<S> x) const {
+    return MotionState<S>{t, x.head(n), x.segment(n, n)};
+  }
+
+  template <class S>
+  void initial_state(In<S> p, Out<S> x0) const {
+    CartesianForm cartesian(model, part, settings);
+    cartesian.initial_state<S>(p, x0.head(2 * n));
+    x0.tail(2 * m).setZero();  // guesses: the completion solves for lambda and mu
+  }
+
+  template <class S>
+  void residual(const S& t, In<S> x, In<S> xdot, In<S> p, Out<S> r) const {
+    const MotionState<S> st = motion(t, x);
+    const VectorX<S> lambda = x.segment(2 * n, m), mu = x.tail(m);
+    const ConstraintSet<S> cs = constraints(*model, st, p);
+    const MatX<S> M = mass_matrix<S>(*model, p);
+    const VectorX<S> F = applied_forces(*model, st, p);
+    r.head(n) = xdot.head(n) - st.v + cs.jac.transpose() * mu;
+    r.segment(n, n) = M * xdot.segment(n, n) - F + cs.jac.transpose() * lambda;
+    r.segment(2 * n, m) = cs.phi;
+    r.tail(m) = cs.rate(st.v);
+  }
+
+  /// The consistent state through the independent coordinates and velocities of `guess`.
+  template <class S>
+  void completion(const S& t, In<S> guess, In<S> p, Out<S> x, Out<S> xdot) const {
+    const VectorX<S> q_guess_s = guess.head(n);
+    const VectorX<S> q = assemble(t, select(part, q_guess_s), p, real_parts<S>(q_guess_s));
+    const MotionState<S> at_q{t, q, VectorX<S>::Zero(n)};
+    const VectorX<S> v = velocities_from_independent(*model, part, at_q, select(part, VectorX<S>(guess.segment(n, n))), p);
+    const MotionState<S> st{t, q, v};
+    const ConstraintSet<S> cs = constraints(*model, st, p);
+    const int rows = static_cast<int>(cs.phi.size());
+    MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
+    K.topLeftCorner(n, n) = mass_matrix<S>(*model, p);
+    K.topRightCorner(n, rows) = cs.jac.transpose();
+    K.bottomLeftCorner(rows, n) = cs.jac;
+    VectorX<S> rhs(n + rows);
+    rhs << applied_forces(*model, st, p), -cs.bias;  // Phi_q a = -bias: the hidden constraint
+    const VectorX<S> sol = solve_dense<S>(K, rhs, "KKT matrix [M Phi_q^T; Phi_q 0]").col(0);
+    x.head(n) = q;
+    x.segment(n, n) = v;
+    x.segment(2 * n, m) = sol.tail(rows);
+    x.tail(m).setZero();
+    xdot.head(n) = v;
+    xdot.segment(n, n) = sol.head(n);
+    xdot.tail(2 * m).setZero();
+  }
+
+  template <class S>
+  FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
+    FullState<S> fs{motion(t, x), {}, {}};
+    if (xdot != nullptr) fs.a = xdot->segment(n, n);
+    if (need_mu || xdot == nullptr) {
+      // The reactions are lambda; without rates the accelerations come from the completion.
+      VectorX<S> xc(n_states()), xdc(n_states());
+      completion<S>(t, x, p, xc, xdc);
+      if (xdot == nullptr) fs.a = xdc.segment(n, n);
+      fs.mu = need_mu ? VectorX<S>(x.segment(2 * n, m)) : VectorX<S>();
+    }
+    return fs;
+  }
+
+  template <class S>
+  S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
+    return contact_geometry(*model, contact(contact_index), motion(t, x), p).gap;
+  }
+
+  template <class S>
+  void jump(int contact_index, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
+    const Contact& c = contact(contact_index);
+    const MotionState<S> st = motion(t, x);
+    x_plus = x;  // q continuous; lambda and mu are guesses the completion replaces
+    if (c.law == ImpactLaw::Impulse) {
+      x_plus.segment(n, n) = impulse_velocity(*model, c, st, p);
+    } else {
+      const VectorX<S> u_dot = partitioned_velocity(*model, part, c, select(part, st.v), p);
+      x_plus.segment(n, n) = velocities_from_independent(*model, part, st, u_dot, p);
+    }
+  }
+
+  /// The rates at the start (check_start): the completion's.
+  template <class S>
+  void start_rates(const S& t, In<S> x, In<S> p, Out<S> xdot) const {
+    VectorX<S> xc(n_states());
+    completion<S>(t, x, p, xc, xdot);
   }
 };
 

@@ -295,6 +295,8 @@ std::string to_string(FormulationType type) {
       return "index1";
     case FormulationType::Maggi:
       return "maggi";
+    case FormulationType::GGL:
+      return "ggl";
   }
   return "?";
 }
@@ -303,7 +305,8 @@ FormulationType parse_formulation(const std::string& name) {
   if (name == "penalty") return FormulationType::Penalty;
   if (name == "index1") return FormulationType::Index1;
   if (name == "maggi") return FormulationType::Maggi;
-  throw InputError(fmt::format("unknown formulation '{}' (choose penalty, index1 or maggi)", name));
+  if (name == "ggl") return FormulationType::GGL;
+  throw InputError(fmt::format("unknown formulation '{}' (choose penalty, index1, maggi or ggl)", name));
 }
 
 }  // namespace saltus::multibody

@@ -166,7 +166,9 @@ struct CostSpec {
   std::vector<CostTerm> terminal;  ///< evaluated at tf (no accelerations or reactions)
 };
 
-enum class FormulationType { Penalty, Index1, Maggi };
+/// Penalty and Index1 (ODEs in q, v), Maggi (ODE in the independent coordinates), GGL (the
+/// stabilized index-2 DAE in q, v and the multipliers, run on IDAS).
+enum class FormulationType { Penalty, Index1, Maggi, GGL };
 
 /// Formulation settings with their defaults (docs/multibody.md explains the choices).
 struct FormulationSettings {
@@ -262,7 +264,7 @@ struct Model {
 };
 
 std::string to_string(FormulationType type);
-/// "penalty" | "index1" | "maggi"; throws InputError listing the choices otherwise.
+/// "penalty" | "index1" | "maggi" | "ggl"; throws InputError listing the choices otherwise.
 FormulationType parse_formulation(const std::string& name);
 
 }  // namespace saltus::multibody
