@@ -1,5 +1,6 @@
-// The GGL formulation (stabilized index 2, a DAE on IDAS) against the ODE formulations on the
-// shipped mechanisms, and the slider-crank against the SUNDIALS example it comes from.
+// The DAE formulations on IDAS (GGL, stabilized index 2; Anantharaman-Hiller, stabilized
+// index 1) against the index-1 ODE on the shipped mechanisms, and the slider-crank against the
+// SUNDIALS example it comes from.
 #include <saltus/core/error.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
@@ -23,11 +24,16 @@ Problem load(const std::string& file, multibody::FormulationType type) {
   return multibody::make_problem(model, settings);
 }
 
-class GglAgreesWithIndex1 : public ::testing::TestWithParam<const char*> {};
+struct Case {
+  const char* file;
+  multibody::FormulationType type;
+};
 
-TEST_P(GglAgreesWithIndex1, CostsEventsAndGradients) {
-  const Problem ggl = load(GetParam(), multibody::FormulationType::GGL);
-  const Problem index1 = load(GetParam(), multibody::FormulationType::Index1);
+class DaeFormulationsAgreeWithIndex1 : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DaeFormulationsAgreeWithIndex1, CostsEventsAndGradients) {
+  const Problem ggl = load(GetParam().file, GetParam().type);
+  const Problem index1 = load(GetParam().file, multibody::FormulationType::Index1);
   EXPECT_TRUE(ggl.has_index2_modes());
   EXPECT_EQ(ggl.n_algebraic(), ggl.n_states() - index1.n_states());
   const Solution a = forward_sensitivity(ggl);
@@ -48,8 +54,22 @@ TEST_P(GglAgreesWithIndex1, CostsEventsAndGradients) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Mechanisms, GglAgreesWithIndex1,
-                         ::testing::Values("fivebar.yaml", "fivebar_floor.yaml", "slidercrank.yaml"));
+INSTANTIATE_TEST_SUITE_P(Mechanisms, DaeFormulationsAgreeWithIndex1,
+                         ::testing::Values(Case{"fivebar.yaml", multibody::FormulationType::GGL},
+                                           Case{"fivebar_floor.yaml", multibody::FormulationType::GGL},
+                                           Case{"slidercrank.yaml", multibody::FormulationType::GGL},
+                                           Case{"fivebar.yaml", multibody::FormulationType::StabilizedIndex1},
+                                           Case{"fivebar_floor.yaml", multibody::FormulationType::StabilizedIndex1},
+                                           Case{"slidercrank.yaml", multibody::FormulationType::StabilizedIndex1}));
+
+TEST(DaeFormulations, Index3IsRefusedWithTheChoices) {
+  try {
+    (void)multibody::parse_formulation("index3");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("index3 is not available yet"), std::string::npos) << e.what();
+  }
+}
 
 TEST(SliderCrankGgl, ThePublishedExampleAndConvergence) {
   // idasSlCrank_FSA_dns (GGL on IDAS, rtol 1e-6, atol 1e-7): G = 3.3366157997761721,

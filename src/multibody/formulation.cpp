@@ -73,7 +73,7 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
     using S = ScalarOf<decltype(p)>;
     form->template initial_state<S>(p, x0);
   });
-  if constexpr (std::is_same_v<Form, detail::GglForm>) {
+  if constexpr (std::is_same_v<Form, detail::DaeForm>) {
     // A DAE on IDAS: the residual, the algebraic multipliers and the model's completion.
     pb.set_algebraic_states(form->algebraic_names());
     const int mode = pb.add_residual_mode("motion", [form](auto t, const auto& x, const auto& xdot, const auto& p,
@@ -137,7 +137,7 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
   for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
   for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);
   try {
-    if constexpr (std::is_same_v<Form, detail::GglForm>) {
+    if constexpr (std::is_same_v<Form, detail::DaeForm>) {
       form.template start_rates<double>(model.t0, x0, p, xdot);
     } else {
       form.template rhs<double>(model.t0, x0, p, xdot);
@@ -177,9 +177,9 @@ Problem make_problem(const Model& model, const FormulationSettings& settings) {
     add_domain_checks(pb, shared);
     return pb;
   }
-  if (settings.type == FormulationType::GGL) {
-    auto form = std::make_shared<const detail::GglForm>(shared, part, settings);
-    Problem pb = build<detail::GglForm>(model, form, settings);
+  if (settings.type == FormulationType::GGL || settings.type == FormulationType::StabilizedIndex1) {
+    auto form = std::make_shared<const detail::DaeForm>(shared, part, settings);
+    Problem pb = build<detail::DaeForm>(model, form, settings);
     check_start(*form, pb, settings);
     add_domain_checks(pb, shared);
     return pb;

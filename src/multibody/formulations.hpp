@@ -5,8 +5,7 @@
 //
 //   CartesianForm (index-1 with Baumgarte, or penalty): state x = (q, v), 2n entries.
 //   MaggiForm (null space, seed 003): state x = (u, u-dot) with u = B q, 2f entries.
-//   GglForm (stabilized index 2, Gear-Gupta-Leimkuhler; a DAE on IDAS): x = (q, v, lambda, mu),
-//   2n + 2m entries.
+//   DaeForm (DAEs on IDAS: GGL, stabilized index-1): x = (q, v, multipliers), 2n + 2m entries.
 #include "position_analysis.hpp"
 
 #include <memory>
@@ -344,16 +343,24 @@ struct MaggiForm : FormBase {
   }
 };
 
-/// The stabilized index-2 form of Gear, Gupta and Leimkuhler (the SUNDIALS slider-crank's),
-/// a Hessenberg index-2 DAE run on IDAS (docs/multibody.md, docs/dae.md "Index 2"):
-///   q' - v + Phi_q^T mu = 0,  M v' - F + Phi_q^T lambda = 0,  Phi = 0,  Phi_q v + Phi_t = 0,
-/// with x = (q, v, lambda, mu) and lambda, mu algebraic (mu = 0 on the solution). Its completion
-/// keeps the independent coordinates and velocities of a guess, solves the dependent ones from
-/// the constraints, and lambda and the accelerations from the KKT system [M Phi_q^T; Phi_q 0].
-struct GglForm : FormBase {
+/// The DAE formulations run on IDAS (docs/multibody.md, docs/dae.md "Index 2"), with
+/// x = (q, v, w1, w2) and the multiplier blocks w1, w2 of m entries each:
+///   ggl (GGL):         q' - v + Phi_q^T w2 = 0,      M v' - F + Phi_q^T w1 = 0,   Phi = 0,
+///                      Phi_q v + Phi_t = 0           (w1 = lambda, w2 = mu = 0 on the solution);
+///   stabilized_index1 (Anantharaman-Hiller, theory multibody 4):
+///                      q' - v + Phi_q^T w1' = 0,     M v' + Phi_q^T w2' - F = 0,
+///                      Phi_q v + Phi_t = 0,          Phi = 0     (w1 = chi, w2 = psi, chi' = 0,
+///                      psi' = lambda on the solution).
+/// Their completion keeps the independent coordinates and velocities of a guess, solves the
+/// dependent ones from the constraints, and the accelerations and reactions from the KKT system
+/// [M Phi_q^T; Phi_q 0]. The multiplier blocks are left out of IDAS's error test (they are the
+/// problem's "algebraic" states).
+struct DaeForm : FormBase {
+  FormulationType kind;
   int m = 0;  ///< constraint rows
 
-  GglForm(std::shared_ptr<const Model> mod, Partition p, FormulationSettings s) : FormBase(std::move(mod), std::move(p), s) {
+  DaeForm(std::shared_ptr<const Model> mod, Partition p, FormulationSettings s)
+      : FormBase(std::move(mod), std::move(p), s), kind(s.type) {
     const Eigen::VectorXd p0 = model->nominal_parameters();
     m = static_cast<int>(constraints<double>(*model, MotionState<double>{model->t0, q_guess, v_guess}, p0).phi.size());
   }
@@ -362,10 +369,12 @@ struct GglForm : FormBase {
   std::vector<std::string> state_names() const {
     std::vector<std::string> names = model->coordinate_names();
     for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
-    for (int k = 0; k < m; ++k) names.push_back(fmt::format("lambda{}", k + 1));
-    for (int k = 0; k < m; ++k) names.push_back(fmt::format("mu{}", k + 1));
+    const bool ah = kind == FormulationType::StabilizedIndex1;
+    for (int k = 0; k < m; ++k) names.push_back(fmt::format("{}{}", ah ? "chi" : "lambda", k + 1));
+    for (int k = 0; k < m; ++k) names.push_back(fmt::format("{}{}", ah ? "psi" : "mu", k + 1));
     return names;
   }
+  /// The states left out of the error test: the multipliers.
   std::vector<std::string> algebraic_names() const {
     const std::vector<std::string> all = state_names();
     return std::vector<std::string>(all.begin() + 2 * n, all.end());
@@ -380,20 +389,28 @@ struct GglForm : FormBase {
   void initial_state(In<S> p, Out<S> x0) const {
     CartesianForm cartesian(model, part, settings);
     cartesian.initial_state<S>(p, x0.head(2 * n));
-    x0.tail(2 * m).setZero();  // guesses: the completion solves for lambda and mu
+    x0.tail(2 * m).setZero();  // guesses (ggl) or the integrals chi, psi from 0
   }
 
   template <class S>
   void residual(const S& t, In<S> x, In<S> xdot, In<S> p, Out<S> r) const {
     const MotionState<S> st = motion(t, x);
-    const VectorX<S> lambda = x.segment(2 * n, m), mu = x.tail(m);
     const ConstraintSet<S> cs = constraints(*model, st, p);
     const MatX<S> M = mass_matrix<S>(*model, p);
     const VectorX<S> F = applied_forces(*model, st, p);
-    r.head(n) = xdot.head(n) - st.v + cs.jac.transpose() * mu;
-    r.segment(n, n) = M * xdot.segment(n, n) - F + cs.jac.transpose() * lambda;
-    r.segment(2 * n, m) = cs.phi;
-    r.tail(m) = cs.rate(st.v);
+    const auto q_dot = xdot.head(n);
+    const auto v_dot = xdot.segment(n, n);
+    if (kind == FormulationType::StabilizedIndex1) {
+      r.head(n) = q_dot - st.v + cs.jac.transpose() * xdot.segment(2 * n, m);
+      r.segment(n, n) = M * v_dot + cs.jac.transpose() * xdot.tail(m) - F;
+      r.segment(2 * n, m) = cs.rate(st.v);
+      r.tail(m) = cs.phi;
+    } else {  // GGL
+      r.head(n) = q_dot - st.v + cs.jac.transpose() * x.tail(m);
+      r.segment(n, n) = M * v_dot - F + cs.jac.transpose() * x.segment(2 * n, m);
+      r.segment(2 * n, m) = cs.phi;
+      r.tail(m) = cs.rate(st.v);
+    }
   }
 
   /// The consistent state through the independent coordinates and velocities of `guess`.
@@ -415,24 +432,39 @@ struct GglForm : FormBase {
     const VectorX<S> sol = solve_dense<S>(K, rhs, "KKT matrix [M Phi_q^T; Phi_q 0]").col(0);
     x.head(n) = q;
     x.segment(n, n) = v;
-    x.segment(2 * n, m) = sol.tail(rows);
-    x.tail(m).setZero();
     xdot.head(n) = v;
     xdot.segment(n, n) = sol.head(n);
     xdot.tail(2 * m).setZero();
+    if (kind == FormulationType::StabilizedIndex1) {
+      // chi and psi enter only through their rates: their values continue; psi' = lambda.
+      x.tail(2 * m) = guess.tail(2 * m);
+      xdot.tail(m) = sol.tail(rows);
+    } else {
+      x.segment(2 * n, m) = sol.tail(rows);
+      x.tail(m).setZero();
+    }
+  }
+
+  /// The reactions lambda of the state (the KKT multipliers).
+  template <class S>
+  VectorX<S> reactions(const S& t, In<S> x, In<S> p) const {
+    if (kind != FormulationType::StabilizedIndex1) return x.segment(2 * n, m);
+    VectorX<S> xc(n_states()), xdc(n_states());
+    completion<S>(t, x, p, xc, xdc);
+    return xdc.tail(m);
   }
 
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
     FullState<S> fs{motion(t, x), {}, {}};
-    if (xdot != nullptr) fs.a = xdot->segment(n, n);
-    if (need_mu || xdot == nullptr) {
-      // The reactions are lambda; without rates the accelerations come from the completion.
+    if (xdot != nullptr) {
+      fs.a = xdot->segment(n, n);
+    } else {
       VectorX<S> xc(n_states()), xdc(n_states());
       completion<S>(t, x, p, xc, xdc);
-      if (xdot == nullptr) fs.a = xdc.segment(n, n);
-      fs.mu = need_mu ? VectorX<S>(x.segment(2 * n, m)) : VectorX<S>();
+      fs.a = xdc.segment(n, n);
     }
+    if (need_mu) fs.mu = reactions<S>(t, x, p);
     return fs;
   }
 
@@ -445,7 +477,7 @@ struct GglForm : FormBase {
   void jump(int contact_index, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
     const Contact& c = contact(contact_index);
     const MotionState<S> st = motion(t, x);
-    x_plus = x;  // q continuous; lambda and mu are guesses the completion replaces
+    x_plus = x;  // q continuous; the multipliers are guesses the completion replaces
     if (c.law == ImpactLaw::Impulse) {
       x_plus.segment(n, n) = impulse_velocity(*model, c, st, p);
     } else {

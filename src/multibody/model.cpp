@@ -297,6 +297,8 @@ std::string to_string(FormulationType type) {
       return "maggi";
     case FormulationType::GGL:
       return "ggl";
+    case FormulationType::StabilizedIndex1:
+      return "stabilized_index1";
   }
   return "?";
 }
@@ -306,7 +308,11 @@ FormulationType parse_formulation(const std::string& name) {
   if (name == "index1") return FormulationType::Index1;
   if (name == "maggi") return FormulationType::Maggi;
   if (name == "ggl") return FormulationType::GGL;
-  throw InputError(fmt::format("unknown formulation '{}' (choose penalty, index1, maggi or ggl)", name));
+  if (name == "stabilized_index1") return FormulationType::StabilizedIndex1;
+  throw InputError(fmt::format(
+      "unknown formulation '{}' (choose penalty, index1, maggi, ggl or stabilized_index1; index3 is not "
+      "available yet)",
+      name));
 }
 
 }  // namespace saltus::multibody

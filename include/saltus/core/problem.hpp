@@ -203,6 +203,9 @@ class Problem {
   /// Declares states (by name, among set_states) as algebraic: their derivatives do not enter
   /// the residuals, and their values follow from the residuals given the differential states
   /// (at the start, after every event). Every mode of such a problem must be a residual mode.
+  /// In modes with a completion (set_completion) they are the states IDAS leaves out of its
+  /// error test; there the residual may read their rates (the stabilized index-1 multibody form
+  /// integrates multipliers chi, psi whose rates enter it).
   void set_algebraic_states(const std::vector<std::string>& names);
   /// Whether state i is algebraic.
   bool is_algebraic(int i) const;

@@ -166,9 +166,10 @@ struct CostSpec {
   std::vector<CostTerm> terminal;  ///< evaluated at tf (no accelerations or reactions)
 };
 
-/// Penalty and Index1 (ODEs in q, v), Maggi (ODE in the independent coordinates), GGL (the
-/// stabilized index-2 DAE in q, v and the multipliers, run on IDAS).
-enum class FormulationType { Penalty, Index1, Maggi, GGL };
+/// Penalty and Index1 (ODEs in q, v), Maggi (ODE in the independent coordinates), and the DAEs
+/// in q, v and the multipliers run on IDAS: GGL (stabilized index 2) and StabilizedIndex1
+/// (Anantharaman-Hiller).
+enum class FormulationType { Penalty, Index1, Maggi, GGL, StabilizedIndex1 };
 
 /// Formulation settings with their defaults (docs/multibody.md explains the choices).
 struct FormulationSettings {
@@ -264,7 +265,8 @@ struct Model {
 };
 
 std::string to_string(FormulationType type);
-/// "penalty" | "index1" | "maggi" | "ggl"; throws InputError listing the choices otherwise.
+/// "penalty" | "index1" | "maggi" | "ggl" | "stabilized_index1"; throws InputError
+/// listing the choices otherwise.
 FormulationType parse_formulation(const std::string& name);
 
 }  // namespace saltus::multibody
