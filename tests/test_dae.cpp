@@ -337,6 +337,9 @@ TEST(DaeCosts, PolynomialMotionKeepsIdasAccurateAndQuick) {
   EXPECT_NEAR(a.costs[0], 1.5, 1e-8);
   EXPECT_NEAR(a.cost_gradient(0, 0), 0.5, 1e-8);
   EXPECT_LT(a.adjoint.backward.steps, 200);
+  const GradientEstimate cs = complex_step(pb, pb.nominal_parameters(), pb.options());
+  EXPECT_NEAR(cs.costs[0], 1.5, 1e-8);
+  EXPECT_NEAR(cs.cost_gradient(0, 0), 0.5, 1e-8);
 }
 
 namespace {

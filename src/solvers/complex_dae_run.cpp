@@ -6,7 +6,9 @@
 //   x^- = x + x-dot- dt_c,  x^+ = phi(t_e + dt_c, x^-) made consistent in the new mode at
 //   t_e + dt_c (complex Newton), x+ = x^+ - x-dot+ dt_c, made consistent at t_e,
 // and the costs jump by (g- - g+) dt_c plus the point costs at (t_e + dt_c, x^-): the complex
-// counterpart of transfer_complex (theory/hybrid-ode.md section 8).
+// counterpart of transfer_complex (theory/hybrid-ode.md section 8). The running-cost integrals
+// are IDAS states (q' = g, real and imaginary parts), as in DaeRun: IDAS leaves quadratures out
+// of its order selection.
 #include "complex_dae_run.hpp"
 
 #include <saltus/derivatives/residual.hpp>
@@ -38,7 +40,6 @@ class ComplexDaeRun : private SegmentIntegrator {
   static int jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector r, SUNMatrix J, void* self,
                          N_Vector, N_Vector, N_Vector);
   static int roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self);
-  static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector q, void* self);
 
   void load(N_Vector y, N_Vector yp);  // (y, yp) -> xc_, xdotc_
   void begin_segment(double t) override;
@@ -46,7 +47,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   void record_output(double, bool) override {}
   void apply_roots(double t) override;
   void finish(double t) override;
-  void end_segment(double t);
+  void end_segment();
   void apply_event(int k, double t);
   /// The event applied for a firing of k: its resting variant where the real run rests.
   int resolve_rest(int k, double t);
@@ -59,10 +60,11 @@ class ComplexDaeRun : private SegmentIntegrator {
   Options opt_;
   int nx_, nc_;
   bool has_running_cost_ = false;
+  int nq_ = 0;  // cost integrals as states: y = (Re x, Im x, Re q, Im q)
   int mode_ = 0;
   VectorX<Complex> xc_, xdotc_, residual_;
   VectorX<Complex> cost_integral_;
-  Eigen::VectorXd real_x_, real_xdot_, ones_, cj_weights_;
+  Eigen::VectorXd real_x_, real_xdot_, ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_tangents_;
   Eigen::MatrixXd jac_real_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
@@ -73,11 +75,12 @@ class ComplexDaeRun : private SegmentIntegrator {
   std::unique_ptr<IdasSession> ida_;
 };
 
-std::vector<bool> stacked_differential(const Problem& problem) {
+std::vector<bool> stacked_differential(const Problem& problem, int nq) {
   std::vector<bool> differential;
   for (int copy = 0; copy < 2; ++copy) {
     for (int i = 0; i < problem.n_states(); ++i) differential.push_back(!problem.is_algebraic(i));
   }
+  differential.resize(differential.size() + 2 * static_cast<size_t>(nq), true);
   return differential;
 }
 
@@ -98,30 +101,33 @@ ComplexDaeRun::ComplexDaeRun(const Problem& problem, const VectorX<Complex>& p, 
     throw InputError(fmt::format("complex step size must be positive, got {}", imaginary_scale));
   }
   for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  nq_ = has_running_cost_ ? nc_ : 0;
   xc_.resize(nx_);
   xdotc_.resize(nx_);
   real_x_.resize(nx_);
   real_xdot_.resize(nx_);
   ones_ = Eigen::VectorXd::Ones(nx_);
   cj_weights_ = Eigen::VectorXd::Ones(nx_);
+  unit_x_ = Eigen::VectorXd::Zero(nx_);
+  unit_xdot_ = Eigen::VectorXd::Zero(nx_);
+  zero_p_ = Eigen::VectorXd::Zero(p.size());
+  cost_tangents_.resize(nc_);
   jac_real_.resize(nx_, nx_);
   // The imaginary parts are O(imaginary_scale): their absolute tolerances are scaled alike, so
   // both parts are integrated to the same relative accuracy.
-  std::vector<double> atol = dae_state_atol(pb_, opt_);
+  const std::vector<double> atol = dae_state_atol(pb_, opt_);
+  const double cost_atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
+  const double q_atol = opt_.cost_error_control ? cost_atol : 1e300;
   std::vector<double> stacked = atol;
   for (double a : atol) stacked.push_back(a * imaginary_scale);
-  const double cost_atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
-  std::vector<double> quadrature_atol(static_cast<size_t>(nc_), cost_atol);
-  for (int c = 0; c < nc_; ++c) quadrature_atol.push_back(cost_atol * imaginary_scale);
+  stacked.resize(stacked.size() + static_cast<size_t>(nq_), q_atol);
+  stacked.resize(stacked.size() + static_cast<size_t>(nq_), q_atol * imaginary_scale);
   IdasCallbacks cb;
   cb.residual = residual_cb;
   cb.jacobian = jacobian_cb;
   cb.roots = roots_cb;
-  cb.quadrature = quadrature_cb;
-  ida_ = std::make_unique<IdasSession>(2 * nx_, has_running_cost_ ? 2 * nc_ : 0, 0, stacked_differential(pb_), opt_,
-                                       cb, this, stacked, std::vector<double>{}, 0,
-                                       has_running_cost_ ? quadrature_atol : std::vector<double>{},
-                                       pb_.has_index2_modes());
+  ida_ = std::make_unique<IdasSession>(2 * (nx_ + nq_), 0, 0, stacked_differential(pb_, nq_), opt_, cb, this, stacked,
+                                       std::vector<double>{}, 0, std::vector<double>{}, pb_.has_index2_modes());
 }
 
 void ComplexDaeRun::load(N_Vector y, N_Vector yp) {
@@ -137,10 +143,18 @@ int ComplexDaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector 
   auto* self = static_cast<ComplexDaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
     self->load(y, yp);
+    const int n = self->nx_, nq = self->nq_;
     mode_residual(self->pb_, self->mode_, Complex(t), self->xc_, self->xdotc_, self->p_, self->residual_);
     auto out = view(r);
-    out.head(self->nx_) = self->residual_.real();
-    out.tail(self->nx_) = self->residual_.imag();
+    out.head(n) = self->residual_.real();
+    out.segment(n, n) = self->residual_.imag();
+    if (nq > 0) {
+      // q' - g(t, x, x-dot, p) in complex arithmetic.
+      const VectorX<Complex> g = self->running_costs(Complex(t), self->xc_, self->xdotc_);
+      const auto d = view(yp);
+      out.segment(2 * n, nq) = d.segment(2 * n, nq) - g.real();
+      out.tail(nq) = d.tail(nq) - g.imag();
+    }
     if (out.allFinite()) return 0;
     self->model_error_ = fmt::format("the residual of mode '{}' is not finite at t = {:.17g} (complex-step run)",
                                      self->pb_.mode(self->mode_).name, t);
@@ -159,10 +173,23 @@ int ComplexDaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vect
     self->cj_weights_.setConstant(cj);
     residual_columns(self->pb_, self->mode_, t, self->real_x_, self->real_xdot_, self->p_real_, self->ones_,
                      self->cj_weights_, self->jac_real_, self->ws_);
-    Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), 2 * n, 2 * n);
+    const int nq = self->nq_, size = 2 * (n + nq);
+    Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), size, size);
     jac.setZero();
     jac.topLeftCorner(n, n) = self->jac_real_;
-    jac.bottomRightCorner(n, n) = self->jac_real_;
+    jac.block(n, n, n, n) = self->jac_real_;
+    for (int i = 0; i < n && nq > 0; ++i) {
+      // The cost rows -(g_x + cj g_xdot) at the real parts, in both blocks; cj on the diagonal.
+      self->unit_x_[i] = 1.0;
+      self->unit_xdot_[i] = cj;
+      running_cost_tangents_at_rate(self->pb_, t, self->real_x_, self->real_xdot_, self->p_real_, 0.0, self->unit_x_,
+                                    self->unit_xdot_, self->zero_p_, self->cost_tangents_, self->ws_);
+      jac.block(2 * n, i, nq, 1) = -self->cost_tangents_;
+      jac.block(2 * n + nq, n + i, nq, 1) = -self->cost_tangents_;
+      self->unit_x_[i] = 0.0;
+      self->unit_xdot_[i] = 0.0;
+    }
+    jac.bottomRightCorner(2 * nq, 2 * nq).diagonal().setConstant(cj);
     return jac.allFinite() ? 0 : 1;
   });
 }
@@ -185,32 +212,19 @@ VectorX<Complex> ComplexDaeRun::running_costs(Complex t, const VectorX<Complex>&
   return values;
 }
 
-int ComplexDaeRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector q, void* self_ptr) {
-  auto* self = static_cast<ComplexDaeRun*>(self_ptr);
-  return guarded_callback(self->model_error_, [&]() -> int {
-    self->load(y, yp);
-    auto out = view(q);
-    for (int c = 0; c < self->nc_; ++c) {
-      const auto& g = self->pb_.cost(c).running;
-      const Complex value = g ? g.complex(Complex(t), self->xc_, self->xdotc_, self->p_) : Complex(0.0);
-      out[c] = value.real();
-      out[self->nc_ + c] = value.imag();
-    }
-    return out.allFinite() ? 0 : 1;
-  });
-}
-
 void ComplexDaeRun::begin_segment(double t) {
   auto y = view(ida_->y());
   auto yp = view(ida_->yp());
   y.head(nx_) = xc_.real();
-  y.tail(nx_) = xc_.imag();
+  y.segment(nx_, nx_) = xc_.imag();
   yp.head(nx_) = xdotc_.real();
-  yp.tail(nx_) = xdotc_.imag();
-  if (ida_->nq() > 0) {  // the quadratures continue from their totals (see HybridRun)
-    auto q = view(ida_->q());
-    q.head(nc_) = cost_integral_.real();
-    q.tail(nc_) = cost_integral_.imag();
+  yp.segment(nx_, nx_) = xdotc_.imag();
+  if (nq_ > 0) {  // the integrals continue from their totals (see HybridRun) at the rate g
+    const VectorX<Complex> g = running_costs(Complex(t), xc_, xdotc_);
+    y.segment(2 * nx_, nq_) = cost_integral_.real();
+    y.tail(nq_) = cost_integral_.imag();
+    yp.segment(2 * nx_, nq_) = g.real();
+    yp.tail(nq_) = g.imag();
   }
   ida_->start(t);
   watched_ = watched_events(pb_, mode_);
@@ -224,12 +238,11 @@ Reached ComplexDaeRun::advance(double tout, double& t) {
   return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;
 }
 
-void ComplexDaeRun::end_segment(double t) {
+void ComplexDaeRun::end_segment() {
   ida_->add_stats(sol_.stats);
-  if (ida_->nq() == 0) return;
-  ida_->load_quadratures(t);
-  auto q = view(ida_->q());
-  for (int c = 0; c < nc_; ++c) cost_integral_[c] = Complex(q[c], q[nc_ + c]);
+  if (nq_ == 0) return;
+  auto y = view(ida_->y());  // IDAS returned at t
+  for (int c = 0; c < nc_; ++c) cost_integral_[c] = Complex(y[2 * nx_ + c], y[2 * nx_ + nq_ + c]);
 }
 
 void ComplexDaeRun::apply_roots(double t) {
@@ -237,7 +250,7 @@ void ComplexDaeRun::apply_roots(double t) {
       consistent_point_complex(pb_, mode_, Complex(t), xc_, xdotc_, p_, "at an event", ws_);
   xc_ = point.x;
   xdotc_ = point.xdot;
-  end_segment(t);
+  end_segment();
   const std::vector<int> fired = ida_->root_info();
   for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     apply_event(resolve_rest(fired_event, t), t);
@@ -296,7 +309,7 @@ void ComplexDaeRun::fail(int flag, double t) {
 }
 
 void ComplexDaeRun::finish(double t) {
-  end_segment(t);
+  end_segment();
   sol_.final_state = xc_;
   sol_.costs.resize(nc_);
   for (int c = 0; c < nc_; ++c) {
