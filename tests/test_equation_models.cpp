@@ -2,7 +2,9 @@
 // which are independent C++ code: examples/equations/NAME.yaml must define the same problem as
 // examples/builtin/NAME.cpp (names, settings, domains) and give the same costs, events and
 // forward and adjoint gradients, to 1e-10 relative. The DAE files (algebraic states, residual
-// modes; run on IDAS, forward sensitivities) against the built-in robertson_dae and closed forms.
+// modes; run on IDAS, forward sensitivities) against the built-in robertson_dae and closed forms,
+// and hysteretic_dae against the built-in hysteretic (an ODE there) and theory/hybrid-dae.md
+// section 7.
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/solvers/adjoint.hpp>
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -315,6 +318,171 @@ TEST(EquationModelDae, GalanDaeInitialModeRule) {
   const Solution s = forward_sensitivity(pb);
   EXPECT_EQ(s.modes.front(), 1);
   EXPECT_NEAR(s.costs[0], 25.0 - 2.5 * (1.0 - std::exp(-10.0)), 1e-8);
+}
+
+// The hysteretic oscillator as a hybrid DAE (examples/equations/hysteretic_dae.yaml): the
+// restoring force z is an algebraic state with the residual z - sigma(u, u*, z*; xi), the memory
+// (u*, z*) differential states with zero rates, reset to (u, z) at each reversal. Its states
+// (u, v, z, u*, z*) hold the built-in's (u, v, u*, z*) at these indices.
+const int kHystereticOdeStates[] = {0, 1, 3, 4};
+
+/// max |a - b| / |b| over the entries where b != 0 (the zeros are checked apart).
+double max_relative_difference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  double d = 0.0;
+  for (Eigen::Index i = 0; i < b.rows(); ++i) {
+    for (Eigen::Index j = 0; j < b.cols(); ++j) {
+      if (b(i, j) != 0.0) d = std::max(d, std::abs(a(i, j) - b(i, j)) / std::abs(b(i, j)));
+    }
+  }
+  return d;
+}
+
+/// max |a - b| over a row relative to the largest |b| of that row (sensitivity rows whose
+/// entries cross zero somewhere).
+double max_row_scaled_difference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  double d = 0.0;
+  for (Eigen::Index i = 0; i < b.rows(); ++i) {
+    const double scale = b.row(i).cwiseAbs().maxCoeff();
+    if (scale > 0.0) d = std::max(d, (a.row(i) - b.row(i)).cwiseAbs().maxCoeff() / scale);
+  }
+  return d;
+}
+
+/// theory/hybrid-dae.md section 7: G and dG/d(ka, kb, alpha, beta) (FSA, Algorithm 1 and the
+/// augmented-state ASA agree on them); dG/dbeta = 0 exactly at beta = 0 (its terms are O(beta^3)).
+/// At rtol 1e-10 the runs give G 2.6e-10 to 3.3e-10 above the reference (at rtol 1e-12: 1.3e-11)
+/// and dG/dp to 4.4e-7 relative (alpha, in every method; ka 4e-8, kb 8e-9).
+void expect_hysteretic_reference(double G, const Eigen::MatrixXd& gradient, const std::string& what) {
+  EXPECT_NEAR(G, 0.0499397886, 1e-9) << what;
+  const double reference[] = {-1.3366439e-5, 3.2667902e-3, -1.5302250e-6};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_NEAR(gradient(0, k), reference[k], 1e-4 * std::abs(reference[k])) << what << " " << k;
+  }
+  EXPECT_NEAR(gradient(0, 3), 0.0, 1e-12) << what;
+}
+
+TEST(EquationModelDae, HystereticDaeIsTheOscillatorWithAnAlgebraicForce) {
+  const Problem file = from_file("hysteretic_dae"), builtin = examples::hysteretic();
+  EXPECT_EQ(file.kind(), ProblemKind::Residual);
+  EXPECT_EQ(file.state_names(), (std::vector<std::string>{"u", "v", "z", "u_star", "z_star"}));
+  EXPECT_EQ(file.n_algebraic(), 1);
+  for (int i = 0; i < file.n_states(); ++i) EXPECT_EQ(file.is_algebraic(i), i == 2) << i;
+  EXPECT_TRUE(runs_on_idas(file, file.options()));
+  EXPECT_EQ(file.parameter_names(), builtin.parameter_names());
+  ASSERT_EQ(file.n_parameters(), builtin.n_parameters());
+  for (int k = 0; k < file.n_parameters(); ++k) {
+    EXPECT_EQ(file.parameters()[size_t(k)].nominal, builtin.parameters()[size_t(k)].nominal) << k;
+    EXPECT_EQ(file.parameters()[size_t(k)].description, builtin.parameters()[size_t(k)].description) << k;
+  }
+  EXPECT_EQ(file.cost_names(), builtin.cost_names());
+  ASSERT_EQ(file.n_modes(), builtin.n_modes());
+  for (int m = 0; m < file.n_modes(); ++m) {
+    EXPECT_EQ(file.mode(m).name, builtin.mode(m).name);
+    EXPECT_TRUE(file.mode(m).implicit()) << file.mode(m).name;
+  }
+  ASSERT_EQ(file.n_events(), builtin.n_events());
+  for (int e = 0; e < file.n_events(); ++e) {
+    const Event &a = file.event(e), &b = builtin.event(e);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.direction, b.direction) << a.name;
+    EXPECT_EQ(static_cast<bool>(a.jump), static_cast<bool>(b.jump)) << a.name;
+    EXPECT_EQ(a.target_mode, b.target_mode) << a.name;
+    EXPECT_EQ(a.transitions, b.transitions) << a.name;
+    EXPECT_EQ(a.active_modes, b.active_modes) << a.name;
+    EXPECT_EQ(a.may_start_on_guard, b.may_start_on_guard) << a.name;
+  }
+  const Options &o = file.options(), &r = builtin.options();
+  EXPECT_EQ(o.t0, r.t0);
+  EXPECT_EQ(o.tf, r.tf);
+  EXPECT_EQ(o.rtol, r.rtol);
+  EXPECT_EQ(o.atol, r.atol);
+}
+
+// The file on IDAS against the built-in (the ODE with z substituted) on CVODES, at the same
+// Options: two integrators with their own steps, so they agree to their integration error.
+// Measured at rtol 1e-10: G 1.3e-9 relative, dG/dp 2.9e-9 (ka), 3.0e-9 (kb), 4.4e-8 (alpha,
+// the smallest entry), event times 1.3e-9, the memory z* 3.9e-9 relative, x(tf) 4.5e-9
+// relative, tau = dt_e/dp and S(tf) 4.0e-7 and 5.2e-8 of their rows' largest entries. (The
+// built-in on IDAS differs from itself on CVODES as much: G 8.9e-10, dG/dp 3.0e-7.) At rtol
+// 1e-12 the two are 3.2e-12 apart in G and 2.1e-9 in dG/dp: the same problem.
+TEST(EquationModelDae, HystereticDaeReproducesTheBuiltIn) {
+  const Problem file = from_file("hysteretic_dae"), builtin = examples::hysteretic();
+  const Options o = builtin.options();
+  const Eigen::VectorXd p = builtin.nominal_parameters();
+  const Solution fa = forward_sensitivity(file, p, o);
+  const Solution fb = forward_sensitivity(builtin, p, o);
+  EXPECT_EQ(fa.stats.integrator, "IDAS");
+  EXPECT_EQ(fb.stats.integrator, "CVODES");
+  ASSERT_EQ(fa.events.size(), 19u);
+  ASSERT_EQ(fb.events.size(), 19u);
+  for (size_t i = 0; i < 19; ++i) {
+    const EventRecord &a = fa.events[i], &b = fb.events[i];
+    EXPECT_EQ(a.name, b.name) << i;
+    EXPECT_EQ(a.mode_after, b.mode_after) << i;
+    EXPECT_NEAR(a.time, b.time, 1e-8) << i;
+    // z is continuous (1.2e-14 measured), and the memory takes the algebraic state's value
+    // before the reversal: the built-in's z* = sigma(u, u*, z*) there.
+    EXPECT_NEAR(a.state_after[2], a.state_before[2], 1e-12) << i;
+    EXPECT_EQ(a.state_after[4], a.state_before[2]) << i;
+    EXPECT_EQ(a.state_after[3], a.state_before[0]) << i;
+    EXPECT_NEAR(a.state_after[4], b.state_after[3], 2e-8 * std::abs(b.state_after[3])) << i;
+    EXPECT_LT(max_row_scaled_difference(a.dtime_dp, b.dtime_dp), 2e-6) << i;
+  }
+  EXPECT_EQ(fa.modes, fb.modes);
+  EXPECT_NEAR(fa.costs[0], fb.costs[0], 1e-8 * fb.costs[0]);
+  EXPECT_LT(max_relative_difference(fa.cost_gradient, fb.cost_gradient), 2e-7);
+  EXPECT_EQ(fa.cost_gradient(0, 3), 0.0);
+  Eigen::VectorXd xa(4);
+  Eigen::MatrixXd sa(4, 4);
+  for (int i = 0; i < 4; ++i) {
+    xa[i] = fa.final_state[kHystereticOdeStates[i]];
+    sa.row(i) = fa.final_sensitivity.row(kHystereticOdeStates[i]);
+  }
+  EXPECT_LT(max_relative_difference(xa, fb.final_state), 3e-8);
+  EXPECT_LT(max_row_scaled_difference(sa, fb.final_sensitivity), 3e-7);
+  expect_hysteretic_reference(fa.costs[0], fa.cost_gradient, "file, forward");
+  expect_hysteretic_reference(fb.costs[0], fb.cost_gradient, "built-in, forward");
+  // theory section 7: u(10), v(10) (printed to 7 digits) and the first and last reversal times
+  // (6e-11 and 2.3e-10 apart, measured).
+  EXPECT_NEAR(fa.final_state[0], -3.805399e-2, 2e-8);
+  EXPECT_NEAR(fa.final_state[1], -1.058072, 1e-6);
+  EXPECT_NEAR(fa.events[0].time, 0.4215126674, 5e-9);
+  EXPECT_NEAR(fa.events[18].time, 9.7128048062, 5e-9);
+
+  Options tight = o;
+  tight.rtol = 1e-12;
+  tight.atol = 1e-14;
+  const Solution ta = forward_sensitivity(file, p, tight), tb = forward_sensitivity(builtin, p, tight);
+  EXPECT_NEAR(ta.costs[0], tb.costs[0], 1e-10 * tb.costs[0]);
+  EXPECT_LT(max_relative_difference(ta.cost_gradient, tb.cost_gradient), 1e-8);
+}
+
+// The adjoint (IDAS; the residuals' F_xdot is the identity on u, v, u*, z* in both modes and G
+// reads no rate, so it is not refused) and the complex step (complex residuals and event times)
+// against the forward gradient. Measured: the adjoint 5.8e-8 (ka), 1.2e-8 (kb), 7.6e-7 (alpha)
+// relative, as the built-in's adjoint (8e-7, its backward tolerances); the complex step 8.1e-8.
+// The adjoint run's G is 2.7e-9 from the forward run's (no sensitivities in its step control).
+TEST(EquationModelDae, HystereticDaeAdjointAndComplexStepAgreeWithForward) {
+  const Problem pb = from_file("hysteretic_dae");
+  const Solution f = forward_sensitivity(pb);
+  const Solution a = adjoint(pb);
+  const GradientEstimate cs = complex_step(pb, pb.nominal_parameters(), pb.options());
+  EXPECT_NEAR(a.costs[0], f.costs[0], 1e-8 * f.costs[0]);
+  expect_hysteretic_reference(a.costs[0], a.cost_gradient, "adjoint");
+  expect_hysteretic_reference(cs.costs[0], cs.cost_gradient, "complex step");
+  EXPECT_LT(max_relative_difference(a.cost_gradient, f.cost_gradient), 3e-6);
+  EXPECT_LT(max_relative_difference(cs.cost_gradient, f.cost_gradient), 4e-7);
+  EXPECT_EQ(a.cost_gradient(0, 3), 0.0);
+  EXPECT_EQ(cs.cost_gradient(0, 3), 0.0);
+  // dG/dx0: theory section 7's lambda(0+) for (u, v); none for z, whose start is only a guess.
+  EXPECT_NEAR(a.initial_state_gradient(0, 0), -4.6826e-4, 1e-4 * 4.6826e-4);
+  EXPECT_NEAR(a.initial_state_gradient(0, 1), 9.0622e-5, 1e-4 * 9.0622e-5);
+  EXPECT_EQ(a.initial_state_gradient(0, 2), 0.0);
+  // The built-in's adjoint (2.7e-7 apart, measured), also for the memory's (u*, z*).
+  const Solution ab = adjoint(examples::hysteretic());
+  Eigen::MatrixXd lambda0(1, 4);
+  for (int i = 0; i < 4; ++i) lambda0(0, i) = a.initial_state_gradient(0, kHystereticOdeStates[i]);
+  EXPECT_LT(max_relative_difference(lambda0, ab.initial_state_gradient), 2e-6);
 }
 
 // A jump's algebraic entries are first guesses, re-solved in the new mode: the ball of test_dae
