@@ -407,6 +407,22 @@ TEST(DaeErrors, SingularIndexOneMatrixNamesModeAndTime) {
   expect_message([&] { simulate(pb); }, "mode 'constrained'");
 }
 
+TEST(DaeErrors, AnAlgebraicStateMissingFromTheResidualIsRefused) {
+  // [F_ydot | F_z] = [[1, 0], [0, 0]]: an exact zero pivot, for which Eigen's rcond estimate
+  // alone reports 1.
+  Problem pb("missing_z", "");
+  pb.set_states({"x", "z"});
+  pb.set_algebraic_states({"z"});
+  pb.add_parameter("p", 1.0);
+  pb.set_initial_state([](const auto&, auto x0) { x0.setZero(); });
+  pb.add_residual_mode("m", [](auto, const auto& x, const auto& xdot, const auto&, auto r) {
+    r[0] = xdot[0] - 1.0;
+    r[1] = x[0];
+  });
+  pb.add_terminal_cost("x", [](const auto& x, const auto&) { return x[0]; });
+  expect_message([&] { simulate(pb); }, "mode 'm' of problem 'missing_z' is not an index-1 DAE at the start");
+}
+
 TEST(DaeErrors, InconsistentStartThatNewtonCannotFix) {
   Problem pb("no_solution", "");
   pb.set_states({"y", "z"});
