@@ -20,10 +20,11 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: the five-bar with floor impacts, forward / adjoint / differences / complex step
-# side by side, then PNG plots of y2 and y2-dot and their sensitivities with the impacts marked.
+# side by side; its CSV files, PNG plots (states, sensitivities, costs, the gradient by method,
+# the mechanism's paths, energies and reactions) and an animation of the motion in $(DEMO_OUT).
 demo: build
-	./$(BUILD)/apps/saltus/saltus run examples/fivebar_floor.yaml --method all --out $(DEMO_OUT) --json $(DEMO_OUT)/results.json
-	/usr/bin/python3 scripts/plot_demo.py $(DEMO_OUT) p2.y p2.y_dot
+	./$(BUILD)/apps/saltus/saltus run examples/fivebar_floor.yaml --method all --out $(DEMO_OUT) \
+	  --json $(DEMO_OUT)/results.json --animate $(DEMO_OUT)/fivebar_floor.gif
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

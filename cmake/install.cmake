@@ -18,6 +18,8 @@ install(TARGETS saltus saltus_multibody saltus_equations saltus_optimize saltus_
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS saltus_app RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The plot script the command runs for --out plots and --animate (docs/plots.md).
+install(PROGRAMS scripts/saltus-plot DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/saltus examples/include/saltus DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set(SALTUS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/saltus)

@@ -10,8 +10,11 @@
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/optimize/optimize.hpp>
 #include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/named_outputs.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
+
+#include <fmt/format.h>
 
 #include <pybind11/eigen.h>
 #include <pybind11/numpy.h>
@@ -94,7 +97,16 @@ py::array_t<double> sensitivity_array(const std::vector<Eigen::MatrixXd>& s, int
   return a;
 }
 
-py::dict result_dict(const Model& model, const Solution& sol, const std::string& method) {
+template <class Run>
+auto without_gil(Run&& run) {
+  py::gil_scoped_release release;
+  return run();
+}
+
+Eigen::VectorXd parameters_of(const Model& m) { return m.problem.nominal_parameters(); }
+
+py::dict result_dict(const Model& model, const Solution& sol, const std::string& method,
+                     OutputSensitivities output_sensitivities = OutputSensitivities::Skip) {
   const Problem& pb = model.problem;
   const auto params = pb.parameter_names();
   const auto costs = pb.cost_names();
@@ -111,6 +123,7 @@ py::dict result_dict(const Model& model, const Solution& sol, const std::string&
   r["cost_names"] = costs;
   r["parameters"] = named(params, pb.nominal_parameters());
   r["costs"] = named(costs, sol.costs);
+  if (sol.cost_history.rows() > 0) r["cost_history"] = sol.cost_history;
   r["final_state"] = named(pb.state_names(), sol.final_state);
   py::list events;
   for (const EventRecord& e : sol.events) {
@@ -137,6 +150,21 @@ py::dict result_dict(const Model& model, const Solution& sol, const std::string&
   if (sol.has_adjoint()) {
     r["initial_state_gradient"] = named_matrix(costs, pb.state_names(), sol.initial_state_gradient);
   }
+  if (output_sensitivities == OutputSensitivities::Compute && pb.outputs().size() == 0) {
+    throw InputError(fmt::format("output_sensitivities: '{}' has no named outputs (mechanism models have them)", pb.name()));
+  }
+  const OutputTrajectory y =
+      without_gil([&] { return output_trajectory(pb, sol, parameters_of(model), output_sensitivities); });
+  if (!y.empty()) {
+    r["output_names"] = y.names;
+    py::dict units;
+    for (size_t k = 0; k < y.names.size(); ++k) units[py::str(y.names[k])] = y.units[k];
+    r["output_units"] = units;
+    r["outputs"] = y.values;
+    if (!y.sensitivities.empty()) {
+      r["output_sensitivities"] = sensitivity_array(y.sensitivities, static_cast<int>(y.names.size()), pb.n_parameters());
+    }
+  }
   py::dict stats;
   stats["integrator"] = sol.stats.integrator;
   stats["steps"] = sol.stats.steps;
@@ -153,14 +181,6 @@ py::dict estimate_dict(const Model& model, const GradientEstimate& e) {
   d["gradient_matrix"] = e.cost_gradient;
   return d;
 }
-
-template <class Run>
-auto without_gil(Run&& run) {
-  py::gil_scoped_release release;
-  return run();
-}
-
-Eigen::VectorXd parameters_of(const Model& m) { return m.problem.nominal_parameters(); }
 
 void set_param(Model& m, const std::string& name, double value) { m.problem.set_nominal(name, value); }
 
@@ -327,10 +347,11 @@ PYBIND11_MODULE(_saltus, m) {
         const Solution s = without_gil([&] { return simulate(x.problem, parameters_of(x), x.options); });
         return result_dict(x, s, "simulation");
       })
-      .def("forward", [](const Model& x) {
+      .def("forward", [](const Model& x, bool output_sensitivities) {
         const Solution s = without_gil([&] { return forward_sensitivity(x.problem, parameters_of(x), x.options); });
-        return result_dict(x, s, "forward");
-      })
+        return result_dict(x, s, "forward",
+                           output_sensitivities ? OutputSensitivities::Compute : OutputSensitivities::Skip);
+      }, py::arg("output_sensitivities") = false)
       .def("adjoint", [](const Model& x) {
         const Solution s = without_gil([&] { return adjoint(x.problem, parameters_of(x), x.options); });
         return result_dict(x, s, "adjoint");

@@ -18,7 +18,7 @@ packages=(
   libnlopt-dev           # saltus optimize: bounded L-BFGS and CCSAQ
   libplplot-dev          # saltus optimize --out: the convergence plot
   plplot-driver-cairo    # PLplot's PNG driver (pngcairo)
-  python3-matplotlib     # `make demo` plots (scripts/plot_demo.py), the Python example's plot
+  python3-matplotlib     # the plots and animations of --out (scripts/saltus-plot), the Python example's plot
   pybind11-dev           # the Python module
   python3-dev            # its headers
   python3-numpy          # its arrays

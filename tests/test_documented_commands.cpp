@@ -67,7 +67,7 @@ int run_documented(const std::string& command, const fs::path& out_dir, std::str
     } else if (fs::exists(kSource / word) && word.find('/') != std::string::npos) {
       word = (kSource / word).string();
     }
-    output_next = word == "--json" || word == "--out";
+    output_next = word == "--json" || word == "--out" || word == "--animate";
     args.push_back(word);
   }
   std::vector<const char*> argv;

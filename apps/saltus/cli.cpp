@@ -3,6 +3,10 @@
 #include "check_command.hpp"
 #include "optimize_command.hpp"
 
+#include "mechanism_sketch.hpp"
+#include "plot_script.hpp"
+
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/core/interrupt.hpp>
 #include <saltus/io/atomic_file.hpp>
@@ -12,6 +16,7 @@
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/named_outputs.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 #include <saltus/verify/gradient.hpp>
@@ -25,7 +30,10 @@
 #include <csignal>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <unistd.h>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -81,7 +89,114 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     r.seconds.push_back(seconds);
   }
   if (r.estimates.size() > 1) r.check = compare_gradients(pb, r.estimates);
+  r.outputs = output_trajectory(pb, r.solution, r.parameters,
+                                a.output_sensitivities ? OutputSensitivities::Compute : OutputSensitivities::Skip);
   return r;
+}
+
+/// The mechanism of a model file (for mechanism.json and --animate), if the run is of one.
+std::optional<multibody::Model> mechanism_of(const RunArgs& a) {
+  if (!multibody::is_model_file(a.name) || equations::is_equation_file(a.name)) return std::nullopt;
+  return multibody::load_model(a.name);
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path == nullptr ? "" : path;
+  while (!rest.empty()) {
+    const size_t colon = rest.find(':');
+    const std::filesystem::path dir(std::string(rest.substr(0, colon)));
+    std::error_code ec;
+    if (!dir.empty() && std::filesystem::exists(dir / program, ec)) return true;
+    rest = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+  }
+  return false;
+}
+
+/// The picture options, checked before any work.
+void check_picture_options(const RunArgs& a, const Problem& pb, bool mechanism) {
+  if (a.output_sensitivities) {
+    if (a.method != "forward" && a.method != "all") {
+      throw UsageError("--output-sensitivities needs forward sensitivities: use it with --method forward or all");
+    }
+    if (pb.outputs().size() == 0) {
+      throw UsageError(fmt::format("--output-sensitivities: '{}' has no named outputs (mechanism model files have "
+                                   "them, docs/multibody.md)",
+                                   pb.name()));
+    }
+    if (a.out_dir.empty() && a.json_path.empty()) {
+      throw UsageError("--output-sensitivities writes into the --out folder or the --json file: give one of them");
+    }
+  }
+  if (a.animate.empty()) return;
+  const std::string extension = std::filesystem::path(a.animate).extension().string();
+  if (extension != ".gif" && extension != ".mp4") {
+    throw UsageError(fmt::format("--animate {}: the file must end in .gif or .mp4", a.animate));
+  }
+  if (!mechanism) {
+    throw UsageError(fmt::format("--animate draws mechanisms: '{}' is not a mechanism model file", a.name));
+  }
+  if (extension == ".mp4" && !on_path("ffmpeg")) {
+    throw UsageError(fmt::format("--animate {}: an .mp4 needs ffmpeg (Debian: apt-get install ffmpeg); a .gif needs "
+                                 "nothing more",
+                                 a.animate));
+  }
+}
+
+/// A folder that is removed with everything in it when the object goes (the CSV files an
+/// animation is made from when --out did not ask to keep them).
+class ScratchFolder {
+ public:
+  ScratchFolder() {
+    path_ = std::filesystem::temp_directory_path() / fmt::format("saltus-animate-{}", static_cast<long>(getpid()));
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_result_folder(const std::string& folder, const Problem& pb, const RunResult& result,
+                         const std::optional<multibody::Model>& mechanism) {
+  write_csv(folder, pb, result);
+  if (mechanism) {
+    AtomicFile file(std::filesystem::path(folder) / "mechanism.json");
+    file.stream() << mechanism_sketch(*mechanism, result.parameters).dump(1) << "\n";
+    file.commit();
+  }
+}
+
+/// PNG plots of the --out folder (unless --no-plots) and the --animate file, by the plot
+/// script. Plots that cannot be made are a warning (the CSV files are the result); an
+/// animation asked for that cannot be made fails the command.
+void draw_pictures(const RunArgs& a, const std::string& folder, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> arguments = {folder};
+  const bool plots = !a.out_dir.empty() && !a.no_plots;
+  if (!plots) arguments.emplace_back("--no-plots");
+  if (!a.animate.empty()) {
+    arguments.emplace_back("--animate");
+    arguments.push_back(a.animate);
+  }
+  if (!plots && a.animate.empty()) return;
+  const ScriptRun run = run_plot_script(arguments);
+  if (run.status == 0) {
+    fmt::print(out, "{}", run.output);
+    return;
+  }
+  std::string reason = run.output;
+  while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
+  if (const size_t last = reason.rfind('\n'); last != std::string::npos) reason = reason.substr(last + 1);
+  if (reason.empty()) reason = fmt::format("the plot script exited with status {}", run.status);
+  if (!a.animate.empty()) throw Error(fmt::format("--animate {}: {}", a.animate, reason));
+  fmt::print(err, "saltus: warning: no plots in {}: {} (the CSV files are written; --no-plots skips plots)\n", folder,
+             reason);
 }
 
 int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
@@ -90,9 +205,12 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
   Options options = pb.options();
   apply_overrides(pb, options, a);
   report_notes(pb, a, err);
+  const std::optional<multibody::Model> mechanism = mechanism_of(a);
+  check_picture_options(a, pb, mechanism.has_value());
   // Unwritable outputs fail before the work, not after it.
   if (!a.json_path.empty()) write_output("--json", a.json_path, [&] { require_writable(a.json_path); });
   if (!a.out_dir.empty()) write_output("--out", a.out_dir, [&] { require_writable_folder(a.out_dir); });
+  if (!a.animate.empty()) write_output("--animate", a.animate, [&] { require_writable(a.animate); });
   const RunResult result = run_methods(pb, options, a, err);
   throw_if_interrupted(options.tf);  // an interrupt between two methods leaves no output either
   print_report(out, pb, result);
@@ -101,8 +219,13 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
     fmt::print(out, "Wrote {}\n", a.json_path);
   }
   if (!a.out_dir.empty()) {
-    write_output("--out", a.out_dir, [&] { write_csv(a.out_dir, pb, result); });
+    write_output("--out", a.out_dir, [&] { write_result_folder(a.out_dir, pb, result, mechanism); });
     fmt::print(out, "Wrote CSV files to {}/\n", a.out_dir);
+    draw_pictures(a, a.out_dir, out, err);
+  } else if (!a.animate.empty()) {
+    const ScratchFolder scratch;
+    write_result_folder(scratch.path(), pb, result, mechanism);
+    draw_pictures(a, scratch.path(), out, err);
   }
   return 0;
 }
@@ -173,7 +296,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--cs-step", a.cs_step, "Complex step size")->check(CLI::PositiveNumber);
   run_cmd->add_option("--json", a.json_path, "Write results as JSON to this file");
-  run_cmd->add_option("--out", a.out_dir, "Write trajectory, sensitivity and event CSV files here");
+  run_cmd->add_option("--out", a.out_dir,
+                      "Write the result's CSV files here, with PNG plots of them (docs/plots.md)");
+  run_cmd->add_flag("--no-plots", a.no_plots, "With --out: the CSV files only, no PNG plots");
+  run_cmd->add_option("--animate", a.animate, "Mechanisms: render the motion to FILE.gif (or FILE.mp4, with ffmpeg)");
+  run_cmd->add_flag("--output-sensitivities", a.output_sensitivities,
+                    "With --method forward or all: the sensitivities of the named outputs too "
+                    "(output_sensitivities.csv, --json)");
   run_cmd->add_flag("--strict", a.strict,
                     "Refuse input that Saltus would correct with a warning (e.g. initial velocities "
                     "that violate the constraints)");

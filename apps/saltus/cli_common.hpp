@@ -37,6 +37,9 @@ struct RunArgs {
   std::string adjoint_memory;    // empty: Options::adjoint_memory_budget's default
   std::string formulation;       // empty: the model file's choice
   bool strict = false;           // notes about corrected input are errors
+  bool output_sensitivities = false;  // differentiate the named outputs (forward runs)
+  bool no_plots = false;         // --out writes CSV files only
+  std::string animate;           // mechanism animation file (.gif or .mp4); empty: none
 };
 
 /// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml): an

@@ -25,11 +25,18 @@ class Result:
     """The outcome of a run. Attributes (numpy arrays where numeric):
 
     times (n_t,), states (n_t, n_x), modes (mode name per output time), costs {cost: value},
+    cost_history (n_t, n_c) = each cost as if the horizon ended at that output time (not for
+    adjoint runs),
     final_state {state: value}, events (list of dicts: time, name, mode_before, mode_after,
     state_before, state_after, grazing, rest, and dtime_dp {parameter: dt/dp} for forward runs),
     and for forward runs sensitivities (n_t, n_x, n_p) = dx/dp at the output times, for forward
     and adjoint runs gradient {cost: {parameter: dcost/dp}} and gradient_matrix (n_c, n_p), for
     adjoint runs initial_state_gradient {cost: {state: dcost/dx0}}.
+
+    Mechanisms also have named outputs (docs/multibody.md, "Named outputs"): output_names,
+    output_units {name: unit}, outputs (n_t, n_y) and for forward runs output_sensitivities
+    (n_t, n_y, n_p) = dy/dp; result.output("p2.y") is one column, result.output_sensitivity(
+    "p2.y", "e") one derivative over time.
     """
 
     def __init__(self, data):
@@ -39,6 +46,25 @@ class Result:
 
     def __repr__(self):
         return f"<saltus.Result {self._data['method']}: costs {self._data['costs']}>"
+
+    def output(self, name):
+        """The named output `name` at the output times, shape (n_t,)."""
+        return self.outputs[:, self._output_index(name)]
+
+    def output_sensitivity(self, name, parameter):
+        """d output / d parameter at the output times, shape (n_t,) (forward runs)."""
+        if "output_sensitivities" not in self._data:
+            raise KeyError("output sensitivities come from forward runs (model.forward())")
+        if parameter not in self.parameter_names:
+            raise KeyError(f"unknown parameter '{parameter}' (known: {', '.join(self.parameter_names)})")
+        return self.output_sensitivities[:, self._output_index(name), self.parameter_names.index(parameter)]
+
+    def _output_index(self, name):
+        names = self._data.get("output_names", [])
+        if name not in names:
+            known = ", ".join(names) if names else "none: this model has no named outputs"
+            raise KeyError(f"unknown output '{name}' (known: {known})")
+        return names.index(name)
 
     def as_dict(self):
         return dict(self._data)
@@ -90,9 +116,10 @@ class Model:
         """States, events and costs."""
         return Result(self._native.simulate())
 
-    def forward(self):
-        """Forward sensitivities: also sensitivities (n_t, n_x, n_p), gradient, event dt/dp."""
-        return Result(self._native.forward())
+    def forward(self, output_sensitivities=False):
+        """Forward sensitivities: also sensitivities (n_t, n_x, n_p), gradient, event dt/dp;
+        with output_sensitivities=True (mechanisms) the named outputs' dy/dp too."""
+        return Result(self._native.forward(output_sensitivities))
 
     def adjoint(self):
         """The adjoint: costs, gradient and initial_state_gradient."""

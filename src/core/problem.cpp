@@ -221,6 +221,19 @@ void Problem::add_event_cost_impl(const std::string& name, int event, Instantiat
   it->at_events.push_back({event, std::move(c)});
 }
 
+void Problem::set_outputs_impl(std::vector<std::string> names, std::vector<std::string> units,
+                               Instantiated<OutputFn> h) {
+  if (units.size() != names.size()) {
+    throw InputError(fmt::format("problem '{}': {} output names but {} units", name_, names.size(), units.size()));
+  }
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  if (const auto twin = std::adjacent_find(sorted.begin(), sorted.end()); twin != sorted.end()) {
+    throw InputError(fmt::format("problem '{}': output '{}' is named twice", name_, *twin));
+  }
+  outputs_ = NamedOutputs{std::move(names), std::move(units), std::move(h)};
+}
+
 bool EventCostTerm::applies_to(const Problem& problem, int k) const {
   return event == k || problem.event(event).rest_event == k;
 }

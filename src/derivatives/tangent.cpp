@@ -90,6 +90,19 @@ double terminal_cost_tangent(const Problem& problem, int cost, double t, In<doub
   return w.dual(make_dual(t, dt), ws.t_x, ws.t_p).v[0];
 }
 
+void output_values(const Problem& problem, double t, In<double> x, In<double> p, Out<double> y) {
+  problem.outputs().value.real(t, x, p, y);
+}
+
+void output_tangent(const Problem& problem, double t, In<double> x, In<double> p, double dt, In<double> dx,
+                    In<double> dp, Out<double> tangent, TangentWorkspace& ws) {
+  seed(ws.t_x, x, dx);
+  seed(ws.t_p, p, dp);
+  ws.t_out.resize(problem.outputs().size());
+  problem.outputs().value.dual(make_dual(t, dt), ws.t_x, ws.t_p, ws.t_out);
+  tangent_of(ws.t_out, tangent);
+}
+
 double event_cost(const Problem& problem, int cost, int event, double t, In<double> x, In<double> p) {
   double sum = 0.0;
   for (const EventCostTerm& term : problem.cost(cost).at_events) {

@@ -26,6 +26,34 @@ nlohmann::json gradient_json(const Problem& pb, const Eigen::MatrixXd& grad) {
   return j;
 }
 
+/// {"times": [...], "<name>": {"unit", "values", "sensitivities": {"<param>": [...]}}}: the
+/// named outputs at the output times, non-finite entries null.
+nlohmann::json outputs_json(const Problem& pb, const RunResult& r) {
+  const OutputTrajectory& y = r.outputs;
+  nlohmann::json j = nlohmann::json::object();
+  j["times"] = r.solution.times;
+  const auto params = pb.parameter_names();
+  const auto n_t = static_cast<Eigen::Index>(r.solution.times.size());
+  for (size_t k = 0; k < y.names.size(); ++k) {
+    const auto col = static_cast<Eigen::Index>(k);
+    nlohmann::json entry = {{"unit", y.units[k]}};
+    nlohmann::json values = nlohmann::json::array();
+    for (Eigen::Index i = 0; i < n_t; ++i) values.push_back(finite_or_null(y.values(i, col)));
+    entry["values"] = std::move(values);
+    if (!y.sensitivities.empty()) {
+      nlohmann::json sens = nlohmann::json::object();
+      for (size_t q = 0; q < params.size(); ++q) {
+        nlohmann::json column = nlohmann::json::array();
+        for (const Eigen::MatrixXd& dy : y.sensitivities) column.push_back(finite_or_null(dy(col, static_cast<Eigen::Index>(q))));
+        sens[params[q]] = std::move(column);
+      }
+      entry["sensitivities"] = std::move(sens);
+    }
+    j[y.names[k]] = std::move(entry);
+  }
+  return j;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const Problem& pb, const RunResult& r) {
@@ -101,6 +129,7 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
     for (size_t i = 0; i < maxima.size(); ++i) monitors[pb.monitors()[i].name] = maxima[i];
     j["monitors"] = monitors;
   }
+  if (!r.outputs.empty()) j["outputs"] = outputs_json(pb, r);
   j["stats"] = {{"integrator", s.stats.integrator},
                 {"segments", s.stats.segments},
                 {"steps", s.stats.steps},

@@ -2,6 +2,7 @@
 
 #include "formulations.hpp"
 #include "initial_checks.hpp"
+#include "named_outputs.hpp"
 
 #include <fmt/format.h>
 
@@ -63,6 +64,18 @@ void add_residual_monitors(Problem& pb, const std::shared_ptr<const Form>& form)
                  [residual](double t, In<double> x, In<double> p) { return residual(t, x, p, true); });
 }
 
+/// The mechanism's named outputs (named_outputs.hpp), the same in every formulation.
+template <class Form>
+void add_named_outputs(Problem& pb, const Model& model, const std::shared_ptr<const Form>& form) {
+  auto [names, units] = detail::output_names_and_units(model);
+  const bool mu = detail::outputs_need_reactions(model);
+  pb.set_outputs(std::move(names), std::move(units), [form, mu](auto t, const auto& x, const auto& p, auto y) {
+    using S = ScalarOf<decltype(x)>;
+    const FullState<S> fs = form->template full_state<S>(t, x, p, nullptr, mu);
+    detail::output_values<S>(*form->model, fs, p, y);
+  });
+}
+
 template <class Form>
 Problem build(const Model& model, std::shared_ptr<const Form> form, const FormulationSettings& settings) {
   Problem pb(model.name, fmt::format("planar multibody model ({} formulation{})", to_string(settings.type),
@@ -104,6 +117,7 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
         });
   }
   add_costs<Form>(pb, model, form);
+  add_named_outputs<Form>(pb, model, form);
   if (model.n_constraints() > 0) add_residual_monitors<Form>(pb, form);
   Options& o = pb.options();
   o.t0 = model.t0;

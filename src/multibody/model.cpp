@@ -287,6 +287,8 @@ void Model::validate() const {
   check_domains(nominal_parameters());
 }
 
+std::string to_string(ElementType type) { return type_name(type); }
+
 std::string to_string(FormulationType type) {
   switch (type) {
     case FormulationType::Penalty:

@@ -236,6 +236,8 @@ void DaeRun::record_output(double t, bool integrated) {
   const auto row = static_cast<Eigen::Index>(sol_.times.size());
   sol_.times.push_back(t);
   sol_.states.row(row) = point_.x.transpose();
+  const Eigen::VectorXd integrals = integrated && nq_ > 0 ? Eigen::VectorXd(view(ida_->y()).tail(nq_)) : cost_integral_;
+  sol_.cost_history.row(row) = costs_to_date(pb_, t, point_.x, p_, integrals).transpose();
   sol_.modes.push_back(mode_);
   if (sens_) sol_.sensitivities.push_back(S_);
 }
@@ -354,6 +356,7 @@ Solution DaeRun::run() {
   }
   const std::vector<double> grid = output_grid(opt_);
   sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
+  sol_.cost_history.resize(static_cast<Eigen::Index>(grid.size()), nc_);
   drive_segments(*this, grid, opt_.t0);
   return std::move(sol_);
 }

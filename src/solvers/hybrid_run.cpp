@@ -359,6 +359,12 @@ void HybridRun::record_output(double t, bool integrated) {
   const auto row = static_cast<Eigen::Index>(sol_.times.size());
   sol_.times.push_back(t);
   sol_.states.row(row) = x_.transpose();
+  if (integrated && segment_advanced_ && cv_->nq() > 0) {
+    cv_->load_quadratures(t);
+    sol_.cost_history.row(row) = costs_to_date(pb_, t, x_, p_, view(cv_->q())).transpose();
+  } else {
+    sol_.cost_history.row(row) = costs_to_date(pb_, t, x_, p_, cost_integral_).transpose();
+  }
   sol_.modes.push_back(mode_);
   if (sens_) sol_.sensitivities.push_back(S_);
 }
@@ -493,6 +499,7 @@ Solution HybridRun::run() {
 
   const std::vector<double> grid = output_grid(opt_);
   sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
+  sol_.cost_history.resize(static_cast<Eigen::Index>(grid.size()), nc_);
   drive_segments(*this, grid, opt_.t0);
   return std::move(sol_);
 }

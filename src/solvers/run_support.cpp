@@ -1,5 +1,7 @@
 #include "run_support.hpp"
 
+#include <saltus/derivatives/tangent.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -137,6 +139,12 @@ void CascadeGuard::record(double t, const std::string& event_name) {
         cascade_, options_.cascade_window * std::max(1.0, std::abs(t)), t, event_name,
         options_.max_event_cascade));
   }
+}
+
+Eigen::VectorXd costs_to_date(const Problem& problem, double t, In<double> x, In<double> p, In<double> integrals) {
+  Eigen::VectorXd psi = integrals;
+  for (int c = 0; c < problem.n_costs(); ++c) psi[c] += terminal_cost(problem, c, t, x, p);
+  return psi;
 }
 
 std::string describe_state(const Problem& problem, const Eigen::VectorXd& x) {

@@ -139,6 +139,10 @@ class ZenoWatch {
 /// True if two event times are closer than the cascade window.
 bool same_instant(double a, double b, const Options& options);
 
+/// Every cost as if the horizon ended at t: `integrals` (the running integrals to t with the
+/// event terms so far, n_c) plus the terminal parts at (t, x). Solution::cost_history.
+Eigen::VectorXd costs_to_date(const Problem& problem, double t, In<double> x, In<double> p, In<double> integrals);
+
 /// "x = (h=1, v=-2)" for messages.
 std::string describe_state(const Problem& problem, const Eigen::VectorXd& x);
 

@@ -35,6 +35,10 @@ using RunningCostFn = std::function<S(S t, In<S> x, In<S> xdot, In<S> p)>;
 /// Terminal cost w(t_f, x(t_f), p). Problem::add_terminal_cost also takes w(x, p).
 template <class S>
 using TerminalCostFn = std::function<S(S t, In<S> x, In<S> p)>;
+/// Named outputs y = h(t, x, p) (Problem::set_outputs), n_y entries: quantities recorded at
+/// the output times, such as a mechanism's point coordinates, reactions and energies.
+template <class S>
+using OutputFn = std::function<void(S t, In<S> x, In<S> p, Out<S> y)>;
 /// Initial state x(t0) = x0(p).
 template <class S>
 using InitialStateFn = std::function<void(In<S> p, Out<S> x0)>;

@@ -110,6 +110,16 @@ struct Monitor {
   std::function<double(double t, In<double> x, In<double> p)> value;
 };
 
+/// Quantities derived from the state, y = h(t, x, p), recorded at the output times with their
+/// sensitivities dy/dp = h_x S + h_p (solvers/named_outputs.hpp). Not differentiated inside the
+/// run, so they cost nothing while integrating.
+struct NamedOutputs {
+  std::vector<std::string> names;  ///< n_y names, unique
+  std::vector<std::string> units;  ///< n_y SI units ("m", "N", "J"; "" when none applies)
+  Instantiated<OutputFn> value;    ///< h(t, x, p, y)
+  int size() const { return static_cast<int>(names.size()); }
+};
+
 struct Parameter {
   std::string name;
   double nominal = 0.0;
@@ -256,6 +266,15 @@ class Problem {
     monitors_.push_back(Monitor{name, std::move(value)});
   }
   const std::vector<Monitor>& monitors() const { return monitors_; }
+  /// Sets the named outputs: `h(t, x, p, y)` (a generic lambda) writes the n_y = names.size()
+  /// values; `units` has one entry per name. Throws InputError on sizes that differ or names
+  /// that repeat.
+  template <class H>
+  void set_outputs(std::vector<std::string> names, std::vector<std::string> units, const H& h) {
+    set_outputs_impl(std::move(names), std::move(units), Instantiated<OutputFn>::from(h));
+  }
+  /// The named outputs (size 0 when the problem has none).
+  const NamedOutputs& outputs() const { return outputs_; }
   /// Default run settings (horizon, outputs, tolerances, method).
   Options& options() { return options_; }
   const Options& options() const { return options_; }
@@ -320,6 +339,8 @@ class Problem {
   void add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
                      Instantiated<TerminalCostFn> terminal);
   void add_event_cost_impl(const std::string& name, int event, Instantiated<GuardFn> c);
+  void set_outputs_impl(std::vector<std::string> names, std::vector<std::string> units,
+                        Instantiated<OutputFn> h);
 
   std::string name_;
   std::string description_;
@@ -331,6 +352,7 @@ class Problem {
   std::vector<Event> events_;
   std::vector<Cost> costs_;
   std::vector<Monitor> monitors_;
+  NamedOutputs outputs_;
   std::vector<std::function<void(In<double>)>> parameter_checks_;
   std::vector<std::string> notes_;
   int initial_mode_ = 0;

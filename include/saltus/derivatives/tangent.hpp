@@ -56,6 +56,12 @@ double event_cost(const Problem& problem, int cost, int event, double t, In<doub
 double event_cost_tangent(const Problem& problem, int cost, int event, double t, In<double> x, In<double> p,
                           double dt, In<double> dx, In<double> dp, TangentWorkspace& ws);
 
+/// Named outputs y = h(t, x, p) (Problem::outputs, n_y entries) and their tangent
+/// h_t dt + h_x dx + h_p dp. The problem must have outputs.
+void output_values(const Problem& problem, double t, In<double> x, In<double> p, Out<double> y);
+void output_tangent(const Problem& problem, double t, In<double> x, In<double> p, double dt, In<double> dx,
+                    In<double> dp, Out<double> tangent, TangentWorkspace& ws);
+
 /// Initial state x0(p) and its sensitivity dx0/dp (n_x x n_p).
 Eigen::VectorXd initial_state(const Problem& problem, In<double> p);
 Eigen::MatrixXd initial_state_jacobian(const Problem& problem, In<double> p);

@@ -2,6 +2,7 @@
 // Everything one `saltus run` produced: the nominal solution (with forward sensitivities when
 // that method ran) and the gradient of every method that ran, for reports and files.
 #include <saltus/core/problem.hpp>
+#include <saltus/solvers/named_outputs.hpp>
 #include <saltus/solvers/solution.hpp>
 #include <saltus/verify/gradient.hpp>
 
@@ -21,6 +22,8 @@ struct RunResult {
   /// Adjoint runs: dpsi/dx0 (n_c x n_x) and what the backward pass stored and did.
   Eigen::MatrixXd initial_state_gradient;
   std::optional<AdjointStats> adjoint;
+  /// The problem's named outputs along `solution` (with dy/dp when it has sensitivities).
+  OutputTrajectory outputs;
 };
 
 }  // namespace saltus

@@ -265,6 +265,8 @@ struct Model {
 };
 
 std::string to_string(FormulationType type);
+/// The model-file spelling of an element type: "bar", "revolute", "spring", ...
+std::string to_string(ElementType type);
 /// "penalty" | "index1" | "maggi" | "ggl" | "stabilized_index1"; throws InputError
 /// listing the choices otherwise.
 FormulationType parse_formulation(const std::string& name);

@@ -71,6 +71,10 @@ struct Solution {
   std::vector<int> modes;     ///< mode at each output time
   std::vector<EventRecord> events;
   Eigen::VectorXd costs;      ///< psi_j, n_c
+  /// psi_j as if the horizon ended at each output time t: the running integral to t, the event
+  /// terms of the firings up to t and the terminal part at (t, x(t)); n_out x n_c. Its last row
+  /// is `costs` when the last output time is tf. (Real runs on CVODES and IDAS.)
+  Eigen::MatrixXd cost_history;
   Eigen::VectorXd final_state;
   int final_mode = 0;
 

@@ -1,0 +1,72 @@
+#include "named_outputs.hpp"
+
+#include <fmt/format.h>
+
+namespace saltus::multibody::detail {
+
+namespace {
+
+/// Units of row `row` of constraint element e: its residual's and its multiplier's. A row's
+/// multiplier has the unit of force work per unit of the row (N per m, N m per rad, N per m^2).
+std::pair<std::string, std::string> row_units(const Model& m, const Element& e, int row) {
+  switch (e.type) {
+    case ElementType::Bar:
+    case ElementType::DistanceDriver:
+      return {"m^2", "N/m"};
+    case ElementType::Revolute:
+      return {"m", "N"};
+    case ElementType::Prismatic:
+      if (row == 1) return {"rad", "N m"};
+      return {"m", "N"};
+    case ElementType::CoordinateDriver: {
+      const bool angle = e.coordinate >= m.body_offset(0) && (e.coordinate - m.body_offset(0)) % 3 == 2;
+      return angle ? std::pair<std::string, std::string>{"rad", "N m"} : std::pair<std::string, std::string>{"m", "N"};
+    }
+    default:
+      return {"m", "N"};
+  }
+}
+
+}  // namespace
+
+std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_units(const Model& m) {
+  std::vector<std::string> names, units;
+  auto add = [&](std::string name, std::string unit) {
+    names.push_back(std::move(name));
+    units.push_back(std::move(unit));
+  };
+  for (const Point& pt : m.points) {
+    for (const char* axis : {"x", "y"}) add(fmt::format("{}.{}", pt.name, axis), "m");
+    for (const char* axis : {"x", "y"}) add(fmt::format("{}.{}_dot", pt.name, axis), "m/s");
+  }
+  for (const Body& b : m.bodies) {
+    add(b.name + ".x", "m");
+    add(b.name + ".y", "m");
+    add(b.name + ".theta", "rad");
+    add(b.name + ".x_dot", "m/s");
+    add(b.name + ".y_dot", "m/s");
+    add(b.name + ".theta_dot", "rad/s");
+  }
+  for (const Element& e : m.elements) {
+    for (int row = 0; row < e.n_constraints(); ++row) add(fmt::format("{}.reaction[{}]", e.name, row), row_units(m, e, row).second);
+  }
+  for (const Element& e : m.elements) {
+    for (int row = 0; row < e.n_constraints(); ++row) add(fmt::format("{}.phi[{}]", e.name, row), row_units(m, e, row).first);
+  }
+  for (const Element& e : m.elements) {
+    if (e.type == ElementType::Spring) {
+      add(e.name + ".length", "m");
+      add(e.name + ".force", "N");
+    } else if (e.type == ElementType::RotationalSpring) {
+      add(e.name + ".angle", "rad");
+      add(e.name + ".torque", "N m");
+    }
+  }
+  for (const Contact& c : m.contacts) add(c.name + ".gap", "m");
+  add("kinetic_energy", "J");
+  add("potential_energy", "J");
+  add("total_energy", "J");
+  return {names, units};
+}
+
+}  // namespace saltus::multibody::detail

@@ -1,0 +1,117 @@
+#pragma once
+// The named outputs of a planar Model (Problem::set_outputs): what a person wants to see of a
+// mechanism besides its state, whatever the formulation. In order:
+//   <point>.x <point>.y <point>.x_dot <point>.y_dot            every point [m, m/s]
+//   <body>.x <body>.y <body>.theta and their _dot               every body (centre of mass)
+//   <element>.reaction[k]   multiplier of row k of a constraint element (multibody.md sign
+//                           convention: mu > 0 pushes along -Phi_q^T)
+//   <element>.phi[k]        residual of row k of a constraint element
+//   <spring>.length <spring>.force     translational springs (tension positive) [m, N]
+//   <spring>.angle <spring>.torque     rotational springs (theta_b - theta_a) [rad, N m]
+//   <contact>.gap           normal distance of the contact point to its line [m]
+//   kinetic_energy potential_energy total_energy                [J]
+// The potential energy holds gravity, springs (k (l - l0)^2 / 2 + actuator l), rotational
+// springs and constant forces; dampers dissipate, and drivers and impacts change the total.
+#include "formulations.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace saltus::multibody::detail {
+
+/// Names and units of the outputs, in the order output_values writes them.
+std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_units(const Model& m);
+
+/// Whether the outputs need the multipliers (the model has constraints).
+inline bool outputs_need_reactions(const Model& m) { return m.n_constraints() > 0; }
+
+/// V(q, p) [J]: gravity, springs, rotational springs, constant forces.
+template <class S>
+S potential_energy(const Model& m, const MotionState<S>& st, In<S> p) {
+  const Vec2<S> g(value_of<S>(m.gravity_x, p), value_of<S>(m.gravity_y, p));
+  auto weight = [&](const S& mass, const Vec2<S>& at) { return -mass * (g[0] * at[0] + g[1] * at[1]); };
+  S v(0.0);
+  for (size_t b = 0; b < m.bodies.size(); ++b) {
+    const int o = m.body_offset(static_cast<int>(b));
+    v += weight(value_of<S>(m.bodies[b].mass, p), Vec2<S>(st.q[o], st.q[o + 1]));
+  }
+  for (const Element& e : m.elements) {
+    switch (e.type) {
+      case ElementType::PointMass:
+        v += weight(value_of<S>(e.mass, p), point_kinematics(m, st, e.a, p).value);
+        break;
+      case ElementType::Bar: {
+        const Vec2<S> mid = S(0.5) * (point_kinematics(m, st, e.a, p).value + point_kinematics(m, st, e.b, p).value);
+        v += weight(value_of<S>(e.mass, p), mid);
+        break;
+      }
+      case ElementType::Spring: {
+        const SpringState<S> s = spring_state(m, e, st, p);
+        const S stretch = s.length - value_of<S>(e.rest_length, p);
+        v += S(0.5) * value_of<S>(e.stiffness, p) * stretch * stretch + value_of<S>(e.actuator, p) * s.length;
+        break;
+      }
+      case ElementType::RotationalSpring: {
+        const S twist = relative_rotation(m, e, st).first - value_of<S>(e.angle, p);
+        v += S(0.5) * value_of<S>(e.stiffness, p) * twist * twist +
+             value_of<S>(e.actuator, p) * relative_rotation(m, e, st).first;
+        break;
+      }
+      case ElementType::Force: {
+        const Vec2<S> at = point_kinematics(m, st, e.a, p).value;
+        v -= value_of<S>(e.fx, p) * at[0] + value_of<S>(e.fy, p) * at[1];
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return v;
+}
+
+/// Writes the outputs of the full state `fs` (multipliers present when the model has
+/// constraints) into y, in the order of output_names_and_units.
+template <class S>
+void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
+  const MotionState<S>& st = fs.motion;
+  Eigen::Index k = 0;
+  const int n = m.n_coordinates();
+  // Coordinates and velocities, point by point and body by body.
+  for (size_t i = 0; i < m.points.size(); ++i) {
+    const int o = m.point_offset(static_cast<int>(i));
+    for (int j = 0; j < 2; ++j) y[k++] = st.q[o + j];
+    for (int j = 0; j < 2; ++j) y[k++] = st.v[o + j];
+  }
+  for (size_t b = 0; b < m.bodies.size(); ++b) {
+    const int o = m.body_offset(static_cast<int>(b));
+    for (int j = 0; j < 3; ++j) y[k++] = st.q[o + j];
+    for (int j = 0; j < 3; ++j) y[k++] = st.v[o + j];
+  }
+  const ConstraintSet<S> cs = constraints<S>(m, st, p);
+  for (Eigen::Index r = 0; r < fs.mu.size(); ++r) y[k++] = fs.mu[r];
+  for (Eigen::Index r = 0; r < cs.phi.size(); ++r) y[k++] = cs.phi[r];
+  for (const Element& e : m.elements) {
+    if (e.type == ElementType::Spring) {
+      const SpringState<S> s = spring_state(m, e, st, p);
+      y[k++] = s.length;
+      y[k++] = s.force;
+    } else if (e.type == ElementType::RotationalSpring) {
+      const auto [angle, rate] = relative_rotation(m, e, st);
+      y[k++] = angle;
+      y[k++] = value_of<S>(e.stiffness, p) * (angle - value_of<S>(e.angle, p)) + value_of<S>(e.damping, p) * rate +
+               value_of<S>(e.actuator, p);
+    }
+  }
+  for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap;
+  const MatX<S> M = mass_matrix<S>(m, p);
+  const VectorX<S> Mv = M * st.v;
+  S kinetic(0.0);
+  for (int i = 0; i < n; ++i) kinetic += S(0.5) * st.v[i] * Mv[i];
+  const S potential = potential_energy(m, st, p);
+  y[k++] = kinetic;
+  y[k++] = potential;
+  y[k++] = kinetic + potential;
+}
+
+}  // namespace saltus::multibody::detail
