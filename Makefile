@@ -10,7 +10,7 @@ FUZZ_CORPUS ?= fuzz/corpus/model_file
 FUZZ_EXPRESSION_SECONDS ?= 30
 FUZZ_EXPRESSION_CORPUS ?= fuzz/corpus/expression
 
-.PHONY: deps deps-fuzz build demo test test-sanitize fuzz clean
+.PHONY: deps deps-fuzz build demo test test-sanitize pip-check fuzz clean
 
 deps:
 	./scripts/install-deps.sh
@@ -37,6 +37,19 @@ test-sanitize: deps
 	cmake --build $(BUILD)-sanitize -j $(JOBS)
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# `pip install .` into a fresh virtual environment (Debian's setuptools and wheel, nothing
+# downloaded; setup.py builds the module with CMake in $(BUILD)-pip), then the Python tests
+# against that installation (CI runs it after `test`; docs/python.md).
+pip-check: deps
+	rm -rf $(BUILD)-venv
+	/usr/bin/python3 -m venv --system-site-packages $(BUILD)-venv
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) SALTUS_PIP_BUILD_DIR=$(CURDIR)/$(BUILD)-pip \
+	  $(BUILD)-venv/bin/pip install --no-build-isolation --no-index .
+	cd /tmp && $(CURDIR)/$(BUILD)-venv/bin/python -c \
+	  "import saltus; assert '/$(BUILD)-venv/' in saltus.__file__, saltus.__file__; print('saltus from', saltus.__file__)"
+	cd /tmp && SALTUS_SOURCE_DIR=$(CURDIR) MPLBACKEND=Agg $(CURDIR)/$(BUILD)-venv/bin/python -m pytest -q \
+	  -p no:cacheprovider $(CURDIR)/python/tests
 
 deps-fuzz:
 	./scripts/install-deps.sh --fuzz

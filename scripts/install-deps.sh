@@ -23,6 +23,7 @@ packages=(
   python3-dev            # its headers
   python3-numpy          # its arrays
   python3-pytest         # its tests
+  python3-venv python3-pip python3-setuptools python3-wheel   # `pip install .` (make pip-check)
 )
 
 # `make fuzz` (docs/fuzzing.md) passes --fuzz: clang with libFuzzer and the sanitizer runtimes
