@@ -36,8 +36,7 @@ DaeRun::DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& 
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
-      cascade_(opt_),
-      zeno_(opt_) {
+      book_(pb_, p_, opt_, sens_) {
   pb_.validate();
   validate(opt_, nx_, np_);
   pb_.validate_parameters(p_);
@@ -160,7 +159,7 @@ void DaeRun::begin_segment(double t) {
     seg.t_start = t;
     seg.start = point_;
     seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
-    seg.events_end = sol_.events.size();
+    seg.events_end = book_.solution().events.size();
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
                                                 component_atol(), std::vector<double>{}, opt_.checkpoint_steps,
                                                 std::vector<double>{}, pb_.has_index2_modes());
@@ -177,11 +176,11 @@ void DaeRun::begin_segment(double t) {
   if (nq_ > 0) {
     // The cost integrals continue from their totals (their error weights stay relative, see
     // HybridRun::begin_segment) at the rate g.
-    view(ida.y()).tail(nq_) = cost_integral_;
+    view(ida.y()).tail(nq_) = book_.cost_integral();
     running_costs_at_rate(pb_, t, point_.x, point_.xdot, p_, cost_values_);
     view(ida.yp()).tail(nq_) = cost_values_;
     for (int j = 0; j < ida.ns(); ++j) {
-      view(ida.yS(j)).tail(nq_) = cost_integral_sens_.col(j);
+      view(ida.yS(j)).tail(nq_) = book_.cost_integral_sensitivity().col(j);
       running_cost_tangents_at_rate(pb_, t, point_.x, point_.xdot, p_, 0.0, S_.col(j), S_dot_.col(j),
                                     identity_p_.col(j), cost_values_, ws_);
       view(ida.ypS(j)).tail(nq_) = cost_values_;
@@ -213,7 +212,7 @@ void DaeRun::take_integrator_state(double t, const char* when) {
 
 void DaeRun::end_segment(double t) {
   IdasSession& ida = *ida_;
-  ida.add_stats(sol_.stats);
+  ida.add_stats(book_.solution().stats);
   if (kind_ == RunKind::AdjointRecording) {
     DaeSegment& seg = segments_.back();
     seg.t_end = t;
@@ -224,22 +223,20 @@ void DaeRun::end_segment(double t) {
   }
   if (nq_ > 0) {
     // IDAS returned at t: y holds the integrals there, and take_integrator_state loaded yS.
-    cost_integral_ = view(ida.y()).tail(nq_);
+    book_.cost_integral() = view(ida.y()).tail(nq_);
     if (sens_) {
-      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) = view(ida.yS(j)).tail(nq_);
+      for (int j = 0; j < np_; ++j) book_.cost_integral_sensitivity().col(j) = view(ida.yS(j)).tail(nq_);
     }
   }
 }
 
 void DaeRun::record_output(double t, bool integrated) {
   if (integrated) take_integrator_state(t, "at an output time");
-  const auto row = static_cast<Eigen::Index>(sol_.times.size());
-  sol_.times.push_back(t);
-  sol_.states.row(row) = point_.x.transpose();
-  const Eigen::VectorXd integrals = integrated && nq_ > 0 ? Eigen::VectorXd(view(ida_->y()).tail(nq_)) : cost_integral_;
-  sol_.cost_history.row(row) = costs_to_date(pb_, t, point_.x, p_, integrals).transpose();
-  sol_.modes.push_back(mode_);
-  if (sens_) sol_.sensitivities.push_back(S_);
+  if (integrated && nq_ > 0) {
+    book_.record_output(t, mode_, point_.x, S_, view(ida_->y()).tail(nq_));
+  } else {
+    book_.record_output(t, mode_, point_.x, S_, book_.cost_integral());
+  }
 }
 
 void DaeRun::apply_roots(double t) {
@@ -253,17 +250,17 @@ void DaeRun::apply_roots(double t) {
     apply_event(k, t, rest);
     applied.push_back(k);
     if (pb_.event(fired_event).rest_event >= 0) {
-      zeno_.record(fired_event, t, static_cast<long>(sol_.events.size()) - 1);
+      book_.zeno().record(fired_event, t, static_cast<long>(book_.events().size()) - 1);
     }
   });
-  require_leaving_guards(pb_, applied, sol_.events, mode_, t, point_.x, point_.xdot, p_, opt_.grazing_tolerance,
+  require_leaving_guards(pb_, applied, book_.events(), mode_, t, point_.x, point_.xdot, p_, opt_.grazing_tolerance,
                          ws_);
 }
 
 int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
   const Event& ev = pb_.event(k);
   if (ev.rest_event < 0) return k;
-  rest = zeno_.accumulation(k, t);
+  rest = book_.zeno().accumulation(k, t);
   if (!rest) {
     // The jump would leave the state on the guard (restitution 0): the motion rests there.
     const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
@@ -276,20 +273,17 @@ int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
 
 void DaeRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
-  cost_integral_ += event_cost_values(pb_, v, p_);  // the next segment's quadratures start here
-  EventRecord rec = event_record(pb_, v, opt_.grazing_tolerance, rest);
+  EventRecord rec = book_.open_event(v, rest);
   if (sens_) {
     require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
     DaeSensitivityTransfer transfer = transfer_dae_sensitivities(pb_, v, p_, S_, ws_);
-    cost_integral_sens_ += transfer.transfer.cost_integral_jump;
-    record_sensitivities(rec, transfer.transfer.tau, S_, transfer.transfer.s_plus, rest, sol_.events);
+    book_.book_sensitivities(rec, transfer.transfer, S_, rest);
     S_ = std::move(transfer.transfer.s_plus);
     S_dot_ = std::move(transfer.s_dot_plus);
   }
   point_ = ConsistentPoint{v.x_plus, v.f_plus};
   mode_ = v.mode_after;
-  sol_.events.push_back(std::move(rec));
-  cascade_.record(t, pb_.event(k).name);
+  book_.close_event(std::move(rec), pb_.event(k).name, t);
 }
 
 void DaeRun::fail(int flag, double t) {
@@ -306,21 +300,7 @@ void DaeRun::fail(int flag, double t) {
 
 void DaeRun::finish(double tf) {
   end_segment(tf);
-  sol_.costs.resize(nc_);
-  for (int c = 0; c < nc_; ++c) sol_.costs[c] = cost_integral_[c] + terminal_cost(pb_, c, tf, point_.x, p_);
-  sol_.final_state = point_.x;
-  sol_.final_mode = mode_;
-  if (sens_) {
-    sol_.final_sensitivity = S_;
-    sol_.cost_gradient.resize(nc_, np_);
-    for (int c = 0; c < nc_; ++c) {
-      for (int j = 0; j < np_; ++j) {
-        sol_.cost_gradient(c, j) = cost_integral_sens_(c, j) + terminal_cost_tangent(pb_, c, tf, point_.x, p_, 0.0,
-                                                                                     S_.col(j), identity_p_.col(j), ws_);
-      }
-    }
-  }
-  if (!sol_.costs.allFinite()) throw ModelError(fmt::format("a cost of problem '{}' is not finite", pb_.name()));
+  book_.finish(tf, point_.x, mode_, S_, ws_);
 }
 
 void DaeRun::check_start() {
@@ -341,8 +321,6 @@ Solution DaeRun::run() {
     S_ = initial_state_jacobian(pb_, p_);
     consistent_sensitivities(pb_, mode_, opt_.t0, point_, p_, S_, S_dot_, ws_);
   }
-  cost_integral_ = Eigen::VectorXd::Zero(nc_);
-  cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);
 
   callbacks_.residual = residual_cb;
   callbacks_.jacobian = jacobian_cb;
@@ -355,10 +333,9 @@ Solution DaeRun::run() {
     ida_ = session_.get();
   }
   const std::vector<double> grid = output_grid(opt_);
-  sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
-  sol_.cost_history.resize(static_cast<Eigen::Index>(grid.size()), nc_);
+  book_.start(grid.size());
   drive_segments(*this, grid, opt_.t0);
-  return std::move(sol_);
+  return std::move(book_.solution());
 }
 
 }  // namespace saltus::detail

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "idas_session.hpp"
+#include "run_book.hpp"
 #include "run_support.hpp"
 #include "segment_driver.hpp"
 
@@ -76,6 +77,7 @@ class DaeRun : private SegmentIntegrator {
   RunKind kind_;
   bool sens_;
   int nx_, np_, nc_;
+  RunBook book_;  // outputs, event log, cost integrals, costs and gradient
   bool has_running_cost_ = false;
   int nq_ = 0;  // running-cost integrals integrated as IDAS states after the n_x states
 
@@ -83,19 +85,14 @@ class DaeRun : private SegmentIntegrator {
   ConsistentPoint point_;   // x and x-dot at the current time
   Eigen::MatrixXd S_;       // n_x x n_p
   Eigen::MatrixXd S_dot_;   // n_x x n_p
-  Eigen::VectorXd cost_integral_;
-  Eigen::MatrixXd cost_integral_sens_;  // n_c x n_p
 
   Eigen::MatrixXd identity_p_;
   Eigen::VectorXd ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_values_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
-  CascadeGuard cascade_;
-  ZenoWatch zeno_;
   std::string model_error_;
   int non_finite_evaluations_ = 0;
   static constexpr int kMaxNonFiniteEvaluations = 50;
-  Solution sol_;
   IdasCallbacks callbacks_;
   std::unique_ptr<IdasSession> session_;  // simulation and forward runs
   std::vector<DaeSegment> segments_;      // adjoint recordings

@@ -26,8 +26,7 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
-      cascade_(opt_),
-      zeno_(opt_),
+      book_(pb_, p_, opt_, sens_),
       ledger_(options.adjoint_memory_budget) {
   pb_.validate();
   validate(opt_, nx_, np_);
@@ -157,8 +156,8 @@ void HybridRun::begin_segment(double t) {
   // absolute, and with growing sensitivities their integrands forced steps down to t + h = t,
   // where an event is detected again at the same instant (a false Zeno cascade).
   if (cv_->nq() > 0) {
-    view(cv_->q()) = cost_integral_;
-    for (int j = 0; j < cv_->ns(); ++j) view(cv_->qS(j)) = cost_integral_sens_.col(j);
+    view(cv_->q()) = book_.cost_integral();
+    for (int j = 0; j < cv_->ns(); ++j) view(cv_->qS(j)) = book_.cost_integral_sensitivity().col(j);
   }
   cv_->start(t);
   watched_ = watched_events(pb_, mode_);
@@ -196,10 +195,10 @@ void HybridRun::start_recording(double t) {
   seg.mode = mode_;
   seg.t_start = t;
   seg.x_start = x_;
-  if (recorded_quadratures_ > 0) seg.q_start = cost_integral_;
+  if (recorded_quadratures_ > 0) seg.q_start = book_.cost_integral();
   // The events applied since the previous segment started are those at its end.
   seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
-  seg.events_end = sol_.events.size();
+  seg.events_end = book_.solution().events.size();
   segments_.push_back(std::move(seg));
   RecordedSegment& s = segments_.back();
   account(s);
@@ -336,13 +335,13 @@ void HybridRun::close_segment(double t) {
 
 void HybridRun::end_segment(double t) {
   close_segment(t);
-  cv_->add_stats(sol_.stats);
+  cv_->add_stats(book_.solution().stats);
   if (segment_advanced_ && cv_->nq() > 0) {
     cv_->load_quadratures(t);
-    cost_integral_ = view(cv_->q());
+    book_.cost_integral() = view(cv_->q());
     if (sens_) {
       cv_->load_quadrature_sensitivities(t);
-      for (int j = 0; j < np_; ++j) cost_integral_sens_.col(j) = view(cv_->qS(j));
+      for (int j = 0; j < np_; ++j) book_.cost_integral_sensitivity().col(j) = view(cv_->qS(j));
     }
   }
   if (kind_ == RunKind::AdjointRecording) finish_recording();
@@ -356,17 +355,12 @@ void HybridRun::record_output(double t, bool integrated) {
       for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
     }
   }
-  const auto row = static_cast<Eigen::Index>(sol_.times.size());
-  sol_.times.push_back(t);
-  sol_.states.row(row) = x_.transpose();
   if (integrated && segment_advanced_ && cv_->nq() > 0) {
     cv_->load_quadratures(t);
-    sol_.cost_history.row(row) = costs_to_date(pb_, t, x_, p_, view(cv_->q())).transpose();
+    book_.record_output(t, mode_, x_, S_, view(cv_->q()));
   } else {
-    sol_.cost_history.row(row) = costs_to_date(pb_, t, x_, p_, cost_integral_).transpose();
+    book_.record_output(t, mode_, x_, S_, book_.cost_integral());
   }
-  sol_.modes.push_back(mode_);
-  if (sens_) sol_.sensitivities.push_back(S_);
 }
 
 void HybridRun::apply_roots(double t) {
@@ -384,46 +378,43 @@ void HybridRun::apply_roots(double t) {
     apply_event(k, t, rest);
     applied.push_back(k);
     if (pb_.event(fired_event).rest_event >= 0) {
-      zeno_.record(fired_event, t, static_cast<long>(sol_.events.size()) - 1);
+      book_.zeno().record(fired_event, t, static_cast<long>(book_.events().size()) - 1);
     }
   });
   // A jump that leaves the state on its guard (r-dot+ = 0) cannot be continued: the next crossing
   // is undefined. Events that already grazed before the jump are reported as grazing instead.
   if (applied.empty()) return;
   pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
-  require_leaving_guards(pb_, applied, sol_.events, mode_, t, x_, xdot_, p_, opt_.grazing_tolerance, ws_);
+  require_leaving_guards(pb_, applied, book_.events(), mode_, t, x_, xdot_, p_, opt_.grazing_tolerance, ws_);
 }
 
 int HybridRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
   const Event& ev = pb_.event(k);
   if (ev.rest_event < 0) return k;
-  rest = zeno_.accumulation(k, t);
+  rest = book_.zeno().accumulation(k, t);
   if (!rest && jump_stays_on_guard(pb_, k, mode_, t, x_, p_, opt_.grazing_tolerance, ws_)) rest = Accumulation{t};
   return rest ? ev.rest_event : k;
 }
 
 void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const EventValues v = fire_event(pb_, k, mode_, t, x_, p_, ws_);
-  cost_integral_ += event_cost_values(pb_, v, p_);  // the next segment's quadratures start here
-  EventRecord rec = event_record(pb_, v, opt_.grazing_tolerance, rest);
+  EventRecord rec = book_.open_event(v, rest);
   if (sens_) {
     require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
     SensitivityTransfer transfer = transfer_sensitivities(pb_, v, p_, S_, ws_);
-    cost_integral_sens_ += transfer.cost_integral_jump;
-    record_sensitivities(rec, transfer.tau, S_, transfer.s_plus, rest, sol_.events);
+    book_.book_sensitivities(rec, transfer, S_, rest);
     S_ = std::move(transfer.s_plus);
   }
   x_ = v.x_plus;
   mode_ = v.mode_after;
-  sol_.events.push_back(std::move(rec));
-  cascade_.record(t, pb_.event(k).name);
+  book_.close_event(std::move(rec), pb_.event(k).name, t);
 }
 
 void HybridRun::fail(int flag, double t) {
   throw_if_interrupted(t);
   const std::string name = flag_name(flag);
   std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
-  if (t == opt_.t0 && sol_.events.empty()) {
+  if (t == opt_.t0 && book_.solution().events.empty()) {
     // CVODES sizes its first step from the horizon: an absurd horizon fails here, not later.
     context += fmt::format("; the first step failed (CVODES sizes it from the initial state, the tolerances "
                            "and the horizon [{}, {}] s: is the horizon far longer than the model's time "
@@ -434,7 +425,7 @@ void HybridRun::fail(int flag, double t) {
     throw ModelError(fmt::format("{} ({} {})", model_error_, name, context));
   }
   std::string hint;
-  if (!sol_.events.empty() && std::abs(sol_.events.back().time - t) < 1e-6 * std::max(1.0, t)) {
+  if (!book_.solution().events.empty() && std::abs(book_.solution().events.back().time - t) < 1e-6 * std::max(1.0, t)) {
     hint = "; events accumulate just before this time (Zeno behaviour?)";
   }
   if (flag == CV_TOO_MUCH_WORK) {
@@ -445,26 +436,7 @@ void HybridRun::fail(int flag, double t) {
 
 void HybridRun::finish(double tf) {
   end_segment(tf);
-  sol_.costs.resize(nc_);
-  for (int c = 0; c < nc_; ++c) {
-    sol_.costs[c] = cost_integral_[c] + terminal_cost(pb_, c, tf, x_, p_);
-  }
-  sol_.final_state = x_;
-  sol_.final_mode = mode_;
-  if (sens_) {
-    sol_.final_sensitivity = S_;
-    sol_.cost_gradient.resize(nc_, np_);
-    for (int c = 0; c < nc_; ++c) {
-      for (int j = 0; j < np_; ++j) {
-        sol_.cost_gradient(c, j) =
-            cost_integral_sens_(c, j) +
-            terminal_cost_tangent(pb_, c, tf, x_, p_, 0.0, S_.col(j), identity_p_.col(j), ws_);
-      }
-    }
-  }
-  if (!sol_.costs.allFinite()) {
-    throw ModelError(fmt::format("a cost of problem '{}' is not finite", pb_.name()));
-  }
+  book_.finish(tf, x_, mode_, S_, ws_);
 }
 
 void HybridRun::check_start() {
@@ -481,8 +453,6 @@ Solution HybridRun::run() {
   const SolverMessageScope messages;  // caps integrator warnings for this run
   check_start();
   S_ = sens_ ? initial_state_jacobian(pb_, p_) : Eigen::MatrixXd();
-  cost_integral_ = Eigen::VectorXd::Zero(nc_);
-  cost_integral_sens_ = Eigen::MatrixXd::Zero(nc_, np_);
 
   callbacks_.rhs = rhs_cb;
   callbacks_.jacobian = jacobian_cb;
@@ -498,10 +468,9 @@ Solution HybridRun::run() {
   }
 
   const std::vector<double> grid = output_grid(opt_);
-  sol_.states.resize(static_cast<Eigen::Index>(grid.size()), nx_);
-  sol_.cost_history.resize(static_cast<Eigen::Index>(grid.size()), nc_);
+  book_.start(grid.size());
   drive_segments(*this, grid, opt_.t0);
-  return std::move(sol_);
+  return std::move(book_.solution());
 }
 
 }  // namespace saltus::detail

@@ -15,6 +15,7 @@
 
 #include "cvodes_session.hpp"
 #include "memory_ledger.hpp"
+#include "run_book.hpp"
 #include "run_support.hpp"
 #include "segment_driver.hpp"
 
@@ -108,13 +109,12 @@ class HybridRun : private SegmentIntegrator {
   RunKind kind_;
   bool sens_;
   int nx_, np_, nc_;
+  RunBook book_;  // outputs, event log, cost integrals, costs and gradient
   bool has_running_cost_ = false;
 
   int mode_ = 0;
   Eigen::VectorXd x_;
   Eigen::MatrixXd S_;  // n_x x n_p
-  Eigen::VectorXd cost_integral_;
-  Eigen::MatrixXd cost_integral_sens_;  // n_c x n_p
   bool segment_advanced_ = false;
 
   Eigen::MatrixXd identity_p_;
@@ -122,12 +122,9 @@ class HybridRun : private SegmentIntegrator {
   Eigen::MatrixXd fx_, fp_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
-  CascadeGuard cascade_;
-  ZenoWatch zeno_;
   std::string model_error_;
   int non_finite_evaluations_ = 0;
   static constexpr int kMaxNonFiniteEvaluations = 50;
-  Solution sol_;
   CvodesCallbacks callbacks_;
   std::unique_ptr<CvodesSession> session_;  // simulation and forward runs
   std::vector<RecordedSegment> segments_;            // adjoint recordings

@@ -1,0 +1,61 @@
+#pragma once
+// What every real hybrid run records beside its integrator, written once for the run on CVODES
+// (HybridRun) and the run on IDAS (DaeRun): the solution it fills (outputs, event log, costs,
+// gradient), the cost integrals and their sensitivities carried across segments, and the
+// watches on event cascades and Zeno accumulations. The runs differ in how they integrate, not
+// in what they record.
+#include <saltus/core/problem.hpp>
+#include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/event_transfer.hpp>
+#include <saltus/solvers/solution.hpp>
+
+#include <optional>
+
+#include "run_support.hpp"
+
+namespace saltus::detail {
+
+class RunBook {
+ public:
+  /// `problem`, `p` and `options` must outlive the book (the run owns them).
+  RunBook(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities);
+
+  /// Sizes the outputs for `n_outputs` times and zeroes the cost integrals.
+  void start(size_t n_outputs);
+  /// The output row at t: state, mode, S (with sensitivities) and every cost to date from
+  /// `integrals` (the running integrals at t with the event terms so far, n_c).
+  void record_output(double t, int mode, In<double> x, const Eigen::MatrixXd& S, In<double> integrals);
+
+  /// A firing: adds its point costs to the integrals and returns its log entry.
+  EventRecord open_event(const EventValues& event, const std::optional<Accumulation>& rest);
+  /// Adds the firing's sensitivity transfer to its entry and to the integrals' sensitivities.
+  void book_sensitivities(EventRecord& record, const SensitivityTransfer& transfer, const Eigen::MatrixXd& s_before,
+                          const std::optional<Accumulation>& rest);
+  /// Appends the entry to the event log and watches the cascade (ZenoError past its limits).
+  void close_event(EventRecord record, const std::string& event_name, double t);
+
+  /// The costs, final state and mode, and with sensitivities S(tf) and the gradient, at tf from
+  /// the integrals; throws ModelError if a cost is not finite.
+  void finish(double tf, In<double> x, int mode, const Eigen::MatrixXd& S, TangentWorkspace& ws);
+
+  Solution& solution() { return sol_; }
+  const std::vector<EventRecord>& events() const { return sol_.events; }
+  Eigen::VectorXd& cost_integral() { return cost_integral_; }
+  Eigen::MatrixXd& cost_integral_sensitivity() { return cost_integral_sens_; }
+  ZenoWatch& zeno() { return zeno_; }
+
+ private:
+  const Problem& pb_;
+  const Eigen::VectorXd& p_;
+  const Options& opt_;
+  bool sens_;
+  int nc_, np_;
+  Eigen::MatrixXd identity_p_;
+  Eigen::VectorXd cost_integral_;       // running integrals with the event terms so far, n_c
+  Eigen::MatrixXd cost_integral_sens_;  // their sensitivities, n_c x n_p
+  CascadeGuard cascade_;
+  ZenoWatch zeno_;
+  Solution sol_;
+};
+
+}  // namespace saltus::detail
