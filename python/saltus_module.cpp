@@ -4,6 +4,7 @@
 // `saltus` (python/saltus/__init__.py) wraps it. Integration runs without the GIL. Public headers
 // only (docs/python.md).
 #include <saltus/core/error.hpp>
+#include <saltus/core/parameter_subset.hpp>
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
@@ -22,6 +23,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +106,13 @@ auto without_gil(Run&& run) {
 }
 
 Eigen::VectorXd parameters_of(const Model& m) { return m.problem.nominal_parameters(); }
+
+/// The model differentiated with respect to the parameters `wrt` only; none when `wrt` is
+/// empty (then `m` itself is used, without a copy).
+std::optional<Model> restricted(const Model& m, const std::vector<std::string>& wrt) {
+  if (wrt.empty()) return std::nullopt;
+  return Model{with_free_parameters(m.problem, wrt), m.options};
+}
 
 py::dict result_dict(const Model& model, const Solution& sol, const std::string& method,
                      OutputSensitivities output_sensitivities = OutputSensitivities::Skip) {
@@ -347,15 +356,19 @@ PYBIND11_MODULE(_saltus, m) {
         const Solution s = without_gil([&] { return simulate(x.problem, parameters_of(x), x.options); });
         return result_dict(x, s, "simulation");
       })
-      .def("forward", [](const Model& x, bool output_sensitivities) {
+      .def("forward", [](const Model& whole, bool output_sensitivities, const std::vector<std::string>& wrt) {
+        const std::optional<Model> subset = restricted(whole, wrt);
+        const Model& x = subset ? *subset : whole;
         const Solution s = without_gil([&] { return forward_sensitivity(x.problem, parameters_of(x), x.options); });
         return result_dict(x, s, "forward",
                            output_sensitivities ? OutputSensitivities::Compute : OutputSensitivities::Skip);
-      }, py::arg("output_sensitivities") = false)
-      .def("adjoint", [](const Model& x) {
+      }, py::arg("output_sensitivities") = false, py::arg("wrt") = std::vector<std::string>{})
+      .def("adjoint", [](const Model& whole, const std::vector<std::string>& wrt) {
+        const std::optional<Model> subset = restricted(whole, wrt);
+        const Model& x = subset ? *subset : whole;
         const Solution s = without_gil([&] { return adjoint(x.problem, parameters_of(x), x.options); });
         return result_dict(x, s, "adjoint");
-      })
+      }, py::arg("wrt") = std::vector<std::string>{})
       .def("check", &check, py::arg("method") = "all", py::arg("fd_step") = 0.0, py::arg("cs_step") = 1e-20)
       .def("optimize", &run_optimize, py::arg("cost"), py::arg("vary"), py::arg("maximize") = false,
            py::arg("method") = "adjoint", py::arg("constraints") = std::vector<std::string>{},

@@ -413,3 +413,49 @@ TEST(Cli, CheckRefusesAnEquationModelThatARunRefusesBeforeIntegrating) {
 }
 
 }  // namespace
+
+// A plain simulation: trajectory, events and costs, no derivative anywhere; the costs are the
+// forward run's (the same integration without sensitivities, to the tolerances).
+TEST(Cli, MethodSimulateRunsWithoutDerivatives) {
+  const auto dir = temp_dir("simulate");
+  const auto json = (dir / "r.json").string();
+  const Outcome r = saltus_cmd({"run", "galan", "--method", "simulate", "--json", json, "--out", (dir / "csv").string(),
+                                "--no-plots"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "Gradient")) << r.out;
+  EXPECT_TRUE(contains(r.out, "Time:  simulation ")) << r.out;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["method"], "simulate");
+  EXPECT_FALSE(j.contains("gradient"));
+  EXPECT_NEAR(j["costs"]["G"].get<double>(), 20.0290746533596, 1e-7);
+  EXPECT_EQ(j["events"].size(), 3u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "csv" / "trajectory.csv"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "csv" / "gradient.csv"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "csv" / "sensitivities.csv"));
+}
+
+// --wrt: the gradient with respect to the named parameters only, the others fixed at their
+// (overridden) values; the same numbers as the full gradient's columns.
+TEST(Cli, WrtDifferentiatesTheNamedParametersOnly) {
+  const auto dir = temp_dir("wrt");
+  const std::string model = std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml";
+  const auto full_json = (dir / "full.json").string(), wrt_json = (dir / "wrt.json").string();
+  ASSERT_EQ(saltus_cmd({"run", model, "--tend", "2", "--param", "L01=2.2", "--json", full_json}).status, 0);
+  const Outcome r = saltus_cmd({"run", model, "--tend", "2", "--param", "L01=2.2", "--wrt", "g,e", "--method", "all",
+                                "--json", wrt_json});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream full_in(full_json), wrt_in(wrt_json);
+  const auto full = nlohmann::json::parse(full_in), wrt = nlohmann::json::parse(wrt_in);
+  EXPECT_EQ(wrt["parameters"].size(), 2u);
+  EXPECT_NEAR(wrt["costs"]["effort"].get<double>(), full["costs"]["effort"].get<double>(), 1e-7 * 22.08);
+  for (const char* p : {"g", "e"}) {
+    const double reference = full["gradient"]["effort"][p].get<double>();
+    EXPECT_NEAR(wrt["gradient"]["effort"][p].get<double>(), reference, 1e-6 * std::abs(reference)) << p;
+    EXPECT_NEAR(wrt["methods"]["adjoint"]["gradient"]["effort"][p].get<double>(), reference, 1e-5 * std::abs(reference));
+  }
+  EXPECT_FALSE(wrt["gradient"]["effort"].contains("L01"));
+  const Outcome bad = saltus_cmd({"run", model, "--wrt", "g,nope"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_TRUE(contains(bad.err, "--wrt: unknown parameter 'nope'")) << bad.err;
+}

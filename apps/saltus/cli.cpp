@@ -6,6 +6,7 @@
 #include "mechanism_sketch.hpp"
 #include "plot_script.hpp"
 
+#include <saltus/core/parameter_subset.hpp>
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/core/interrupt.hpp>
@@ -65,7 +66,9 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
   r.parameters = pb.nominal_parameters();
   const auto& p = r.parameters;
   double seconds = 0.0;
-  if (a.method == "forward" || a.method == "all") {
+  if (a.method == "simulate") {
+    r.solution = timed(r.simulation_seconds, [&] { return simulate(pb, p, options); });
+  } else if (a.method == "forward" || a.method == "all") {
     r.solution = timed(seconds, [&] { return forward_sensitivity(pb, p, options); });
     r.estimates.push_back(forward_estimate(r.solution));
     r.seconds.push_back(seconds);
@@ -164,11 +167,11 @@ class ScratchFolder {
 };
 
 void write_result_folder(const std::string& folder, const Problem& pb, const RunResult& result,
-                         const std::optional<multibody::Model>& mechanism) {
+                         const std::optional<multibody::Model>& mechanism, const Eigen::VectorXd& all_parameters) {
   write_csv(folder, pb, result);
   if (mechanism) {
     AtomicFile file(std::filesystem::path(folder) / "mechanism.json");
-    file.stream() << mechanism_sketch(*mechanism, result.parameters).dump(1) << "\n";
+    file.stream() << mechanism_sketch(*mechanism, all_parameters).dump(1) << "\n";
     file.commit();
   }
 }
@@ -207,6 +210,14 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
   report_notes(pb, a, err);
   const std::optional<multibody::Model> mechanism = mechanism_of(a);
   check_picture_options(a, pb, mechanism.has_value());
+  const Eigen::VectorXd all_parameters = pb.nominal_parameters();  // the geometry reads every one
+  if (!a.wrt.empty()) {
+    try {
+      pb = with_free_parameters(pb, a.wrt);
+    } catch (const InputError& e) {
+      throw UsageError(fmt::format("--wrt: {}", e.what()));
+    }
+  }
   // Unwritable outputs fail before the work, not after it.
   if (!a.json_path.empty()) write_output("--json", a.json_path, [&] { require_writable(a.json_path); });
   if (!a.out_dir.empty()) write_output("--out", a.out_dir, [&] { require_writable_folder(a.out_dir); });
@@ -219,12 +230,12 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
     fmt::print(out, "Wrote {}\n", a.json_path);
   }
   if (!a.out_dir.empty()) {
-    write_output("--out", a.out_dir, [&] { write_result_folder(a.out_dir, pb, result, mechanism); });
+    write_output("--out", a.out_dir, [&] { write_result_folder(a.out_dir, pb, result, mechanism, all_parameters); });
     fmt::print(out, "Wrote CSV files to {}/\n", a.out_dir);
     draw_pictures(a, a.out_dir, out, err);
   } else if (!a.animate.empty()) {
     const ScratchFolder scratch;
-    write_result_folder(scratch.path(), pb, result, mechanism);
+    write_result_folder(scratch.path(), pb, result, mechanism, all_parameters);
     draw_pictures(a, scratch.path(), out, err);
   }
   return 0;
@@ -277,8 +288,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                       "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 (default: the file's)");
   run_cmd->add_option("--param", a.params, "Override a parameter: name=value (repeatable)");
   run_cmd->add_option("--tend", a.tend, "Final time [s]");
-  run_cmd->add_option("--method", a.method, "forward | adjoint | fd | complex-step | all")
-      ->check(CLI::IsMember({"forward", "adjoint", "fd", "complex-step", "all"}));
+  run_cmd->add_option("--method", a.method,
+                      "simulate (no derivatives) | forward | adjoint | fd | complex-step | all (default forward)")
+      ->check(CLI::IsMember({"simulate", "forward", "adjoint", "fd", "complex-step", "all"}));
+  run_cmd->add_option("--wrt", a.wrt,
+                      "Differentiate with respect to these parameters only, e.g. --wrt e,g (default: all; the "
+                      "others stay at their values)")
+      ->delimiter(',');
   run_cmd->add_option("--checkpoint-steps", a.checkpoint_steps,
                       "adjoint: forward steps between CVODES check points (default 100)");
   run_cmd->add_option("--adjoint-memory", a.adjoint_memory,

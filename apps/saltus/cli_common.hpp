@@ -40,6 +40,7 @@ struct RunArgs {
   bool output_sensitivities = false;  // differentiate the named outputs (forward runs)
   bool no_plots = false;         // --out writes CSV files only
   std::string animate;           // mechanism animation file (.gif or .mp4); empty: none
+  std::vector<std::string> wrt;  // differentiate with respect to these parameters only; empty: all
 };
 
 /// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml): an

@@ -116,14 +116,15 @@ class Model:
         """States, events and costs."""
         return Result(self._native.simulate())
 
-    def forward(self, output_sensitivities=False):
+    def forward(self, output_sensitivities=False, wrt=()):
         """Forward sensitivities: also sensitivities (n_t, n_x, n_p), gradient, event dt/dp;
-        with output_sensitivities=True (mechanisms) the named outputs' dy/dp too."""
-        return Result(self._native.forward(output_sensitivities))
+        with output_sensitivities=True (mechanisms) the named outputs' dy/dp too. wrt: names of
+        the parameters to differentiate with respect to (default all; the others stay fixed)."""
+        return Result(self._native.forward(output_sensitivities, list(wrt)))
 
-    def adjoint(self):
-        """The adjoint: costs, gradient and initial_state_gradient."""
-        return Result(self._native.adjoint())
+    def adjoint(self, wrt=()):
+        """The adjoint: costs, gradient and initial_state_gradient (wrt as for forward)."""
+        return Result(self._native.adjoint(list(wrt)))
 
     def check(self, method="all", fd_step=0.0, cs_step=1e-20):
         """Gradients by forward sensitivities and `method` ('all', 'adjoint', 'fd',

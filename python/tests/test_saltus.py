@@ -153,3 +153,16 @@ def test_mechanism_outputs_follow_the_laws_of_motion():
         model.simulate().output_sensitivity("p1.x", "e")
     with pytest.raises(saltus.InputError, match="no named outputs"):
         saltus.load("galan").forward(output_sensitivities=True)
+
+
+def test_wrt_differentiates_the_named_parameters_only():
+    model = saltus.load("ball1d")
+    full = model.forward()
+    subset = model.forward(wrt=["e"])
+    adjoint = model.adjoint(wrt=("e", "g"))
+    assert subset.parameter_names == ["e"] and subset.sensitivities.shape[2] == 1
+    for cost in full.cost_names:
+        assert subset.gradient[cost]["e"] == pytest.approx(full.gradient[cost]["e"], rel=1e-6)
+        assert adjoint.gradient[cost]["g"] == pytest.approx(full.gradient[cost]["g"], rel=1e-5)
+    with pytest.raises(saltus.InputError, match="unknown parameter 'nope'"):
+        model.forward(wrt=["nope"])

@@ -104,7 +104,7 @@ void write_events(Files& files, const std::filesystem::path& folder, const Probl
   auto& out = open_file(files, folder / "events.csv");
   const auto params = pb.parameter_names();
   // Event-time sensitivities come with forward sensitivities (not from an adjoint run alone).
-  const Eigen::MatrixXd& tau = r.estimates.front().event_time_gradient;
+  const Eigen::MatrixXd tau = r.estimates.empty() ? Eigen::MatrixXd() : r.estimates.front().event_time_gradient;
   const bool with_tau = tau.rows() == static_cast<Eigen::Index>(r.solution.events.size()) && tau.cols() > 0;
   fmt::print(out, "time,name,mode_before,mode_after");
   for (const auto& x : pb.state_names()) fmt::print(out, ",{}_before,{}_after", x, x);
@@ -122,6 +122,7 @@ void write_events(Files& files, const std::filesystem::path& folder, const Probl
 }
 
 void write_gradient(Files& files, const std::filesystem::path& folder, const Problem& pb, const RunResult& r) {
+  if (r.estimates.empty()) return;  // a plain simulation
   auto& out = open_file(files, folder / "gradient.csv");
   fmt::print(out, "cost,parameter");
   for (const auto& e : r.estimates) fmt::print(out, ",{}", e.method);

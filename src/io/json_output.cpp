@@ -59,13 +59,13 @@ nlohmann::json outputs_json(const Problem& pb, const RunResult& r) {
 nlohmann::json to_json(const Problem& pb, const RunResult& r) {
   const Solution& s = r.solution;
   const auto params = pb.parameter_names();
-  const GradientEstimate& primary = r.estimates.front();
+  const GradientEstimate primary = r.estimates.empty() ? GradientEstimate{} : r.estimates.front();
   nlohmann::json j;
   j["problem"] = pb.name();
   j["method"] = r.method;
   j["parameters"] = named(params, r.parameters);
   j["costs"] = named(pb.cost_names(), s.costs);
-  j["gradient"] = gradient_json(pb, primary.cost_gradient);
+  if (!r.estimates.empty()) j["gradient"] = gradient_json(pb, primary.cost_gradient);  // none for simulate
   j["final_state"] = named(pb.state_names(), s.final_state);
   j["final_time"] = s.times.back();
   j["final_mode"] = pb.mode(s.final_mode).name;

@@ -22,9 +22,9 @@ void print_events(std::ostream& out, const Problem& pb, const RunResult& r) {
   fmt::print(out, "\nEvents ({}):\n", events.size());
   if (events.empty()) return;
   const auto params = pb.parameter_names();
-  const Eigen::MatrixXd& tau = r.estimates.front().event_time_gradient;
+  const Eigen::MatrixXd tau = r.estimates.empty() ? Eigen::MatrixXd() : r.estimates.front().event_time_gradient;
   fmt::print(out, "  {:>4} {:>16}  {:<14}", "#", "time [s]", "event");
-  for (const auto& name : params) fmt::print(out, " {:>14}", "dt/d" + name);
+  for (size_t k = 0; !r.estimates.empty() && k < params.size(); ++k) fmt::print(out, " {:>14}", "dt/d" + params[k]);
   fmt::print(out, "\n");
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
@@ -172,7 +172,7 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
     fmt::print(out, "  {:<14} = {: .12e}\n", pb.cost(c).name, s.costs[c]);
   }
   print_monitors(out, pb, r);
-  if (pb.n_parameters() > 0) {
+  if (pb.n_parameters() > 0 && !r.estimates.empty()) {
     print_gradient(out, pb, r.estimates.front());
     print_agreement(out, pb, r);
   }
@@ -182,6 +182,7 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
              s.stats.integrator, s.stats.segments, s.stats.steps, s.stats.rhs_evals, s.stats.integrator == "IDAS" ? "residual" : "f", s.stats.jacobian_evals,
              s.stats.root_evals, s.stats.error_test_failures);
   fmt::print(out, "Time:");
+  if (r.simulation_seconds >= 0.0) fmt::print(out, "  simulation {:.3f} s", r.simulation_seconds);
   for (size_t m = 0; m < r.estimates.size(); ++m) {
     fmt::print(out, "  {} {:.3f} s", r.estimates[m].method, r.seconds[m]);
   }

@@ -330,6 +330,7 @@ class Problem {
 
  private:
   friend class EventBuilder;
+  friend Problem with_free_parameters(const Problem& problem, const std::vector<std::string>& names);
   void add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection);
   int add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs);
   int add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual);

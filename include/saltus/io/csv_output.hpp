@@ -7,7 +7,7 @@
 //   units.csv         name, unit of every named output
 //   output_sensitivities.csv  t, one column d<output>/d<param> per pair (forward runs)
 //   events.csv        time, name, mode_before, mode_after, x-/x+ per state, dt/d<param>
-//   gradient.csv      cost, param, one column per method
+//   gradient.csv      cost, param, one column per method (not for --method simulate)
 #include <saltus/io/run_result.hpp>
 
 #include <string>

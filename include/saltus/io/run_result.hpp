@@ -13,11 +13,13 @@
 namespace saltus {
 
 struct RunResult {
-  std::string method;                       ///< forward | adjoint | fd | complex-step | all
+  std::string method;                       ///< simulate | forward | adjoint | fd | complex-step | all
   Eigen::VectorXd parameters;               ///< p used, n_p
   Solution solution;                        ///< nominal trajectory (forward sensitivities if run)
-  std::vector<GradientEstimate> estimates;  ///< one per method; estimates[0] is reported
+  /// One per method; estimates[0] is reported. Empty for a plain simulation (no gradient).
+  std::vector<GradientEstimate> estimates;
   std::vector<double> seconds;              ///< wall time of each method
+  double simulation_seconds = -1.0;         ///< wall time of a plain simulation (method simulate)
   std::optional<GradientCheck> check;       ///< agreement between methods (several methods)
   /// Adjoint runs: dpsi/dx0 (n_c x n_x) and what the backward pass stored and did.
   Eigen::MatrixXd initial_state_gradient;
