@@ -125,6 +125,9 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   o.rtol = model.rtol;
   o.atol = model.atol;
   o.n_outputs = model.n_outputs;
+  // The penalty form's stiff constraint directions carry near-zero adjoint components that a
+  // state-sized absolute tolerance would make the backward pass resolve (Options).
+  o.adjoint_atol_from_costs = settings.type == FormulationType::Penalty;
   return pb;
 }
 

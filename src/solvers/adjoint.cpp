@@ -155,7 +155,7 @@ int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUN
 }
 
 detail::BackwardSettings AdjointSweep::settings() {
-  const detail::AdjointTolerances tol = detail::adjoint_tolerances(opt_, p_, nc_);
+  const detail::AdjointTolerances tol = detail::adjoint_tolerances(opt_, p_, sol_.costs);
   detail::BackwardSettings s;
   s.rtol = tol.rtol;
   s.atol = tol.atol;

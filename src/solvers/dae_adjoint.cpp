@@ -196,7 +196,7 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
 }
 
 IdasBackwardSettings DaeAdjointSweep::settings() {
-  const AdjointTolerances tol = adjoint_tolerances(opt_, p_, nc_);
+  const AdjointTolerances tol = adjoint_tolerances(opt_, p_, sol_.costs);
   IdasBackwardSettings s;
   s.rtol = tol.rtol;
   s.atol = tol.atol;

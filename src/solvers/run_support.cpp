@@ -28,14 +28,18 @@ std::vector<double> dae_state_atol(const Problem& problem, const Options& option
   return atol;
 }
 
-AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& p, int n_costs) {
+AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& p, const Eigen::VectorXd& costs) {
   AdjointTolerances tol;
+  const auto n_costs = costs.size();
   tol.rtol = opt.adjoint_rtol > 0.0 ? opt.adjoint_rtol : opt.rtol;
   tol.atol = opt.adjoint_atol >= 0.0 ? opt.adjoint_atol : opt.atol;
+  if (opt.adjoint_atol < 0.0 && opt.adjoint_atol_from_costs && n_costs > 0 && costs.allFinite()) {
+    tol.atol = std::max(opt.atol, tol.rtol * std::max(1.0, costs.cwiseAbs().maxCoeff()));
+  }
   const double cost_atol = opt.cost_atol >= 0.0 ? opt.cost_atol : opt.atol;
   const double quadrature_atol = opt.adjoint_quadrature_atol >= 0.0 ? opt.adjoint_quadrature_atol : cost_atol;
   const std::vector<double> scales = parameter_scales(opt, p);
-  for (int c = 0; c < n_costs; ++c) {
+  for (Eigen::Index c = 0; c < n_costs; ++c) {
     for (double scale : scales) tol.quadrature_atol.push_back(quadrature_atol / scale);
   }
   return tol;

@@ -51,7 +51,8 @@ struct AdjointTolerances {
   double atol = 0.0;
   std::vector<double> quadrature_atol;
 };
-AdjointTolerances adjoint_tolerances(const Options& options, const Eigen::VectorXd& p, int n_costs);
+/// The backward tolerances; `costs` are the forward pass's psi (Options::adjoint_atol_from_costs).
+AdjointTolerances adjoint_tolerances(const Options& options, const Eigen::VectorXd& p, const Eigen::VectorXd& costs);
 
 /// Output times: options.output_times (tf appended if missing) or n_outputs uniform points.
 std::vector<double> output_grid(const Options& options);
