@@ -122,3 +122,30 @@ TEST(ParameterSubset, RefusesUnknownAndRepeatedNames) {
   EXPECT_THROW(with_free_parameters(ball, {"nope"}), InputError);
   EXPECT_THROW(with_free_parameters(ball, {"e", "e"}), InputError);
 }
+
+// Options::on_progress: every output time of the forward pass (times rising to tf, events
+// counted), then every segment of the backward pass (times falling to t0).
+TEST(Progress, ReportsTheForwardAndBackwardPasses) {
+  const Problem ball = examples::make_example("ball1d");
+  Options options = ball.options();
+  std::vector<RunProgress> seen;
+  options.on_progress = [&](const RunProgress& p) { seen.push_back(p); };
+  const Solution s = adjoint(ball, ball.nominal_parameters(), options);
+  ASSERT_FALSE(seen.empty());
+  size_t backward = 0;
+  while (backward < seen.size() && std::string(seen[backward].phase) == "adjoint forward") ++backward;
+  EXPECT_EQ(backward, s.times.size());
+  EXPECT_DOUBLE_EQ(seen[backward - 1].t, options.tf);
+  EXPECT_EQ(seen[backward - 1].events, static_cast<long>(s.events.size()));
+  ASSERT_EQ(seen.size() - backward, s.events.size() + 1);  // one segment more than events
+  for (size_t i = backward; i < seen.size(); ++i) {
+    EXPECT_STREQ(seen[i].phase, "adjoint backward");
+    if (i > backward) {
+      EXPECT_LT(seen[i].t, seen[i - 1].t);
+    }
+  }
+  EXPECT_DOUBLE_EQ(seen.back().t, options.t0);
+  seen.clear();
+  (void)simulate(ball, ball.nominal_parameters(), options);
+  EXPECT_STREQ(seen.front().phase, "simulation");
+}

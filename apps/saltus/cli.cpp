@@ -5,6 +5,7 @@
 
 #include "mechanism_sketch.hpp"
 #include "plot_script.hpp"
+#include "progress_line.hpp"
 
 #include <saltus/core/parameter_subset.hpp>
 #include <saltus/equations/equation_file.hpp>
@@ -52,7 +53,8 @@ auto timed(double& seconds, F&& f) {
   return value;
 }
 
-RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& a, std::ostream& err) {
+RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& a, ProgressLine& progress,
+                      std::ostream& err) {
   RunResult r;
   // Index-2 modes have no adjoint yet: --method all runs the other methods (asked for alone, the
   // adjoint is refused with the reason).
@@ -67,8 +69,10 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
   const auto& p = r.parameters;
   double seconds = 0.0;
   if (a.method == "simulate") {
+    progress.set_method("simulation");
     r.solution = timed(r.simulation_seconds, [&] { return simulate(pb, p, options); });
   } else if (a.method == "forward" || a.method == "all") {
+    progress.set_method("forward sensitivity");
     r.solution = timed(seconds, [&] { return forward_sensitivity(pb, p, options); });
     r.estimates.push_back(forward_estimate(r.solution));
     r.seconds.push_back(seconds);
@@ -76,6 +80,7 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     r.solution = simulate(pb, p, options);
   }
   if (a.method == "adjoint" || (a.method == "all" && !skip_adjoint)) {
+    progress.set_method("adjoint");
     Solution adj = timed(seconds, [&] { return adjoint(pb, p, options); });
     r.estimates.push_back(adjoint_estimate(adj));
     r.seconds.push_back(seconds);
@@ -84,10 +89,12 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     if (a.method == "adjoint") r.solution = std::move(adj);
   }
   if (a.method == "fd" || a.method == "all") {
+    progress.set_method("central differences");
     r.estimates.push_back(timed(seconds, [&] { return central_differences(pb, p, options, a.fd_step); }));
     r.seconds.push_back(seconds);
   }
   if (a.method == "complex-step" || a.method == "all") {
+    progress.set_method("complex step");
     r.estimates.push_back(timed(seconds, [&] { return complex_step(pb, p, options, a.cs_step); }));
     r.seconds.push_back(seconds);
   }
@@ -222,7 +229,10 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
   if (!a.json_path.empty()) write_output("--json", a.json_path, [&] { require_writable(a.json_path); });
   if (!a.out_dir.empty()) write_output("--out", a.out_dir, [&] { require_writable_folder(a.out_dir); });
   if (!a.animate.empty()) write_output("--animate", a.animate, [&] { require_writable(a.animate); });
-  const RunResult result = run_methods(pb, options, a, err);
+  ProgressLine progress(!a.quiet && isatty(STDERR_FILENO) != 0);
+  options.on_progress = progress.callback();
+  const RunResult result = run_methods(pb, options, a, progress, err);
+  progress.clear();
   throw_if_interrupted(options.tf);  // an interrupt between two methods leaves no output either
   print_report(out, pb, result);
   if (!a.json_path.empty()) {
@@ -319,6 +329,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_flag("--output-sensitivities", a.output_sensitivities,
                     "With --method forward or all: the sensitivities of the named outputs too "
                     "(output_sensitivities.csv, --json)");
+  run_cmd->add_flag("--quiet", a.quiet, "No progress line (shown on a terminal for runs longer than about 2 s)");
   run_cmd->add_flag("--strict", a.strict,
                     "Refuse input that Saltus would correct with a warning (e.g. initial velocities "
                     "that violate the constraints)");

@@ -41,6 +41,7 @@ struct RunArgs {
   bool no_plots = false;         // --out writes CSV files only
   std::string animate;           // mechanism animation file (.gif or .mp4); empty: none
   std::vector<std::string> wrt;  // differentiate with respect to these parameters only; empty: all
+  bool quiet = false;            // no progress line
 };
 
 /// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml): an

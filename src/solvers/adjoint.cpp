@@ -227,6 +227,7 @@ void AdjointSweep::run() {
   for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
     integrate_segment(*it);
     for (size_t i = it->events_end; i > it->events_begin; --i) transpose_event(sol_.events[i - 1]);
+    detail::report_progress(opt_, "adjoint backward", it->t_start, static_cast<long>(it->events_begin));
   }
   if (np_ > 0) grad_ += initial_state_products(pb_, p_, lambda_).transpose();
   sol_.cost_gradient = grad_;

@@ -329,6 +329,7 @@ void DaeAdjointSweep::run() {
   for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
     integrate_segment(*it);
     for (size_t i = it->events_end; i > it->events_begin; --i) transpose_event(sol_.events[i - 1]);
+    detail::report_progress(opt_, "adjoint backward", it->t_start, static_cast<long>(it->events_begin));
   }
   // psi gets lambda(t0)^T F_xdot S(t0): the differential part of dx0/dp (the algebraic initial
   // values are guesses).

@@ -36,7 +36,7 @@ DaeRun::DaeRun(const Problem& problem, const Eigen::VectorXd& p, const Options& 
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
-      book_(pb_, p_, opt_, sens_) {
+      book_(pb_, p_, opt_, sens_, phase_name(kind)) {
   pb_.validate();
   validate(opt_, nx_, np_);
   pb_.validate_parameters(p_);

@@ -26,7 +26,7 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
-      book_(pb_, p_, opt_, sens_),
+      book_(pb_, p_, opt_, sens_, phase_name(kind)),
       ledger_(options.adjoint_memory_budget) {
   pb_.validate();
   validate(opt_, nx_, np_);

@@ -6,11 +6,13 @@
 
 namespace saltus::detail {
 
-RunBook::RunBook(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities)
+RunBook::RunBook(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities,
+                 const char* phase)
     : pb_(problem),
       p_(p),
       opt_(options),
       sens_(sensitivities),
+      phase_(phase),
       nc_(problem.n_costs()),
       np_(problem.n_parameters()),
       identity_p_(Eigen::MatrixXd::Identity(np_, np_)),
@@ -31,6 +33,7 @@ void RunBook::record_output(double t, int mode, In<double> x, const Eigen::Matri
   sol_.cost_history.row(row) = costs_to_date(pb_, t, x, p_, integrals).transpose();
   sol_.modes.push_back(mode);
   if (sens_) sol_.sensitivities.push_back(S);
+  report_progress(opt_, phase_, t, static_cast<long>(sol_.events.size()));
 }
 
 EventRecord RunBook::open_event(const EventValues& event, const std::optional<Accumulation>& rest) {

@@ -18,12 +18,14 @@ namespace saltus::detail {
 class RunBook {
  public:
   /// `problem`, `p` and `options` must outlive the book (the run owns them).
-  RunBook(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities);
+  /// `phase` names the run in progress reports (RunProgress::phase).
+  RunBook(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities,
+          const char* phase);
 
   /// Sizes the outputs for `n_outputs` times and zeroes the cost integrals.
   void start(size_t n_outputs);
   /// The output row at t: state, mode, S (with sensitivities) and every cost to date from
-  /// `integrals` (the running integrals at t with the event terms so far, n_c).
+  /// `integrals` (the running integrals at t with the event terms so far, n_c); reports progress.
   void record_output(double t, int mode, In<double> x, const Eigen::MatrixXd& S, In<double> integrals);
 
   /// A firing: adds its point costs to the integrals and returns its log entry.
@@ -49,6 +51,7 @@ class RunBook {
   const Eigen::VectorXd& p_;
   const Options& opt_;
   bool sens_;
+  const char* phase_;
   int nc_, np_;
   Eigen::MatrixXd identity_p_;
   Eigen::VectorXd cost_integral_;       // running integrals with the event terms so far, n_c

@@ -39,6 +39,21 @@ enum class RunKind {
   AdjointRecording,    ///< plus one integrator session with check points per segment
 };
 
+/// Reports progress (Options::on_progress) if someone listens.
+inline void report_progress(const Options& options, const char* phase, double t, long events) {
+  if (options.on_progress) options.on_progress(RunProgress{phase, t, options.t0, options.tf, events});
+}
+
+/// The name of a run of that kind in progress reports.
+inline const char* phase_name(RunKind kind) {
+  switch (kind) {
+    case RunKind::Simulation: return "simulation";
+    case RunKind::ForwardSensitivity: return "forward";
+    case RunKind::AdjointRecording: return "adjoint forward";
+  }
+  return "";
+}
+
 /// Whether a run of `problem` integrates on IDAS (Options::integrator; Automatic: when the
 /// problem has residual modes). Throws InputError if CVODES is asked for a residual problem.
 bool runs_on_idas(const Problem& problem, const Options& options);

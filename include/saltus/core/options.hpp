@@ -1,9 +1,18 @@
 #pragma once
 // Integration settings of a run: horizon, output times, tolerances, the CVODES method and the
 // event safeguards. Every problem carries defaults; the solvers take an Options explicitly.
+#include <functional>
 #include <vector>
 
 namespace saltus {
+
+/// Where a run is, for progress displays (Options::on_progress).
+struct RunProgress {
+  const char* phase = "";  ///< "simulation", "forward", "adjoint forward", "adjoint backward"
+  double t = 0.0;          ///< the time reached [s] (going down in the backward pass)
+  double t0 = 0.0, tf = 0.0;
+  long events = 0;         ///< events so far (of the forward pass)
+};
 
 /// Linear multistep family used by CVODES on each smooth segment.
 enum class LinearMultistep { BDF, Adams };
@@ -93,6 +102,11 @@ struct Options {
   /// |r-dot| <= grazing_tolerance * (|r_t| + |r_x| |f|) (Euclidean norms) marks an event as
   /// grazing: the trajectory meets the guard surface (nearly) tangentially.
   double grazing_tolerance = 1e-6;
+
+  /// Called at every output time of a forward pass and at every segment of the adjoint's
+  /// backward pass (the command's progress line); empty: nothing. It must be cheap and must
+  /// not throw.
+  std::function<void(const RunProgress&)> on_progress;
 };
 
 /// Moves the final time to tf, dropping the output times beyond it (tf itself is always
