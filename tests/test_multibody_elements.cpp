@@ -34,6 +34,7 @@ elements:
   - {type: distance_driver, name: ddrv, from: p1, to: {body: b2, at: [0.3, 0]}, function: {offset: 1.2, rate: 0.1, amplitude: 0.2, frequency: 3}}
   - {type: spring, name: s1, from: p1, to: {body: b2, at: [0.2, -0.1]}, stiffness: k, damping: 0, rest_length: 0.5}
   - {type: rotational_spring, name: rs, body_a: b1, body_b: b2, stiffness: 7, rest_angle: 0.2}
+  - {type: rotational_spring, name: knee, bar_a: bar, bar_b: bar_bodies, stiffness: 5, rest_angle: -0.4, torque: 0.3}
   - {type: point_mass, name: pm, point: p2, mass: 0.5}
   - {type: force, name: push, point: {body: b1, at: [0, 0.3]}, force: [1.5, -2]}
 costs:
@@ -107,8 +108,18 @@ TEST(MultibodyElements, ForcesAreMinusThePotentialGradient) {
         const SpringState<Complex> s = spring_state<Complex>(m, e, st, p);
         const Complex stretch = s.length - value_of<Complex>(e.rest_length, p);
         V += 0.5 * value_of<Complex>(e.stiffness, p) * stretch * stretch;
+      } else if (e.type == ElementType::RotationalSpring && e.bar_a >= 0) {
+        // The angle from one bar's vector to the other's, written out from the end points.
+        auto vector_of = [&](int bar) {
+          const Element& b = m.elements[static_cast<size_t>(bar)];
+          return Vec2<Complex>(point_kinematics<Complex>(m, st, b.b, p).value - point_kinematics<Complex>(m, st, b.a, p).value);
+        };
+        const Vec2<Complex> u = vector_of(e.bar_a), w = vector_of(e.bar_b);
+        const Complex angle = expression_detail::atan2_of<Complex>(u[0] * w[1] - u[1] * w[0], u[0] * w[0] + u[1] * w[1]);
+        const Complex twist = angle - value_of<Complex>(e.angle, p);
+        V += 0.5 * value_of<Complex>(e.stiffness, p) * twist * twist + value_of<Complex>(e.actuator, p) * angle;
       } else if (e.type == ElementType::RotationalSpring) {
-        const Complex angle = relative_rotation(m, e, st).first - value_of<Complex>(e.angle, p);
+        const Complex angle = st.q[m.body_offset(e.body_b) + 2] - st.q[m.body_offset(e.body_a) + 2] - value_of<Complex>(e.angle, p);
         V += 0.5 * value_of<Complex>(e.stiffness, p) * angle * angle;
       } else if (e.type == ElementType::Bar) {  // uniform rod: weight at its midpoint
         const Complex mid = 0.5 * (height(point_kinematics<Complex>(m, st, e.a, p)) +
@@ -162,3 +173,29 @@ costs: {c: {terminal: [{signal: x, of: a}]}}
 }
 
 }  // namespace
+
+// The rotational springs' angle rate and gradient: d angle / ds along q + s v is the rate, and
+// along q + s e_j the gradient entry j (complex step), for the bar-angle and the body springs.
+TEST(MultibodyElements, RotationalSpringRateAndGradientMatchComplexStep) {
+  const Model m = model();
+  const int n = m.n_coordinates();
+  const Eigen::VectorXcd p = m.nominal_parameters().cast<Complex>();
+  const MotionState<Complex> base = state(m, 0.2, 0.0, Eigen::VectorXd::Zero(n), 0.0);
+  Eigen::VectorXd v(n);
+  for (int i = 0; i < n; ++i) v[i] = base.v[i].real();
+  const Complex ih(0.0, kStep);
+  int checked = 0;
+  for (const Element& e : m.elements) {
+    if (e.type != ElementType::RotationalSpring) continue;
+    const Rotation<Complex> r = relative_rotation<Complex>(m, e, base, p);
+    const Rotation<Complex> along_v = relative_rotation<Complex>(m, e, state(m, 0.2, ih, v, 0.0), p);
+    EXPECT_NEAR(r.rate.real(), along_v.angle.imag() / kStep, 1e-12) << e.name;
+    for (int j = 0; j < n; ++j) {
+      const Rotation<Complex> along_j =
+          relative_rotation<Complex>(m, e, state(m, 0.2, ih, Eigen::VectorXd::Unit(n, j), 0.0), p);
+      EXPECT_NEAR(r.jac[j].real(), along_j.angle.imag() / kStep, 1e-12) << e.name << " coordinate " << j;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+}

@@ -85,7 +85,8 @@ INSTANTIATE_TEST_SUITE_P(Formulations, PendulumOutputs,
 
 // Every conservative element at once (a body on a pin with a rotational spring and a constant
 // torque, a spring with an actuator force, a constant force, a point mass on a bar from the
-// body, and a massive bar swinging from the ground):
+// body, a massive bar swinging from the ground, and a rotational spring with a torque between
+// the two bars):
 // without dampers, drivers or impacts the total energy is constant, so every potential term
 // must be the one whose gradient is the element's generalized force.
 const char* kConservative = R"yaml(
@@ -107,6 +108,7 @@ elements:
   - {type: force, name: push, point: {body: b, at: [0.5, 0]}, force: [0.7, -0.3]}
   - {type: bar, name: rod, from: {body: b, at: [0.5, 0]}, to: p, length: "sqrt(0.3^2 + 0.7^2)"}
   - {type: bar, name: swing, from: D, to: r, length: 1, mass: 0.6}
+  - {type: rotational_spring, name: knee, bar_a: rod, bar_b: swing, stiffness: 0.8, rest_angle: 0.5, torque: -0.2}
   - {type: point_mass, name: bob, point: p, mass: 0.3}
 costs:
   angle: {terminal: [{signal: theta, of: b}]}

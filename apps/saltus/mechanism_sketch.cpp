@@ -48,6 +48,8 @@ nlohmann::json mechanism_sketch(const multibody::Model& model, const Eigen::Vect
     if (two_ended(e.type)) {
       el["a"] = anchor(model, e.a, p);
       el["b"] = anchor(model, e.b, p);
+    } else if (e.type == ElementType::RotationalSpring && e.bar_a >= 0) {
+      el["bars"] = {model.elements.at(static_cast<size_t>(e.bar_a)).name, model.elements.at(static_cast<size_t>(e.bar_b)).name};
     } else if (e.type == ElementType::Prismatic || e.type == ElementType::RotationalSpring) {
       el["a"] = body_anchor(model, e.body_a);
       el["b"] = body_anchor(model, e.body_b);

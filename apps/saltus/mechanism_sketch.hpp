@@ -3,7 +3,8 @@
 // to draw between which places, so that the plot script can animate outputs.csv.
 //
 //   {"points": [names], "bodies": [names],
-//    "elements": [{"name", "type", "a": anchor, "b": anchor (two-ended elements)}],
+//    "elements": [{"name", "type", "a": anchor, "b": anchor (two-ended elements); a rotational
+//                  spring between bars has "bars": [name, name] instead}],
 //    "contacts": [{"name", "point": anchor, "line_point": [x, y], "normal": [nx, ny]}]}
 //   anchor: {"ground": [x, y]} | {"point": name} | {"body": name, "at": [x, y]} (body frame,
 //   relative to the centre of mass) [m]

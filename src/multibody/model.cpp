@@ -258,6 +258,15 @@ void Model::validate() const {
       throw InputError(fmt::format("{}: {} connects '{}' to itself", locate(field), describe_element(static_cast<int>(i)),
                                    e.a.label.empty() ? "the same point" : e.a.label));
     }
+    if (e.type == ElementType::RotationalSpring && (e.bar_a >= 0 || e.bar_b >= 0)) {
+      const auto is_bar = [&](int k) {
+        return k >= 0 && k < static_cast<int>(elements.size()) && elements[static_cast<size_t>(k)].type == ElementType::Bar;
+      };
+      if (!is_bar(e.bar_a) || !is_bar(e.bar_b) || e.bar_a == e.bar_b) {
+        throw InputError(fmt::format("{}: rotational spring '{}' needs two different bars (bar_a, bar_b)", locate(field),
+                                     e.name));
+      }
+    }
     if (e.type == ElementType::Bar && !(is_rod_end(e.a) && is_rod_end(e.b))) {
       // A rod's natural-coordinate mass matrix needs both ends as points or ground; a bar
       // between body points is a massless distance constraint.

@@ -344,6 +344,25 @@ class Reader : yaml::Fields {
       const std::string field = fmt::format("elements[{}]", i);
       model_.elements.push_back(element(es[i], field));
     }
+    for (size_t i = 0; i < es.size(); ++i) {
+      const std::string field = fmt::format("elements[{}]", i);
+      Element& e = model_.elements[i];
+      if (e.type != ElementType::RotationalSpring || !es[i]["bar_a"]) continue;
+      e.bar_a = bar_named(es[i]["bar_a"], field + ".bar_a");
+      e.bar_b = bar_named(es[i]["bar_b"], field + ".bar_b");
+      if (e.bar_a == e.bar_b) fail(es[i]["bar_b"], field + ".bar_b", "the two bars of a rotational spring must differ");
+    }
+  }
+
+  /// The index of the bar element named by node n.
+  int bar_named(const YAML::Node& n, const std::string& field) const {
+    const std::string name = scalar(n, field);
+    for (size_t k = 0; k < model_.elements.size(); ++k) {
+      if (model_.elements[k].name != name) continue;
+      if (model_.elements[k].type != ElementType::Bar) fail(n, field, fmt::format("'{}' is not a bar", name));
+      return static_cast<int>(k);
+    }
+    fail(n, field, fmt::format("unknown bar '{}'", name));
   }
 
   Element element(const YAML::Node& n, const std::string& field) const {
@@ -409,10 +428,21 @@ class Reader : yaml::Fields {
       e.rest_length = value(require(n, "rest_length", field), field + ".rest_length");
       e.actuator = optional_value(n, "actuator_force", field, 0.0);
     } else if (type == "rotational_spring") {
-      check_keys(n, field, {"type", "name", "body_a", "body_b", "stiffness", "damping", "rest_angle", "torque"});
+      check_keys(n, field,
+                 {"type", "name", "body_a", "body_b", "bar_a", "bar_b", "stiffness", "damping", "rest_angle", "torque"});
       e.type = ElementType::RotationalSpring;
-      e.body_a = body_or_ground(require(n, "body_a", field), field + ".body_a");
-      e.body_b = body_or_ground(require(n, "body_b", field), field + ".body_b");
+      if (n["bar_a"] || n["bar_b"]) {
+        // Between two bars: resolved by name once every element is read (read_elements).
+        if (n["body_a"] || n["body_b"]) {
+          fail(n["body_a"] ? n["body_a"] : n["body_b"], field,
+               "a rotational spring joins two bodies (body_a, body_b) or two bars (bar_a, bar_b), not both");
+        }
+        require(n, "bar_a", field);
+        require(n, "bar_b", field);
+      } else {
+        e.body_a = body_or_ground(require(n, "body_a", field), field + ".body_a");
+        e.body_b = body_or_ground(require(n, "body_b", field), field + ".body_b");
+      }
       e.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
       e.damping = optional_value(n, "damping", field, 0.0);
       e.angle = optional_value(n, "rest_angle", field, 0.0);

@@ -53,9 +53,9 @@ S potential_energy(const Model& m, const MotionState<S>& st, In<S> p) {
         break;
       }
       case ElementType::RotationalSpring: {
-        const S twist = relative_rotation(m, e, st).first - value_of<S>(e.angle, p);
-        v += S(0.5) * value_of<S>(e.stiffness, p) * twist * twist +
-             value_of<S>(e.actuator, p) * relative_rotation(m, e, st).first;
+        const S angle = relative_rotation(m, e, st, p).angle;
+        const S twist = angle - value_of<S>(e.angle, p);
+        v += S(0.5) * value_of<S>(e.stiffness, p) * twist * twist + value_of<S>(e.actuator, p) * angle;
         break;
       }
       case ElementType::Force: {
@@ -97,9 +97,9 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
       y[k++] = s.length;
       y[k++] = s.force;
     } else if (e.type == ElementType::RotationalSpring) {
-      const auto [angle, rate] = relative_rotation(m, e, st);
-      y[k++] = angle;
-      y[k++] = value_of<S>(e.stiffness, p) * (angle - value_of<S>(e.angle, p)) + value_of<S>(e.damping, p) * rate +
+      const Rotation<S> r = relative_rotation(m, e, st, p);
+      y[k++] = r.angle;
+      y[k++] = value_of<S>(e.stiffness, p) * (r.angle - value_of<S>(e.angle, p)) + value_of<S>(e.damping, p) * r.rate +
                value_of<S>(e.actuator, p);
     }
   }

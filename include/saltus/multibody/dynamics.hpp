@@ -81,19 +81,49 @@ SpringState<S> spring_state(const Model& m, const Element& e, const MotionState<
   return s;
 }
 
-/// Relative angle theta_b - theta_a and its rate for a RotationalSpring (body -1: ground).
+/// The relative angle of a RotationalSpring [rad], its rate and its gradient d angle / dq (n).
 template <class S>
-std::pair<S, S> relative_rotation(const Model& m, const Element& e, const MotionState<S>& st) {
-  S angle(0.0), rate(0.0);
-  if (e.body_b >= 0) {
-    angle += st.q[m.body_offset(e.body_b) + 2];
-    rate += st.v[m.body_offset(e.body_b) + 2];
+struct Rotation {
+  S angle, rate;
+  VectorX<S> jac;
+};
+
+/// Bar `bar`'s vector P_to - P_from.
+template <class S>
+Kin2<S> bar_vector(const Model& m, int bar, const MotionState<S>& st, In<S> p) {
+  const Element& e = m.elements[static_cast<size_t>(bar)];
+  return difference(point_kinematics(m, st, e.b, p), point_kinematics(m, st, e.a, p));
+}
+
+/// theta_b - theta_a between bodies (-1: ground), or between two bars the angle from u (bar_a)
+/// to w (bar_b): atan2(u x w, u . w), whose gradient is (u.w (w_y, -w_x) - (u x w) w) / (|u|^2
+/// |w|^2) with respect to u and (u.w (-u_y, u_x) - (u x w) u) / (|u|^2 |w|^2) to w.
+template <class S>
+Rotation<S> relative_rotation(const Model& m, const Element& e, const MotionState<S>& st, In<S> p) {
+  Rotation<S> r{S(0.0), S(0.0), VectorX<S>::Zero(m.n_coordinates())};
+  if (e.bar_a >= 0) {
+    const Kin2<S> u = bar_vector(m, e.bar_a, st, p), w = bar_vector(m, e.bar_b, st, p);
+    const S cross = u.value[0] * w.value[1] - u.value[1] * w.value[0];
+    const S dot = u.value[0] * w.value[0] + u.value[1] * w.value[1];
+    const S size = cross * cross + dot * dot;  // |u|^2 |w|^2
+    if (real_part(size) <= 0.0) {
+      throw ModelError(fmt::format("rotational spring '{}': a bar has zero length", e.name));
+    }
+    r.angle = expression_detail::atan2_of(cross, dot);
+    const Vec2<S> d_u((dot * w.value[1] - cross * w.value[0]) / size, (-dot * w.value[0] - cross * w.value[1]) / size);
+    const Vec2<S> d_w((-dot * u.value[1] - cross * u.value[0]) / size, (dot * u.value[0] - cross * u.value[1]) / size);
+    r.jac = u.jac.transpose() * d_u + w.jac.transpose() * d_w;
+    r.rate = d_u[0] * u.rate[0] + d_u[1] * u.rate[1] + d_w[0] * w.rate[0] + d_w[1] * w.rate[1];
+    return r;
   }
-  if (e.body_a >= 0) {
-    angle -= st.q[m.body_offset(e.body_a) + 2];
-    rate -= st.v[m.body_offset(e.body_a) + 2];
+  if (e.body_b >= 0) r.jac[m.body_offset(e.body_b) + 2] += S(1.0);
+  if (e.body_a >= 0) r.jac[m.body_offset(e.body_a) + 2] -= S(1.0);
+  for (Eigen::Index i = 0; i < r.jac.size(); ++i) {
+    if (real_part(r.jac[i]) == 0.0) continue;
+    r.angle += r.jac[i] * st.q[i];
+    r.rate += r.jac[i] * st.v[i];
   }
-  return {angle, rate};
+  return r;
 }
 
 /// Adds J^T f to the generalized forces (a force f applied at a point with Jacobian J).
@@ -141,11 +171,10 @@ VectorX<S> applied_forces(const Model& m, const MotionState<S>& st, In<S> p) {
         break;
       }
       case ElementType::RotationalSpring: {
-        const auto [angle, rate] = relative_rotation(m, e, st);
-        const S torque = value_of<S>(e.stiffness, p) * (angle - value_of<S>(e.angle, p)) +
-                         value_of<S>(e.damping, p) * rate + value_of<S>(e.actuator, p);
-        if (e.body_b >= 0) F[m.body_offset(e.body_b) + 2] -= torque;
-        if (e.body_a >= 0) F[m.body_offset(e.body_a) + 2] += torque;
+        const Rotation<S> r = relative_rotation(m, e, st, p);
+        const S torque = value_of<S>(e.stiffness, p) * (r.angle - value_of<S>(e.angle, p)) +
+                         value_of<S>(e.damping, p) * r.rate + value_of<S>(e.actuator, p);
+        F -= torque * r.jac;  // the torque works against the angle: -dV/dq
         break;
       }
       case ElementType::Force: {

@@ -101,7 +101,7 @@ enum class ElementType {
   CoordinateDriver,  ///< q_k - f(t) = 0
   DistanceDriver,    ///< |P_a - P_b|^2 - f(t)^2 = 0
   Spring,            ///< translational spring-damper-actuator between P_a and P_b
-  RotationalSpring,  ///< rotational spring-damper between bodies a and b (b: -1 ground)
+  RotationalSpring,  ///< rotational spring-damper between bodies a and b (-1 ground), or two bars
   PointMass,         ///< mass on a moving point
   Force,             ///< constant force (fx, fy) applied at P_a [N]
 };
@@ -111,6 +111,9 @@ struct Element {
   std::string name;
   PointRef a, b;
   int body_a = -1, body_b = -1;  ///< bodies for Prismatic / RotationalSpring (-1: ground)
+  /// RotationalSpring between two bars instead (element indices, -1: bodies): the angle from
+  /// bar_a's direction (from -> to) to bar_b's, counter-clockwise, in (-pi, pi].
+  int bar_a = -1, bar_b = -1;
   int coordinate = -1;           ///< CoordinateDriver: index into q
   Value length;                  ///< Bar
   Value mass;                    ///< Bar (uniform rod; 0: massless), PointMass
