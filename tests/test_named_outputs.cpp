@@ -23,6 +23,10 @@ int column(const OutputTrajectory& y, const std::string& name) {
   return static_cast<int>(it - y.names.begin());
 }
 
+Problem fivebar_floor() {
+  return make_problem(load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml"));
+}
+
 // A point mass m on a massless bar of length L, released at rest from the horizontal: the
 // closed forms of a simple pendulum. With phi the angle below the horizontal, the speed is
 // v^2 = 2 g L sin(phi) and the bar's tension T = 3 m g sin(phi); the bar row |P - O|^2 - L^2
@@ -141,8 +145,7 @@ TEST(NamedOutputs, TotalEnergyIsConservedWithEveryConservativeElement) {
 // dy/dp = h_x S + h_p against central differences of whole runs of the five-bar with floor
 // impacts, at output times before and after impacts.
 TEST(NamedOutputs, SensitivitiesMatchCentralDifferencesThroughImpacts) {
-  const Model model = load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml");
-  const Problem pb = make_problem(model);
+  const Problem pb = fivebar_floor();
   Options options = pb.options();
   options.tf = 2.0;
   options.n_outputs = 9;
@@ -217,8 +220,7 @@ void expect_cost_history_matches_shorter_runs(const Problem& pb, Options options
 }
 
 TEST(CostHistory, EqualsTheCostsOfShorterRunsOnCvodes) {
-  const Model model = load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml");
-  const Problem pb = make_problem(model);
+  const Problem pb = fivebar_floor();
   Options options = pb.options();
   options.tf = 3.0;
   options.n_outputs = 13;

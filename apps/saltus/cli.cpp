@@ -99,8 +99,11 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     r.seconds.push_back(seconds);
   }
   if (r.estimates.size() > 1) r.check = compare_gradients(pb, r.estimates);
-  r.outputs = output_trajectory(pb, r.solution, r.parameters,
-                                a.output_sensitivities ? OutputSensitivities::Compute : OutputSensitivities::Skip);
+  // The named outputs go only to files: evaluate them only when some file is written.
+  if (!a.out_dir.empty() || !a.json_path.empty() || !a.animate.empty()) {
+    r.outputs = output_trajectory(pb, r.solution, r.parameters,
+                                  a.output_sensitivities ? OutputSensitivities::Compute : OutputSensitivities::Skip);
+  }
   return r;
 }
 

@@ -76,7 +76,6 @@ template <class S>
 void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
   const MotionState<S>& st = fs.motion;
   Eigen::Index k = 0;
-  const int n = m.n_coordinates();
   // Coordinates and velocities, point by point and body by body.
   for (size_t i = 0; i < m.points.size(); ++i) {
     const int o = m.point_offset(static_cast<int>(i));
@@ -99,15 +98,11 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
     } else if (e.type == ElementType::RotationalSpring) {
       const Rotation<S> r = relative_rotation(m, e, st, p);
       y[k++] = r.angle;
-      y[k++] = value_of<S>(e.stiffness, p) * (r.angle - value_of<S>(e.angle, p)) + value_of<S>(e.damping, p) * r.rate +
-               value_of<S>(e.actuator, p);
+      y[k++] = rotational_spring_torque(e, r, p);
     }
   }
   for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap;
-  const MatX<S> M = mass_matrix<S>(m, p);
-  const VectorX<S> Mv = M * st.v;
-  S kinetic(0.0);
-  for (int i = 0; i < n; ++i) kinetic += S(0.5) * st.v[i] * Mv[i];
+  const S kinetic = kinetic_energy(m, st, p);
   const S potential = potential_energy(m, st, p);
   y[k++] = kinetic;
   y[k++] = potential;

@@ -126,6 +126,22 @@ Rotation<S> relative_rotation(const Model& m, const Element& e, const MotionStat
   return r;
 }
 
+/// The torque of a RotationalSpring [N m]: k (angle - rest angle) + c angle-dot + torque.
+template <class S>
+S rotational_spring_torque(const Element& e, const Rotation<S>& r, In<S> p) {
+  return value_of<S>(e.stiffness, p) * (r.angle - value_of<S>(e.angle, p)) + value_of<S>(e.damping, p) * r.rate +
+         value_of<S>(e.actuator, p);
+}
+
+/// T = v^T M v / 2 [J].
+template <class S>
+S kinetic_energy(const Model& m, const MotionState<S>& st, In<S> p) {
+  const VectorX<S> Mv = mass_matrix<S>(m, p) * st.v;
+  S e(0.0);
+  for (Eigen::Index i = 0; i < Mv.size(); ++i) e += st.v[i] * Mv[i];
+  return S(0.5) * e;
+}
+
 /// Adds J^T f to the generalized forces (a force f applied at a point with Jacobian J).
 template <class S>
 void add_point_force(VectorX<S>& F, const Kin2<S>& at, const Vec2<S>& f) {
@@ -172,9 +188,7 @@ VectorX<S> applied_forces(const Model& m, const MotionState<S>& st, In<S> p) {
       }
       case ElementType::RotationalSpring: {
         const Rotation<S> r = relative_rotation(m, e, st, p);
-        const S torque = value_of<S>(e.stiffness, p) * (r.angle - value_of<S>(e.angle, p)) +
-                         value_of<S>(e.damping, p) * r.rate + value_of<S>(e.actuator, p);
-        F -= torque * r.jac;  // the torque works against the angle: -dV/dq
+        F -= rotational_spring_torque(e, r, p) * r.jac;  // the torque works against the angle: -dV/dq
         break;
       }
       case ElementType::Force: {
@@ -290,13 +304,8 @@ S signal_value(const Model& m, const CostTerm& term, const FullState<S>& fs, In<
     }
     case Signal::Reaction:
       return fs.mu[first_row(m, term.element) + term.row];
-    case Signal::KineticEnergy: {
-      const MatX<S> M = mass_matrix<S>(m, p);
-      const VectorX<S> Mv = M * st.v;
-      S e(0.0);
-      for (Eigen::Index i = 0; i < Mv.size(); ++i) e += st.v[i] * Mv[i];
-      return S(0.5) * e;
-    }
+    case Signal::KineticEnergy:
+      return kinetic_energy(m, st, p);
     case Signal::Time:
       return st.t;
   }
