@@ -4,6 +4,7 @@
 // `saltus` (python/saltus/__init__.py) wraps it. Integration runs without the GIL. Public headers
 // only (docs/python.md).
 #include <saltus/core/error.hpp>
+#include <saltus/core/heap_settings.hpp>
 #include <saltus/core/parameter_subset.hpp>
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
@@ -301,6 +302,7 @@ py::dict run_optimize(const Model& m, const std::string& cost, const py::dict& v
 
 PYBIND11_MODULE(_saltus, m) {
   m.doc() = "Saltus: forward and adjoint sensitivities of hybrid systems, exact through events";
+  retain_freed_heap_memory();  // heap_settings.hpp: the dense formulations' matrix churn
 
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);

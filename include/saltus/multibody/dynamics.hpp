@@ -5,6 +5,7 @@
 // Every mass in a planar model is constant in q (centre-of-mass body coordinates, uniform rods
 // and point masses in natural coordinates), so M = M(p) and there are no velocity-quadratic
 // inertia forces.
+#include <saltus/multibody/dense_solve.hpp>
 #include <saltus/multibody/kinematics.hpp>
 
 #include <fmt/format.h>
@@ -201,62 +202,6 @@ VectorX<S> applied_forces(const Model& m, const MotionState<S>& st, In<S> p) {
     }
   }
   return F;
-}
-
-/// Solves A X = B (A square) by Gaussian elimination with partial pivoting on the real parts.
-/// Hand-written rather than Eigen::PartialPivLU because that does not compile for the Dual
-/// scalar (ceres::Jet comparisons are ambiguous for the derived type) and pivots complex
-/// matrices by modulus: pivoting on real parts gives every scalar type the pivot sequence of
-/// the real run, which the complex step and the AD tapes rely on. Throws ModelError naming
-/// `what` when a pivot is below 1e-13 of the largest entry (a singular matrix).
-template <class S, class Rhs>
-MatX<S> solve_dense(const MatX<S>& matrix, const Rhs& rhs, const char* what) {
-  using std::abs;
-  MatX<S> A = matrix;
-  MatX<S> B = rhs;
-  const Eigen::Index n = A.rows();
-  double largest = 0.0;
-  bool finite = true;
-  for (Eigen::Index j = 0; j < n; ++j) {
-    for (Eigen::Index i = 0; i < n; ++i) {
-      const double entry = real_part(A(i, j));
-      finite = finite && std::isfinite(entry);
-      largest = std::max(largest, std::abs(entry));
-    }
-  }
-  if (!finite) {
-    throw ModelError(fmt::format("the {} has non-finite entries: the state it was evaluated at is not finite "
-                                 "(an overflow of the integration?)",
-                                 what));
-  }
-  for (Eigen::Index k = 0; k < n; ++k) {
-    Eigen::Index pivot = k;
-    for (Eigen::Index i = k + 1; i < n; ++i) {
-      if (std::abs(real_part(A(i, k))) > std::abs(real_part(A(pivot, k)))) pivot = i;
-    }
-    const double size = std::abs(real_part(A(pivot, k)));
-    if (!(size > 1e-13 * largest)) {
-      throw ModelError(fmt::format("the {} is singular (pivot {:.1e} at column {} of {}, largest entry {:.1e})",
-                                   what, size, k + 1, n, largest));
-    }
-    if (pivot != k) {
-      A.row(k).swap(A.row(pivot));
-      B.row(k).swap(B.row(pivot));
-    }
-    for (Eigen::Index i = k + 1; i < n; ++i) {
-      const S factor = A(i, k) / A(k, k);
-      for (Eigen::Index j = k + 1; j < n; ++j) A(i, j) -= factor * A(k, j);
-      for (Eigen::Index j = 0; j < B.cols(); ++j) B(i, j) -= factor * B(k, j);
-    }
-  }
-  for (Eigen::Index k = n - 1; k >= 0; --k) {
-    for (Eigen::Index j = 0; j < B.cols(); ++j) {
-      S sum = B(k, j);
-      for (Eigen::Index i = k + 1; i < n; ++i) sum -= A(k, i) * B(i, j);
-      B(k, j) = sum / A(k, k);
-    }
-  }
-  return B;
 }
 
 /// Index of the constraint row where element `element` starts.

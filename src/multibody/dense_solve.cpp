@@ -1,0 +1,57 @@
+#include <saltus/multibody/dense_solve.hpp>
+
+#include <array>
+#include <cstring>
+
+namespace saltus::multibody::detail {
+
+namespace {
+
+/// A factored matrix and the matrix it came from.
+struct CachedFactorization {
+  Eigen::MatrixXd matrix;
+  Eigen::PartialPivLU<Eigen::MatrixXd> lu;
+  bool valid = false;  ///< false until a factorization succeeded
+};
+
+/// Four entries: a formulation solves at most two different matrices per right-hand side (Maggi:
+/// [Phi_q; B] and R^T M R), and an event adds the impact matrix.
+struct FactorizationCache {
+  std::array<CachedFactorization, 4> entries;
+  size_t next = 0;
+};
+
+thread_local FactorizationCache cache;
+
+bool same_bits(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size()) * sizeof(double)) == 0;
+}
+
+}  // namespace
+
+void throw_singular(const char* what, double pivot, Eigen::Index column, Eigen::Index n, double largest) {
+  throw ModelError(fmt::format("the {} is singular (pivot {:.1e} at column {} of {}, largest entry {:.1e})", what,
+                               pivot, column + 1, n, largest));
+}
+
+const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::MatrixXd& matrix, const char* what) {
+  for (const CachedFactorization& entry : cache.entries) {
+    if (entry.valid && same_bits(entry.matrix, matrix)) return entry.lu;
+  }
+  const double largest = largest_finite_entry<double>(matrix, what);
+  CachedFactorization& entry = cache.entries[cache.next];
+  entry.valid = false;
+  entry.lu.compute(matrix);
+  const Eigen::MatrixXd& U = entry.lu.matrixLU();
+  for (Eigen::Index k = 0; k < U.rows(); ++k) {
+    const double pivot = std::abs(U(k, k));
+    if (!(pivot > 1e-13 * largest)) throw_singular(what, pivot, k, U.rows(), largest);
+  }
+  entry.matrix = matrix;  // same size as before: no allocation
+  entry.valid = true;
+  cache.next = (cache.next + 1) % cache.entries.size();
+  return entry.lu;
+}
+
+}  // namespace saltus::multibody::detail
