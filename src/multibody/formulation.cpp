@@ -127,7 +127,9 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   o.n_outputs = model.n_outputs;
   // The penalty form's stiff constraint directions carry near-zero adjoint components that a
   // state-sized absolute tolerance would make the backward pass resolve (Options).
+  // Likewise the forward sensitivities' stiff directions (Options::sensitivity_atol_from_states).
   o.adjoint_atol_from_costs = settings.type == FormulationType::Penalty;
+  o.sensitivity_atol_from_states = settings.type == FormulationType::Penalty;
   return pb;
 }
 

@@ -106,8 +106,8 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
     ism_ = options.corrector == SensitivityCorrector::Staggered ? CV_STAGGERED
                                                                           : CV_SIMULTANEOUS;
     check_cvode(CVodeSensInit(mem_, ns, ism_, cb.sensitivity, yS_), "CVodeSensInit");
-    std::vector<double> pbar = parameter_scales;
-    check_cvode(CVodeSetSensParams(mem_, nullptr, pbar.data(), nullptr), "CVodeSetSensParams");
+    pbar_ = parameter_scales;
+    check_cvode(CVodeSetSensParams(mem_, nullptr, pbar_.data(), nullptr), "CVodeSetSensParams");
     check_cvode(CVodeSensEEtolerances(mem_), "CVodeSensEEtolerances");
     check_cvode(
         CVodeSetSensErrCon(mem_, options.sensitivity_error_control ? SUNTRUE : SUNFALSE),
@@ -122,6 +122,27 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
           CVodeSetQuadSensErrCon(mem_, options.cost_error_control ? SUNTRUE : SUNFALSE),
           "CVodeSetQuadSensErrCon");
     }
+  }
+}
+
+void CvodesSession::set_sensitivity_atol(const std::vector<double>& atol_state, double rtol) {
+  N_Vector* atol = N_VCloneVectorArray(ns_, y_);
+  check_alloc(atol, "the sensitivity tolerances");
+  for (int k = 0; k < ns_; ++k) {
+    for (int i = 0; i < n_; ++i) {
+      NV_Ith_S(atol[k], i) = atol_state[static_cast<size_t>(i)] / std::abs(pbar_[static_cast<size_t>(k)]);
+    }
+  }
+  const int flag = CVodeSensSVtolerances(mem_, rtol, atol);
+  N_VDestroyVectorArray(atol, ns_);
+  check_cvode(flag, "CVodeSensSVtolerances");
+  if (qS_ != nullptr) {
+    // The cost quadratures' sensitivities likewise: the floor of the state tolerances in cost
+    // units per unit of p_k.
+    const double floor = *std::max_element(atol_state.begin(), atol_state.end());
+    std::vector<double> atol_q(static_cast<size_t>(ns_));
+    for (int k = 0; k < ns_; ++k) atol_q[static_cast<size_t>(k)] = floor / std::abs(pbar_[static_cast<size_t>(k)]);
+    check_cvode(CVodeQuadSensSStolerances(mem_, rtol, atol_q.data()), "CVodeQuadSensSStolerances");
   }
 }
 

@@ -68,6 +68,9 @@ class CvodesSession {
                 const std::vector<double>& atol_quadrature = {}, long checkpoint_steps = 0);
   ~CvodesSession();
   CvodesSession(const CvodesSession&) = delete;
+  /// Absolute tolerances of the forward sensitivities: atol_state[i] / pbar_k for sensitivity k
+  /// (replaces CVODES' estimated tolerances; Options::sensitivity_atol_from_states).
+  void set_sensitivity_atol(const std::vector<double>& atol_state, double rtol);
   CvodesSession& operator=(const CvodesSession&) = delete;
 
   /// Starts (or restarts) integration at t from the current contents of y(), yS(k), q() and
@@ -148,6 +151,7 @@ class CvodesSession {
   SUNMatrix A_ = nullptr;
   SUNLinearSolver LS_ = nullptr;
   int n_, nq_, ns_;
+  std::vector<double> pbar_;  ///< parameter scales of the sensitivities
   CVRootFn roots_fn_;
   double tf_;
   int ism_ = CV_STAGGERED;

@@ -464,6 +464,9 @@ Solution HybridRun::run() {
     session_ = std::make_unique<CvodesSession>(nx_, has_running_cost_ ? nc_ : 0,
                                                sens_ ? np_ : 0, opt_, callbacks_, this,
                                                state_atol(opt_, nx_), parameter_scales(opt_, p_));
+    if (sens_ && opt_.sensitivity_atol_from_states) {
+      session_->set_sensitivity_atol(sensitivity_state_atol(opt_, x_), opt_.rtol);
+    }
     cv_ = session_.get();
   }
 

@@ -75,6 +75,13 @@ std::vector<double> state_atol(const Options& o, int n_states) {
   return std::vector<double>(static_cast<size_t>(n_states), o.atol);
 }
 
+std::vector<double> sensitivity_state_atol(const Options& o, const Eigen::VectorXd& x0) {
+  const double floor = o.rtol * std::max(1.0, x0.lpNorm<Eigen::Infinity>());
+  std::vector<double> atol = state_atol(o, static_cast<int>(x0.size()));
+  for (double& a : atol) a = std::max(a, floor);
+  return atol;
+}
+
 std::vector<double> parameter_scales(const Options& o, const Eigen::VectorXd& p) {
   if (!o.parameter_scales.empty()) return o.parameter_scales;
   std::vector<double> s(static_cast<size_t>(p.size()));

@@ -82,6 +82,10 @@ WatchedEvents watched_events(const Problem& problem, int mode);
 /// Absolute tolerance per state.
 std::vector<double> state_atol(const Options& options, int n_states);
 
+/// The state tolerances that forward sensitivities scale by 1/pbar_k with
+/// Options::sensitivity_atol_from_states: max(atol_i, rtol * max(1, |x0|_inf)).
+std::vector<double> sensitivity_state_atol(const Options& options, const Eigen::VectorXd& x0);
+
 /// Absolute tolerance per state for IDAS: state_atol, with the algebraic states of a problem
 /// with index-2 modes loosened to kIndex2AlgebraicAtol. IDAS leaves them out of its error test
 /// there (IDASetSuppressAlg), but its Newton test still weighs them, and their corrections grow

@@ -52,6 +52,14 @@ struct Options {
   std::vector<double> parameter_scales;
   bool cost_error_control = true;        ///< quadratures of costs take part in step control
   bool sensitivity_error_control = true; ///< sensitivities take part in step control
+  /// Forward sensitivities on CVODES: raise the absolute tolerance of sensitivity k from
+  /// atol_i / pbar_k (CVODES' default) to max(atol_i, rtol * max(1, |x0|_inf)) / pbar_k, and that
+  /// of the cost quadratures' sensitivities to the largest of those state tolerances / pbar_k,
+  /// so that components far below rtol times the state's size are not resolved. The penalty
+  /// multibody formulation sets it: the sensitivities' stiff constraint directions made the
+  /// five-bar's forward run take 36,482 steps (1.41 s) where the simulation took 5,632; with it
+  /// 14,024 steps (0.51 s), the gradient within 8e-8 of a tight reference (5e-8 before).
+  bool sensitivity_atol_from_states = false;
   long max_steps = 500000;               ///< CVODES steps allowed between two outputs
 
   // Adjoint.
