@@ -149,3 +149,49 @@ TEST(Progress, ReportsTheForwardAndBackwardPasses) {
   (void)simulate(ball, ball.nominal_parameters(), options);
   EXPECT_STREQ(seen.front().phase, "simulation");
 }
+
+namespace {
+
+/// x' = -k x, x(0) = 1, psi = integral of x over [0, 2]: psi = (1 - exp(-2k)) / k.
+Problem decay_with_integral(RateUse rates) {
+  Problem pb("decay", "x' = -k x with the integral of x");
+  pb.set_states({"x"});
+  pb.add_parameter("k", 0.7);
+  pb.set_initial_state([](const auto&, auto x0) { x0[0] = 1.0; });
+  pb.add_mode("decay", [](auto, const auto& x, const auto& p, auto xdot) { xdot[0] = -p[0] * x[0]; });
+  pb.add_running_cost("integral", [](auto, const auto& x, const auto&, const auto&) { return x[0]; }, rates);
+  pb.options().tf = 2.0;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+
+}  // namespace
+
+TEST(ProblemApi, CostsThatIgnoreTheRateGiveTheSameGradient) {
+  const double k = 0.7, T = 2.0;
+  const double value = (1.0 - std::exp(-k * T)) / k;
+  const double derivative = T * std::exp(-k * T) / k - (1.0 - std::exp(-k * T)) / (k * k);
+  for (RateUse rates : {RateUse::Reads, RateUse::Ignores}) {
+    const Problem pb = decay_with_integral(rates);
+    EXPECT_EQ(pb.running_costs_read_rates(), rates == RateUse::Reads);
+    const Solution s = forward_sensitivity(pb);
+    EXPECT_NEAR(s.costs[0], value, 1e-9);
+    EXPECT_NEAR(s.cost_gradient(0, 0), derivative, 1e-8);
+    const Solution a = adjoint(pb, pb.nominal_parameters(), pb.options());
+    EXPECT_NEAR(a.cost_gradient(0, 0), derivative, 1e-8);
+  }
+}
+
+TEST(ProblemApi, CostDeclaredToIgnoreTheRateThatReadsItIsRefused) {
+  Problem pb = decay_with_integral(RateUse::Reads);
+  pb.add_running_cost("rate_squared", [](auto, const auto&, const auto& xdot, const auto&) { return xdot[0] * xdot[0]; },
+                      RateUse::Ignores);
+  try {
+    simulate(pb);
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("running cost 'rate_squared' is declared RateUse::Ignores"), std::string::npos)
+        << e.what();
+  }
+}

@@ -203,9 +203,16 @@ void Problem::add_rest_event(int event, int rest_mode, Instantiated<JumpFn> proj
 }
 
 void Problem::add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
-                            Instantiated<TerminalCostFn> terminal) {
+                            Instantiated<TerminalCostFn> terminal, RateUse rates) {
   require_unique(costs_, name, "cost");
-  costs_.push_back({name, std::move(running), std::move(terminal), {}});
+  costs_.push_back({name, std::move(running), rates, std::move(terminal), {}});
+}
+
+bool Problem::running_costs_read_rates() const {
+  for (const Cost& c : costs_) {
+    if (c.running && c.rates == RateUse::Reads) return true;
+  }
+  return false;
 }
 
 void Problem::add_event_cost_impl(const std::string& name, int event, Instantiated<GuardFn> c) {
@@ -215,7 +222,7 @@ void Problem::add_event_cost_impl(const std::string& name, int event, Instantiat
   }
   auto it = std::find_if(costs_.begin(), costs_.end(), [&](const Cost& cost) { return cost.name == name; });
   if (it == costs_.end()) {
-    costs_.push_back({name, {}, {}, {}});
+    costs_.push_back({name, {}, RateUse::Reads, {}, {}});
     it = costs_.end() - 1;
   }
   it->at_events.push_back({event, std::move(c)});

@@ -40,12 +40,27 @@ void jump_tangent(const Problem& problem, int event, double t, In<double> x, In<
   tangent_of(ws.t_out, tangent);
 }
 
+namespace {
+
+/// The xdot (tangent) a running cost receives in ws.t_xdot, from the seeded ws.t_x and ws.t_p:
+/// f_mode when some cost reads it, else zero (RateUse::Ignores).
+void running_cost_rates(const Problem& problem, int mode, const Dual& t, bool needed, TangentWorkspace& ws) {
+  ws.t_xdot.resize(ws.t_x.size());
+  if (needed) {
+    problem.mode(mode).rhs.dual(t, ws.t_x, ws.t_p, ws.t_xdot);
+  } else {
+    ws.t_xdot.setConstant(Dual(0.0));
+  }
+}
+
+}  // namespace
+
 double running_cost(const Problem& problem, int cost, int mode, double t, In<double> x,
                     In<double> p) {
   const auto& g = problem.cost(cost).running;
   if (!g) return 0.0;
-  Eigen::VectorXd xdot(x.size());
-  problem.mode(mode).rhs.real(t, x, p, xdot);
+  Eigen::VectorXd xdot = Eigen::VectorXd::Zero(x.size());
+  if (problem.cost(cost).rates == RateUse::Reads) problem.mode(mode).rhs.real(t, x, p, xdot);
   return g.real(t, x, xdot, p);
 }
 
@@ -56,9 +71,8 @@ double running_cost_tangent(const Problem& problem, int cost, int mode, double t
   if (!g) return 0.0;
   seed(ws.t_x, x, dx);
   seed(ws.t_p, p, dp);
-  ws.t_xdot.resize(x.size());
   const Dual td = make_dual(t, dt);
-  problem.mode(mode).rhs.dual(td, ws.t_x, ws.t_p, ws.t_xdot);
+  running_cost_rates(problem, mode, td, problem.cost(cost).rates == RateUse::Reads, ws);
   return g.dual(td, ws.t_x, ws.t_xdot, ws.t_p).v[0];
 }
 
@@ -67,9 +81,8 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
                            Out<double> tangents, TangentWorkspace& ws) {
   seed(ws.t_x, x, dx);
   seed(ws.t_p, p, dp);
-  ws.t_xdot.resize(x.size());
   const Dual td = make_dual(t, dt);
-  problem.mode(mode).rhs.dual(td, ws.t_x, ws.t_p, ws.t_xdot);
+  running_cost_rates(problem, mode, td, problem.running_costs_read_rates(), ws);
   for (int c = 0; c < problem.n_costs(); ++c) {
     const auto& g = problem.cost(c).running;
     tangents[c] = g ? g.dual(td, ws.t_x, ws.t_xdot, ws.t_p).v[0] : 0.0;

@@ -23,6 +23,15 @@ bool needs_reactions(const std::vector<CostTerm>& terms) {
   return false;
 }
 
+/// Whether a running cost reads the accelerations, which it takes from x-dot (a reaction is
+/// computed by the formulation itself).
+bool reads_accelerations(const std::vector<CostTerm>& terms) {
+  for (const CostTerm& t : terms) {
+    if (t.signal == Signal::AX || t.signal == Signal::AY || t.signal == Signal::Alpha) return true;
+  }
+  return false;
+}
+
 template <class Form>
 void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form>& form) {
   for (size_t i = 0; i < model.costs.size(); ++i) {
@@ -40,10 +49,11 @@ void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form
       const FullState<S> fs = form->template full_state<S>(t, x, p, nullptr, false);
       return cost_terms(*form->model, form->model->costs[i].terminal, fs, p);
     };
+    const RateUse rates = reads_accelerations(spec.running) ? RateUse::Reads : RateUse::Ignores;
     if (!spec.running.empty() && !spec.terminal.empty()) {
-      pb.add_cost(spec.name, running, terminal);
+      pb.add_cost(spec.name, running, terminal, rates);
     } else if (!spec.running.empty()) {
-      pb.add_running_cost(spec.name, running);
+      pb.add_running_cost(spec.name, running, rates);
     } else {
       pb.add_terminal_cost(spec.name, terminal);
     }

@@ -91,7 +91,11 @@ int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_p
   return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
   auto out = view(q);
-  self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, self->xdot_);
+  if (self->pb_.running_costs_read_rates()) {
+    self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, self->xdot_);
+  } else {
+    self->xdot_.setZero();  // no running cost reads it (RateUse::Ignores)
+  }
   for (int c = 0; c < self->nc_; ++c) {
     const auto& g = self->pb_.cost(c).running;
     out[c] = g ? g.real(t, x, self->xdot_, self->p_) : 0.0;
@@ -447,6 +451,7 @@ void HybridRun::check_start() {
   }
   mode_ = pb_.initial_mode_for(x_, p_);
   check_start_off_guards(pb_, mode_, opt_.t0, x_, p_, ws_);
+  check_rate_declarations(pb_, mode_, opt_.t0, x_, p_);
 }
 
 Solution HybridRun::run() {

@@ -70,6 +70,30 @@ WatchedEvents watched_events(const Problem& problem, int mode) {
   return w;
 }
 
+void check_rate_declarations(const Problem& problem, int mode, double t0, In<double> x0, In<double> p) {
+  const Eigen::Index n = x0.size();
+  Eigen::VectorXd f(n);
+  bool have_f = false;
+  for (int c = 0; c < problem.n_costs(); ++c) {
+    const Cost& cost = problem.cost(c);
+    if (!cost.running || cost.rates != RateUse::Ignores) continue;
+    if (!have_f) {
+      problem.mode(mode).rhs.real(t0, x0, p, f);
+      have_f = true;
+    }
+    const double at_zero = cost.running.real(t0, x0, Eigen::VectorXd::Zero(n), p);
+    const Eigen::VectorXd probe = Eigen::VectorXd::LinSpaced(n, 1.0, 2.0);
+    for (const Eigen::VectorXd& xdot : {f, probe}) {
+      const double value = cost.running.real(t0, x0, xdot, p);
+      if (value != at_zero) {
+        throw ModelError(fmt::format("running cost '{}' is declared RateUse::Ignores but its value depends on "
+                                     "x-dot ({:.17g} with x-dot = 0, {:.17g} with another x-dot at t = {})",
+                                     cost.name, at_zero, value, t0));
+      }
+    }
+  }
+}
+
 std::vector<double> state_atol(const Options& o, int n_states) {
   if (!o.atol_per_state.empty()) return o.atol_per_state;
   return std::vector<double>(static_cast<size_t>(n_states), o.atol);

@@ -79,6 +79,11 @@ struct WatchedEvents {
 };
 WatchedEvents watched_events(const Problem& problem, int mode);
 
+/// Checks at the start of a run that every running cost declared RateUse::Ignores gives the
+/// same value with xdot = 0, xdot = f(t0, x0) and a fixed non-zero probe; throws ModelError
+/// naming the cost otherwise (its value would silently be wrong).
+void check_rate_declarations(const Problem& problem, int mode, double t0, In<double> x0, In<double> p);
+
 /// Absolute tolerance per state.
 std::vector<double> state_atol(const Options& options, int n_states);
 

@@ -28,6 +28,15 @@ enum class Direction {
   Either,   ///< both
 };
 
+/// Whether a running cost g(t, x, xdot, p) reads its xdot argument. A cost declared Ignores is
+/// evaluated with xdot = 0, which saves a right-hand side per quadrature evaluation and per
+/// sensitivity direction; every run checks the declaration once at its start (a ModelError if
+/// g changes with xdot there).
+enum class RateUse {
+  Reads,    ///< g may read xdot (the default)
+  Ignores,  ///< g does not depend on xdot
+};
+
 /// Optional analytic Jacobians of a mode; when present they replace forward-mode AD in the
 /// Newton iterations and in the sensitivity right-hand side. Check them with
 /// verify::check_mode_jacobians.
@@ -97,6 +106,7 @@ struct EventCostTerm {
 struct Cost {
   std::string name;
   Instantiated<RunningCostFn> running;    ///< empty: no integral part
+  RateUse rates = RateUse::Reads;         ///< whether `running` reads xdot
   Instantiated<TerminalCostFn> terminal;  ///< empty: no terminal part
   std::vector<EventCostTerm> at_events;   ///< point terms, summed over the firings
   /// The terms of event k: those attached to k, or to the event whose resting variant k is.
@@ -236,10 +246,10 @@ class Problem {
   EventBuilder add_event(const std::string& name, Direction direction, const F& r) {
     return add_event_impl(name, direction, Instantiated<GuardFn>::from(r));
   }
-  /// Adds the cost psi = integral of g(t, x, xdot, p) dt.
+  /// Adds the cost psi = integral of g(t, x, xdot, p) dt (`rates`: whether g reads xdot).
   template <class G>
-  void add_running_cost(const std::string& name, const G& g) {
-    add_cost_impl(name, Instantiated<RunningCostFn>::from(g), {});
+  void add_running_cost(const std::string& name, const G& g, RateUse rates = RateUse::Reads) {
+    add_cost_impl(name, Instantiated<RunningCostFn>::from(g), {}, rates);
   }
   /// Adds the cost psi = w(tf, x(tf), p): a generic lambda `w(t, x, p)`, or `w(x, p)` when it
   /// does not depend on the final time.
@@ -249,9 +259,9 @@ class Problem {
   }
   /// Adds the cost psi = integral of g dt + w(tf, x(tf), p) (w as for add_terminal_cost).
   template <class G, class W>
-  void add_cost(const std::string& name, const G& g, const W& w) {
+  void add_cost(const std::string& name, const G& g, const W& w, RateUse rates = RateUse::Reads) {
     add_cost_impl(name, Instantiated<RunningCostFn>::from(g),
-                  Instantiated<TerminalCostFn>::from(with_final_time(w)));
+                  Instantiated<TerminalCostFn>::from(with_final_time(w)), rates);
   }
   /// Adds to cost `name` the term c(t_e, x(t_e-), p) at every firing of `event` (an index from
   /// add_event; also at the firing where its motion comes to rest, EventBuilder::rests_in):
@@ -283,6 +293,8 @@ class Problem {
   int n_states() const { return static_cast<int>(states_.size()); }
   int n_parameters() const { return static_cast<int>(parameters_.size()); }
   int n_costs() const { return static_cast<int>(costs_.size()); }
+  /// Whether some running cost reads xdot (RateUse::Reads).
+  bool running_costs_read_rates() const;
   int n_modes() const { return static_cast<int>(modes_.size()); }
   int n_events() const { return static_cast<int>(events_.size()); }
   const std::vector<std::string>& state_names() const { return states_; }
@@ -338,7 +350,7 @@ class Problem {
   EventBuilder add_event_impl(const std::string& name, Direction direction,
                               Instantiated<GuardFn> guard);
   void add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
-                     Instantiated<TerminalCostFn> terminal);
+                     Instantiated<TerminalCostFn> terminal, RateUse rates = RateUse::Reads);
   void add_event_cost_impl(const std::string& name, int event, Instantiated<GuardFn> c);
   void set_outputs_impl(std::vector<std::string> names, std::vector<std::string> units,
                         Instantiated<OutputFn> h);
