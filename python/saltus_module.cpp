@@ -210,10 +210,12 @@ void set_options(Model& m, const py::kwargs& kw) {
         m.options.integrator = Integrator::Cvodes;
       } else if (name == "idas") {
         m.options.integrator = Integrator::Idas;
+      } else if (name == "dopri5") {
+        m.options.integrator = Integrator::Dopri5;
       } else if (name == "auto") {
         m.options.integrator = Integrator::Automatic;
       } else {
-        throw InputError("integrator must be 'cvodes', 'idas' or 'auto', got '" + name + "'");
+        throw InputError("integrator must be 'cvodes', 'idas', 'dopri5' or 'auto', got '" + name + "'");
       }
     } else if (key == "outputs") {
       m.options.output_times.clear();
@@ -349,7 +351,9 @@ PYBIND11_MODULE(_saltus, m) {
         d["tend"] = x.options.tf;
         d["rtol"] = x.options.rtol;
         d["atol"] = x.options.atol;
-        d["integrator"] = runs_on_idas(x.problem, x.options) ? "idas" : "cvodes";
+        d["integrator"] = x.options.integrator == Integrator::Dopri5 ? "dopri5"
+                          : runs_on_idas(x.problem, x.options)        ? "idas"
+                                                                       : "cvodes";
         return d;
       })
       .def("set_param", &set_param, py::arg("name"), py::arg("value"))

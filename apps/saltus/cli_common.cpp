@@ -120,6 +120,7 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   if (!a.adjoint_memory.empty()) options.adjoint_memory_budget = parse_memory_size(a.adjoint_memory);
   if (a.integrator == "cvodes") options.integrator = Integrator::Cvodes;
   if (a.integrator == "idas") options.integrator = Integrator::Idas;
+  if (a.integrator == "dopri5") options.integrator = Integrator::Dopri5;
   if (!a.lmm.empty()) {
     options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
   }

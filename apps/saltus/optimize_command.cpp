@@ -50,8 +50,10 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
                   "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 (default: the file's)");
   cmd->add_option("--lmm", a.run.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
-  cmd->add_option("--integrator", a.run.integrator, "cvodes | idas (default: cvodes for ODEs, idas for DAEs)")
-      ->check(CLI::IsMember({"cvodes", "idas"}));
+  cmd->add_option("--integrator", a.run.integrator,
+                  "cvodes | idas | dopri5 (default: cvodes for ODEs, idas for DAEs; dopri5: gradients of the computed "
+                  "steps, exact to round-off)")
+      ->check(CLI::IsMember({"cvodes", "idas", "dopri5"}));
   cmd->add_option("--rtol", a.run.rtol, "Relative tolerance");
   cmd->add_option("--atol", a.run.atol, "Absolute tolerance (all states)");
   cmd->add_option("--adjoint-memory", a.run.adjoint_memory, "adjoint: bytes held at once (default 256M)");

@@ -144,6 +144,27 @@ Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,
   return products(y, Reverse(0.0), x_ad, p_ad, weights).p;
 }
 
+TransposedProducts stage_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                                  const Eigen::MatrixXd& f_weights, const Eigen::MatrixXd& g_weights) {
+  begin_recording();
+  const Reverse t_ad = Reverse::independent(t);
+  const VectorX<Reverse> x_ad = independents(x);
+  const VectorX<Reverse> p_ad = independents(p);
+  const int n_x = static_cast<int>(x.size()), n_c = problem.n_costs();
+  VectorX<Reverse> out = VectorX<Reverse>::Zero(n_x + n_c);
+  VectorX<Reverse> f = VectorX<Reverse>::Zero(n_x);
+  problem.mode(mode).rhs.reverse(t_ad, x_ad, p_ad, f);
+  out.head(n_x) = f;
+  for (int c = 0; c < n_c; ++c) {
+    const auto& g = problem.cost(c).running;
+    if (g) out[n_x + c] = g.reverse(t_ad, x_ad, f, p_ad);
+  }
+  Eigen::MatrixXd weights(n_x + n_c, f_weights.cols());
+  weights.topRows(n_x) = f_weights;
+  weights.bottomRows(n_c) = g_weights;
+  return products(out, t_ad, x_ad, p_ad, weights);
+}
+
 AdjointRhs::AdjointRhs(const Problem& problem, const Eigen::VectorXd& p)
     : problem_(problem), p_(p), n_x_(problem.n_states()), n_c_(problem.n_costs()) {}
 

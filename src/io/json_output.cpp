@@ -131,6 +131,7 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
   }
   if (!r.outputs.empty()) j["outputs"] = outputs_json(pb, r);
   j["stats"] = {{"integrator", s.stats.integrator},
+                {"discrete", s.stats.discrete},
                 {"segments", s.stats.segments},
                 {"steps", s.stats.steps},
                 {"rhs_evals", s.stats.rhs_evals},

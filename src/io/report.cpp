@@ -103,7 +103,13 @@ void print_adjoint(std::ostream& out, const Problem& pb, const RunResult& r) {
   if (!r.adjoint) return;
   const AdjointStats& a = *r.adjoint;
   constexpr double kMiB = 1024.0 * 1024.0;
-  if (a.backward.integrator == "IDAS") {
+  if (a.backward.discrete) {
+    fmt::print(out, "\nAdjoint (discrete, {}): the transpose of the computed steps; {} step states stored ({:.1f} MiB, "
+                    "budget {:g} MiB), {} steps recomputed; backward: {} steps, {} tape recordings\n",
+               a.backward.integrator, a.checkpoints, static_cast<double>(a.peak_stored_bytes) / kMiB,
+               static_cast<double>(a.memory_budget) / kMiB, a.recomputed_segments, a.backward.steps,
+               a.tape_recordings);
+  } else if (a.backward.integrator == "IDAS") {
     // The IDAS adjoint keeps every segment's recording; its memory is not measured (docs/dae.md).
     fmt::print(out, "\nAdjoint (IDAS): {} check points (one every {} steps), every segment's recording kept; "
                     "backward: {} segments, {} steps, {} residuals\n",
@@ -158,6 +164,11 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   const Solution& s = r.solution;
   fmt::print(out, "Saltus run: {}{}{}\n", pb.name(), pb.description().empty() ? "" : " — ", pb.description());
   fmt::print(out, "Method: {}    horizon: [{}, {}] s\n", r.method, s.times.front(), s.times.back());
+  if (s.stats.discrete) {
+    fmt::print(out, "Integrator: {}, discrete: forward and adjoint give the derivatives of the computed steps, exact to "
+                    "round-off (docs/discrete-sensitivities.md)\n",
+               s.stats.integrator);
+  }
   fmt::print(out, "\nParameters:{}\n", pb.n_parameters() == 0 ? " none (no gradient to compute)" : "");
   for (int k = 0; k < pb.n_parameters(); ++k) {
     fmt::print(out, "  {:<10} = {:.10g}\n", pb.parameters()[static_cast<size_t>(k)].name, r.parameters[k]);

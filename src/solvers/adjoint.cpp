@@ -12,6 +12,7 @@
 
 #include "dae_adjoint.hpp"
 #include "hybrid_run.hpp"
+#include "runge_kutta/discrete_adjoint.hpp"
 
 namespace saltus {
 
@@ -245,6 +246,7 @@ void AdjointSweep::run() {
 }  // namespace
 
 Solution adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  if (detail::runs_discrete(problem, options)) return detail::discrete_adjoint(problem, p, options);
   if (detail::runs_on_idas(problem, options)) return detail::dae_adjoint(problem, p, options);
   const SolverMessageScope messages;  // one cap for the forward and the backward pass
   detail::HybridRun run(problem, p, options, detail::RunKind::AdjointRecording);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "complex_dae_run.hpp"
+#include "runge_kutta/discrete_adjoint.hpp"
 #include "cvodes_session.hpp"
 #include "guard_rate.hpp"
 #include "run_support.hpp"
@@ -279,6 +280,7 @@ void ComplexRun::finish(double t) {
 
 ComplexSolution simulate_complex(const Problem& problem, const VectorX<Complex>& p,
                                  const Options& options, double imaginary_scale) {
+  if (detail::runs_discrete(problem, options)) return detail::simulate_complex_discrete(problem, p, options);
   if (detail::runs_on_idas(problem, options)) return detail::simulate_complex_dae(problem, p, options, imaginary_scale);
   return ComplexRun(problem, p, options, imaginary_scale).run();
 }

@@ -243,16 +243,10 @@ void DaeRun::apply_roots(double t) {
   take_integrator_state(t, "at an event");
   const std::vector<int> fired = ida_->root_info();
   end_segment(t);
-  std::vector<int> applied;
-  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
-    std::optional<Accumulation> rest;
-    const int k = resolve_rest(fired_event, t, rest);
-    apply_event(k, t, rest);
-    applied.push_back(k);
-    if (pb_.event(fired_event).rest_event >= 0) {
-      book_.zeno().record(fired_event, t, static_cast<long>(book_.events().size()) - 1);
-    }
-  });
+  const std::vector<int> applied = book_.apply_fired_events(
+      watched_, fired, t, [&] { return mode_; },
+      [&](int k, std::optional<Accumulation>& rest) { return resolve_rest(k, t, rest); },
+      [&](int k, const std::optional<Accumulation>& rest) { apply_event(k, t, rest); });
   require_leaving_guards(pb_, applied, book_.events(), mode_, t, point_.x, point_.xdot, p_, opt_.grazing_tolerance,
                          ws_);
 }

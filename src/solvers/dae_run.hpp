@@ -64,7 +64,7 @@ class DaeRun : private SegmentIntegrator {
   /// Reads the state and sensitivities IDAS returned at t and makes them exactly consistent.
   void take_integrator_state(double t, const char* when);
   void apply_event(int k, double t, const std::optional<Accumulation>& rest);
-  /// The event applied for a firing of k: k, or its resting variant (HybridRun::resolve_rest).
+  /// The event applied for a firing of k: k, or its resting variant (as event_log.hpp resolve_rest for explicit modes).
   int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
   [[noreturn]] void fail(int flag, double t);
   /// The IDAS components: the states, then the running-cost integrals (differential).

@@ -58,4 +58,22 @@ void require_leaving_guards(const Problem& problem, const std::vector<int>& appl
   }
 }
 
+void require_leaving_guards(const Problem& problem, const std::vector<int>& applied,
+                            const std::vector<EventRecord>& log, int mode, double t, In<double> x, In<double> p,
+                            double grazing_tolerance, TangentWorkspace& ws) {
+  if (applied.empty()) return;
+  Eigen::VectorXd xdot(x.size());
+  problem.mode(mode).rhs.real(t, x, p, xdot);
+  require_leaving_guards(problem, applied, log, mode, t, x, xdot, p, grazing_tolerance, ws);
+}
+
+int resolve_rest(const Problem& problem, const ZenoWatch& zeno, int event, int mode, double t, In<double> x,
+                 In<double> p, double grazing_tolerance, TangentWorkspace& ws, std::optional<Accumulation>& rest) {
+  const Event& ev = problem.event(event);
+  if (ev.rest_event < 0) return event;
+  rest = zeno.accumulation(event, t);
+  if (!rest && jump_stays_on_guard(problem, event, mode, t, x, p, grazing_tolerance, ws)) rest = Accumulation{t};
+  return rest ? ev.rest_event : event;
+}
+
 }  // namespace saltus::detail

@@ -29,4 +29,16 @@ void require_leaving_guards(const Problem& problem, const std::vector<int>& appl
                             const std::vector<EventRecord>& log, int mode, double t, In<double> x,
                             In<double> xdot, In<double> p, double grazing_tolerance, TangentWorkspace& ws);
 
+/// require_leaving_guards for an explicit mode, its rate x-dot = f(t, x, p) evaluated here
+/// (nothing to check if `applied` is empty).
+void require_leaving_guards(const Problem& problem, const std::vector<int>& applied,
+                            const std::vector<EventRecord>& log, int mode, double t, In<double> x, In<double> p,
+                            double grazing_tolerance, TangentWorkspace& ws);
+
+/// The event to apply for a firing of `event` at (t, x) in `mode` of an explicit problem: the
+/// event itself, or its resting variant where the motion comes to rest (the firings accumulate
+/// by `zeno`, or the jump would leave the state on the guard), with `rest` set.
+int resolve_rest(const Problem& problem, const ZenoWatch& zeno, int event, int mode, double t, In<double> x,
+                 In<double> p, double grazing_tolerance, TangentWorkspace& ws, std::optional<Accumulation>& rest);
+
 }  // namespace saltus::detail

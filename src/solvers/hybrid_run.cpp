@@ -375,29 +375,15 @@ void HybridRun::apply_roots(double t) {
   }
   const std::vector<int> fired = cv_->root_info();  // before end_segment clears the roots
   end_segment(t);
-  std::vector<int> applied;
-  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
-    std::optional<Accumulation> rest;
-    const int k = resolve_rest(fired_event, t, rest);
-    apply_event(k, t, rest);
-    applied.push_back(k);
-    if (pb_.event(fired_event).rest_event >= 0) {
-      book_.zeno().record(fired_event, t, static_cast<long>(book_.events().size()) - 1);
-    }
-  });
+  const std::vector<int> applied = book_.apply_fired_events(
+      watched_, fired, t, [&] { return mode_; },
+      [&](int k, std::optional<Accumulation>& rest) {
+        return resolve_rest(pb_, book_.zeno(), k, mode_, t, x_, p_, opt_.grazing_tolerance, ws_, rest);
+      },
+      [&](int k, const std::optional<Accumulation>& rest) { apply_event(k, t, rest); });
   // A jump that leaves the state on its guard (r-dot+ = 0) cannot be continued: the next crossing
   // is undefined. Events that already grazed before the jump are reported as grazing instead.
-  if (applied.empty()) return;
-  pb_.mode(mode_).rhs.real(t, x_, p_, xdot_);
-  require_leaving_guards(pb_, applied, book_.events(), mode_, t, x_, xdot_, p_, opt_.grazing_tolerance, ws_);
-}
-
-int HybridRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
-  const Event& ev = pb_.event(k);
-  if (ev.rest_event < 0) return k;
-  rest = book_.zeno().accumulation(k, t);
-  if (!rest && jump_stays_on_guard(pb_, k, mode_, t, x_, p_, opt_.grazing_tolerance, ws_)) rest = Accumulation{t};
-  return rest ? ev.rest_event : k;
+  require_leaving_guards(pb_, applied, book_.events(), mode_, t, x_, p_, opt_.grazing_tolerance, ws_);
 }
 
 void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {

@@ -97,9 +97,6 @@ class HybridRun : private SegmentIntegrator {
   void recompute(RecordedSegment& segment);
   [[noreturn]] void fail_recomputation(const RecordedSegment& segment, int flag, double t);
   void apply_event(int k, double t, const std::optional<Accumulation>& rest = std::nullopt);
-  /// The event applied for a firing of k: k, or its resting variant where the motion comes to
-  /// rest (the firings accumulate, or k's jump would leave the state on its guard).
-  int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
   bool non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what, double t);
   [[noreturn]] void fail(int flag, double t);
 

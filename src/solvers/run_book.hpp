@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "run_support.hpp"
+#include "segment_driver.hpp"
 
 namespace saltus::detail {
 
@@ -36,6 +37,27 @@ class RunBook {
   /// Appends the entry to the event log and watches the cascade (ZenoError past its limits).
   void close_event(EventRecord record, const std::string& event_name, double t);
 
+  /// Applies the events whose guards fired at one root at t (`fired[i]` for the watched event
+  /// `watched.events[i]`, for_each_fired_event's order and skipping): `resolve(k, rest)` returns
+  /// the event to apply for a firing of k (its resting variant where the motion comes to rest,
+  /// with `rest` set), `apply(k, rest)` applies it. Records the firings of events with a resting
+  /// variant in the Zeno watch. Returns the events applied.
+  template <class Mode, class Resolve, class Apply>
+  std::vector<int> apply_fired_events(const WatchedEvents& watched, const std::vector<int>& fired, double t,
+                                      const Mode& mode, const Resolve& resolve, const Apply& apply) {
+    std::vector<int> applied;
+    for_each_fired_event(pb_, watched, fired, mode, [&](int fired_event) {
+      std::optional<Accumulation> rest;
+      const int k = resolve(fired_event, rest);
+      apply(k, rest);
+      applied.push_back(k);
+      if (pb_.event(fired_event).rest_event >= 0) {
+        zeno_.record(fired_event, t, static_cast<long>(sol_.events.size()) - 1);
+      }
+    });
+    return applied;
+  }
+
   /// The costs, final state and mode, and with sensitivities S(tf) and the gradient, at tf from
   /// the integrals; throws ModelError if a cost is not finite.
   void finish(double tf, In<double> x, int mode, const Eigen::MatrixXd& S, TangentWorkspace& ws);
@@ -43,6 +65,7 @@ class RunBook {
   Solution& solution() { return sol_; }
   const std::vector<EventRecord>& events() const { return sol_.events; }
   Eigen::VectorXd& cost_integral() { return cost_integral_; }
+  const Eigen::VectorXd& cost_integral() const { return cost_integral_; }
   Eigen::MatrixXd& cost_integral_sensitivity() { return cost_integral_sens_; }
   ZenoWatch& zeno() { return zeno_; }
 

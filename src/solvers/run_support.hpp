@@ -58,6 +58,10 @@ inline const char* phase_name(RunKind kind) {
 /// problem has residual modes). Throws InputError if CVODES is asked for a residual problem.
 bool runs_on_idas(const Problem& problem, const Options& options);
 
+/// Whether runs of `problem` are discrete Runge-Kutta runs (Options::integrator Dopri5). Throws
+/// InputError if the problem is a DAE.
+bool runs_discrete(const Problem& problem, const Options& options);
+
 /// The adjoint's tolerances from Options (adjoint_rtol, adjoint_atol, adjoint_quadrature_atol
 /// with their fallbacks): the gradient quadratures' absolute tolerances per cost and parameter
 /// (n_c x n_p, cost-major), each divided by the parameter's scale.

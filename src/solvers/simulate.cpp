@@ -3,10 +3,14 @@
 
 #include "dae_run.hpp"
 #include "hybrid_run.hpp"
+#include "runge_kutta/discrete_run.hpp"
 
 namespace saltus {
 
 Solution simulate(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  if (detail::runs_discrete(problem, options)) {
+    return detail::DiscreteRun(problem, p, options, detail::RunKind::Simulation).run();
+  }
   if (detail::runs_on_idas(problem, options)) return detail::DaeRun(problem, p, options, detail::RunKind::Simulation).run();
   return detail::HybridRun(problem, p, options, detail::RunKind::Simulation).run();
 }
@@ -17,6 +21,9 @@ Solution simulate(const Problem& problem) {
 
 Solution forward_sensitivity(const Problem& problem, const Eigen::VectorXd& p,
                              const Options& options) {
+  if (detail::runs_discrete(problem, options)) {
+    return detail::DiscreteRun(problem, p, options, detail::RunKind::ForwardSensitivity).run();
+  }
   if (detail::runs_on_idas(problem, options)) return detail::DaeRun(problem, p, options, detail::RunKind::ForwardSensitivity).run();
   return detail::HybridRun(problem, p, options, detail::RunKind::ForwardSensitivity).run();
 }
@@ -30,6 +37,10 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
 }
 
 void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  if (detail::runs_discrete(problem, options)) {
+    detail::DiscreteRun(problem, p, options, detail::RunKind::Simulation).check_start();
+    return;
+  }
   if (detail::runs_on_idas(problem, options)) {
     detail::DaeRun(problem, p, options, detail::RunKind::Simulation).check_start();
     return;

@@ -22,6 +22,10 @@ enum class Integrator {
   Automatic,  ///< CVODES for explicit problems, IDAS for problems with residual modes
   Cvodes,     ///< explicit problems only
   Idas,       ///< any problem; explicit modes run as the residual x-dot - f (docs/dae.md)
+  /// Explicit problems only: Dormand and Prince's 5(4) Runge-Kutta pair with error control,
+  /// whose forward and adjoint sensitivities are those of the computed steps, exact to
+  /// round-off (discrete; docs/discrete-sensitivities.md).
+  Dopri5,
 };
 
 /// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).

@@ -49,6 +49,13 @@ ScalarGradient event_cost_gradient(const Problem& problem, int cost, int event, 
 Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,
                                        const Eigen::MatrixXd& weights);
 
+/// Transposed products of the slopes and running costs of `mode` at one point (a Runge-Kutta
+/// stage): with K = f(t, x, p) and G_c = g_c(t, x, K, p) (n_c), the columns m of
+///     f_weights^T K + g_weights^T G     (f_weights n_x x m, g_weights n_c x m)
+/// differentiated: t (m), x (n_x x m), p (n_p x m). One recording, one sweep per column.
+TransposedProducts stage_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                                  const Eigen::MatrixXd& f_weights, const Eigen::MatrixXd& g_weights);
+
 /// The products the adjoint right-hand side and its quadrature need inside a mode:
 ///     x part:  f_x^T lambda + g_{c,x}^T        (n_x)
 ///     p part:  f_p^T lambda + g_{c,p}^T        (n_p)

@@ -35,7 +35,10 @@ struct EventRecord {
 
 /// Integrator counters summed over every segment.
 struct SolverStats {
-  std::string integrator = "CVODES";  ///< "CVODES" or "IDAS"
+  std::string integrator = "CVODES";  ///< "CVODES", "IDAS" or "dopri5"
+  /// A discrete integrator (dopri5): its forward and adjoint sensitivities are the derivatives
+  /// of the computed steps (docs/discrete-sensitivities.md), not of the exact solution.
+  bool discrete = false;
   long steps = 0;
   long rhs_evals = 0;  ///< right-hand-side evaluations (CVODES) or residual evaluations (IDAS)
   long jacobian_evals = 0;
@@ -60,7 +63,9 @@ struct AdjointStats {
   /// The most bytes held at once for the backward pass (recordings, snapshots and one backward
   /// problem): what the budget bounds.
   long peak_stored_bytes = 0;
-  long recomputed_segments = 0;  ///< segments recomputed from their snapshot (over the budget)
+  /// Segments recomputed from their snapshot (over the budget); for a discrete integrator, the
+  /// steps recomputed from the stored step states.
+  long recomputed_segments = 0;
   long tape_recordings = 0;   ///< reverse-mode recordings of the right-hand side
   SolverStats backward;       ///< CVODES counters of the backward integrations
 };

@@ -1,0 +1,194 @@
+// The discrete adjoint of a Runge-Kutta run: its tangent-linear model transposed step by step
+// (discrete_adjoint.hpp).
+#include "discrete_adjoint.hpp"
+
+#include <saltus/derivatives/reverse.hpp>
+#include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/solver_messages.hpp>
+
+#include "../run_support.hpp"
+#include "discrete_run.hpp"
+
+namespace saltus::detail {
+
+namespace {
+
+/// The adjoints of a step's inputs (one column per weight column).
+struct StepAdjoint {
+  Eigen::MatrixXd x;     ///< of x_n, n_x x m
+  Eigen::RowVectorXd t;  ///< of t_n, 1 x m
+  Eigen::RowVectorXd h;  ///< of h, 1 x m
+  Eigen::MatrixXd p;     ///< of p, n_p x m
+};
+
+/// Transposes one step (t, h) from x with its stages `st` (map stages evaluated): `lambda`
+/// (n_x x m) and `nu` (1 x m) are the adjoints of x_{n+1} and t_{n+1}; with `with_costs` (m =
+/// n_c) column c also carries the weight 1 on the running integral of cost c.
+StepAdjoint transpose_step(const ExplicitTableau& tab, const Problem& problem, int mode, double t, double h,
+                           In<double> p, const StageValues<double>& st, const Eigen::MatrixXd& lambda,
+                           const Eigen::RowVectorXd& nu, bool with_costs, long& recordings) {
+  const int s = tab.map_stages, m = static_cast<int>(lambda.cols());
+  const int n_x = problem.n_states(), n_c = problem.n_costs();
+  StepAdjoint out{lambda, nu, nu, Eigen::MatrixXd::Zero(p.size(), m)};
+  std::vector<Eigen::MatrixXd> y_bar(static_cast<size_t>(s));
+  Eigen::MatrixXd k_bar(n_x, m), g_weights(n_c, m);
+  for (int i = s - 1; i >= 0; --i) {
+    k_bar = (h * tab.b[i]) * lambda;
+    for (int k = i + 1; k < s; ++k) {
+      if (tab.a(k, i) != 0.0) k_bar += (h * tab.a(k, i)) * y_bar[static_cast<size_t>(k)];
+    }
+    g_weights.setZero();
+    if (with_costs) g_weights.diagonal().setConstant(h * tab.b[i]);
+    if (k_bar.isZero(0.0) && g_weights.isZero(0.0)) {
+      y_bar[static_cast<size_t>(i)] = Eigen::MatrixXd::Zero(n_x, m);
+      continue;
+    }
+    const TransposedProducts stage = stage_products(problem, mode, t + tab.c[i] * h, st.Y.col(i), p, k_bar, g_weights);
+    ++recordings;
+    y_bar[static_cast<size_t>(i)] = stage.x;
+    out.x += stage.x;
+    out.t += stage.t.transpose();
+    out.h += tab.c[i] * stage.t.transpose();
+    out.p += stage.p;
+  }
+  // d/dh of x_{n+1} = x_n + h sum b_i K_i, of the running integrals, and of the stage points.
+  Eigen::VectorXd increment = Eigen::VectorXd::Zero(n_x);
+  Eigen::VectorXd cost_increment = Eigen::VectorXd::Zero(n_c);
+  for (int i = 0; i < s; ++i) {
+    increment += tab.b[i] * st.K.col(i);
+    cost_increment += tab.b[i] * st.G.col(i);
+  }
+  out.h += increment.transpose() * lambda;
+  if (with_costs) out.h += cost_increment.transpose();
+  for (int k = 1; k < s; ++k) {
+    Eigen::VectorXd direction = Eigen::VectorXd::Zero(n_x);
+    for (int j = 0; j < k; ++j) direction += tab.a(k, j) * st.K.col(j);
+    out.h += direction.transpose() * y_bar[static_cast<size_t>(k)];
+  }
+  return out;
+}
+
+/// The states x_n of a logged run for the backward pass: stored ones, or recomputed a block of
+/// StepLog::stride steps at a time from the block's stored first state (the steps repeat
+/// bitwise; after a step with events, the state is the last event's x+ from the event log).
+class StepStates {
+ public:
+  StepStates(const ExplicitTableau& tab, const Problem& problem, In<double> p, const StepLog& log,
+             const std::vector<EventRecord>& events)
+      : tab_(tab), pb_(problem), p_(p), log_(log), events_(events) {
+    st_.resize(problem.n_states(), problem.n_costs(), tab.stages);
+  }
+  const Eigen::VectorXd& at(size_t n) {
+    if (log_.states[n].size() > 0) return log_.states[n];
+    const size_t first = n - n % log_.stride;
+    if (block_first_ != first) recompute(first);
+    return block_[n - first];
+  }
+  long recomputed_steps() const { return recomputed_; }
+
+ private:
+  void recompute(size_t first) {
+    const size_t end = std::min(first + log_.stride, log_.steps.size());
+    block_.resize(end - first);
+    block_[0] = log_.states[first];
+    Eigen::VectorXd x_next, cost_increment;
+    for (size_t n = first; n + 1 < end; ++n) {
+      const DiscreteStep& step = log_.steps[n];
+      evaluate_stages(tab_, pb_, step.mode, step.t, step.h, block_[n - first], p_, 0, tab_.map_stages, st_);
+      propagate(tab_, step.h, block_[n - first], st_, x_next, cost_increment);
+      block_[n + 1 - first] = step.events_end > step.events_begin ? events_[step.events_end - 1].state_after : x_next;
+      ++recomputed_;
+    }
+    block_first_ = first;
+  }
+
+  const ExplicitTableau& tab_;
+  const Problem& pb_;
+  Eigen::VectorXd p_;
+  const StepLog& log_;
+  const std::vector<EventRecord>& events_;
+  StageValues<double> st_;
+  std::vector<Eigen::VectorXd> block_;
+  size_t block_first_ = static_cast<size_t>(-1);
+  long recomputed_ = 0;
+};
+
+}  // namespace
+
+Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
+  const SolverMessageScope messages;
+  DiscreteRun run(problem, p, options, RunKind::AdjointRecording);
+  Solution sol = run.run();
+  const StepLog& log = run.log();
+  const ExplicitTableau& tab = run.tableau();
+  const int n_x = problem.n_states(), n_p = problem.n_parameters(), n_c = problem.n_costs();
+  const double tf = sol.times.back();
+
+  // At t_f: lambda = w_x^T, grad = w_p^T (the final time is fixed: no adjoint of t there).
+  Eigen::MatrixXd lambda(n_x, n_c), grad(n_p, n_c);
+  for (int c = 0; c < n_c; ++c) {
+    const ScalarGradient w = terminal_cost_gradient(problem, c, tf, sol.final_state, p);
+    lambda.col(c) = w.x.transpose();
+    grad.col(c) = w.p.transpose();
+  }
+  Eigen::RowVectorXd nu = Eigen::RowVectorXd::Zero(n_c);
+  StageValues<double> st;
+  st.resize(n_x, n_c, tab.stages);
+  Eigen::VectorXd x_end, cost_increment;
+  long recordings = 0;
+  StepStates states(tab, problem, p, log, sol.events);
+  for (size_t n = log.steps.size(); n-- > 0;) {
+    const DiscreteStep& step = log.steps[n];
+    for (size_t e = step.events_end; e-- > step.events_begin;) {
+      const EventRecord& rec = sol.events[e];
+      const TransposedProducts jump = jump_products(problem, rec.event, rec.time, rec.state_before, p, lambda);
+      lambda = jump.x;
+      nu += jump.t.transpose();
+      grad += jump.p;
+      for (int c = 0; c < n_c; ++c) {
+        if (!problem.cost(c).has_terms_for(problem, rec.event)) continue;
+        const ScalarGradient point = event_cost_gradient(problem, c, rec.event, rec.time, rec.state_before, p);
+        lambda.col(c) += point.x.transpose();
+        nu[c] += point.t;
+        grad.col(c) += point.p.transpose();
+      }
+    }
+    const Eigen::VectorXd& x = states.at(n);
+    evaluate_stages(tab, problem, step.mode, step.t, step.h, x, p, 0, tab.map_stages, st);
+    StepAdjoint a = transpose_step(tab, problem, step.mode, step.t, step.h, p, st, lambda, nu, true, recordings);
+    if (step.kind == StepKind::Final) a.t -= a.h;
+    if (step.kind == StepKind::EventCut) {
+      // h solves R = r(t_n + h, Phi(t_n, h, x_n, p), p) = 0: spread hbar by -hbar / R_h over R's gradient.
+      propagate(tab, step.h, x, st, x_end, cost_increment);
+      const ScalarGradient r = guard_gradient(problem, step.root_event, step.t + step.h, x_end, p);
+      const StepAdjoint root = transpose_step(tab, problem, step.mode, step.t, step.h, p, st, r.x.transpose(),
+                                              Eigen::RowVectorXd::Constant(1, r.t), false, recordings);
+      const Eigen::RowVectorXd spread = -a.h / root.h[0];
+      a.x += root.x * spread;
+      a.t += root.t[0] * spread;
+      a.p += (root.p + r.p.transpose()) * spread;
+    }
+    lambda = std::move(a.x);
+    nu = a.t;
+    grad += a.p;
+  }
+  grad += initial_state_products(problem, p, lambda);
+
+  sol.cost_gradient = grad.transpose();
+  sol.initial_state_gradient = lambda.transpose();
+  const long bytes = StepLog::state_bytes(n_x);
+  sol.adjoint.checkpoint_steps = static_cast<long>(log.stride);
+  sol.adjoint.checkpoints = log.stored;
+  sol.adjoint.stored_bytes = static_cast<long>(log.steps.size()) * bytes;
+  sol.adjoint.peak_stored_bytes = (log.stored + static_cast<long>(log.stride)) * bytes;
+  sol.adjoint.recomputed_segments = states.recomputed_steps();
+  sol.adjoint.memory_budget = options.adjoint_memory_budget;
+  sol.adjoint.tape_recordings = recordings;
+  sol.adjoint.backward.integrator = tab.name;
+  sol.adjoint.backward.discrete = true;
+  sol.adjoint.backward.steps = static_cast<long>(log.steps.size());
+  sol.adjoint.backward.rhs_evals = static_cast<long>(log.steps.size()) * tab.map_stages;
+  return sol;
+}
+
+}  // namespace saltus::detail

@@ -1,0 +1,518 @@
+// A hybrid run by an explicit Runge-Kutta pair, step by step, with the discrete tangent-linear
+// model of its steps (discrete_run.hpp).
+#include "discrete_run.hpp"
+
+#include <saltus/solvers/event_transfer.hpp>
+#include <saltus/solvers/solver_messages.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "../event_log.hpp"
+#include "../guard_rate.hpp"
+
+namespace saltus::detail {
+
+namespace {
+constexpr double kEps = std::numeric_limits<double>::epsilon();
+constexpr int kMaxNonFiniteTries = 50;
+
+int sign_of(double v) { return (v > 0.0) - (v < 0.0); }
+}  // namespace
+
+DiscreteRun::DiscreteRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options, RunKind kind)
+    : pb_(problem),
+      p_(p),
+      opt_(options),
+      kind_(kind),
+      sens_(kind == RunKind::ForwardSensitivity),
+      tab_(dormand_prince()),
+      nx_(problem.n_states()),
+      np_(problem.n_parameters()),
+      nc_(problem.n_costs()),
+      book_(pb_, p_, opt_, sens_, phase_name(kind)) {
+  pb_.validate();
+  validate(opt_, nx_, np_);
+  pb_.validate_parameters(p_);
+  if (pb_.kind() != ProblemKind::Explicit) {
+    throw InputError(fmt::format("problem '{}' has residual modes or algebraic states: the {} integrator runs "
+                                 "explicit problems only (use idas)",
+                                 pb_.name(), tab_.name));
+  }
+  for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
+  identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
+  cur_.resize(nx_, nc_, tab_.stages);
+  prev_.resize(nx_, nc_, tab_.stages);
+  atol_ = state_atol(opt_, nx_);
+}
+
+void DiscreteRun::check_start() {
+  x_ = initial_state(pb_, p_);
+  if (!x_.allFinite()) {
+    throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite", describe_state(pb_, x_),
+                                 pb_.name()));
+  }
+  mode_ = pb_.initial_mode_for(x_, p_);
+  check_start_off_guards(pb_, mode_, opt_.t0, x_, p_, ws_);
+  check_rate_declarations(pb_, mode_, opt_.t0, x_, p_);
+}
+
+Solution DiscreteRun::run() {
+  check_start();
+  t_ = opt_.t0;
+  if (sens_) {
+    S_ = initial_state_jacobian(pb_, p_);
+    dt_ = Eigen::RowVectorXd::Zero(np_);
+  }
+  const std::vector<double> grid = output_grid(opt_);
+  book_.start(grid.size());
+  drive_segments(*this, grid, opt_.t0);
+  Solution& sol = book_.solution();
+  sol.stats.integrator = tab_.name;
+  sol.stats.discrete = true;
+  sol.stats.steps = static_cast<long>(log_.steps.size());
+  sol.stats.rhs_evals = rhs_evals_;
+  sol.stats.root_evals = guard_evals_;
+  sol.stats.error_test_failures = rejected_;
+  sol.stats.segments = static_cast<int>(sol.events.size()) + 1;
+  if (sens_) sol.stats.sensitivity_rhs_evals = static_cast<long>(log_.steps.size()) * tab_.map_stages * np_;
+  return std::move(sol);
+}
+
+long StepLog::state_bytes(long n_x) {
+  return n_x * static_cast<long>(sizeof(double)) + static_cast<long>(sizeof(DiscreteStep) + sizeof(Eigen::VectorXd));
+}
+
+void StepLog::store(const Eigen::VectorXd& x, long budget) {
+  const size_t n = steps.size() - 1;
+  states.emplace_back();
+  if (n % stride == 0) {
+    states.back() = x;
+    ++stored;
+  }
+  const long bytes = state_bytes(x.size());
+  while (static_cast<long>(stride) < static_cast<long>(steps.size()) &&
+         (stored + static_cast<long>(stride)) * bytes > budget) {
+    stride *= 2;
+    for (size_t k = 0; k < states.size(); ++k) {
+      if (k % stride != 0 && states[k].size() > 0) {
+        states[k] = Eigen::VectorXd();
+        --stored;
+      }
+    }
+  }
+}
+
+// ---- segments -------------------------------------------------------------------------------
+
+void DiscreteRun::begin_segment(double t) {
+  t_ = t;
+  watched_ = watched_events(pb_, mode_);
+  const size_t n = watched_.events.size();
+  guard_start_.assign(n, 0.0);
+  guard_values_.assign(n, 0.0);
+  // A guard that the last event left at zero (to round-off) takes its sign from its rate: the
+  // side the motion leaves it to. Zero rate (a start on the guard): no sign until it moves.
+  Eigen::VectorXd xdot(nx_);
+  bool have_rate = false;
+  for (size_t i = 0; i < n; ++i) {
+    const int k = watched_.events[i];
+    const double g = pb_.event(k).guard.real(t, x_, p_);
+    ++guard_evals_;
+    if (!std::isfinite(g)) {
+      throw ModelError(fmt::format("the guard of event '{}' is not finite at t = {:.17g}", pb_.event(k).name, t));
+    }
+    if (!have_rate) {
+      pb_.mode(mode_).rhs.real(t, x_, p_, xdot);
+      have_rate = true;
+    }
+    const GuardRate rate = guard_rate(pb_, k, t, x_, p_, xdot, ws_);
+    const double resolution = 1e3 * kEps * std::max(1.0, std::abs(t)) * rate.scale;
+    if (std::abs(g) > resolution) {
+      guard_start_[i] = g;
+    } else {
+      guard_start_[i] = rate.grazing(opt_.grazing_tolerance) ? 0.0 : std::copysign(resolution, rate.rate);
+    }
+  }
+  fired_.assign(n, 0);
+  have_last_ = false;
+  first_stage_ready_ = false;
+  h_next_ = initial_step();
+}
+
+Reached DiscreteRun::advance(double tout, double& t) {
+  while (true) {
+    if (pending_roots_ && t_ <= tout) {
+      t = t_;
+      return Reached::Roots;
+    }
+    if (t_ >= tout) {
+      t = tout;
+      return Reached::Output;
+    }
+    take_step();
+  }
+}
+
+void DiscreteRun::record_output(double t, bool integrated) {
+  steps_since_output_ = 0;
+  if (!integrated || !have_last_ || t >= t_) {
+    book_.record_output(t, mode_, x_, S_, book_.cost_integral());
+    return;
+  }
+  Eigen::VectorXd x, q;
+  Eigen::MatrixXd S;
+  interpolate(t, x, q, sens_ ? &S : nullptr);
+  book_.record_output(t, mode_, x, S, q);
+}
+
+void DiscreteRun::apply_roots(double t) {
+  pending_roots_ = false;
+  const std::vector<int> applied = book_.apply_fired_events(
+      watched_, fired_, t, [&] { return mode_; },
+      [&](int k, std::optional<Accumulation>& rest) {
+        return resolve_rest(pb_, book_.zeno(), k, mode_, t, x_, p_, opt_.grazing_tolerance, ws_, rest);
+      },
+      [&](int k, const std::optional<Accumulation>& rest) { apply_event(k, t, rest); });
+  log_.steps.back().events_end = book_.events().size();
+  require_leaving_guards(pb_, applied, book_.events(), mode_, t, x_, p_, opt_.grazing_tolerance, ws_);
+}
+
+void DiscreteRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
+  const EventValues v = fire_event(pb_, k, mode_, t, x_, p_, ws_);
+  EventRecord rec = book_.open_event(v, rest);
+  if (sens_) {
+    // The discrete jump: x+ = phi(t_e, x-, p) with t_e's own tangent; the rates before and after
+    // enter through the step maps' time arguments, not here.
+    require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
+    SensitivityTransfer transfer;
+    transfer.tau = dt_;
+    transfer.s_plus.resize(nx_, np_);
+    transfer.cost_integral_jump = Eigen::MatrixXd::Zero(nc_, np_);
+    for (int j = 0; j < np_; ++j) {
+      jump_tangent(pb_, k, t, x_, p_, dt_[j], S_.col(j), identity_p_.col(j), transfer.s_plus.col(j), ws_);
+      for (int c = 0; c < nc_; ++c) {
+        transfer.cost_integral_jump(c, j) =
+            event_cost_tangent(pb_, c, k, t, x_, p_, dt_[j], S_.col(j), identity_p_.col(j), ws_);
+      }
+    }
+    book_.book_sensitivities(rec, transfer, S_, rest);
+    S_ = std::move(transfer.s_plus);
+  } else if (kind_ == RunKind::AdjointRecording) {
+    require_transversal(pb_, v, opt_.grazing_tolerance, "no adjoint exists");
+  }
+  x_ = v.x_plus;
+  mode_ = v.mode_after;
+  book_.close_event(std::move(rec), pb_.event(k).name, t);
+}
+
+void DiscreteRun::finish(double t) {
+  book_.finish(t, x_, mode_, S_, ws_);
+}
+
+// ---- steps ----------------------------------------------------------------------------------
+
+bool DiscreteRun::try_step(double h, bool all_stages) {
+  const int first = first_stage_ready_ ? 1 : 0;
+  const int last = all_stages ? tab_.stages : tab_.map_stages;
+  const bool finite = evaluate_stages(tab_, pb_, mode_, t_, h, x_, p_, first, last, cur_);
+  rhs_evals_ += last - first;
+  if (!finite) {
+    model_error_ = fmt::format("the right-hand side or a running cost of mode '{}' is not finite near t = {:.17g}",
+                               pb_.mode(mode_).name, t_);
+    if (first == 0 && !cur_.K.col(0).allFinite()) {
+      throw ModelError(fmt::format("the right-hand side of mode '{}' is not finite at t = {:.17g}, x = {}",
+                                   pb_.mode(mode_).name, t_, describe_state(pb_, x_)));
+    }
+    first_stage_ready_ = cur_.K.col(0).allFinite() && cur_.G.col(0).allFinite();
+    return false;
+  }
+  first_stage_ready_ = true;
+  propagate(tab_, h, x_, cur_, x_next_, q_increment_);
+  return x_next_.allFinite();
+}
+
+double DiscreteRun::initial_step() {
+  const double remaining = opt_.tf - t_;
+  if (!evaluate_stages(tab_, pb_, mode_, t_, 0.0, x_, p_, 0, 1, cur_)) {
+    throw ModelError(fmt::format("the right-hand side or a running cost of mode '{}' is not finite at t = {:.17g}, x = {}",
+                                 pb_.mode(mode_).name, t_, describe_state(pb_, x_)));
+  }
+  ++rhs_evals_;
+  first_stage_ready_ = true;
+  Eigen::VectorXd scale(nx_);
+  for (int i = 0; i < nx_; ++i) scale[i] = atol_[static_cast<size_t>(i)] + opt_.rtol * std::abs(x_[i]);
+  const auto rms = [&](const Eigen::VectorXd& v) { return std::sqrt(v.cwiseQuotient(scale).squaredNorm() / nx_); };
+  const Eigen::VectorXd f0 = cur_.K.col(0);
+  const double d0 = rms(x_), d1 = rms(f0);
+  double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
+  h0 = std::min(h0, remaining);
+  Eigen::VectorXd x1 = x_ + h0 * f0, f1(nx_);
+  pb_.mode(mode_).rhs.real(t_ + h0, x1, p_, f1);
+  ++rhs_evals_;
+  const double d2 = f1.allFinite() ? rms(f1 - f0) / h0 : 0.0;
+  const double dmax = std::max(d1, d2);
+  const double h1 = dmax <= 1e-15 ? std::max(1e-6, h0 * 1e-3) : std::pow(0.01 / dmax, 1.0 / tab_.order);
+  return std::min({100.0 * h0, h1, remaining});
+}
+
+double DiscreteRun::error_norm(double h) const {
+  double sum = 0.0;
+  int n = nx_;
+  for (int i = 0; i < nx_; ++i) {
+    double err = 0.0;
+    for (int j = 0; j < tab_.stages; ++j) err += tab_.e[j] * cur_.K(i, j);
+    const double scale = atol_[static_cast<size_t>(i)] + opt_.rtol * std::max(std::abs(x_[i]), std::abs(x_next_[i]));
+    sum += std::pow(h * err / scale, 2);
+  }
+  if (opt_.cost_error_control && has_running_cost_) {
+    const double atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
+    const Eigen::VectorXd& q = book_.cost_integral();
+    for (int c = 0; c < nc_; ++c) {
+      if (!pb_.cost(c).running) continue;
+      double err = 0.0;
+      for (int j = 0; j < tab_.stages; ++j) err += tab_.e[j] * cur_.G(c, j);
+      const double scale = atol + opt_.rtol * std::max(std::abs(q[c]), std::abs(q[c] + q_increment_[c]));
+      sum += std::pow(h * err / scale, 2);
+      ++n;
+    }
+  }
+  return std::sqrt(sum / std::max(1, n));
+}
+
+bool DiscreteRun::crossed(size_t i, double value) const {
+  const double start = guard_start_[i];
+  if (start == 0.0) return false;
+  const Direction d = pb_.event(watched_.events[i]).direction;
+  if (d == Direction::Rising && start > 0.0) return false;
+  if (d == Direction::Falling && start < 0.0) return false;
+  return sign_of(value) != sign_of(start);
+}
+
+double DiscreteRun::locate_root(size_t i, double h_crossed) {
+  // Regula falsi with the Illinois modification on the step map itself: R(h) = r(t_n + h,
+  // Phi(t_n, h, x_n, p), p). `hi` stays on the crossed side, so the event state is past the
+  // surface by round-off at most and the next segment does not see the crossing again.
+  const Event& event = pb_.event(watched_.events[i]);
+  const auto R = [&](double h) {
+    if (!try_step(h, false)) fail_step("a step towards an event left the model's domain", h);
+    ++guard_evals_;
+    return event.guard.real(t_ + h, x_next_, p_);
+  };
+  const double start = guard_start_[i];
+  double lo = 0.0, f_lo = start, hi = h_crossed, f_hi = guard_values_[i];
+  int retained = 0;  // +1: hi moved last, -1: lo moved last
+  for (int iteration = 0; iteration < 200; ++iteration) {
+    if (hi - lo <= 4.0 * kEps * std::max(std::abs(t_ + hi), 1e-300)) break;
+    double h = hi - f_hi * (hi - lo) / (f_hi - f_lo);
+    if (!(h > lo && h < hi)) h = 0.5 * (lo + hi);
+    const double f = R(h);
+    if (sign_of(f) != sign_of(start)) {
+      hi = h, f_hi = f;
+      if (retained == 1) f_lo *= 0.5;
+      retained = 1;
+      if (f == 0.0) break;
+    } else {
+      lo = h, f_lo = f;
+      if (retained == -1) f_hi *= 0.5;
+      retained = -1;
+    }
+  }
+  return hi;
+}
+
+bool DiscreteRun::take_step() {
+  const double remaining = opt_.tf - t_;
+  double h = std::min(h_next_, remaining);
+  bool final_step = h >= remaining || t_ + 1.01 * h >= opt_.tf;
+  if (final_step) h = remaining;
+  bool rejected = false;
+  int non_finite = 0;
+  double err = 0.0;
+  while (true) {
+    if (!(h > 16.0 * kEps * std::max(1.0, std::abs(t_)))) fail_step("the step size fell below the time resolution", h);
+    if (!try_step(h, true)) {
+      if (++non_finite > kMaxNonFiniteTries) throw ModelError(model_error_);
+      h *= 0.25, final_step = false, rejected = true;
+      continue;
+    }
+    err = error_norm(h);
+    if (err <= 1.0) break;
+    ++rejected_;
+    h *= std::max(0.2, 0.9 * std::pow(err, -1.0 / (tab_.error_order + 1)));
+    final_step = false, rejected = true;
+  }
+  const double growth = err == 0.0 ? 5.0 : std::clamp(0.9 * std::pow(err, -1.0 / (tab_.error_order + 1)), 0.2, 5.0);
+  h_next_ = h * (rejected ? std::min(1.0, growth) : growth);
+
+  // Guards at the step's end: the first crossing cuts the step.
+  int first = -1;
+  double h_event = h;
+  std::vector<double> roots;
+  for (size_t i = 0; i < watched_.events.size(); ++i) {
+    guard_values_[i] = pb_.event(watched_.events[i]).guard.real(t_ + h, x_next_, p_);
+    ++guard_evals_;
+    if (!std::isfinite(guard_values_[i])) fail_step("a guard is not finite at the end of a step", h);
+  }
+  for (size_t i = 0; i < watched_.events.size(); ++i) {
+    if (!crossed(i, guard_values_[i])) continue;
+    const double root = locate_root(i, h);
+    if (first < 0 || root < h_event) first = static_cast<int>(i), h_event = root;
+  }
+  if (first < 0) {
+    commit(h, final_step ? StepKind::Final : StepKind::Frozen, -1);
+    for (size_t i = 0; i < guard_values_.size(); ++i) {
+      if (guard_values_[i] != 0.0) guard_start_[i] = guard_values_[i];
+    }
+    return false;
+  }
+  if (!try_step(h_event, true)) fail_step("the step cut at an event left the model's domain", h_event);
+  for (size_t i = 0; i < watched_.events.size(); ++i) {
+    const double g = static_cast<int>(i) == first ? 0.0 : pb_.event(watched_.events[i]).guard.real(t_ + h_event, x_next_, p_);
+    fired_[i] = static_cast<int>(i) == first || crossed(i, g) ? 1 : 0;
+  }
+  commit(h_event, StepKind::EventCut, watched_.events[static_cast<size_t>(first)]);
+  pending_roots_ = true;
+  return true;
+}
+
+void DiscreteRun::commit(double h, StepKind kind, int root_event) {
+  last_.t = t_;
+  last_.h = h;
+  last_.x = x_;
+  last_.q = book_.cost_integral();
+  if (sens_) tangent_step(h, kind, root_event);
+  const size_t events = book_.events().size();
+  log_.steps.push_back(DiscreteStep{t_, h, mode_, kind, root_event, events, events});
+  if (kind_ == RunKind::AdjointRecording) log_.store(x_, opt_.adjoint_memory_budget);
+  std::swap(cur_, prev_);
+  have_last_ = true;
+  t_ = kind == StepKind::Final ? opt_.tf : t_ + h;
+  x_ = x_next_;
+  book_.cost_integral() += q_increment_;
+  const int s = tab_.stages;
+  first_stage_ready_ = tab_.fsal && kind != StepKind::EventCut;
+  if (first_stage_ready_) {
+    cur_.Y.col(0) = x_;
+    cur_.K.col(0) = prev_.K.col(s - 1);
+    cur_.G.col(0) = prev_.G.col(s - 1);
+  }
+  if (++steps_since_output_ > opt_.max_steps) {
+    throw SolverError(fmt::format("{} took more than Options::max_steps = {} steps between two outputs, at t = "
+                                  "{:.17g} in mode '{}' (a stiff problem? use cvodes)",
+                                  tab_.name, opt_.max_steps, t_, pb_.mode(mode_).name));
+  }
+  report_progress(opt_, phase_name(kind_), t_, static_cast<long>(book_.events().size()));
+}
+
+// ---- the discrete tangent-linear model --------------------------------------------------------
+
+void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, In<double> dp, Eigen::MatrixXd& dK,
+                                 Eigen::MatrixXd& dG, Eigen::VectorXd& dx_next, Eigen::VectorXd& dq) {
+  dK.resize(nx_, tab_.stages);
+  dG = Eigen::MatrixXd::Zero(nc_, tab_.stages);
+  Eigen::VectorXd dY(nx_);
+  for (int i = 0; i < tab_.map_stages; ++i) {
+    dY = dx;
+    for (int j = 0; j < i; ++j) {
+      if (tab_.a(i, j) != 0.0) dY += tab_.a(i, j) * (dh * cur_.K.col(j) + h * dK.col(j));
+    }
+    const double ti = t_ + tab_.c[i] * h, dti = dt + tab_.c[i] * dh;
+    rhs_tangent(pb_, mode_, ti, cur_.Y.col(i), p_, dti, dY, dp, dK.col(i), ws_);
+    if (has_running_cost_) {
+      running_cost_tangents(pb_, mode_, ti, cur_.Y.col(i), p_, dti, dY, dp, dG.col(i), ws_);
+    }
+  }
+  dx_next = dx;
+  dq = Eigen::VectorXd::Zero(nc_);
+  for (int i = 0; i < tab_.map_stages; ++i) {
+    if (tab_.b[i] == 0.0) continue;
+    dx_next += tab_.b[i] * (dh * cur_.K.col(i) + h * dK.col(i));
+    dq += tab_.b[i] * (dh * cur_.G.col(i) + h * dG.col(i));
+  }
+}
+
+void DiscreteRun::tangent_step(double h, StepKind kind, int root_event) {
+  last_.S = S_;
+  last_.dq = book_.cost_integral_sensitivity();
+  last_.dt = dt_;
+  last_.dh = Eigen::RowVectorXd::Zero(np_);
+  last_.dK.resize(static_cast<size_t>(np_));
+  last_.dG.resize(static_cast<size_t>(np_));
+  last_.last_stage_tangent = false;
+  // A step cut at an event: the tangent along h, and the guard's rate along the step map.
+  Eigen::MatrixXd dK_h, dG_h;
+  Eigen::VectorXd dx_h, dq_h;
+  double rate = 0.0;
+  const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx_), zero_p = Eigen::VectorXd::Zero(np_);
+  if (kind == StepKind::EventCut) {
+    stage_tangents(h, 0.0, 1.0, zero_x, zero_p, dK_h, dG_h, dx_h, dq_h);
+    rate = guard_tangent(pb_, root_event, t_ + h, x_next_, p_, 1.0, dx_h, zero_p, ws_);
+    if (!(rate != 0.0)) {
+      throw GrazingError(fmt::format("event '{}' at t = {:.17g}: its guard does not cross along the step "
+                                     "(rate 0): the event time has no derivative",
+                                     pb_.event(root_event).name, t_ + h));
+    }
+  }
+  Eigen::MatrixXd S_next(nx_, np_), dq_total(nc_, np_);
+  Eigen::VectorXd dx_next, dq;
+  for (int j = 0; j < np_; ++j) {
+    const double dt = dt_[j];
+    double dh = kind == StepKind::Final ? -dt : 0.0;
+    auto& dK = last_.dK[static_cast<size_t>(j)];
+    auto& dG = last_.dG[static_cast<size_t>(j)];
+    stage_tangents(h, dt, dh, S_.col(j), identity_p_.col(j), dK, dG, dx_next, dq);
+    if (kind == StepKind::EventCut) {
+      dh = -guard_tangent(pb_, root_event, t_ + h, x_next_, p_, dt, dx_next, identity_p_.col(j), ws_) / rate;
+      dx_next += dh * dx_h;
+      dq += dh * dq_h;
+      dK += dh * dK_h;
+      dG += dh * dG_h;
+    }
+    last_.dh[j] = dh;
+    S_next.col(j) = dx_next;
+    dq_total.col(j) = dq;
+    dt_[j] = kind == StepKind::Final ? 0.0 : dt + dh;
+  }
+  S_ = std::move(S_next);
+  book_.cost_integral_sensitivity() += dq_total;
+}
+
+void DiscreteRun::interpolate(double t, Eigen::VectorXd& x, Eigen::VectorXd& q, Eigen::MatrixXd* S) {
+  const int s = tab_.stages;
+  const double h = last_.h, theta = (t - last_.t) / h;
+  Eigen::VectorXd w(s), dw(s);
+  tab_.dense_weights(theta, w, dw);
+  x = last_.x + h * (prev_.K * w);
+  q = last_.q + h * (prev_.G * w);
+  if (S == nullptr) return;
+  // The tangent of u = x_n + h sum w_i(theta) K_i with theta = (t - t_n) / h at fixed t.
+  const Eigen::VectorXd slope = prev_.K * dw;  // h du/dt
+  S->resize(nx_, np_);
+  const double t_end = last_.t + h;
+  for (int j = 0; j < np_; ++j) {
+    auto& dK = last_.dK[static_cast<size_t>(j)];
+    if (!last_.last_stage_tangent) {
+      // The last stage sits at the step's end: its tangent from the end's (S_, dt_n + dh).
+      const double dt_end = last_.dt[j] + last_.dh[j];
+      rhs_tangent(pb_, mode_, t_end, prev_.Y.col(s - 1), p_, dt_end, S_.col(j), identity_p_.col(j),
+                  dK.col(s - 1), ws_);
+    }
+    const double dh = last_.dh[j];
+    S->col(j) = last_.S.col(j) + dh * (prev_.K * w) + h * (dK * w) - (last_.dt[j] + theta * dh) * slope;
+  }
+  last_.last_stage_tangent = true;
+}
+
+[[noreturn]] void DiscreteRun::fail_step(const char* reason, double h) {
+  if (!model_error_.empty()) {
+    throw ModelError(fmt::format("{} ({} at t = {:.17g}, h = {:.3g})", model_error_, tab_.name, t_, h));
+  }
+  throw SolverError(fmt::format("{} failed at t = {:.17g} in mode '{}': {} (h = {:.3g})", tab_.name, t_,
+                                pb_.mode(mode_).name, reason, h));
+}
+
+}  // namespace saltus::detail

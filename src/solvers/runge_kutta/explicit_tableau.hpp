@@ -1,0 +1,39 @@
+#pragma once
+// The Butcher tableau of an explicit Runge-Kutta pair with a continuous extension, as data: the
+// discrete runs (discrete_run.hpp) step, differentiate and transpose any tableau given this way.
+//
+//   Y_i = x_n + h sum_{j<i} a_ij K_j,   K_i = f(t_n + c_i h, Y_i, p),   i = 1..s
+//   x_{n+1} = x_n + h sum_i b_i K_i                  (the propagated solution)
+//   err     = h sum_i e_i K_i                        (e = b - b_hat, the embedded estimate)
+//   u(t_n + theta h) = x_n + h sum_i w_i(theta) K_i  (the continuous extension, dense output)
+#include <Eigen/Core>
+
+#include <vector>
+
+namespace saltus::detail {
+
+struct ExplicitTableau {
+  const char* name = "";
+  int order = 0;        ///< order of the propagated solution
+  int error_order = 0;  ///< order of the embedded one (the step controller uses min of the two + 1)
+  int stages = 0;       ///< s
+  /// Stages whose slopes the propagated solution reads (b_i != 0 or a later a_ki != 0 among
+  /// them): the step map, its tangent and its transpose use K_1..K_{map_stages} only. The
+  /// remaining stages serve the error estimate and the dense output.
+  int map_stages = 0;
+  /// First same as last: the last stage is evaluated at (t_n + h, x_{n+1}) and is the next
+  /// step's first stage.
+  bool fsal = false;
+  Eigen::VectorXd c;  ///< s
+  Eigen::MatrixXd a;  ///< s x s, strictly lower triangular
+  Eigen::VectorXd b;  ///< s
+  Eigen::VectorXd e;  ///< s, b - b_hat
+  /// w_i(theta) and dw_i/dtheta of the continuous extension (s entries each), theta in [0, 1].
+  void (*dense_weights)(double theta, Eigen::Ref<Eigen::VectorXd> w, Eigen::Ref<Eigen::VectorXd> dw) = nullptr;
+};
+
+/// Dormand and Prince's 5(4) pair (FSAL, 7 stages) with the fourth-order continuous extension of
+/// Hairer, Norsett and Wanner's DOPRI5 (Solving ODEs I, section II.6).
+const ExplicitTableau& dormand_prince();
+
+}  // namespace saltus::detail

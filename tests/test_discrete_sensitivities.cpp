@@ -1,0 +1,200 @@
+// Discrete forward (tangent-linear) and adjoint sensitivities of the dopri5 integrator: the
+// derivatives of the numbers the integrator computed, exact to round-off.
+//
+// References that do not come from the code under test: the complex step of the whole discrete
+// computation (the same frozen steps repeated in complex arithmetic, each event step ending on
+// its guard at a complex event time: another code path, which differentiates nothing), and
+// CVODES at tight tolerances, the continuous gradient that the discrete one must approach at the
+// method's order as the steps shrink.
+#include <saltus/examples/builtin.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+using namespace saltus;
+
+namespace {
+
+Options dopri5_options(const Problem& pb) {
+  Options o = pb.options();
+  o.integrator = Integrator::Dopri5;
+  return o;
+}
+
+/// max |a - b| / max |b| per cost row, over the rows.
+double relative_difference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  double worst = 0.0;
+  for (Eigen::Index c = 0; c < b.rows(); ++c) {
+    const double scale = std::max(b.row(c).cwiseAbs().maxCoeff(), 1e-300);
+    worst = std::max(worst, (a.row(c) - b.row(c)).cwiseAbs().maxCoeff() / scale);
+  }
+  return worst;
+}
+
+Problem fivebar_floor() {
+  const multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml");
+  return multibody::make_problem(model, model.formulation);
+}
+
+Problem problem_named(const std::string& name) {
+  return name == "fivebar_floor" ? fivebar_floor() : examples::make_example(name);
+}
+
+}  // namespace
+
+class DiscreteExample : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DiscreteExample, AdjointEqualsTangentLinearAndComplexStepOfTheSteps) {
+  const Problem pb = problem_named(GetParam());
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Options o = dopri5_options(pb);
+  const Solution fwd = forward_sensitivity(pb, p, o);
+  const Solution adj = adjoint(pb, p, o);
+  const GradientEstimate cs = complex_step(pb, p, o);
+  ASSERT_FALSE(fwd.events.empty() && GetParam() != "robertson") << "the example should cross events";
+  EXPECT_EQ(fwd.stats.integrator, "dopri5");
+  EXPECT_EQ(adj.stats.steps, fwd.stats.steps) << "the same steps";
+  EXPECT_LT((adj.costs - fwd.costs).cwiseAbs().maxCoeff(), 1e-14 * (1.0 + fwd.costs.cwiseAbs().maxCoeff()));
+  const double adjoint_vs_tlm = relative_difference(adj.cost_gradient, fwd.cost_gradient);
+  const double tlm_vs_complex = relative_difference(fwd.cost_gradient, cs.cost_gradient);
+  std::printf("%s: %ld steps, %zu events; |adjoint - TLM| %.2e, |TLM - complex step| %.2e\n", GetParam().c_str(),
+              fwd.stats.steps, fwd.events.size(), adjoint_vs_tlm, tlm_vs_complex);
+  EXPECT_LT(adjoint_vs_tlm, 1e-12);
+  EXPECT_LT(tlm_vs_complex, 1e-10);
+  EXPECT_LT(relative_difference(fwd.final_sensitivity, cs.final_sensitivity), 1e-9);
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtin, DiscreteExample,
+                         ::testing::Values("ball1d", "galan", "box2d", "time_events", "hiskens", "hysteretic",
+                                           "fivebar_floor"));
+
+namespace {
+
+struct ConvergencePoint {
+  double steps, error;
+};
+
+/// The discrete adjoint gradient's distance to the continuous one (CVODES at rtol 1e-12) as
+/// dopri5's tolerance tightens, printed with the observed order in the number of steps.
+std::vector<ConvergencePoint> convergence(const std::string& name, const std::vector<double>& tolerances) {
+  const Problem pb = examples::make_example(name);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  Options tight = pb.options();
+  tight.rtol = 1e-12;
+  tight.atol = 1e-14;
+  const Solution reference = forward_sensitivity(pb, p, tight);
+  std::vector<ConvergencePoint> points;
+  for (const double rtol : tolerances) {
+    Options o = dopri5_options(pb);
+    o.rtol = rtol;
+    o.atol = rtol * 1e-2;
+    const Solution adj = adjoint(pb, p, o);
+    points.push_back({static_cast<double>(adj.stats.steps), relative_difference(adj.cost_gradient, reference.cost_gradient)});
+    const ConvergencePoint& now = points.back();
+    if (points.size() == 1) {
+      std::printf("%s rtol %.0e: %g steps, gradient error %.2e\n", name.c_str(), rtol, now.steps, now.error);
+      continue;
+    }
+    const ConvergencePoint& before = points[points.size() - 2];
+    std::printf("%s rtol %.0e: %g steps, gradient error %.2e, observed order %.2f\n", name.c_str(), rtol, now.steps,
+                now.error, -std::log(now.error / before.error) / std::log(now.steps / before.steps));
+  }
+  return points;
+}
+
+double overall_order(const std::vector<ConvergencePoint>& points) {
+  return -std::log(points.back().error / points.front().error) / std::log(points.back().steps / points.front().steps);
+}
+
+}  // namespace
+
+TEST(DiscreteConvergence, GradientApproachesTheContinuousOneAtOrderFive) {
+  // The discrete gradient is the derivative of a fifth-order approximation: its distance to the
+  // continuous gradient falls like N^-5 in the number of steps N once the steps that restart
+  // every segment no longer dominate N (the switched linear system of Hiskens and Pai).
+  const std::vector<ConvergencePoint> points = convergence("hiskens", {1e-6, 1e-7, 1e-8, 1e-9, 1e-10});
+  for (size_t i = 1; i < points.size(); ++i) EXPECT_LT(points[i].error, points[i - 1].error);
+  const double order = overall_order(points);
+  std::printf("hiskens: observed order %.2f over the range\n", order);
+  EXPECT_GT(order, 4.5);
+  EXPECT_LT(order, 6.5);
+  EXPECT_LT(points.back().error, 1e-9);
+}
+
+TEST(DiscreteConvergence, BouncingBallGradientConvergesToTheContinuousOne) {
+  // Few steps between three impacts: the restarts inflate the apparent order at loose
+  // tolerances; the gradient still converges, by four orders of magnitude over the range.
+  const std::vector<ConvergencePoint> points = convergence("ball1d", {1e-6, 1e-7, 1e-8, 1e-9, 1e-10});
+  for (size_t i = 1; i < points.size(); ++i) EXPECT_LT(points[i].error, points[i - 1].error);
+  EXPECT_LT(points.back().error, 1e-10);
+  EXPECT_LT(points.back().error, 1e-3 * points.front().error);
+}
+
+namespace {
+
+/// 3000 decoupled decaying states driven by a(t) with a kick on the first: a few hundred steps of
+/// 24 kB states, several MiB for the discrete adjoint to store.
+Problem wide_problem() {
+  constexpr int n = 3000;
+  Problem pb("wide", "decaying states with a kick");
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) names.push_back("x" + std::to_string(i));
+  pb.set_states(names);
+  pb.add_parameter("k", 1.0);
+  pb.add_parameter("a", 0.5);
+  pb.set_initial_state([](const auto& p, auto x0) {
+    for (int i = 0; i < n; ++i) x0[i] = 1.0 + p[1] * (double(i) / n);
+  });
+  pb.add_mode("decay", [](auto t, const auto& x, const auto& p, auto xdot) {
+    using std::sin;
+    for (int i = 0; i < n; ++i) xdot[i] = -p[0] * (1.0 + double(i) / n) * x[i] + p[1] * sin(3.0 * t);
+  });
+  pb.add_event("kick", Direction::Falling, [](auto, const auto& x, const auto&) { return x[0] - 0.6; })
+      .jump([](auto, const auto& x, const auto& p, auto x_plus) {
+        x_plus = x;
+        x_plus[0] = x[0] + p[1];
+      });
+  pb.add_cost("energy", [](auto, const auto& x, const auto&, const auto&) { return x[0] * x[0]; },
+              [](const auto& x, const auto&) {
+                auto sum = x[0] * 0.0;
+                for (int i = 0; i < n; ++i) sum += x[i] * x[i];
+                return sum / double(n);
+              });
+  pb.options().tf = 6.0;
+  pb.options().n_outputs = 3;
+  pb.options().integrator = Integrator::Dopri5;
+  return pb;
+}
+
+}  // namespace
+
+TEST(DiscreteAdjointMemory, BudgetRecomputesStepsWithTheSameGradient) {
+  const Problem pb = wide_problem();
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution full = adjoint(pb, p, pb.options());
+  Options small = pb.options();
+  small.adjoint_memory_budget = kMinAdjointMemoryBudget;
+  const Solution bounded = adjoint(pb, p, small);
+  std::printf("%ld steps, %zu events: %ld states stored (%.1f MiB) in all; within 1 MiB %ld stored, %ld steps "
+              "recomputed, %.2f MiB at most\n",
+              full.stats.steps, full.events.size(), full.adjoint.checkpoints,
+              static_cast<double>(full.adjoint.peak_stored_bytes) / (1 << 20), bounded.adjoint.checkpoints,
+              bounded.adjoint.recomputed_segments, static_cast<double>(bounded.adjoint.peak_stored_bytes) / (1 << 20));
+  ASSERT_FALSE(full.events.empty());
+  EXPECT_EQ(full.adjoint.recomputed_segments, 0);
+  EXPECT_GT(full.adjoint.peak_stored_bytes, 2 * kMinAdjointMemoryBudget);
+  EXPECT_GT(bounded.adjoint.recomputed_segments, 0);
+  EXPECT_LE(bounded.adjoint.peak_stored_bytes, kMinAdjointMemoryBudget);
+  // The recomputed steps repeat the stored ones bitwise.
+  EXPECT_EQ(bounded.cost_gradient, full.cost_gradient);
+  EXPECT_EQ(bounded.initial_state_gradient, full.initial_state_gradient);
+  const Solution forward = forward_sensitivity(pb, p, pb.options());
+  EXPECT_LT(relative_difference(full.cost_gradient, forward.cost_gradient), 1e-12);
+}
