@@ -212,10 +212,12 @@ void set_options(Model& m, const py::kwargs& kw) {
         m.options.integrator = Integrator::Idas;
       } else if (name == "dopri5") {
         m.options.integrator = Integrator::Dopri5;
+      } else if (name == "sdirk") {
+        m.options.integrator = Integrator::Sdirk;
       } else if (name == "auto") {
         m.options.integrator = Integrator::Automatic;
       } else {
-        throw InputError("integrator must be 'cvodes', 'idas', 'dopri5' or 'auto', got '" + name + "'");
+        throw InputError("integrator must be 'cvodes', 'idas', 'dopri5', 'sdirk' or 'auto', got '" + name + "'");
       }
     } else if (key == "outputs") {
       m.options.output_times.clear();
@@ -351,9 +353,10 @@ PYBIND11_MODULE(_saltus, m) {
         d["tend"] = x.options.tf;
         d["rtol"] = x.options.rtol;
         d["atol"] = x.options.atol;
-        d["integrator"] = x.options.integrator == Integrator::Dopri5 ? "dopri5"
-                          : runs_on_idas(x.problem, x.options)        ? "idas"
-                                                                       : "cvodes";
+        d["integrator"] = x.options.integrator == Integrator::Dopri5  ? "dopri5"
+                          : x.options.integrator == Integrator::Sdirk ? "sdirk"
+                          : runs_on_idas(x.problem, x.options)         ? "idas"
+                                                                        : "cvodes";
         return d;
       })
       .def("set_param", &set_param, py::arg("name"), py::arg("value"))

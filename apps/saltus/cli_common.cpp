@@ -121,6 +121,7 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   if (a.integrator == "cvodes") options.integrator = Integrator::Cvodes;
   if (a.integrator == "idas") options.integrator = Integrator::Idas;
   if (a.integrator == "dopri5") options.integrator = Integrator::Dopri5;
+  if (a.integrator == "sdirk") options.integrator = Integrator::Sdirk;
   if (!a.lmm.empty()) {
     options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
   }

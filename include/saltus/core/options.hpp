@@ -26,6 +26,9 @@ enum class Integrator {
   /// whose forward and adjoint sensitivities are those of the computed steps, exact to
   /// round-off (discrete; docs/discrete-sensitivities.md).
   Dopri5,
+  /// As Dopri5 with Hairer and Wanner's L-stable SDIRK of order 4 (5 implicit stages, embedded
+  /// order 3, cubic Hermite outputs) for stiff problems.
+  Sdirk,
 };
 
 /// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).

@@ -6,6 +6,8 @@
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
+#include <fmt/format.h>
+
 #include "../run_support.hpp"
 #include "discrete_run.hpp"
 
@@ -21,35 +23,71 @@ struct StepAdjoint {
   Eigen::MatrixXd p;     ///< of p, n_p x m
 };
 
+/// Evaluates the map stages of a logged step from x as the forward pass did (the same Newton
+/// matrix and iterations for implicit stages, so the same numbers bitwise).
+void recompute_stages(const RungeKuttaTableau& tab, const Problem& problem, const DiscreteStep& step, In<double> x,
+                      In<double> p, StageValues<double>& st, StageNewton& newton, TangentWorkspace& ws) {
+  if (tab.implicit()) {
+    const int n_x = problem.n_states();
+    Eigen::MatrixXd J(n_x, n_x);
+    rhs_state_jacobian(problem, step.mode, step.t, x, p, J, ws);
+    newton.lu.compute(Eigen::MatrixXd::Identity(n_x, n_x) - (step.h * tab.a(0, 0)) * J);
+  }
+  const StageStatus status = evaluate_stages<double>(tab, problem, step.mode, step.t, step.h, x, p, 0, tab.map_stages,
+                                                      st, &newton);
+  if (status != StageStatus::Solved) {
+    throw SolverError(fmt::format("the discrete adjoint could not repeat the step at t = {:.17g} (h = {:.3g})",
+                                  step.t, step.h));
+  }
+}
+
 /// Transposes one step (t, h) from x with its stages `st` (map stages evaluated): `lambda`
 /// (n_x x m) and `nu` (1 x m) are the adjoints of x_{n+1} and t_{n+1}; with `with_costs` (m =
 /// n_c) column c also carries the weight 1 on the running integral of cost c.
-StepAdjoint transpose_step(const ExplicitTableau& tab, const Problem& problem, int mode, double t, double h,
+StepAdjoint transpose_step(const RungeKuttaTableau& tab, const Problem& problem, int mode, double t, double h,
                            In<double> p, const StageValues<double>& st, const Eigen::MatrixXd& lambda,
-                           const Eigen::RowVectorXd& nu, bool with_costs, long& recordings) {
+                           const Eigen::RowVectorXd& nu, bool with_costs, long& recordings, TangentWorkspace& ws) {
   const int s = tab.map_stages, m = static_cast<int>(lambda.cols());
   const int n_x = problem.n_states(), n_c = problem.n_costs();
   StepAdjoint out{lambda, nu, nu, Eigen::MatrixXd::Zero(p.size(), m)};
-  std::vector<Eigen::MatrixXd> y_bar(static_cast<size_t>(s));
-  Eigen::MatrixXd k_bar(n_x, m), g_weights(n_c, m);
+  // v_i: the adjoint of z_i = x_n + h sum_{j<i} a_ij K_j (of Y_i itself for explicit stages).
+  std::vector<Eigen::MatrixXd> v(static_cast<size_t>(s));
+  Eigen::MatrixXd k_bar(n_x, m), g_weights(n_c, m), fx(n_x, n_x);
   for (int i = s - 1; i >= 0; --i) {
     k_bar = (h * tab.b[i]) * lambda;
     for (int k = i + 1; k < s; ++k) {
-      if (tab.a(k, i) != 0.0) k_bar += (h * tab.a(k, i)) * y_bar[static_cast<size_t>(k)];
+      if (tab.a(k, i) != 0.0) k_bar += (h * tab.a(k, i)) * v[static_cast<size_t>(k)];
     }
     g_weights.setZero();
     if (with_costs) g_weights.diagonal().setConstant(h * tab.b[i]);
+    auto& vi = v[static_cast<size_t>(i)];
     if (k_bar.isZero(0.0) && g_weights.isZero(0.0)) {
-      y_bar[static_cast<size_t>(i)] = Eigen::MatrixXd::Zero(n_x, m);
+      vi = Eigen::MatrixXd::Zero(n_x, m);
       continue;
     }
-    const TransposedProducts stage = stage_products(problem, mode, t + tab.c[i] * h, st.Y.col(i), p, k_bar, g_weights);
+    const double ti = t + tab.c[i] * h;
+    const TransposedProducts stage = stage_products(problem, mode, ti, st.Y.col(i), p, k_bar, g_weights);
     ++recordings;
-    y_bar[static_cast<size_t>(i)] = stage.x;
-    out.x += stage.x;
-    out.t += stage.t.transpose();
-    out.h += tab.c[i] * stage.t.transpose();
+    Eigen::RowVectorXd t_bar = stage.t.transpose();
     out.p += stage.p;
+    if (!tab.implicit_stage(i)) {
+      vi = stage.x;
+    } else {
+      // Y_i = z_i + h g f(T_i, Y_i): v = (I - h g f_x)^-T a, and z, T, h, p see v through it.
+      const double gamma = tab.a(i, i);
+      rhs_state_jacobian(problem, mode, ti, st.Y.col(i), p, fx, ws);
+      const Eigen::PartialPivLU<Eigen::MatrixXd> lu(Eigen::MatrixXd::Identity(n_x, n_x) - (h * gamma) * fx);
+      vi = lu.transpose().solve(stage.x);
+      const TransposedProducts through =
+          stage_products(problem, mode, ti, st.Y.col(i), p, (h * gamma) * vi, Eigen::MatrixXd::Zero(n_c, m));
+      ++recordings;
+      t_bar += through.t.transpose();
+      out.p += through.p;
+      out.h += gamma * (st.K.col(i).transpose() * vi);
+    }
+    out.x += vi;
+    out.t += t_bar;
+    out.h += tab.c[i] * t_bar;
   }
   // d/dh of x_{n+1} = x_n + h sum b_i K_i, of the running integrals, and of the stage points.
   Eigen::VectorXd increment = Eigen::VectorXd::Zero(n_x);
@@ -63,7 +101,7 @@ StepAdjoint transpose_step(const ExplicitTableau& tab, const Problem& problem, i
   for (int k = 1; k < s; ++k) {
     Eigen::VectorXd direction = Eigen::VectorXd::Zero(n_x);
     for (int j = 0; j < k; ++j) direction += tab.a(k, j) * st.K.col(j);
-    out.h += direction.transpose() * y_bar[static_cast<size_t>(k)];
+    out.h += direction.transpose() * v[static_cast<size_t>(k)];
   }
   return out;
 }
@@ -73,7 +111,7 @@ StepAdjoint transpose_step(const ExplicitTableau& tab, const Problem& problem, i
 /// bitwise; after a step with events, the state is the last event's x+ from the event log).
 class StepStates {
  public:
-  StepStates(const ExplicitTableau& tab, const Problem& problem, In<double> p, const StepLog& log,
+  StepStates(const RungeKuttaTableau& tab, const Problem& problem, In<double> p, const StepLog& log,
              const std::vector<EventRecord>& events)
       : tab_(tab), pb_(problem), p_(p), log_(log), events_(events) {
     st_.resize(problem.n_states(), problem.n_costs(), tab.stages);
@@ -94,7 +132,7 @@ class StepStates {
     Eigen::VectorXd x_next, cost_increment;
     for (size_t n = first; n + 1 < end; ++n) {
       const DiscreteStep& step = log_.steps[n];
-      evaluate_stages(tab_, pb_, step.mode, step.t, step.h, block_[n - first], p_, 0, tab_.map_stages, st_);
+      recompute_stages(tab_, pb_, step, block_[n - first], p_, st_, newton_, ws_);
       propagate(tab_, step.h, block_[n - first], st_, x_next, cost_increment);
       block_[n + 1 - first] = step.events_end > step.events_begin ? events_[step.events_end - 1].state_after : x_next;
       ++recomputed_;
@@ -102,12 +140,14 @@ class StepStates {
     block_first_ = first;
   }
 
-  const ExplicitTableau& tab_;
+  const RungeKuttaTableau& tab_;
   const Problem& pb_;
   Eigen::VectorXd p_;
   const StepLog& log_;
   const std::vector<EventRecord>& events_;
   StageValues<double> st_;
+  StageNewton newton_;
+  TangentWorkspace ws_;
   std::vector<Eigen::VectorXd> block_;
   size_t block_first_ = static_cast<size_t>(-1);
   long recomputed_ = 0;
@@ -120,7 +160,7 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
   DiscreteRun run(problem, p, options, RunKind::AdjointRecording);
   Solution sol = run.run();
   const StepLog& log = run.log();
-  const ExplicitTableau& tab = run.tableau();
+  const RungeKuttaTableau& tab = run.tableau();
   const int n_x = problem.n_states(), n_p = problem.n_parameters(), n_c = problem.n_costs();
   const double tf = sol.times.back();
 
@@ -136,6 +176,8 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
   st.resize(n_x, n_c, tab.stages);
   Eigen::VectorXd x_end, cost_increment;
   long recordings = 0;
+  StageNewton newton;
+  TangentWorkspace ws;
   StepStates states(tab, problem, p, log, sol.events);
   for (size_t n = log.steps.size(); n-- > 0;) {
     const DiscreteStep& step = log.steps[n];
@@ -154,15 +196,15 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
       }
     }
     const Eigen::VectorXd& x = states.at(n);
-    evaluate_stages(tab, problem, step.mode, step.t, step.h, x, p, 0, tab.map_stages, st);
-    StepAdjoint a = transpose_step(tab, problem, step.mode, step.t, step.h, p, st, lambda, nu, true, recordings);
+    recompute_stages(tab, problem, step, x, p, st, newton, ws);
+    StepAdjoint a = transpose_step(tab, problem, step.mode, step.t, step.h, p, st, lambda, nu, true, recordings, ws);
     if (step.kind == StepKind::Final) a.t -= a.h;
     if (step.kind == StepKind::EventCut) {
       // h solves R = r(t_n + h, Phi(t_n, h, x_n, p), p) = 0: spread hbar by -hbar / R_h over R's gradient.
       propagate(tab, step.h, x, st, x_end, cost_increment);
       const ScalarGradient r = guard_gradient(problem, step.root_event, step.t + step.h, x_end, p);
       const StepAdjoint root = transpose_step(tab, problem, step.mode, step.t, step.h, p, st, r.x.transpose(),
-                                              Eigen::RowVectorXd::Constant(1, r.t), false, recordings);
+                                              Eigen::RowVectorXd::Constant(1, r.t), false, recordings, ws);
       const Eigen::RowVectorXd spread = -a.h / root.h[0];
       a.x += root.x * spread;
       a.t += root.t[0] * spread;

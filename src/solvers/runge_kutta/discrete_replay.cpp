@@ -11,15 +11,30 @@ namespace saltus::detail {
 
 namespace {
 
+/// The Newton matrix of a step's implicit stages at the real parts (t, x, h): the real run's.
+void prepare_newton(const RungeKuttaTableau& tab, const Problem& problem, int mode, double t, double h,
+                    const Eigen::VectorXd& x, const Eigen::VectorXd& p, StageNewton& newton) {
+  if (!tab.implicit()) return;
+  const int n_x = problem.n_states();
+  Eigen::MatrixXd J(n_x, n_x);
+  TangentWorkspace ws;
+  rhs_state_jacobian(problem, mode, t, x, p, J, ws);
+  newton.lu.compute(Eigen::MatrixXd::Identity(n_x, n_x) - (h * tab.a(0, 0)) * J);
+}
+
 /// dR/dh of R(h) = r(t + h, Phi(t, h, x, p), p) at the real step (forward AD along h).
-double guard_rate_along_step(const ExplicitTableau& tab, const Problem& problem, const DiscreteStep& step,
+double guard_rate_along_step(const RungeKuttaTableau& tab, const Problem& problem, const DiscreteStep& step,
                              const VectorX<Complex>& x, const VectorX<Complex>& p) {
   const int n_x = problem.n_states(), n_c = problem.n_costs();
   const VectorX<Dual> xd = x.real().cast<Dual>(), pd = p.real().cast<Dual>();
   const Dual t(step.t), h = make_dual(step.h, 1.0);
   StageValues<Dual> st;
   st.resize(n_x, n_c, tab.stages);
-  evaluate_stages(tab, problem, step.mode, t, h, xd, pd, 0, tab.map_stages, st);
+  StageNewton newton;
+  prepare_newton(tab, problem, step.mode, step.t, step.h, x.real(), p.real(), newton);
+  if (evaluate_stages(tab, problem, step.mode, t, h, xd, pd, 0, tab.map_stages, st, &newton) != StageStatus::Solved) {
+    throw SolverError(fmt::format("the complex-step replay could not repeat the step at t = {:.17g}", step.t));
+  }
   VectorX<Dual> x_end, cost_increment;
   propagate(tab, h, xd, st, x_end, cost_increment);
   return problem.event(step.root_event).guard.dual(t + h, x_end, pd).v[0];
@@ -31,7 +46,7 @@ ComplexSolution simulate_complex_discrete(const Problem& problem, const VectorX<
   const SolverMessageScope messages;
   DiscreteRun run(problem, p.real(), options, RunKind::Simulation);
   const Solution real_run = run.run();
-  const ExplicitTableau& tab = run.tableau();
+  const RungeKuttaTableau& tab = run.tableau();
   const int n_x = problem.n_states(), n_c = problem.n_costs();
 
   ComplexSolution out;
@@ -41,9 +56,14 @@ ComplexSolution simulate_complex_discrete(const Problem& problem, const VectorX<
   StageValues<Complex> st;
   st.resize(n_x, n_c, tab.stages);
   Complex t(options.t0);
+  StageNewton newton;
+  const Eigen::VectorXd p_real = p.real();
   for (const DiscreteStep& step : run.log().steps) {
+    prepare_newton(tab, problem, step.mode, step.t, step.h, x.real(), p_real, newton);
     const auto advance = [&](const Complex& h) {
-      evaluate_stages(tab, problem, step.mode, t, h, x, p, 0, tab.map_stages, st);
+      if (evaluate_stages(tab, problem, step.mode, t, h, x, p, 0, tab.map_stages, st, &newton) != StageStatus::Solved) {
+        throw SolverError(fmt::format("the complex-step replay could not repeat the step at t = {:.17g}", step.t));
+      }
       propagate(tab, h, x, st, x_end, cost_increment);
     };
     Complex h(step.h);

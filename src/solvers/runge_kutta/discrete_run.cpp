@@ -29,7 +29,7 @@ DiscreteRun::DiscreteRun(const Problem& problem, const Eigen::VectorXd& p, const
       opt_(options),
       kind_(kind),
       sens_(kind == RunKind::ForwardSensitivity),
-      tab_(dormand_prince()),
+      tab_(options.integrator == Integrator::Sdirk ? sdirk4() : dormand_prince()),
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
@@ -76,6 +76,8 @@ Solution DiscreteRun::run() {
   sol.stats.steps = static_cast<long>(log_.steps.size());
   sol.stats.rhs_evals = rhs_evals_;
   sol.stats.root_evals = guard_evals_;
+  sol.stats.jacobian_evals = jacobian_evals_;
+  sol.stats.nonlinear_iterations = newton_.iterations;
   sol.stats.error_test_failures = rejected_;
   sol.stats.segments = static_cast<int>(sol.events.size()) + 1;
   if (sens_) sol.stats.sensitivity_rhs_evals = static_cast<long>(log_.steps.size()) * tab_.map_stages * np_;
@@ -140,6 +142,7 @@ void DiscreteRun::begin_segment(double t) {
   fired_.assign(n, 0);
   have_last_ = false;
   first_stage_ready_ = false;
+  jacobian_ready_ = false;
   h_next_ = initial_step();
 }
 
@@ -215,19 +218,36 @@ void DiscreteRun::finish(double t) {
 
 // ---- steps ----------------------------------------------------------------------------------
 
+void DiscreteRun::prepare_newton(double h) {
+  if (!jacobian_ready_) {
+    jacobian_.resize(nx_, nx_);
+    rhs_state_jacobian(pb_, mode_, t_, x_, p_, jacobian_, ws_);
+    ++jacobian_evals_;
+    jacobian_ready_ = true;
+    newton_h_ = 0.0;
+  }
+  if (h == newton_h_) return;
+  newton_.lu.compute(Eigen::MatrixXd::Identity(nx_, nx_) - (h * tab_.a(0, 0)) * jacobian_);
+  newton_h_ = h;
+}
+
 bool DiscreteRun::try_step(double h, bool all_stages) {
-  const int first = first_stage_ready_ ? 1 : 0;
+  const int first = tab_.fsal && first_stage_ready_ ? 1 : 0;
   const int last = all_stages ? tab_.stages : tab_.map_stages;
-  const bool finite = evaluate_stages(tab_, pb_, mode_, t_, h, x_, p_, first, last, cur_);
-  rhs_evals_ += last - first;
-  if (!finite) {
-    model_error_ = fmt::format("the right-hand side or a running cost of mode '{}' is not finite near t = {:.17g}",
-                               pb_.mode(mode_).name, t_);
-    if (first == 0 && !cur_.K.col(0).allFinite()) {
+  if (tab_.implicit()) prepare_newton(h);
+  const long iterations = newton_.iterations;
+  const StageStatus status = evaluate_stages(tab_, pb_, mode_, t_, h, x_, p_, first, last, cur_, &newton_);
+  rhs_evals_ += tab_.implicit() ? newton_.iterations - iterations : last - first;
+  if (status != StageStatus::Solved) {
+    model_error_ = status == StageStatus::NonFinite
+                       ? fmt::format("the right-hand side or a running cost of mode '{}' is not finite near t = {:.17g}",
+                                     pb_.mode(mode_).name, t_)
+                       : std::string();
+    if (first == 0 && !tab_.implicit() && !cur_.K.col(0).allFinite()) {
       throw ModelError(fmt::format("the right-hand side of mode '{}' is not finite at t = {:.17g}, x = {}",
                                    pb_.mode(mode_).name, t_, describe_state(pb_, x_)));
     }
-    first_stage_ready_ = cur_.K.col(0).allFinite() && cur_.G.col(0).allFinite();
+    first_stage_ready_ = false;
     return false;
   }
   first_stage_ready_ = true;
@@ -237,16 +257,16 @@ bool DiscreteRun::try_step(double h, bool all_stages) {
 
 double DiscreteRun::initial_step() {
   const double remaining = opt_.tf - t_;
-  if (!evaluate_stages(tab_, pb_, mode_, t_, 0.0, x_, p_, 0, 1, cur_)) {
-    throw ModelError(fmt::format("the right-hand side or a running cost of mode '{}' is not finite at t = {:.17g}, x = {}",
+  Eigen::VectorXd f0(nx_);
+  pb_.mode(mode_).rhs.real(t_, x_, p_, f0);
+  ++rhs_evals_;
+  if (!f0.allFinite()) {
+    throw ModelError(fmt::format("the right-hand side of mode '{}' is not finite at t = {:.17g}, x = {}",
                                  pb_.mode(mode_).name, t_, describe_state(pb_, x_)));
   }
-  ++rhs_evals_;
-  first_stage_ready_ = true;
   Eigen::VectorXd scale(nx_);
   for (int i = 0; i < nx_; ++i) scale[i] = atol_[static_cast<size_t>(i)] + opt_.rtol * std::abs(x_[i]);
   const auto rms = [&](const Eigen::VectorXd& v) { return std::sqrt(v.cwiseQuotient(scale).squaredNorm() / nx_); };
-  const Eigen::VectorXd f0 = cur_.K.col(0);
   const double d0 = rms(x_), d1 = rms(f0);
   double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
   h0 = std::min(h0, remaining);
@@ -262,11 +282,13 @@ double DiscreteRun::initial_step() {
 double DiscreteRun::error_norm(double h) const {
   double sum = 0.0;
   int n = nx_;
+  Eigen::VectorXd err = h * (cur_.K * tab_.e);
+  // Implicit stages: the estimate filtered by the Newton matrix, so that stiff components, which
+  // the L-stable method damps, do not reject every step (Hairer and Wanner, IV.8).
+  if (tab_.implicit()) err = newton_.lu.solve(err);
   for (int i = 0; i < nx_; ++i) {
-    double err = 0.0;
-    for (int j = 0; j < tab_.stages; ++j) err += tab_.e[j] * cur_.K(i, j);
     const double scale = atol_[static_cast<size_t>(i)] + opt_.rtol * std::max(std::abs(x_[i]), std::abs(x_next_[i]));
-    sum += std::pow(h * err / scale, 2);
+    sum += std::pow(err[i] / scale, 2);
   }
   if (opt_.cost_error_control && has_running_cost_) {
     const double atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
@@ -394,6 +416,7 @@ void DiscreteRun::commit(double h, StepKind kind, int root_event) {
   x_ = x_next_;
   book_.cost_integral() += q_increment_;
   const int s = tab_.stages;
+  jacobian_ready_ = false;
   first_stage_ready_ = tab_.fsal && kind != StepKind::EventCut;
   if (first_stage_ready_) {
     cur_.Y.col(0) = x_;
@@ -421,6 +444,13 @@ void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, 
       if (tab_.a(i, j) != 0.0) dY += tab_.a(i, j) * (dh * cur_.K.col(j) + h * dK.col(j));
     }
     const double ti = t_ + tab_.c[i] * h, dti = dt + tab_.c[i] * dh;
+    if (tab_.implicit_stage(i)) {
+      // Y_i = z_i + h g K_i with K_i = f(T_i, Y_i): (I - h g f_x) dY = dz + dh g K_i + h g (f_t dT + f_p dp).
+      const double gamma = tab_.a(i, i);
+      rhs_tangent(pb_, mode_, ti, cur_.Y.col(i), p_, dti, zero_x_, dp, dK.col(i), ws_);
+      dY += dh * gamma * cur_.K.col(i) + (h * gamma) * dK.col(i);
+      dY = stage_lu_[static_cast<size_t>(i)].solve(dY);
+    }
     rhs_tangent(pb_, mode_, ti, cur_.Y.col(i), p_, dti, dY, dp, dK.col(i), ws_);
     if (has_running_cost_) {
       running_cost_tangents(pb_, mode_, ti, cur_.Y.col(i), p_, dti, dY, dp, dG.col(i), ws_);
@@ -435,7 +465,20 @@ void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, 
   }
 }
 
+void DiscreteRun::factor_stage_jacobians(double h) {
+  stage_lu_.resize(static_cast<size_t>(tab_.stages));
+  zero_x_ = Eigen::VectorXd::Zero(nx_);
+  Eigen::MatrixXd fx(nx_, nx_);
+  for (int i = 0; i < tab_.map_stages; ++i) {
+    if (!tab_.implicit_stage(i)) continue;
+    rhs_state_jacobian(pb_, mode_, t_ + tab_.c[i] * h, cur_.Y.col(i), p_, fx, ws_);
+    ++jacobian_evals_;
+    stage_lu_[static_cast<size_t>(i)].compute(Eigen::MatrixXd::Identity(nx_, nx_) - (h * tab_.a(i, i)) * fx);
+  }
+}
+
 void DiscreteRun::tangent_step(double h, StepKind kind, int root_event) {
+  if (tab_.implicit()) factor_stage_jacobians(h);
   last_.S = S_;
   last_.dq = book_.cost_integral_sensitivity();
   last_.dt = dt_;
@@ -482,6 +525,10 @@ void DiscreteRun::tangent_step(double h, StepKind kind, int root_event) {
 }
 
 void DiscreteRun::interpolate(double t, Eigen::VectorXd& x, Eigen::VectorXd& q, Eigen::MatrixXd* S) {
+  if (tab_.dense_weights == nullptr) {
+    interpolate_hermite(t, x, q, S);
+    return;
+  }
   const int s = tab_.stages;
   const double h = last_.h, theta = (t - last_.t) / h;
   Eigen::VectorXd w(s), dw(s);
@@ -505,6 +552,36 @@ void DiscreteRun::interpolate(double t, Eigen::VectorXd& x, Eigen::VectorXd& q, 
     S->col(j) = last_.S.col(j) + dh * (prev_.K * w) + h * (dK * w) - (last_.dt[j] + theta * dh) * slope;
   }
   last_.last_stage_tangent = true;
+}
+
+void DiscreteRun::interpolate_hermite(double t, Eigen::VectorXd& x, Eigen::VectorXd& q, Eigen::MatrixXd* S) {
+  // Called before the events at the step's end are applied: x_, S_ and the cost integrals are
+  // still the step's end values.
+  const double h = last_.h, theta = (t - last_.t) / h, t1 = last_.t + h, s1 = 1.0 - theta;
+  const double h00 = (1.0 + 2.0 * theta) * s1 * s1, h10 = theta * s1 * s1, h01 = theta * theta * (3.0 - 2.0 * theta),
+               h11 = theta * theta * (theta - 1.0);
+  const double d00 = 6.0 * theta * theta - 6.0 * theta, d10 = 3.0 * theta * theta - 4.0 * theta + 1.0,
+               d01 = -d00, d11 = 3.0 * theta * theta - 2.0 * theta;
+  Eigen::VectorXd f0(nx_), f1(nx_), g0 = Eigen::VectorXd::Zero(nc_), g1 = Eigen::VectorXd::Zero(nc_);
+  pb_.mode(mode_).rhs.real(last_.t, last_.x, p_, f0);
+  pb_.mode(mode_).rhs.real(t1, x_, p_, f1);
+  for (int c = 0; c < nc_; ++c) {
+    g0[c] = running_cost(pb_, c, mode_, last_.t, last_.x, p_);
+    g1[c] = running_cost(pb_, c, mode_, t1, x_, p_);
+  }
+  x = h00 * last_.x + (h10 * h) * f0 + h01 * x_ + (h11 * h) * f1;
+  q = h00 * last_.q + (h10 * h) * g0 + h01 * book_.cost_integral() + (h11 * h) * g1;
+  if (S == nullptr) return;
+  const Eigen::VectorXd du_dtheta = d00 * last_.x + (d10 * h) * f0 + d01 * x_ + (d11 * h) * f1;
+  Eigen::VectorXd df0(nx_), df1(nx_);
+  S->resize(nx_, np_);
+  for (int j = 0; j < np_; ++j) {
+    const double dt0 = last_.dt[j], dh = last_.dh[j];
+    rhs_tangent(pb_, mode_, last_.t, last_.x, p_, dt0, last_.S.col(j), identity_p_.col(j), df0, ws_);
+    rhs_tangent(pb_, mode_, t1, x_, p_, dt0 + dh, S_.col(j), identity_p_.col(j), df1, ws_);
+    S->col(j) = h00 * last_.S.col(j) + h01 * S_.col(j) + h10 * (dh * f0 + h * df0) + h11 * (dh * f1 + h * df1) +
+                du_dtheta * ((-dt0 - theta * dh) / h);
+  }
 }
 
 [[noreturn]] void DiscreteRun::fail_step(const char* reason, double h) {

@@ -1,6 +1,6 @@
 #pragma once
-// One run of a hybrid ODE by an explicit Runge-Kutta pair with error control (Options::integrator
-// dopri5), written so that its steps can be differentiated exactly: simulation, the discrete
+// One run of a hybrid ODE by a Runge-Kutta pair with error control (Options::integrator dopri5,
+// explicit, or sdirk, diagonally implicit), written so that its steps can be differentiated exactly: simulation, the discrete
 // tangent-linear model (forward sensitivities of the computed numbers), or the forward pass of
 // the discrete adjoint (discrete_adjoint.hpp), which keeps the step log.
 //
@@ -15,7 +15,7 @@
 //   - every other step: dh = 0.
 // Times after an event move with it (dt_n = dt_e). Events then map x- to x+ by their jumps at the
 // event time; the point costs add c(t_e, x-, p). The running costs are integrated by the same
-// stages (explicit_step.hpp). Outputs between step ends come from the pair's continuous
+// stages (stages.hpp). Outputs between step ends come from the pair's continuous
 // extension, and their sensitivities from its tangent.
 #include <saltus/core/problem.hpp>
 #include <saltus/derivatives/tangent.hpp>
@@ -27,8 +27,8 @@
 #include "../run_book.hpp"
 #include "../run_support.hpp"
 #include "../segment_driver.hpp"
-#include "explicit_step.hpp"
-#include "explicit_tableau.hpp"
+#include "stages.hpp"
+#include "tableau.hpp"
 
 namespace saltus::detail {
 
@@ -72,7 +72,7 @@ class DiscreteRun : private SegmentIntegrator {
   Solution run();
   /// The steps taken (after run()); with states for an AdjointRecording run.
   const StepLog& log() const { return log_; }
-  const ExplicitTableau& tableau() const { return tab_; }
+  const RungeKuttaTableau& tableau() const { return tab_; }
 
  private:
   // The segment loop's steps (segment_driver.hpp).
@@ -88,8 +88,11 @@ class DiscreteRun : private SegmentIntegrator {
   /// The first step size of a segment (Hairer and Wanner's starting step).
   double initial_step();
   /// Evaluates the stages of the step h from (t_, x_) into cur_ (all stages, or the map's
-  /// only) and its end into x_next_, q_increment_. False if a slope or cost is not finite.
+  /// only) and its end into x_next_, q_increment_. False if a slope or cost is not finite or
+  /// an implicit stage is not solved (the step must shrink).
   bool try_step(double h, bool all_stages);
+  /// Factors the Newton matrix I - h a_ii J(t_, x_) of implicit stages for step h.
+  void prepare_newton(double h);
   /// The weighted RMS norm of the embedded error estimate of cur_ for step h.
   double error_norm(double h) const;
   /// The step size at which the watched guard i crosses zero inside (0, h_crossed].
@@ -99,12 +102,17 @@ class DiscreteRun : private SegmentIntegrator {
   /// Makes the step h of cur_ the run's: its tangent (forward runs), its log entry, the new state.
   void commit(double h, StepKind kind, int root_event);
   void tangent_step(double h, StepKind kind, int root_event);
+  /// LU factors of I - h a_ii f_x(T_i, Y_i) at the implicit stages of cur_ (their tangents and
+  /// transposes solve with the exact Jacobian at the solved stage).
+  void factor_stage_jacobians(double h);
   /// The tangent of the step h of cur_ from (dt, dx, dp) with step change dh: writes the stage
   /// slopes' tangents (map stages) and the ends' tangents.
   void stage_tangents(double h, double dt, double dh, In<double> dx, In<double> dp, Eigen::MatrixXd& dK,
                       Eigen::MatrixXd& dG, Eigen::VectorXd& dx_next, Eigen::VectorXd& dq);
   /// The state (and costs) at t inside the last committed step, by the continuous extension.
   void interpolate(double t, Eigen::VectorXd& x, Eigen::VectorXd& q, Eigen::MatrixXd* S);
+  /// The same by the cubic Hermite interpolant of x, q and their rates at the step's ends.
+  void interpolate_hermite(double t, Eigen::VectorXd& x, Eigen::VectorXd& q, Eigen::MatrixXd* S);
   void apply_event(int k, double t, const std::optional<Accumulation>& rest);
   [[noreturn]] void fail_step(const char* reason, double h);
 
@@ -113,7 +121,7 @@ class DiscreteRun : private SegmentIntegrator {
   Options opt_;
   RunKind kind_;
   bool sens_;
-  const ExplicitTableau& tab_;
+  const RungeKuttaTableau& tab_;
   int nx_, np_, nc_;
   bool has_running_cost_ = false;
   RunBook book_;
@@ -134,6 +142,13 @@ class DiscreteRun : private SegmentIntegrator {
   // The step being tried and the last one committed (for dense output).
   StageValues<double> cur_, prev_;
   bool first_stage_ready_ = false;  // cur_ holds K_1 = f(t_, x_) (FSAL or a rejected try)
+  // Implicit stages: J = f_x(t_, x_) (valid while the step start stays), the Newton matrix.
+  bool jacobian_ready_ = false;
+  Eigen::MatrixXd jacobian_;
+  double newton_h_ = 0.0;
+  StageNewton newton_;
+  std::vector<Eigen::PartialPivLU<Eigen::MatrixXd>> stage_lu_;
+  Eigen::VectorXd zero_x_;
   Eigen::VectorXd x_next_, q_increment_;
   double h_next_ = 0.0;
   long steps_since_output_ = 0;
@@ -155,7 +170,7 @@ class DiscreteRun : private SegmentIntegrator {
   bool pending_roots_ = false;
 
   // Counters.
-  long rhs_evals_ = 0, guard_evals_ = 0, rejected_ = 0;
+  long rhs_evals_ = 0, guard_evals_ = 0, rejected_ = 0, jacobian_evals_ = 0;
   std::string model_error_;
 };
 

@@ -1,6 +1,6 @@
 // The Dormand-Prince 5(4) tableau (J. R. Dormand, P. J. Prince, J. Comput. Appl. Math. 6 (1980))
 // and the continuous extension of DOPRI5 (Hairer, Norsett, Wanner, Solving ODEs I, II.6).
-#include "explicit_tableau.hpp"
+#include "tableau.hpp"
 
 namespace saltus::detail {
 
@@ -28,8 +28,8 @@ void dopri5_dense_weights(double theta, Eigen::Ref<Eigen::VectorXd> w, Eigen::Re
   }
 }
 
-ExplicitTableau make_dormand_prince() {
-  ExplicitTableau t;
+RungeKuttaTableau make_dormand_prince() {
+  RungeKuttaTableau t;
   t.name = "dopri5";
   t.order = 5;
   t.error_order = 4;
@@ -57,8 +57,8 @@ ExplicitTableau make_dormand_prince() {
 
 }  // namespace
 
-const ExplicitTableau& dormand_prince() {
-  static const ExplicitTableau tableau = make_dormand_prince();
+const RungeKuttaTableau& dormand_prince() {
+  static const RungeKuttaTableau tableau = make_dormand_prince();
   return tableau;
 }
 

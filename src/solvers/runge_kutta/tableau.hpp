@@ -1,18 +1,22 @@
 #pragma once
-// The Butcher tableau of an explicit Runge-Kutta pair with a continuous extension, as data: the
+// The Butcher tableau of a Runge-Kutta pair, explicit or diagonally implicit, as data: the
 // discrete runs (discrete_run.hpp) step, differentiate and transpose any tableau given this way.
 //
-//   Y_i = x_n + h sum_{j<i} a_ij K_j,   K_i = f(t_n + c_i h, Y_i, p),   i = 1..s
+//   Y_i = z_i + h a_ii K_i,  z_i = x_n + h sum_{j<i} a_ij K_j,  K_i = f(t_n + c_i h, Y_i, p)
 //   x_{n+1} = x_n + h sum_i b_i K_i                  (the propagated solution)
 //   err     = h sum_i e_i K_i                        (e = b - b_hat, the embedded estimate)
-//   u(t_n + theta h) = x_n + h sum_i w_i(theta) K_i  (the continuous extension, dense output)
+//   u(t_n + theta h) = x_n + h sum_i w_i(theta) K_i  (the continuous extension, if given;
+//                                                     otherwise the cubic Hermite interpolant)
+// An implicit stage (a_ii != 0) is solved by Newton's method to round-off, with K_i taken as
+// (Y_i - z_i) / (h a_ii); its error estimate is filtered by (I - h a_ii J)^-1 (Hairer and Wanner,
+// Solving ODEs II, IV.8), so that stiff components do not reject every step.
 #include <Eigen/Core>
 
 #include <vector>
 
 namespace saltus::detail {
 
-struct ExplicitTableau {
+struct RungeKuttaTableau {
   const char* name = "";
   int order = 0;        ///< order of the propagated solution
   int error_order = 0;  ///< order of the embedded one (the step controller uses min of the two + 1)
@@ -25,15 +29,23 @@ struct ExplicitTableau {
   /// step's first stage.
   bool fsal = false;
   Eigen::VectorXd c;  ///< s
-  Eigen::MatrixXd a;  ///< s x s, strictly lower triangular
+  Eigen::MatrixXd a;  ///< s x s, lower triangular (the diagonal zero for an explicit pair)
   Eigen::VectorXd b;  ///< s
   Eigen::VectorXd e;  ///< s, b - b_hat
-  /// w_i(theta) and dw_i/dtheta of the continuous extension (s entries each), theta in [0, 1].
+  /// w_i(theta) and dw_i/dtheta of the continuous extension (s entries each), theta in [0, 1];
+  /// null: outputs use the cubic Hermite interpolant of x and f at the step's ends.
   void (*dense_weights)(double theta, Eigen::Ref<Eigen::VectorXd> w, Eigen::Ref<Eigen::VectorXd> dw) = nullptr;
+  /// Whether stage i is implicit.
+  bool implicit_stage(int i) const { return a(i, i) != 0.0; }
+  bool implicit() const { return a.diagonal().cwiseAbs().maxCoeff() != 0.0; }
 };
 
 /// Dormand and Prince's 5(4) pair (FSAL, 7 stages) with the fourth-order continuous extension of
 /// Hairer, Norsett and Wanner's DOPRI5 (Solving ODEs I, section II.6).
-const ExplicitTableau& dormand_prince();
+const RungeKuttaTableau& dormand_prince();
+
+/// Hairer and Wanner's L-stable SDIRK of order 4 with an embedded order-3 solution (5 stages,
+/// gamma = 1/4, stiffly accurate; Solving ODEs II, IV.6, Table 6.5).
+const RungeKuttaTableau& sdirk4();
 
 }  // namespace saltus::detail
