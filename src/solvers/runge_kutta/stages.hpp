@@ -109,8 +109,9 @@ StageStatus solve_stage(const RhsFn<S>& rhs, const S& T, const S& h_gamma, const
     for (int part = 0; part < 2; ++part) {
       const double change = part_norm<S>(delta, part), size = part_norm<S>(Y, part);
       const bool small = change <= newton.rtol * size || change == 0.0;
-      // Round-off floor: the change stopped shrinking near the requested accuracy.
-      const bool stalled = iteration >= 3 && change >= 0.5 * previous[part] && change <= 1e3 * newton.rtol * size;
+      // Round-off floor: the change stopped shrinking far below the iterate, where the stage
+      // matrix's conditioning (a stiff penalty formulation: 1e7 and more) bounds the accuracy.
+      const bool stalled = iteration >= 3 && change >= 0.5 * previous[part] && change <= 1e-6 * size;
       done = done && (small || stalled);
       previous[part] = change;
     }
