@@ -144,25 +144,45 @@ Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,
   return products(y, Reverse(0.0), x_ad, p_ad, weights).p;
 }
 
-TransposedProducts stage_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
-                                  const Eigen::MatrixXd& f_weights, const Eigen::MatrixXd& g_weights) {
+StageProducts::StageProducts(const Problem& problem, const Eigen::VectorXd& p)
+    : problem_(problem), p_(p), n_x_(problem.n_states()), n_c_(problem.n_costs()) {}
+
+void StageProducts::record(int mode, double t, In<double> x) {
   begin_recording();
-  const Reverse t_ad = Reverse::independent(t);
-  const VectorX<Reverse> x_ad = independents(x);
-  const VectorX<Reverse> p_ad = independents(p);
-  const int n_x = static_cast<int>(x.size()), n_c = problem.n_costs();
-  VectorX<Reverse> out = VectorX<Reverse>::Zero(n_x + n_c);
-  VectorX<Reverse> f = VectorX<Reverse>::Zero(n_x);
-  problem.mode(mode).rhs.reverse(t_ad, x_ad, p_ad, f);
-  out.head(n_x) = f;
-  for (int c = 0; c < n_c; ++c) {
-    const auto& g = problem.cost(c).running;
-    if (g) out[n_x + c] = g.reverse(t_ad, x_ad, f, p_ad);
+  ++recordings_;
+  generation_ = ReverseTape::generation();
+  t_ad_ = Reverse::independent(t);
+  x_ad_.resize(n_x_);
+  for (int i = 0; i < n_x_; ++i) x_ad_[i] = Reverse::independent(x[i]);
+  p_ad_.resize(p_.size());
+  for (Eigen::Index k = 0; k < p_.size(); ++k) p_ad_[k] = Reverse::independent(p_[k]);
+  f_ad_.setZero(n_x_);
+  problem_.mode(mode).rhs.reverse(t_ad_, x_ad_, p_ad_, f_ad_);
+  g_ad_.setZero(n_c_);
+  for (int c = 0; c < n_c_; ++c) {
+    const auto& g = problem_.cost(c).running;
+    if (g) g_ad_[c] = g.reverse(t_ad_, x_ad_, f_ad_, p_ad_);
   }
-  Eigen::MatrixXd weights(n_x + n_c, f_weights.cols());
-  weights.topRows(n_x) = f_weights;
-  weights.bottomRows(n_c) = g_weights;
-  return products(out, t_ad, x_ad, p_ad, weights);
+}
+
+void StageProducts::sweep(const Eigen::MatrixXd& f_weights, const Eigen::MatrixXd& g_weights, TransposedProducts& out) {
+  if (generation_ != ReverseTape::generation()) {
+    throw Error("StageProducts::sweep: the recording was recycled; call record() first");
+  }
+  const Eigen::Index m = f_weights.cols();
+  out.t.resize(m);
+  out.x.resize(n_x_, m);
+  out.p.resize(p_.size(), m);
+  Sweeper sweeper(adjoint_);
+  for (Eigen::Index c = 0; c < m; ++c) {
+    sweeper.seed_clear();
+    for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], f_weights(i, c));
+    for (int k = 0; k < n_c_; ++k) sweeper.seed(g_ad_[k], g_weights(k, c));
+    sweeper.run();
+    out.t[c] = sweeper.adjoint(t_ad_);
+    sweeper.adjoints(x_ad_, out.x.col(c));
+    sweeper.adjoints(p_ad_, out.p.col(c));
+  }
 }
 
 AdjointRhs::AdjointRhs(const Problem& problem, const Eigen::VectorXd& p)

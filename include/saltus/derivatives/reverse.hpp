@@ -49,12 +49,30 @@ ScalarGradient event_cost_gradient(const Problem& problem, int cost, int event, 
 Eigen::MatrixXd initial_state_products(const Problem& problem, In<double> p,
                                        const Eigen::MatrixXd& weights);
 
-/// Transposed products of the slopes and running costs of `mode` at one point (a Runge-Kutta
-/// stage): with K = f(t, x, p) and G_c = g_c(t, x, K, p) (n_c), the columns m of
+/// Transposed products of the slopes and running costs of a mode at one point (a Runge-Kutta
+/// stage): with K = f(t, x, p) and G_c = g_c(t, x, K, p) (n_c), for the columns m of
 ///     f_weights^T K + g_weights^T G     (f_weights n_x x m, g_weights n_c x m)
-/// differentiated: t (m), x (n_x x m), p (n_p x m). One recording, one sweep per column.
-TransposedProducts stage_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
-                                  const Eigen::MatrixXd& f_weights, const Eigen::MatrixXd& g_weights);
+/// the derivatives t (m), x (n_x x m), p (n_p x m). One recording per point serves several sweeps;
+/// the sweeps write into the caller's matrices and allocate nothing once sized.
+class StageProducts {
+ public:
+  StageProducts(const Problem& problem, const Eigen::VectorXd& p);
+  /// Records f and every running cost of `mode` at (t, x) (t active).
+  void record(int mode, double t, In<double> x);
+  /// Sweeps the last recording once per weight column into `out` (resized if needed).
+  void sweep(const Eigen::MatrixXd& f_weights, const Eigen::MatrixXd& g_weights, TransposedProducts& out);
+  long recordings() const { return recordings_; }
+
+ private:
+  const Problem& problem_;
+  Eigen::VectorXd p_;
+  int n_x_, n_c_;
+  long generation_ = -1;
+  long recordings_ = 0;
+  Reverse t_ad_;
+  VectorX<Reverse> x_ad_, p_ad_, f_ad_, g_ad_;
+  std::vector<double> adjoint_;
+};
 
 /// The products the adjoint right-hand side and its quadrature need inside a mode:
 ///     x part:  f_x^T lambda + g_{c,x}^T        (n_x)

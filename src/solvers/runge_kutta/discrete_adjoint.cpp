@@ -26,10 +26,11 @@ struct StepAdjoint {
 /// Evaluates the map stages of a logged step from x as the forward pass did (the same Newton
 /// matrix and iterations for implicit stages, so the same numbers bitwise).
 void recompute_stages(const RungeKuttaTableau& tab, const Problem& problem, const DiscreteStep& step, In<double> x,
-                      In<double> p, StageValues<double>& st, StageNewton& newton, TangentWorkspace& ws) {
+                      In<double> p, StageValues<double>& st, StageNewton& newton, TangentWorkspace& ws,
+                      Eigen::MatrixXd& J) {
   if (tab.implicit()) {
     const int n_x = problem.n_states();
-    Eigen::MatrixXd J(n_x, n_x);
+    J.resize(n_x, n_x);
     rhs_state_jacobian(problem, step.mode, step.t, x, p, J, ws);
     newton.lu.compute(Eigen::MatrixXd::Identity(n_x, n_x) - (step.h * tab.a(0, 0)) * J);
   }
@@ -41,69 +42,87 @@ void recompute_stages(const RungeKuttaTableau& tab, const Problem& problem, cons
   }
 }
 
+/// What transposing a step needs besides the step: the reverse recordings of the stages and
+/// scratch sized once for the run.
+struct TransposeScratch {
+  TransposeScratch(const Problem& problem, const Eigen::VectorXd& p) : products(problem, p) {}
+  StageProducts products;
+  TransposedProducts stage, through;
+  std::vector<Eigen::MatrixXd> v;
+  Eigen::MatrixXd k_bar, g_weights, fx, through_weights, zero_costs;
+  Eigen::PartialPivLU<Eigen::MatrixXd> lu;
+  Eigen::VectorXd increment, cost_increment, direction;
+  Eigen::RowVectorXd t_bar;
+};
+
 /// Transposes one step (t, h) from x with its stages `st` (map stages evaluated): `lambda`
 /// (n_x x m) and `nu` (1 x m) are the adjoints of x_{n+1} and t_{n+1}; with `with_costs` (m =
-/// n_c) column c also carries the weight 1 on the running integral of cost c.
-StepAdjoint transpose_step(const RungeKuttaTableau& tab, const Problem& problem, int mode, double t, double h,
-                           In<double> p, const StageValues<double>& st, const Eigen::MatrixXd& lambda,
-                           const Eigen::RowVectorXd& nu, bool with_costs, long& recordings, TangentWorkspace& ws) {
+/// n_c) column c also carries the weight 1 on the running integral of cost c. Writes `out`.
+void transpose_step(const RungeKuttaTableau& tab, const Problem& problem, int mode, double t, double h,
+                    In<double> p, const StageValues<double>& st, const Eigen::MatrixXd& lambda,
+                    const Eigen::RowVectorXd& nu, bool with_costs, TransposeScratch& w, TangentWorkspace& ws,
+                    StepAdjoint& out) {
   const int s = tab.map_stages, m = static_cast<int>(lambda.cols());
   const int n_x = problem.n_states(), n_c = problem.n_costs();
-  StepAdjoint out{lambda, nu, nu, Eigen::MatrixXd::Zero(p.size(), m)};
+  out.x = lambda;
+  out.t = nu;
+  out.h = nu;
+  out.p.setZero(p.size(), m);
   // v_i: the adjoint of z_i = x_n + h sum_{j<i} a_ij K_j (of Y_i itself for explicit stages).
-  std::vector<Eigen::MatrixXd> v(static_cast<size_t>(s));
-  Eigen::MatrixXd k_bar(n_x, m), g_weights(n_c, m), fx(n_x, n_x);
+  w.v.resize(static_cast<size_t>(s));
+  w.k_bar.resize(n_x, m);
+  w.g_weights.resize(n_c, m);
   for (int i = s - 1; i >= 0; --i) {
-    k_bar = (h * tab.b[i]) * lambda;
+    w.k_bar = (h * tab.b[i]) * lambda;
     for (int k = i + 1; k < s; ++k) {
-      if (tab.a(k, i) != 0.0) k_bar += (h * tab.a(k, i)) * v[static_cast<size_t>(k)];
+      if (tab.a(k, i) != 0.0) w.k_bar += (h * tab.a(k, i)) * w.v[static_cast<size_t>(k)];
     }
-    g_weights.setZero();
-    if (with_costs) g_weights.diagonal().setConstant(h * tab.b[i]);
-    auto& vi = v[static_cast<size_t>(i)];
-    if (k_bar.isZero(0.0) && g_weights.isZero(0.0)) {
-      vi = Eigen::MatrixXd::Zero(n_x, m);
+    w.g_weights.setZero();
+    if (with_costs) w.g_weights.diagonal().setConstant(h * tab.b[i]);
+    auto& vi = w.v[static_cast<size_t>(i)];
+    if (w.k_bar.isZero(0.0) && w.g_weights.isZero(0.0)) {
+      vi.setZero(n_x, m);
       continue;
     }
     const double ti = t + tab.c[i] * h;
-    const TransposedProducts stage = stage_products(problem, mode, ti, st.Y.col(i), p, k_bar, g_weights);
-    ++recordings;
-    Eigen::RowVectorXd t_bar = stage.t.transpose();
-    out.p += stage.p;
+    w.products.record(mode, ti, st.Y.col(i));
+    w.products.sweep(w.k_bar, w.g_weights, w.stage);
+    w.t_bar = w.stage.t.transpose();
+    out.p += w.stage.p;
     if (!tab.implicit_stage(i)) {
-      vi = stage.x;
+      vi = w.stage.x;
     } else {
       // Y_i = z_i + h g f(T_i, Y_i): v = (I - h g f_x)^-T a, and z, T, h, p see v through it.
       const double gamma = tab.a(i, i);
-      rhs_state_jacobian(problem, mode, ti, st.Y.col(i), p, fx, ws);
-      const Eigen::PartialPivLU<Eigen::MatrixXd> lu(Eigen::MatrixXd::Identity(n_x, n_x) - (h * gamma) * fx);
-      vi = lu.transpose().solve(stage.x);
-      const TransposedProducts through =
-          stage_products(problem, mode, ti, st.Y.col(i), p, (h * gamma) * vi, Eigen::MatrixXd::Zero(n_c, m));
-      ++recordings;
-      t_bar += through.t.transpose();
-      out.p += through.p;
+      w.fx.resize(n_x, n_x);
+      rhs_state_jacobian(problem, mode, ti, st.Y.col(i), p, w.fx, ws);
+      w.lu.compute(Eigen::MatrixXd::Identity(n_x, n_x) - (h * gamma) * w.fx);
+      vi = w.lu.transpose().solve(w.stage.x);
+      w.through_weights = (h * gamma) * vi;
+      w.zero_costs.setZero(n_c, m);
+      w.products.sweep(w.through_weights, w.zero_costs, w.through);
+      w.t_bar += w.through.t.transpose();
+      out.p += w.through.p;
       out.h += gamma * (st.K.col(i).transpose() * vi);
     }
     out.x += vi;
-    out.t += t_bar;
-    out.h += tab.c[i] * t_bar;
+    out.t += w.t_bar;
+    out.h += tab.c[i] * w.t_bar;
   }
   // d/dh of x_{n+1} = x_n + h sum b_i K_i, of the running integrals, and of the stage points.
-  Eigen::VectorXd increment = Eigen::VectorXd::Zero(n_x);
-  Eigen::VectorXd cost_increment = Eigen::VectorXd::Zero(n_c);
+  w.increment.setZero(n_x);
+  w.cost_increment.setZero(n_c);
   for (int i = 0; i < s; ++i) {
-    increment += tab.b[i] * st.K.col(i);
-    cost_increment += tab.b[i] * st.G.col(i);
+    w.increment += tab.b[i] * st.K.col(i);
+    w.cost_increment += tab.b[i] * st.G.col(i);
   }
-  out.h += increment.transpose() * lambda;
-  if (with_costs) out.h += cost_increment.transpose();
+  out.h += w.increment.transpose() * lambda;
+  if (with_costs) out.h += w.cost_increment.transpose();
   for (int k = 1; k < s; ++k) {
-    Eigen::VectorXd direction = Eigen::VectorXd::Zero(n_x);
-    for (int j = 0; j < k; ++j) direction += tab.a(k, j) * st.K.col(j);
-    out.h += direction.transpose() * v[static_cast<size_t>(k)];
+    w.direction.setZero(n_x);
+    for (int j = 0; j < k; ++j) w.direction += tab.a(k, j) * st.K.col(j);
+    out.h += w.direction.transpose() * w.v[static_cast<size_t>(k)];
   }
-  return out;
 }
 
 /// The states x_n of a logged run for the backward pass: stored ones, or recomputed a block of
@@ -132,7 +151,7 @@ class StepStates {
     Eigen::VectorXd x_next, cost_increment;
     for (size_t n = first; n + 1 < end; ++n) {
       const DiscreteStep& step = log_.steps[n];
-      recompute_stages(tab_, pb_, step, block_[n - first], p_, st_, newton_, ws_);
+      recompute_stages(tab_, pb_, step, block_[n - first], p_, st_, newton_, ws_, jacobian_);
       propagate(tab_, step.h, block_[n - first], st_, x_next, cost_increment);
       block_[n + 1 - first] = step.events_end > step.events_begin ? events_[step.events_end - 1].state_after : x_next;
       ++recomputed_;
@@ -148,6 +167,7 @@ class StepStates {
   StageValues<double> st_;
   StageNewton newton_;
   TangentWorkspace ws_;
+  Eigen::MatrixXd jacobian_;
   std::vector<Eigen::VectorXd> block_;
   size_t block_first_ = static_cast<size_t>(-1);
   long recomputed_ = 0;
@@ -175,9 +195,10 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
   StageValues<double> st;
   st.resize(n_x, n_c, tab.stages);
   Eigen::VectorXd x_end, cost_increment;
-  long recordings = 0;
   StageNewton newton;
   TangentWorkspace ws;
+  TransposeScratch scratch(problem, p);
+  StepAdjoint a, root;
   StepStates states(tab, problem, p, log, sol.events);
   for (size_t n = log.steps.size(); n-- > 0;) {
     const DiscreteStep& step = log.steps[n];
@@ -196,21 +217,21 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
       }
     }
     const Eigen::VectorXd& x = states.at(n);
-    recompute_stages(tab, problem, step, x, p, st, newton, ws);
-    StepAdjoint a = transpose_step(tab, problem, step.mode, step.t, step.h, p, st, lambda, nu, true, recordings, ws);
+    recompute_stages(tab, problem, step, x, p, st, newton, ws, scratch.fx);
+    transpose_step(tab, problem, step.mode, step.t, step.h, p, st, lambda, nu, true, scratch, ws, a);
     if (step.kind == StepKind::Final) a.t -= a.h;
     if (step.kind == StepKind::EventCut) {
       // h solves R = r(t_n + h, Phi(t_n, h, x_n, p), p) = 0: spread hbar by -hbar / R_h over R's gradient.
       propagate(tab, step.h, x, st, x_end, cost_increment);
       const ScalarGradient r = guard_gradient(problem, step.root_event, step.t + step.h, x_end, p);
-      const StepAdjoint root = transpose_step(tab, problem, step.mode, step.t, step.h, p, st, r.x.transpose(),
-                                              Eigen::RowVectorXd::Constant(1, r.t), false, recordings, ws);
+      transpose_step(tab, problem, step.mode, step.t, step.h, p, st, r.x.transpose(),
+                     Eigen::RowVectorXd::Constant(1, r.t), false, scratch, ws, root);
       const Eigen::RowVectorXd spread = -a.h / root.h[0];
       a.x += root.x * spread;
       a.t += root.t[0] * spread;
       a.p += (root.p + r.p.transpose()) * spread;
     }
-    lambda = std::move(a.x);
+    std::swap(lambda, a.x);
     nu = a.t;
     grad += a.p;
   }
@@ -225,7 +246,7 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
   sol.adjoint.peak_stored_bytes = (log.stored + static_cast<long>(log.stride)) * bytes;
   sol.adjoint.recomputed_segments = states.recomputed_steps();
   sol.adjoint.memory_budget = options.adjoint_memory_budget;
-  sol.adjoint.tape_recordings = recordings;
+  sol.adjoint.tape_recordings = scratch.products.recordings();
   sol.adjoint.backward.integrator = tab.name;
   sol.adjoint.backward.discrete = true;
   sol.adjoint.backward.steps = static_cast<long>(log.steps.size());

@@ -44,6 +44,10 @@ DiscreteRun::DiscreteRun(const Problem& problem, const Eigen::VectorXd& p, const
   }
   for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
   identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
+  zero_x_ = Eigen::VectorXd::Zero(nx_);
+  zero_p_ = Eigen::VectorXd::Zero(np_);
+  tangent_.dY.resize(nx_);
+  error_.resize(nx_);
   cur_.resize(nx_, nc_, tab_.stages);
   prev_.resize(nx_, nc_, tab_.stages);
   atol_ = state_atol(opt_, nx_);
@@ -279,10 +283,11 @@ double DiscreteRun::initial_step() {
   return std::min({100.0 * h0, h1, remaining});
 }
 
-double DiscreteRun::error_norm(double h) const {
+double DiscreteRun::error_norm(double h) {
   double sum = 0.0;
   int n = nx_;
-  Eigen::VectorXd err = h * (cur_.K * tab_.e);
+  Eigen::VectorXd& err = error_;
+  err.noalias() = h * (cur_.K * tab_.e);
   // Implicit stages: the estimate filtered by the Newton matrix, so that stiff components, which
   // the L-stable method damps, do not reject every step (Hairer and Wanner, IV.8).
   if (tab_.implicit()) err = newton_.lu.solve(err);
@@ -373,7 +378,6 @@ bool DiscreteRun::take_step() {
   // Guards at the step's end: the first crossing cuts the step.
   int first = -1;
   double h_event = h;
-  std::vector<double> roots;
   for (size_t i = 0; i < watched_.events.size(); ++i) {
     guard_values_[i] = pb_.event(watched_.events[i]).guard.real(t_ + h, x_next_, p_);
     ++guard_evals_;
@@ -436,8 +440,8 @@ void DiscreteRun::commit(double h, StepKind kind, int root_event) {
 void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, In<double> dp, Eigen::MatrixXd& dK,
                                  Eigen::MatrixXd& dG, Eigen::VectorXd& dx_next, Eigen::VectorXd& dq) {
   dK.resize(nx_, tab_.stages);
-  dG = Eigen::MatrixXd::Zero(nc_, tab_.stages);
-  Eigen::VectorXd dY(nx_);
+  dG.setZero(nc_, tab_.stages);
+  Eigen::VectorXd& dY = tangent_.dY;
   for (int i = 0; i < tab_.map_stages; ++i) {
     dY = dx;
     for (int j = 0; j < i; ++j) {
@@ -457,7 +461,7 @@ void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, 
     }
   }
   dx_next = dx;
-  dq = Eigen::VectorXd::Zero(nc_);
+  dq.setZero(nc_);
   for (int i = 0; i < tab_.map_stages; ++i) {
     if (tab_.b[i] == 0.0) continue;
     dx_next += tab_.b[i] * (dh * cur_.K.col(i) + h * dK.col(i));
@@ -467,8 +471,8 @@ void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, 
 
 void DiscreteRun::factor_stage_jacobians(double h) {
   stage_lu_.resize(static_cast<size_t>(tab_.stages));
-  zero_x_ = Eigen::VectorXd::Zero(nx_);
-  Eigen::MatrixXd fx(nx_, nx_);
+  Eigen::MatrixXd& fx = tangent_.fx;
+  fx.resize(nx_, nx_);
   for (int i = 0; i < tab_.map_stages; ++i) {
     if (!tab_.implicit_stage(i)) continue;
     rhs_state_jacobian(pb_, mode_, t_ + tab_.c[i] * h, cur_.Y.col(i), p_, fx, ws_);
@@ -487,41 +491,39 @@ void DiscreteRun::tangent_step(double h, StepKind kind, int root_event) {
   last_.dG.resize(static_cast<size_t>(np_));
   last_.last_stage_tangent = false;
   // A step cut at an event: the tangent along h, and the guard's rate along the step map.
-  Eigen::MatrixXd dK_h, dG_h;
-  Eigen::VectorXd dx_h, dq_h;
+  auto& w = tangent_;
   double rate = 0.0;
-  const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx_), zero_p = Eigen::VectorXd::Zero(np_);
   if (kind == StepKind::EventCut) {
-    stage_tangents(h, 0.0, 1.0, zero_x, zero_p, dK_h, dG_h, dx_h, dq_h);
-    rate = guard_tangent(pb_, root_event, t_ + h, x_next_, p_, 1.0, dx_h, zero_p, ws_);
+    stage_tangents(h, 0.0, 1.0, zero_x_, zero_p_, w.dK_h, w.dG_h, w.dx_h, w.dq_h);
+    rate = guard_tangent(pb_, root_event, t_ + h, x_next_, p_, 1.0, w.dx_h, zero_p_, ws_);
     if (!(rate != 0.0)) {
       throw GrazingError(fmt::format("event '{}' at t = {:.17g}: its guard does not cross along the step "
                                      "(rate 0): the event time has no derivative",
                                      pb_.event(root_event).name, t_ + h));
     }
   }
-  Eigen::MatrixXd S_next(nx_, np_), dq_total(nc_, np_);
-  Eigen::VectorXd dx_next, dq;
+  w.S_next.resize(nx_, np_);
+  w.dq_total.resize(nc_, np_);
   for (int j = 0; j < np_; ++j) {
     const double dt = dt_[j];
     double dh = kind == StepKind::Final ? -dt : 0.0;
     auto& dK = last_.dK[static_cast<size_t>(j)];
     auto& dG = last_.dG[static_cast<size_t>(j)];
-    stage_tangents(h, dt, dh, S_.col(j), identity_p_.col(j), dK, dG, dx_next, dq);
+    stage_tangents(h, dt, dh, S_.col(j), identity_p_.col(j), dK, dG, w.dx_next, w.dq);
     if (kind == StepKind::EventCut) {
-      dh = -guard_tangent(pb_, root_event, t_ + h, x_next_, p_, dt, dx_next, identity_p_.col(j), ws_) / rate;
-      dx_next += dh * dx_h;
-      dq += dh * dq_h;
-      dK += dh * dK_h;
-      dG += dh * dG_h;
+      dh = -guard_tangent(pb_, root_event, t_ + h, x_next_, p_, dt, w.dx_next, identity_p_.col(j), ws_) / rate;
+      w.dx_next += dh * w.dx_h;
+      w.dq += dh * w.dq_h;
+      dK += dh * w.dK_h;
+      dG += dh * w.dG_h;
     }
     last_.dh[j] = dh;
-    S_next.col(j) = dx_next;
-    dq_total.col(j) = dq;
+    w.S_next.col(j) = w.dx_next;
+    w.dq_total.col(j) = w.dq;
     dt_[j] = kind == StepKind::Final ? 0.0 : dt + dh;
   }
-  S_ = std::move(S_next);
-  book_.cost_integral_sensitivity() += dq_total;
+  std::swap(S_, w.S_next);
+  book_.cost_integral_sensitivity() += w.dq_total;
 }
 
 void DiscreteRun::interpolate(double t, Eigen::VectorXd& x, Eigen::VectorXd& q, Eigen::MatrixXd* S) {

@@ -94,7 +94,7 @@ class DiscreteRun : private SegmentIntegrator {
   /// Factors the Newton matrix I - h a_ii J(t_, x_) of implicit stages for step h.
   void prepare_newton(double h);
   /// The weighted RMS norm of the embedded error estimate of cur_ for step h.
-  double error_norm(double h) const;
+  double error_norm(double h);
   /// The step size at which the watched guard i crosses zero inside (0, h_crossed].
   double locate_root(size_t i, double h_crossed);
   /// Whether guard i crossed in its enabled direction from sign `start` to `value`.
@@ -148,7 +148,12 @@ class DiscreteRun : private SegmentIntegrator {
   double newton_h_ = 0.0;
   StageNewton newton_;
   std::vector<Eigen::PartialPivLU<Eigen::MatrixXd>> stage_lu_;
-  Eigen::VectorXd zero_x_;
+  Eigen::VectorXd zero_x_, zero_p_, error_;
+  // Scratch of the tangent-linear step (sized once, reused every step).
+  struct TangentScratch {
+    Eigen::VectorXd dY, dx_next, dq, dx_h, dq_h;
+    Eigen::MatrixXd fx, dK_h, dG_h, S_next, dq_total;
+  } tangent_;
   Eigen::VectorXd x_next_, q_increment_;
   double h_next_ = 0.0;
   long steps_since_output_ = 0;

@@ -12,6 +12,7 @@
 #include <Eigen/LU>
 
 #include <cmath>
+#include <type_traits>
 
 #include "tableau.hpp"
 
@@ -21,14 +22,19 @@ template <class S>
 using StageMatrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
 
 /// The stages of one step: Y_i, K_i (n_x x s) and G_i (n_c x s; zero rows for costs without a
-/// running part). Sized once per run: a step allocates nothing but its Newton vectors.
+/// running part), with the Newton scratch. Sized once per run: a step allocates nothing.
 template <class S>
 struct StageValues {
   StageMatrix<S> Y, K, G;
+  // Scratch of the implicit stages' Newton iterations.
+  VectorX<S> z, iterate, f, residual, delta;
+  Eigen::VectorXd real_in, perturbation_in, real_out, perturbation_out;
   void resize(int n_x, int n_c, int stages) {
     Y.resize(n_x, stages);
     K.resize(n_x, stages);
     G = StageMatrix<S>::Zero(n_c, stages);
+    for (VectorX<S>* v : {&z, &iterate, &f, &residual, &delta}) v->resize(n_x);
+    for (Eigen::VectorXd* v : {&real_in, &perturbation_in, &real_out, &perturbation_out}) v->resize(n_x);
   }
 };
 
@@ -57,18 +63,21 @@ inline Complex compose_scalar<Complex>(double real, double perturbation) { retur
 template <>
 inline Dual compose_scalar<Dual>(double real, double perturbation) { return make_dual(real, perturbation); }
 
-/// lu^-1 rhs for a real matrix and a vector of any scalar type (parts solved separately).
+/// out = lu^-1 rhs for a real matrix and a vector of any scalar type (parts solved separately,
+/// in the scratch vectors of `st`).
 template <class S>
-VectorX<S> solve_real(const Eigen::PartialPivLU<Eigen::MatrixXd>& lu, const VectorX<S>& rhs) {
+void solve_real(const Eigen::PartialPivLU<Eigen::MatrixXd>& lu, const VectorX<S>& rhs, VectorX<S>& out,
+                StageValues<S>& st) {
   if constexpr (std::is_same_v<S, double>) {
-    return lu.solve(rhs);
+    out = lu.solve(rhs);
   } else {
-    Eigen::VectorXd re(rhs.size()), pe(rhs.size());
-    for (Eigen::Index k = 0; k < rhs.size(); ++k) re[k] = real_part(rhs[k]), pe[k] = perturbation_part(rhs[k]);
-    const Eigen::VectorXd sr = lu.solve(re), sp = lu.solve(pe);
-    VectorX<S> out(rhs.size());
-    for (Eigen::Index k = 0; k < rhs.size(); ++k) out[k] = compose_scalar<S>(sr[k], sp[k]);
-    return out;
+    for (Eigen::Index k = 0; k < rhs.size(); ++k) {
+      st.real_in[k] = real_part(rhs[k]);
+      st.perturbation_in[k] = perturbation_part(rhs[k]);
+    }
+    st.real_out = lu.solve(st.real_in);
+    st.perturbation_out = lu.solve(st.perturbation_in);
+    for (Eigen::Index k = 0; k < rhs.size(); ++k) out[k] = compose_scalar<S>(st.real_out[k], st.perturbation_out[k]);
   }
 }
 
@@ -92,22 +101,22 @@ double part_norm(const VectorX<S>& v, int part) {
   return m;
 }
 
-/// Solves Y = z + h gamma f(T, Y, p) for Y by simplified Newton iterations from Y = guess.
+/// Solves Y = z + h gamma f(T, Y, p) for Y by simplified Newton iterations from Y = st.iterate
+/// (z in st.z), leaving the solution in st.iterate.
 template <class S>
-StageStatus solve_stage(const RhsFn<S>& rhs, const S& T, const S& h_gamma, const VectorX<S>& z, const VectorX<S>& p,
-                        StageNewton& newton, VectorX<S>& Y) {
-  VectorX<S> f(z.size()), F(z.size());
+StageStatus solve_stage(const RhsFn<S>& rhs, const S& T, const S& h_gamma, In<S> p, StageNewton& newton,
+                        StageValues<S>& st) {
   double previous[2] = {INFINITY, INFINITY};
   for (int iteration = 0; iteration < newton.max_iterations; ++iteration) {
     ++newton.iterations;
-    rhs(T, Y, p, f);
-    F = Y - z - h_gamma * f;
-    if (!all_finite<S>(F)) return StageStatus::NonFinite;
-    const VectorX<S> delta = solve_real<S>(newton.lu, F);
-    Y -= delta;
+    rhs(T, st.iterate, p, st.f);
+    st.residual = st.iterate - st.z - h_gamma * st.f;
+    if (!all_finite<S>(st.residual)) return StageStatus::NonFinite;
+    solve_real<S>(newton.lu, st.residual, st.delta, st);
+    st.iterate -= st.delta;
     bool done = true;
     for (int part = 0; part < 2; ++part) {
-      const double change = part_norm<S>(delta, part), size = part_norm<S>(Y, part);
+      const double change = part_norm<S>(st.delta, part), size = part_norm<S>(st.iterate, part);
       const bool small = change <= newton.rtol * size || change == 0.0;
       // Round-off floor: the change stopped shrinking far below the iterate, where the stage
       // matrix's conditioning (a stiff penalty formulation: 1e7 and more) bounds the accuracy.
@@ -126,10 +135,9 @@ StageStatus solve_stage(const RhsFn<S>& rhs, const S& T, const S& h_gamma, const
 /// be in `st`). `newton` is the factored I - h a_ii J for implicit stages (unused otherwise).
 template <class S>
 StageStatus evaluate_stages(const RungeKuttaTableau& tab, const Problem& problem, int mode, const S& t, const S& h,
-                            const VectorX<S>& x, const VectorX<S>& p, int first, int last, StageValues<S>& st,
-                            StageNewton* newton = nullptr) {
+                            std::type_identity_t<In<S>> x, std::type_identity_t<In<S>> p, int first, int last,
+                            StageValues<S>& st, StageNewton* newton = nullptr) {
   const auto& rhs = problem.mode(mode).rhs.template get<S>();
-  VectorX<S> z;
   for (int i = first; i < last; ++i) {
     const S ti = t + tab.c[i] * h;
     if (!tab.implicit_stage(i)) {
@@ -139,16 +147,17 @@ StageStatus evaluate_stages(const RungeKuttaTableau& tab, const Problem& problem
       }
       rhs(ti, st.Y.col(i), p, st.K.col(i));
     } else {
-      z = x;
+      st.z = x;
       for (int j = 0; j < i; ++j) {
-        if (tab.a(i, j) != 0.0) z += (h * tab.a(i, j)) * st.K.col(j);
+        if (tab.a(i, j) != 0.0) st.z += (h * tab.a(i, j)) * st.K.col(j);
       }
       const S h_gamma = h * tab.a(i, i);
-      VectorX<S> Y = i == 0 ? z : VectorX<S>(z + h_gamma * st.K.col(i - 1));
-      const StageStatus status = stage_detail::solve_stage<S>(rhs, ti, h_gamma, z, p, *newton, Y);
+      st.iterate = st.z;
+      if (i > 0) st.iterate += h_gamma * st.K.col(i - 1);
+      const StageStatus status = stage_detail::solve_stage<S>(rhs, ti, h_gamma, p, *newton, st);
       if (status != StageStatus::Solved) return status;
-      st.Y.col(i) = Y;
-      st.K.col(i) = (Y - z) / h_gamma;
+      st.Y.col(i) = st.iterate;
+      st.K.col(i) = (st.iterate - st.z) / h_gamma;
     }
     for (int c = 0; c < problem.n_costs(); ++c) {
       const auto& g = problem.cost(c).running;
@@ -161,7 +170,7 @@ StageStatus evaluate_stages(const RungeKuttaTableau& tab, const Problem& problem
 
 /// x_{n+1} = x + h sum b_i K_i and the running-cost increments h sum b_i G_i (n_c).
 template <class S>
-void propagate(const RungeKuttaTableau& tab, const S& h, const VectorX<S>& x, const StageValues<S>& st,
+void propagate(const RungeKuttaTableau& tab, const S& h, std::type_identity_t<In<S>> x, const StageValues<S>& st,
                VectorX<S>& x_next, VectorX<S>& cost_increment) {
   x_next = x;
   cost_increment.setZero(st.G.rows());
