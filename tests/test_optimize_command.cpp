@@ -121,3 +121,21 @@ TEST(OptimizeCommand, BadInputGivesOneLineAndStatusTwo) {
 }
 
 }  // namespace
+
+// At a loose tolerance (rtol 1e-5) the discrete adjoint is the slope of the very cost the
+// optimizer evaluates: L-BFGS converges by its gradient test to the closed-form optimum (the
+// continuous adjoint at the same tolerance stalls its line search: docs/discrete-sensitivities.md).
+TEST(OptimizeCommand, DiscreteGradientsConvergeAtALooseTolerance) {
+  for (const char* integrator : {"dopri5", "sdirk"}) {
+    const auto dir = temp_dir(std::string("optimize_") + integrator);
+    const auto json = (dir / "ball.json").string();
+    const Outcome r = saltus_cmd(ball_command({"--integrator", integrator, "--rtol", "1e-5", "--json", json}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "is below the tolerance")) << r.out;
+    std::ifstream in(json);
+    const auto j = nlohmann::json::parse(in);
+    EXPECT_TRUE(j["converged"].get<bool>()) << integrator;
+    EXPECT_NEAR(j["optimum"]["e"].get<double>(), kBallOptimum, 1e-8) << integrator;
+    EXPECT_LE(j["history"].size(), 10u) << integrator;
+  }
+}
