@@ -37,7 +37,8 @@ struct Discrete {
 };
 
 const std::vector<Discrete>& discrete_integrators() {
-  static const std::vector<Discrete> list = {{"dopri5", Integrator::Dopri5}, {"sdirk", Integrator::Sdirk}};
+  static const std::vector<Discrete> list = {{"dopri5", Integrator::Dopri5}, {"sdirk", Integrator::Sdirk},
+                                                 {"rosenbrock", Integrator::Rosenbrock}};
   return list;
 }
 

@@ -177,6 +177,7 @@ py::dict result_dict(const Model& model, const Solution& sol, const std::string&
   }
   py::dict stats;
   stats["integrator"] = sol.stats.integrator;
+  stats["discrete"] = sol.stats.discrete;
   stats["steps"] = sol.stats.steps;
   stats["segments"] = sol.stats.segments;
   r["stats"] = stats;
@@ -214,10 +215,12 @@ void set_options(Model& m, const py::kwargs& kw) {
         m.options.integrator = Integrator::Dopri5;
       } else if (name == "sdirk") {
         m.options.integrator = Integrator::Sdirk;
+      } else if (name == "rosenbrock") {
+        m.options.integrator = Integrator::Rosenbrock;
       } else if (name == "auto") {
         m.options.integrator = Integrator::Automatic;
       } else {
-        throw InputError("integrator must be 'cvodes', 'idas', 'dopri5', 'sdirk' or 'auto', got '" + name + "'");
+        throw InputError("integrator must be 'cvodes', 'idas', 'dopri5', 'sdirk', 'rosenbrock' or 'auto', got '" + name + "'");
       }
     } else if (key == "outputs") {
       m.options.output_times.clear();
@@ -355,6 +358,7 @@ PYBIND11_MODULE(_saltus, m) {
         d["atol"] = x.options.atol;
         d["integrator"] = x.options.integrator == Integrator::Dopri5  ? "dopri5"
                           : x.options.integrator == Integrator::Sdirk ? "sdirk"
+                          : x.options.integrator == Integrator::Rosenbrock ? "rosenbrock"
                           : runs_on_idas(x.problem, x.options)         ? "idas"
                                                                         : "cvodes";
         return d;

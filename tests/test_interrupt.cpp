@@ -41,19 +41,23 @@ TEST(Interrupt, EverySolverStopsAtItsNextStep) {
       {"complex step", [](const Problem& pb) { complex_step(pb, pb.nominal_parameters(), pb.options()); }},
       {"central differences", [](const Problem& pb) { central_differences(pb, pb.nominal_parameters(), pb.options()); }},
   };
-  for (const auto& [name, solve] : solvers) {
-    auto calls = std::make_shared<std::atomic<long>>(0);
-    const Problem pb = oscillator(calls, 2000);
-    clear_interrupt();
-    try {
-      solve(pb);
-      ADD_FAILURE() << name << " ignored the stop request";
-    } catch (const Interrupted& e) {
-      EXPECT_NE(std::string(e.what()).find("interrupted at t = "), std::string::npos) << e.what();
+  for (const Integrator integrator :
+       {Integrator::Automatic, Integrator::Dopri5, Integrator::Sdirk, Integrator::Rosenbrock}) {
+    for (const auto& [name, solve] : solvers) {
+      auto calls = std::make_shared<std::atomic<long>>(0);
+      Problem pb = oscillator(calls, 2000);
+      pb.options().integrator = integrator;
+      clear_interrupt();
+      try {
+        solve(pb);
+        ADD_FAILURE() << name << " ignored the stop request";
+      } catch (const Interrupted& e) {
+        EXPECT_NE(std::string(e.what()).find("interrupted at t = "), std::string::npos) << e.what();
+      }
+      // The request was honoured within a few steps, long before the 1000 s horizon.
+      EXPECT_LT(calls->load(), 2100) << name << " " << static_cast<int>(integrator);
+      clear_interrupt();
     }
-    // The request was honoured within a few steps, long before the 1000 s horizon.
-    EXPECT_LT(calls->load(), 2100) << name;
-    clear_interrupt();
   }
   auto calls = std::make_shared<std::atomic<long>>(0);
   EXPECT_NO_THROW(simulate(oscillator(calls, -1)));

@@ -316,10 +316,11 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_option("--lmm", a.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
   run_cmd->add_option("--integrator", a.integrator,
-                      "cvodes | idas | dopri5 | sdirk (default: cvodes for ODEs, idas for DAEs; idas runs an ODE as x' - f = 0; "
-                      "dopri5, sdirk: Runge-Kutta (explicit 5(4), L-stable implicit 4(3)) whose forward and "
-                      "adjoint give the derivatives of the computed steps, docs/discrete-sensitivities.md)")
-      ->check(CLI::IsMember({"cvodes", "idas", "dopri5", "sdirk"}));
+                      "cvodes | idas | dopri5 | sdirk | rosenbrock (default: cvodes for ODEs, idas for DAEs; idas runs "
+                      "an ODE as x' - f = 0; dopri5, sdirk, rosenbrock: Runge-Kutta (explicit 5(4), L-stable "
+                      "implicit 4(3), L-stable Rosenbrock 3(2)) whose forward and adjoint give the derivatives of "
+                      "the computed steps, docs/discrete-sensitivities.md)")
+      ->check(CLI::IsMember({"cvodes", "idas", "dopri5", "sdirk", "rosenbrock"}));
   run_cmd->add_option("--rtol", a.rtol, "Relative tolerance");
   run_cmd->add_option("--atol", a.atol, "Absolute tolerance (all states)");
   run_cmd->add_option("--fd-step", a.fd_step,

@@ -122,6 +122,7 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   if (a.integrator == "idas") options.integrator = Integrator::Idas;
   if (a.integrator == "dopri5") options.integrator = Integrator::Dopri5;
   if (a.integrator == "sdirk") options.integrator = Integrator::Sdirk;
+  if (a.integrator == "rosenbrock") options.integrator = Integrator::Rosenbrock;
   if (!a.lmm.empty()) {
     options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
   }

@@ -51,9 +51,10 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
   cmd->add_option("--lmm", a.run.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
   cmd->add_option("--integrator", a.run.integrator,
-                  "cvodes | idas | dopri5 | sdirk (default: cvodes for ODEs, idas for DAEs; dopri5, sdirk: gradients of the computed "
+                  "cvodes | idas | dopri5 | sdirk | rosenbrock (default: cvodes for ODEs, idas for DAEs; dopri5, sdirk, rosenbrock: "
+                  "gradients of the computed "
                   "steps, exact to round-off)")
-      ->check(CLI::IsMember({"cvodes", "idas", "dopri5", "sdirk"}));
+      ->check(CLI::IsMember({"cvodes", "idas", "dopri5", "sdirk", "rosenbrock"}));
   cmd->add_option("--rtol", a.run.rtol, "Relative tolerance");
   cmd->add_option("--atol", a.run.atol, "Absolute tolerance (all states)");
   cmd->add_option("--adjoint-memory", a.run.adjoint_memory, "adjoint: bytes held at once (default 256M)");

@@ -60,7 +60,7 @@ def test_discrete_integrator_gives_the_derivatives_of_its_steps():
     model = saltus.load("galan").set_options(integrator="dopri5", rtol=1e-10, atol=1e-12)
     assert model.options["integrator"] == "dopri5"
     forward, adjoint = model.forward(), model.adjoint()
-    assert forward.stats["integrator"] == "dopri5"
+    assert forward.stats["integrator"] == "dopri5" and forward.stats["discrete"]
     assert forward.costs["G"] == pytest.approx(20.0290746533596, rel=1e-8)
     assert forward.gradient["G"]["p"] == pytest.approx(-2.31195310744389, rel=1e-7)
     assert adjoint.gradient["G"]["p"] == pytest.approx(forward.gradient["G"]["p"], rel=1e-13)

@@ -66,7 +66,7 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
   for (Mode& mode : q.modes_) {
     mode.jacobian.reset();  // its f_p has the full parameter count; AD takes over
     if (const auto rhs = mode.rhs; rhs) {
-      mode.rhs = Instantiated<RhsFn>::from([rhs, embed](auto t, const auto& x, const auto& p, auto xdot) {
+      mode.rhs = RhsFunctions::from([rhs, embed](auto t, const auto& x, const auto& p, auto xdot) {
         using S = ScalarOf<decltype(x)>;
         embed->with_full<S>(p, [&](In<S> full) { rhs.template get<S>()(t, x, full, xdot); });
       });
@@ -103,7 +103,7 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
   }
   for (Cost& cost : q.costs_) {
     if (const auto g = cost.running; g) {
-      cost.running = Instantiated<RunningCostFn>::from(
+      cost.running = RunningCostFunctions::from(
           [g, embed](auto t, const auto& x, const auto& xdot, const auto& p) {
             using S = ScalarOf<decltype(x)>;
             return embed->with_full<S>(p, [&](In<S> full) { return g.template get<S>()(t, x, xdot, full); });

@@ -93,7 +93,7 @@ int Problem::add_parameter(const std::string& name, double nominal, std::string 
   return n_parameters() - 1;
 }
 
-int Problem::add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs) {
+int Problem::add_mode_impl(const std::string& name, RhsFunctions rhs) {
   require_unique(modes_, name, "mode");
   modes_.push_back({name, std::move(rhs), std::nullopt, {}, {}});
   return n_modes() - 1;
@@ -202,7 +202,7 @@ void Problem::add_rest_event(int event, int rest_mode, Instantiated<JumpFn> proj
   events_[static_cast<size_t>(event)].rest_event = n_events() - 1;
 }
 
-void Problem::add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
+void Problem::add_cost_impl(const std::string& name, RunningCostFunctions running,
                             Instantiated<TerminalCostFn> terminal, RateUse rates) {
   require_unique(costs_, name, "cost");
   costs_.push_back({name, std::move(running), rates, std::move(terminal), {}});

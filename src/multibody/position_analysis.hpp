@@ -9,11 +9,13 @@
 // -A^-1 [Phi_t, -I, Phi_p] (the residual at q* is at round-off), so sensitivities, complex
 // steps and adjoints see the exact constraint manifold including parameter-dependent lengths.
 #include <saltus/core/error.hpp>
+#include <saltus/core/hyper_dual.hpp>
 #include <saltus/multibody/dynamics.hpp>
 
 #include <fmt/format.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace saltus::multibody::detail {
@@ -59,10 +61,16 @@ template <class S>
 VectorX<S> refine_positions(const Model& model, const Partition& part, const S& t,
                             const VectorX<S>& u, In<S> p, const Eigen::VectorXd& q_star) {
   MotionState<S> st{t, q_star.cast<S>(), VectorX<S>::Zero(part.n)};
-  const ConstraintSet<S> c = constraints(model, st, p);
-  VectorX<S> residual(c.phi.size() + part.f());
-  residual << c.phi, select(part, st.q) - u;
-  return st.q - solve_dense<S>(augmented_jacobian(part, c.jac), residual, "position-analysis matrix [Phi_q; B]");
+  // One Newton step from the solution carries the first derivatives exactly; second
+  // derivatives (HyperDual) need a second step, from the first one's result.
+  const int steps = std::is_same_v<S, saltus::HyperDual> ? 2 : 1;
+  for (int step = 0; step < steps; ++step) {
+    const ConstraintSet<S> c = constraints(model, st, p);
+    VectorX<S> residual(c.phi.size() + part.f());
+    residual << c.phi, select(part, st.q) - u;
+    st.q -= solve_dense<S>(augmented_jacobian(part, c.jac), residual, "position-analysis matrix [Phi_q; B]");
+  }
+  return st.q;
 }
 
 /// v with B v = u-dot and Phi_q v + Phi_t = 0, at the positions in `st` (st.v is ignored).

@@ -16,16 +16,19 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
                                  "integrate it; use IDAS (the default for DAE problems)",
                                  problem.name()));
   }
-  if (options.integrator == Integrator::Dopri5 || options.integrator == Integrator::Sdirk) return false;
+  if (is_discrete(options.integrator)) return false;
   return options.integrator == Integrator::Idas || residual;
 }
 
 bool runs_discrete(const Problem& problem, const Options& options) {
-  if (options.integrator != Integrator::Dopri5 && options.integrator != Integrator::Sdirk) return false;
+  if (!is_discrete(options.integrator)) return false;
   if (problem.kind() == ProblemKind::Residual) {
     throw InputError(fmt::format("problem '{}' is a DAE (it has residual modes or algebraic states): the {} "
                                  "integrator runs explicit problems only; use IDAS (the default for DAE problems)",
-                                 problem.name(), options.integrator == Integrator::Sdirk ? "sdirk" : "dopri5"));
+                                 problem.name(),
+                                 options.integrator == Integrator::Sdirk        ? "sdirk"
+                                 : options.integrator == Integrator::Rosenbrock ? "rosenbrock"
+                                                                                : "dopri5"));
   }
   return true;
 }

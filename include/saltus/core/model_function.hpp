@@ -4,6 +4,7 @@
 //
 // Shapes: x, xdot, x_plus and x0 have n_x entries; p has n_p entries; t is time in seconds (it
 // is a scalar of type S because the complex step evaluates jumps at a complex event time).
+#include <saltus/core/hyper_dual.hpp>
 #include <saltus/core/scalar.hpp>
 
 #include <functional>
@@ -55,17 +56,25 @@ auto with_final_time(const W& w) {
   };
 }
 
-/// One model function compiled for double, Complex, Dual and Reverse from one generic lambda.
-template <template <class> class Fn>
+/// Stands in for the HyperDual instantiation of functions compiled without it.
+struct NoSecondOrder {};
+
+/// One model function compiled for double, Complex, Dual and Reverse from one generic lambda;
+/// with `Second`, also for HyperDual (right-hand sides and running costs: the Rosenbrock
+/// integrator differentiates their Jacobian-vector products, hyper_dual.hpp).
+template <template <class> class Fn, bool Second = false>
 struct Instantiated {
   Fn<double> real;
   Fn<Complex> complex;
   Fn<Dual> dual;
   Fn<Reverse> reverse;
+  [[no_unique_address]] std::conditional_t<Second, Fn<HyperDual>, NoSecondOrder> second;
 
   template <class F>
   static Instantiated from(const F& f) {
-    return Instantiated{Fn<double>(f), Fn<Complex>(f), Fn<Dual>(f), Fn<Reverse>(f)};
+    Instantiated in{Fn<double>(f), Fn<Complex>(f), Fn<Dual>(f), Fn<Reverse>(f), {}};
+    if constexpr (Second) in.second = Fn<HyperDual>(f);
+    return in;
   }
 
   template <class S>
@@ -76,14 +85,21 @@ struct Instantiated {
       return complex;
     } else if constexpr (std::is_same_v<S, Dual>) {
       return dual;
+    } else if constexpr (std::is_same_v<S, HyperDual>) {
+      static_assert(Second, "only right-hand sides and running costs are compiled for HyperDual");
+      return second;
     } else {
       static_assert(std::is_same_v<S, Reverse>,
-                    "Saltus scalars are double, Complex, Dual and Reverse");
+                    "Saltus scalars are double, Complex, Dual, Reverse and HyperDual");
       return reverse;
     }
   }
 
   explicit operator bool() const { return static_cast<bool>(real); }
 };
+
+/// Right-hand sides and running costs: compiled for HyperDual too.
+using RhsFunctions = Instantiated<RhsFn, true>;
+using RunningCostFunctions = Instantiated<RunningCostFn, true>;
 
 }  // namespace saltus

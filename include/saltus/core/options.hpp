@@ -29,7 +29,15 @@ enum class Integrator {
   /// As Dopri5 with Hairer and Wanner's L-stable SDIRK of order 4 (5 implicit stages, embedded
   /// order 3, cubic Hermite outputs) for stiff problems.
   Sdirk,
+  /// As Dopri5 with the L-stable Rosenbrock method RODAS3 (order 3, embedded order 2, 4 stages
+  /// with one LU factorization of I - h J / 2 per step) for stiff problems.
+  Rosenbrock,
 };
+
+/// Whether the integrator is a discrete Runge-Kutta one (Dopri5, Sdirk, Rosenbrock).
+inline bool is_discrete(Integrator integrator) {
+  return integrator == Integrator::Dopri5 || integrator == Integrator::Sdirk || integrator == Integrator::Rosenbrock;
+}
 
 /// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).
 enum class SensitivityCorrector { Staggered, Simultaneous };

@@ -52,7 +52,7 @@ struct AnalyticJacobian {
 /// residual F(t, x, xdot, p) = 0 (Problem::add_residual_mode). Exactly one of the two is set.
 struct Mode {
   std::string name;
-  Instantiated<RhsFn> rhs;
+  RhsFunctions rhs;
   std::optional<AnalyticJacobian> jacobian;
   Instantiated<ResidualFn> residual;
   /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
@@ -105,7 +105,7 @@ struct EventCostTerm {
 
 struct Cost {
   std::string name;
-  Instantiated<RunningCostFn> running;    ///< empty: no integral part
+  RunningCostFunctions running;    ///< empty: no integral part
   RateUse rates = RateUse::Reads;         ///< whether `running` reads xdot
   Instantiated<TerminalCostFn> terminal;  ///< empty: no terminal part
   std::vector<EventCostTerm> at_events;   ///< point terms, summed over the firings
@@ -197,7 +197,7 @@ class Problem {
   /// added is the initial mode unless set_initial_mode says otherwise.
   template <class F>
   int add_mode(const std::string& name, const F& f) {
-    return add_mode_impl(name, Instantiated<RhsFn>::from(f));
+    return add_mode_impl(name, RhsFunctions::from(f));
   }
   /// Adds a mode whose dynamics are the residual `F(t, x, xdot, p, res)` = 0 (n_x equations, a
   /// generic lambda); returns its index. The problem becomes a DAE (ProblemKind::Residual), run
@@ -249,7 +249,7 @@ class Problem {
   /// Adds the cost psi = integral of g(t, x, xdot, p) dt (`rates`: whether g reads xdot).
   template <class G>
   void add_running_cost(const std::string& name, const G& g, RateUse rates = RateUse::Reads) {
-    add_cost_impl(name, Instantiated<RunningCostFn>::from(g), {}, rates);
+    add_cost_impl(name, RunningCostFunctions::from(g), {}, rates);
   }
   /// Adds the cost psi = w(tf, x(tf), p): a generic lambda `w(t, x, p)`, or `w(x, p)` when it
   /// does not depend on the final time.
@@ -260,7 +260,7 @@ class Problem {
   /// Adds the cost psi = integral of g dt + w(tf, x(tf), p) (w as for add_terminal_cost).
   template <class G, class W>
   void add_cost(const std::string& name, const G& g, const W& w, RateUse rates = RateUse::Reads) {
-    add_cost_impl(name, Instantiated<RunningCostFn>::from(g),
+    add_cost_impl(name, RunningCostFunctions::from(g),
                   Instantiated<TerminalCostFn>::from(with_final_time(w)), rates);
   }
   /// Adds to cost `name` the term c(t_e, x(t_e-), p) at every firing of `event` (an index from
@@ -344,12 +344,12 @@ class Problem {
   friend class EventBuilder;
   friend Problem with_free_parameters(const Problem& problem, const std::vector<std::string>& names);
   void add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection);
-  int add_mode_impl(const std::string& name, Instantiated<RhsFn> rhs);
+  int add_mode_impl(const std::string& name, RhsFunctions rhs);
   int add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual);
   void set_completion_impl(int mode, Instantiated<CompletionFn> completion);
   EventBuilder add_event_impl(const std::string& name, Direction direction,
                               Instantiated<GuardFn> guard);
-  void add_cost_impl(const std::string& name, Instantiated<RunningCostFn> running,
+  void add_cost_impl(const std::string& name, RunningCostFunctions running,
                      Instantiated<TerminalCostFn> terminal, RateUse rates = RateUse::Reads);
   void add_event_cost_impl(const std::string& name, int event, Instantiated<GuardFn> c);
   void set_outputs_impl(std::vector<std::string> names, std::vector<std::string> units,

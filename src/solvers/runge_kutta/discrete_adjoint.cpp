@@ -2,6 +2,7 @@
 // (discrete_adjoint.hpp).
 #include "discrete_adjoint.hpp"
 
+#include <saltus/core/interrupt.hpp>
 #include <saltus/derivatives/reverse.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/solver_messages.hpp>
@@ -28,11 +29,11 @@ struct StepAdjoint {
 void recompute_stages(const RungeKuttaTableau& tab, const Problem& problem, const DiscreteStep& step, In<double> x,
                       In<double> p, StageValues<double>& st, StageNewton& newton, TangentWorkspace& ws,
                       Eigen::MatrixXd& J) {
-  if (tab.implicit()) {
+  if (tab.factors_jacobian()) {
     const int n_x = problem.n_states();
     J.resize(n_x, n_x);
     rhs_state_jacobian(problem, step.mode, step.t, x, p, J, ws);
-    newton.lu.compute(Eigen::MatrixXd::Identity(n_x, n_x) - (step.h * tab.a(0, 0)) * J);
+    newton.lu.compute(Eigen::MatrixXd::Identity(n_x, n_x) - (step.h * tab.matrix_gamma()) * J);
   }
   const StageStatus status = evaluate_stages<double>(tab, problem, step.mode, step.t, step.h, x, p, 0, tab.map_stages,
                                                       st, &newton);
@@ -53,6 +54,10 @@ struct TransposeScratch {
   Eigen::PartialPivLU<Eigen::MatrixXd> lu;
   Eigen::VectorXd increment, cost_increment, direction;
   Eigen::RowVectorXd t_bar;
+  // Rosenbrock steps: the step in Dual numbers along one input direction.
+  StageValues<Dual> dual;
+  VectorX<Dual> x, p, x_next, q;
+  Eigen::VectorXd dx_next, dq;
 };
 
 /// Transposes one step (t, h) from x with its stages `st` (map stages evaluated): `lambda`
@@ -122,6 +127,54 @@ void transpose_step(const RungeKuttaTableau& tab, const Problem& problem, int mo
     w.direction.setZero(n_x);
     for (int j = 0; j < k; ++j) w.direction += tab.a(k, j) * st.K.col(j);
     out.h += w.direction.transpose() * w.v[static_cast<size_t>(k)];
+  }
+}
+
+/// Transposes a Rosenbrock step (t, h) from x by its tangents: one Dual evaluation of the step
+/// per input direction (x_n, t_n, h, p), each giving one row of the outputs (as transpose_step).
+/// Its Jacobian products need second derivatives of f, which Saltus has in forward mode
+/// (HyperDual) only: the transpose costs n_x + n_p + 2 tangent steps, the order of forming the
+/// step's own Jacobian f_x (n_x directional derivatives). `newton` holds the step's matrix.
+void transpose_by_tangents(const RungeKuttaTableau& tab, const Problem& problem, int mode, double t, double h,
+                           In<double> x, In<double> p, StageNewton& newton, const Eigen::MatrixXd& lambda,
+                           const Eigen::RowVectorXd& nu, bool with_costs, TransposeScratch& w, StepAdjoint& out) {
+  const int n_x = problem.n_states(), n_p = static_cast<int>(p.size()), n_c = problem.n_costs();
+  const int m = static_cast<int>(lambda.cols());
+  if (w.x.size() != n_x) {  // once per run
+    w.dual.resize(n_x, n_c, tab.stages);
+    w.x.resize(n_x);
+    w.p.resize(n_p);
+    w.dx_next.resize(n_x);
+    w.dq.resize(n_c);
+  }
+  out.x.resize(n_x, m);
+  out.t = nu;
+  out.h = nu;
+  out.p.resize(n_p, m);
+  // Direction d: x_d (d < n_x), then t_n, h, then p_(d - n_x - 2).
+  for (int d = 0; d < n_x + 2 + n_p; ++d) {
+    for (int k = 0; k < n_x; ++k) w.x[k] = make_dual(x[k], k == d ? 1.0 : 0.0);
+    for (int k = 0; k < n_p; ++k) w.p[k] = make_dual(p[k], k == d - n_x - 2 ? 1.0 : 0.0);
+    const Dual td = make_dual(t, d == n_x ? 1.0 : 0.0), hd = make_dual(h, d == n_x + 1 ? 1.0 : 0.0);
+    if (evaluate_stages<Dual>(tab, problem, mode, td, hd, w.x, w.p, 0, tab.map_stages, w.dual, &newton) !=
+        StageStatus::Solved) {
+      throw SolverError(fmt::format("the discrete adjoint could not differentiate the step at t = {:.17g} (h = {:.3g})",
+                                    t, h));
+    }
+    propagate<Dual>(tab, hd, w.x, w.dual, w.x_next, w.q);
+    for (int k = 0; k < n_x; ++k) w.dx_next[k] = w.x_next[k].v[0];
+    for (int c = 0; c < n_c; ++c) w.dq[c] = w.q[c].v[0];
+    Eigen::RowVectorXd row = w.dx_next.transpose() * lambda;
+    if (with_costs) row += w.dq.transpose();
+    if (d < n_x) {
+      out.x.row(d) = row;
+    } else if (d == n_x) {
+      out.t += row;
+    } else if (d == n_x + 1) {
+      out.h += row;
+    } else {
+      out.p.row(d - n_x - 2) = row;
+    }
   }
 }
 
@@ -202,6 +255,8 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
   StepStates states(tab, problem, p, log, sol.events);
   for (size_t n = log.steps.size(); n-- > 0;) {
     const DiscreteStep& step = log.steps[n];
+    throw_if_interrupted(step.t);
+    if (n % 64 == 0) report_progress(options, "adjoint backward", step.t, static_cast<long>(sol.events.size()));
     for (size_t e = step.events_end; e-- > step.events_begin;) {
       const EventRecord& rec = sol.events[e];
       const TransposedProducts jump = jump_products(problem, rec.event, rec.time, rec.state_before, p, lambda);
@@ -218,14 +273,23 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
     }
     const Eigen::VectorXd& x = states.at(n);
     recompute_stages(tab, problem, step, x, p, st, newton, ws, scratch.fx);
-    transpose_step(tab, problem, step.mode, step.t, step.h, p, st, lambda, nu, true, scratch, ws, a);
+    const auto transpose = [&](const Eigen::MatrixXd& weights, const Eigen::RowVectorXd& time_weight, bool with_costs,
+                               StepAdjoint& out) {
+      if (tab.rosenbrock) {
+        transpose_by_tangents(tab, problem, step.mode, step.t, step.h, x, p, newton, weights, time_weight, with_costs,
+                              scratch, out);
+      } else {
+        transpose_step(tab, problem, step.mode, step.t, step.h, p, st, weights, time_weight, with_costs, scratch, ws,
+                       out);
+      }
+    };
+    transpose(lambda, nu, true, a);
     if (step.kind == StepKind::Final) a.t -= a.h;
     if (step.kind == StepKind::EventCut) {
       // h solves R = r(t_n + h, Phi(t_n, h, x_n, p), p) = 0: spread hbar by -hbar / R_h over R's gradient.
       propagate(tab, step.h, x, st, x_end, cost_increment);
       const ScalarGradient r = guard_gradient(problem, step.root_event, step.t + step.h, x_end, p);
-      transpose_step(tab, problem, step.mode, step.t, step.h, p, st, r.x.transpose(),
-                     Eigen::RowVectorXd::Constant(1, r.t), false, scratch, ws, root);
+      transpose(r.x.transpose(), Eigen::RowVectorXd::Constant(1, r.t), false, root);
       const Eigen::RowVectorXd spread = -a.h / root.h[0];
       a.x += root.x * spread;
       a.t += root.t[0] * spread;
@@ -250,7 +314,8 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
   sol.adjoint.backward.integrator = tab.name;
   sol.adjoint.backward.discrete = true;
   sol.adjoint.backward.steps = static_cast<long>(log.steps.size());
-  sol.adjoint.backward.rhs_evals = static_cast<long>(log.steps.size()) * tab.map_stages;
+  sol.adjoint.backward.rhs_evals = static_cast<long>(log.steps.size()) * tab.map_stages *
+                                   (tab.rosenbrock ? n_x + n_p + 2 : 1);
   return sol;
 }
 

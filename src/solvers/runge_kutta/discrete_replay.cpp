@@ -1,4 +1,5 @@
 // The complex-step replay of a discrete Runge-Kutta run's frozen steps (discrete_adjoint.hpp).
+#include <saltus/core/interrupt.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
@@ -14,12 +15,12 @@ namespace {
 /// The Newton matrix of a step's implicit stages at the real parts (t, x, h): the real run's.
 void prepare_newton(const RungeKuttaTableau& tab, const Problem& problem, int mode, double t, double h,
                     const Eigen::VectorXd& x, const Eigen::VectorXd& p, StageNewton& newton) {
-  if (!tab.implicit()) return;
+  if (!tab.factors_jacobian()) return;
   const int n_x = problem.n_states();
   Eigen::MatrixXd J(n_x, n_x);
   TangentWorkspace ws;
   rhs_state_jacobian(problem, mode, t, x, p, J, ws);
-  newton.lu.compute(Eigen::MatrixXd::Identity(n_x, n_x) - (h * tab.a(0, 0)) * J);
+  newton.lu.compute(Eigen::MatrixXd::Identity(n_x, n_x) - (h * tab.matrix_gamma()) * J);
 }
 
 /// dR/dh of R(h) = r(t + h, Phi(t, h, x, p), p) at the real step (forward AD along h).
@@ -59,6 +60,7 @@ ComplexSolution simulate_complex_discrete(const Problem& problem, const VectorX<
   StageNewton newton;
   const Eigen::VectorXd p_real = p.real();
   for (const DiscreteStep& step : run.log().steps) {
+    throw_if_interrupted(step.t);
     prepare_newton(tab, problem, step.mode, step.t, step.h, x.real(), p_real, newton);
     const auto advance = [&](const Complex& h) {
       if (evaluate_stages(tab, problem, step.mode, t, h, x, p, 0, tab.map_stages, st, &newton) != StageStatus::Solved) {

@@ -2,6 +2,8 @@
 // model of its steps (discrete_run.hpp).
 #include "discrete_run.hpp"
 
+#include <saltus/core/interrupt.hpp>
+#include <saltus/derivatives/residual.hpp>
 #include <saltus/solvers/event_transfer.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
@@ -29,7 +31,9 @@ DiscreteRun::DiscreteRun(const Problem& problem, const Eigen::VectorXd& p, const
       opt_(options),
       kind_(kind),
       sens_(kind == RunKind::ForwardSensitivity),
-      tab_(options.integrator == Integrator::Sdirk ? sdirk4() : dormand_prince()),
+      tab_(options.integrator == Integrator::Sdirk        ? sdirk4()
+           : options.integrator == Integrator::Rosenbrock ? rodas3()
+                                                          : dormand_prince()),
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
@@ -49,6 +53,11 @@ DiscreteRun::DiscreteRun(const Problem& problem, const Eigen::VectorXd& p, const
   tangent_.dY.resize(nx_);
   error_.resize(nx_);
   cur_.resize(nx_, nc_, tab_.stages);
+  if (tab_.rosenbrock) {
+    rosenbrock_.st.resize(nx_, nc_, tab_.stages);
+    rosenbrock_.x.resize(nx_);
+    rosenbrock_.p.resize(np_);
+  }
   prev_.resize(nx_, nc_, tab_.stages);
   atol_ = state_atol(opt_, nx_);
 }
@@ -231,14 +240,14 @@ void DiscreteRun::prepare_newton(double h) {
     newton_h_ = 0.0;
   }
   if (h == newton_h_) return;
-  newton_.lu.compute(Eigen::MatrixXd::Identity(nx_, nx_) - (h * tab_.a(0, 0)) * jacobian_);
+  newton_.lu.compute(Eigen::MatrixXd::Identity(nx_, nx_) - (h * tab_.matrix_gamma()) * jacobian_);
   newton_h_ = h;
 }
 
 bool DiscreteRun::try_step(double h, bool all_stages) {
   const int first = tab_.fsal && first_stage_ready_ ? 1 : 0;
   const int last = all_stages ? tab_.stages : tab_.map_stages;
-  if (tab_.implicit()) prepare_newton(h);
+  if (tab_.factors_jacobian()) prepare_newton(h);
   const long iterations = newton_.iterations;
   const StageStatus status = evaluate_stages(tab_, pb_, mode_, t_, h, x_, p_, first, last, cur_, &newton_);
   rhs_evals_ += tab_.implicit() ? newton_.iterations - iterations : last - first;
@@ -247,7 +256,7 @@ bool DiscreteRun::try_step(double h, bool all_stages) {
                        ? fmt::format("the right-hand side or a running cost of mode '{}' is not finite near t = {:.17g}",
                                      pb_.mode(mode_).name, t_)
                        : std::string();
-    if (first == 0 && !tab_.implicit() && !cur_.K.col(0).allFinite()) {
+    if (first == 0 && !tab_.factors_jacobian() && !cur_.K.col(0).allFinite()) {
       throw ModelError(fmt::format("the right-hand side of mode '{}' is not finite at t = {:.17g}, x = {}",
                                    pb_.mode(mode_).name, t_, describe_state(pb_, x_)));
     }
@@ -325,7 +334,7 @@ double DiscreteRun::locate_root(size_t i, double h_crossed) {
   // surface by round-off at most and the next segment does not see the crossing again.
   const Event& event = pb_.event(watched_.events[i]);
   const auto R = [&](double h) {
-    if (!try_step(h, false)) fail_step("a step towards an event left the model's domain", h);
+    if (!try_step(h, false)) fail_step("a step towards an event failed (a stage not finite or not solved)", h);
     ++guard_evals_;
     return event.guard.real(t_ + h, x_next_, p_);
   };
@@ -352,6 +361,7 @@ double DiscreteRun::locate_root(size_t i, double h_crossed) {
 }
 
 bool DiscreteRun::take_step() {
+  throw_if_interrupted(t_);
   const double remaining = opt_.tf - t_;
   double h = std::min(h_next_, remaining);
   bool final_step = h >= remaining || t_ + 1.01 * h >= opt_.tf;
@@ -395,7 +405,7 @@ bool DiscreteRun::take_step() {
     }
     return false;
   }
-  if (!try_step(h_event, true)) fail_step("the step cut at an event left the model's domain", h_event);
+  if (!try_step(h_event, true)) fail_step("the step cut at an event failed (a stage not finite or not solved)", h_event);
   for (size_t i = 0; i < watched_.events.size(); ++i) {
     const double g = static_cast<int>(i) == first ? 0.0 : pb_.event(watched_.events[i]).guard.real(t_ + h_event, x_next_, p_);
     fired_[i] = static_cast<int>(i) == first || crossed(i, g) ? 1 : 0;
@@ -439,6 +449,10 @@ void DiscreteRun::commit(double h, StepKind kind, int root_event) {
 
 void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, In<double> dp, Eigen::MatrixXd& dK,
                                  Eigen::MatrixXd& dG, Eigen::VectorXd& dx_next, Eigen::VectorXd& dq) {
+  if (tab_.rosenbrock) {
+    rosenbrock_tangents(h, dt, dh, dx, dp, dK, dG, dx_next, dq);
+    return;
+  }
   dK.resize(nx_, tab_.stages);
   dG.setZero(nc_, tab_.stages);
   Eigen::VectorXd& dY = tangent_.dY;
@@ -457,7 +471,8 @@ void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, 
     }
     rhs_tangent(pb_, mode_, ti, cur_.Y.col(i), p_, dti, dY, dp, dK.col(i), ws_);
     if (has_running_cost_) {
-      running_cost_tangents(pb_, mode_, ti, cur_.Y.col(i), p_, dti, dY, dp, dG.col(i), ws_);
+      // G_i = g(T_i, Y_i, K_i, p) with the slope's tangent just computed: no second f evaluation.
+      running_cost_tangents_at_rate(pb_, ti, cur_.Y.col(i), cur_.K.col(i), p_, dti, dY, dK.col(i), dp, dG.col(i), ws_);
     }
   }
   dx_next = dx;
@@ -467,6 +482,34 @@ void DiscreteRun::stage_tangents(double h, double dt, double dh, In<double> dx, 
     dx_next += tab_.b[i] * (dh * cur_.K.col(i) + h * dK.col(i));
     dq += tab_.b[i] * (dh * cur_.G.col(i) + h * dG.col(i));
   }
+}
+
+void DiscreteRun::rosenbrock_tangents(double h, double dt, double dh, In<double> dx, In<double> dp,
+                                      Eigen::MatrixXd& dK, Eigen::MatrixXd& dG, Eigen::VectorXd& dx_next,
+                                      Eigen::VectorXd& dq) {
+  // The step evaluated in Dual numbers: its Jacobian products carry their own derivatives
+  // (second derivatives of f by HyperDual numbers, stages.hpp), so the tangent is exact.
+  auto& w = rosenbrock_;
+  for (int k = 0; k < nx_; ++k) w.x[k] = make_dual(x_[k], dx[k]);
+  for (int k = 0; k < np_; ++k) w.p[k] = make_dual(p_[k], dp[k]);
+  const Dual t = make_dual(t_, dt), hd = make_dual(h, dh);
+  if (evaluate_stages<Dual>(tab_, pb_, mode_, t, hd, w.x, w.p, 0, tab_.map_stages, w.st, &newton_) !=
+      StageStatus::Solved) {
+    throw ModelError(fmt::format("the sensitivities of the {} step at t = {:.17g} (h = {:.3g}) in mode '{}' are not "
+                                 "finite",
+                                 tab_.name, t_, h, pb_.mode(mode_).name));
+  }
+  propagate<Dual>(tab_, hd, w.x, w.st, w.x_next, w.q);
+  dK.resize(nx_, tab_.stages);
+  dG.setZero(nc_, tab_.stages);
+  for (int i = 0; i < tab_.map_stages; ++i) {
+    for (int k = 0; k < nx_; ++k) dK(k, i) = w.st.K(k, i).v[0];
+    for (int c = 0; c < nc_; ++c) dG(c, i) = w.st.G(c, i).v[0];
+  }
+  dx_next.resize(nx_);
+  dq.resize(nc_);
+  for (int k = 0; k < nx_; ++k) dx_next[k] = w.x_next[k].v[0];
+  for (int c = 0; c < nc_; ++c) dq[c] = w.q[c].v[0];
 }
 
 void DiscreteRun::factor_stage_jacobians(double h) {
@@ -483,6 +526,7 @@ void DiscreteRun::factor_stage_jacobians(double h) {
 
 void DiscreteRun::tangent_step(double h, StepKind kind, int root_event) {
   if (tab_.implicit()) factor_stage_jacobians(h);
+  if (tab_.rosenbrock) prepare_newton(h);
   last_.S = S_;
   last_.dq = book_.cost_integral_sensitivity();
   last_.dt = dt_;

@@ -1,6 +1,6 @@
 #pragma once
 // One run of a hybrid ODE by a Runge-Kutta pair with error control (Options::integrator dopri5,
-// explicit, or sdirk, diagonally implicit), written so that its steps can be differentiated exactly: simulation, the discrete
+// explicit, sdirk, diagonally implicit, or rosenbrock, linearly implicit), written so that its steps can be differentiated exactly: simulation, the discrete
 // tangent-linear model (forward sensitivities of the computed numbers), or the forward pass of
 // the discrete adjoint (discrete_adjoint.hpp), which keeps the step log.
 //
@@ -102,6 +102,9 @@ class DiscreteRun : private SegmentIntegrator {
   /// Makes the step h of cur_ the run's: its tangent (forward runs), its log entry, the new state.
   void commit(double h, StepKind kind, int root_event);
   void tangent_step(double h, StepKind kind, int root_event);
+  /// stage_tangents of a Rosenbrock step: the step evaluated in Dual numbers.
+  void rosenbrock_tangents(double h, double dt, double dh, In<double> dx, In<double> dp, Eigen::MatrixXd& dK,
+                           Eigen::MatrixXd& dG, Eigen::VectorXd& dx_next, Eigen::VectorXd& dq);
   /// LU factors of I - h a_ii f_x(T_i, Y_i) at the implicit stages of cur_ (their tangents and
   /// transposes solve with the exact Jacobian at the solved stage).
   void factor_stage_jacobians(double h);
@@ -154,6 +157,11 @@ class DiscreteRun : private SegmentIntegrator {
     Eigen::VectorXd dY, dx_next, dq, dx_h, dq_h;
     Eigen::MatrixXd fx, dK_h, dG_h, S_next, dq_total;
   } tangent_;
+  // Scratch of a Rosenbrock step's tangent (sized once, reused every step).
+  struct RosenbrockTangent {
+    StageValues<Dual> st;
+    VectorX<Dual> x, p, x_next, q;
+  } rosenbrock_;
   Eigen::VectorXd x_next_, q_increment_;
   double h_next_ = 0.0;
   long steps_since_output_ = 0;

@@ -29,12 +29,22 @@ struct StageValues {
   // Scratch of the implicit stages' Newton iterations.
   VectorX<S> z, iterate, f, residual, delta;
   Eigen::VectorXd real_in, perturbation_in, real_out, perturbation_out;
+  // Scratch of a Rosenbrock step: f_t and the costs' gamma_t at the step start, a directional
+  // derivative (f and costs), and the Dual and HyperDual arguments that compute it.
+  VectorX<S> f_t, direction_f, zero_x;
+  VectorX<S> g_t, direction_g;
+  VectorX<Dual> dual_x, dual_p, dual_f;
+  VectorX<HyperDual> hyper_x, hyper_p, hyper_f;
   void resize(int n_x, int n_c, int stages) {
     Y.resize(n_x, stages);
     K.resize(n_x, stages);
     G = StageMatrix<S>::Zero(n_c, stages);
-    for (VectorX<S>* v : {&z, &iterate, &f, &residual, &delta}) v->resize(n_x);
+    for (VectorX<S>* v : {&z, &iterate, &f, &residual, &delta, &f_t, &direction_f}) v->resize(n_x);
+    zero_x = VectorX<S>::Zero(n_x);
+    g_t = VectorX<S>::Zero(n_c);
+    direction_g = VectorX<S>::Zero(n_c);
     for (Eigen::VectorXd* v : {&real_in, &perturbation_in, &real_out, &perturbation_out}) v->resize(n_x);
+    dual_x.resize(n_x), dual_f.resize(n_x), hyper_x.resize(n_x), hyper_f.resize(n_x);
   }
 };
 
@@ -131,12 +141,117 @@ StageStatus solve_stage(const RhsFn<S>& rhs, const S& T, const S& h_gamma, In<S>
 
 }  // namespace stage_detail
 
+namespace rosenbrock_detail {
+
+/// The directional derivative along (v_t, v_x) at (t, x, p) of the right-hand side
+/// (st.direction_f) and, with `costs`, of every running cost along the flow,
+/// gamma(t, x) = g(t, x, f(t, x, p), p) (st.direction_g; 0 for costs without one). Exact: Dual
+/// numbers in double; in Complex and Dual, whose perturbations move (t, x, p, v) too,
+/// HyperDual numbers give the perturbation of the derivative (f_x v)' = f_x v' + f_xx[v, x'] + ...
+template <class S>
+void directional(const Problem& problem, int mode, const S& t, In<S> x, In<S> p, const S& v_t, In<S> v_x,
+                 bool costs, StageValues<S>& st) {
+  const int n_x = static_cast<int>(x.size()), n_p = static_cast<int>(p.size());
+  if (st.dual_p.size() != n_p) st.dual_p.resize(n_p), st.hyper_p.resize(n_p);  // once per run
+  if constexpr (std::is_same_v<S, double>) {
+    for (int k = 0; k < n_x; ++k) st.dual_x[k] = make_dual(x[k], v_x[k]);
+    for (int k = 0; k < n_p; ++k) st.dual_p[k] = Dual(p[k]);
+    const Dual td = make_dual(t, v_t);
+    problem.mode(mode).rhs.dual(td, st.dual_x, st.dual_p, st.dual_f);
+    for (int k = 0; k < n_x; ++k) st.direction_f[k] = st.dual_f[k].v[0];
+    for (int c = 0; costs && c < problem.n_costs(); ++c) {
+      const auto& g = problem.cost(c).running;
+      st.direction_g[c] = g ? g.dual(td, st.dual_x, st.dual_f, st.dual_p).v[0] : 0.0;
+    }
+  } else {
+    const auto hyper = [](const S& value, const S& direction) {
+      return HyperDual(real_part(value), real_part(direction), perturbation_part(value), perturbation_part(direction));
+    };
+    for (int k = 0; k < n_x; ++k) st.hyper_x[k] = hyper(x[k], v_x[k]);
+    for (int k = 0; k < n_p; ++k) st.hyper_p[k] = hyper(p[k], S(0.0));
+    const HyperDual th = hyper(t, v_t);
+    problem.mode(mode).rhs.second(th, st.hyper_x, st.hyper_p, st.hyper_f);
+    for (int k = 0; k < n_x; ++k) st.direction_f[k] = compose_scalar<S>(st.hyper_f[k].e1, st.hyper_f[k].e12);
+    for (int c = 0; costs && c < problem.n_costs(); ++c) {
+      const auto& g = problem.cost(c).running;
+      if (!g) {
+        st.direction_g[c] = S(0.0);
+        continue;
+      }
+      const HyperDual value = g.second(th, st.hyper_x, st.hyper_f, st.hyper_p);
+      st.direction_g[c] = compose_scalar<S>(value.e1, value.e12);
+    }
+  }
+}
+
+/// The stages 0..last-1 of a Rosenbrock step (tableau.hpp) in the scalar type S. The running
+/// costs are integrated as the extra components q' = gamma(t, x) of the system, with their own
+/// Jacobian row gamma_x (so the method keeps its order on them):
+///   G_i = gamma (g_i + sum_j C_ij G_j + h (gamma_i gamma_t + gamma_x K_i)).
+/// `newton.lu` holds I - h gamma J at the real parts. In Complex and Dual the perturbation of
+/// the matrix itself enters: K' = (I - h gamma J)^-1 (rhs' + (h gamma J)' K).
+template <class S>
+StageStatus evaluate_rosenbrock_stages(const RungeKuttaTableau& tab, const Problem& problem, int mode, const S& t,
+                                       const S& h, In<S> x, In<S> p, int last, StageValues<S>& st,
+                                       const StageNewton& newton) {
+  const auto& rhs = problem.mode(mode).rhs.template get<S>();
+  const int n_c = problem.n_costs();
+  bool costs = false;
+  for (int c = 0; c < n_c; ++c) costs |= static_cast<bool>(problem.cost(c).running);
+  directional<S>(problem, mode, t, x, p, S(1.0), st.zero_x, costs, st);
+  st.f_t = st.direction_f;
+  if (costs) st.g_t = st.direction_g;
+  const S h_gamma = h * tab.gamma;
+  for (int i = 0; i < last; ++i) {
+    const S ti = t + tab.c[i] * h;
+    st.Y.col(i) = x;
+    for (int j = 0; j < i; ++j) {
+      if (tab.a(i, j) != 0.0) st.Y.col(i) += (h * tab.a(i, j)) * st.K.col(j);
+    }
+    rhs(ti, st.Y.col(i), p, st.f);
+    st.residual = st.f;
+    if (tab.time_weights[i] != 0.0) st.residual += (h * tab.time_weights[i]) * st.f_t;
+    for (int j = 0; j < i; ++j) {
+      if (tab.coupling(i, j) != 0.0) st.residual += tab.coupling(i, j) * st.K.col(j);
+    }
+    st.residual *= tab.gamma;
+    if (!all_finite<S>(st.residual)) return StageStatus::NonFinite;
+    solve_real<S>(newton.lu, st.residual, st.delta, st);
+    if constexpr (!std::is_same_v<S, double>) {
+      for (Eigen::Index k = 0; k < st.delta.size(); ++k) st.iterate[k] = S(real_part(st.delta[k]));
+      directional<S>(problem, mode, t, x, p, S(0.0), st.iterate, false, st);
+      for (Eigen::Index k = 0; k < st.delta.size(); ++k) {
+        st.perturbation_in[k] = perturbation_part(h_gamma * st.direction_f[k]);
+      }
+      st.perturbation_out = newton.lu.solve(st.perturbation_in);
+      for (Eigen::Index k = 0; k < st.delta.size(); ++k) st.delta[k] += compose_scalar<S>(0.0, st.perturbation_out[k]);
+    }
+    st.K.col(i) = st.delta;
+    if (costs) {
+      directional<S>(problem, mode, t, x, p, S(0.0), st.K.col(i), true, st);
+      for (int c = 0; c < n_c; ++c) {
+        const auto& g = problem.cost(c).running;
+        if (!g) continue;
+        S value = g.template get<S>()(ti, st.Y.col(i), st.f, p) +
+                  h * (tab.time_weights[i] * st.g_t[c] + st.direction_g[c]);
+        for (int j = 0; j < i; ++j) value += tab.coupling(i, j) * st.G(c, j);
+        st.G(c, i) = tab.gamma * value;
+      }
+    }
+    if (!all_finite<S>(st.K.col(i)) || !all_finite<S>(st.G.col(i))) return StageStatus::NonFinite;
+  }
+  return StageStatus::Solved;
+}
+
+}  // namespace rosenbrock_detail
+
 /// Evaluates stages first..last-1 of the step (t, h) from x in `mode` (the earlier stages must
 /// be in `st`). `newton` is the factored I - h a_ii J for implicit stages (unused otherwise).
 template <class S>
 StageStatus evaluate_stages(const RungeKuttaTableau& tab, const Problem& problem, int mode, const S& t, const S& h,
                             std::type_identity_t<In<S>> x, std::type_identity_t<In<S>> p, int first, int last,
                             StageValues<S>& st, StageNewton* newton = nullptr) {
+  if (tab.rosenbrock) return rosenbrock_detail::evaluate_rosenbrock_stages<S>(tab, problem, mode, t, h, x, p, last, st, *newton);
   const auto& rhs = problem.mode(mode).rhs.template get<S>();
   for (int i = first; i < last; ++i) {
     const S ti = t + tab.c[i] * h;

@@ -10,6 +10,12 @@
 // An implicit stage (a_ii != 0) is solved by Newton's method to round-off, with K_i taken as
 // (Y_i - z_i) / (h a_ii); its error estimate is filtered by (I - h a_ii J)^-1 (Hairer and Wanner,
 // Solving ODEs II, IV.8), so that stiff components do not reject every step.
+//
+// A Rosenbrock method (`rosenbrock`) solves linear systems with J = f_x(t_n, x_n) instead, in
+// the form of Hairer and Wanner (Solving ODEs II, IV.7, (7.4')) with K_i = U_i / h:
+//   Y_i = x_n + h sum_{j<i} a_ij K_j,  F_i = f(t_n + c_i h, Y_i, p)
+//   (I - h gamma J) K_i = gamma (F_i + sum_{j<i} C_ij K_j + h gamma_i f_t(t_n, x_n, p))
+// and the same propagation, error estimate (unfiltered) and cubic Hermite dense output.
 #include <Eigen/Core>
 
 #include <vector>
@@ -35,9 +41,19 @@ struct RungeKuttaTableau {
   /// w_i(theta) and dw_i/dtheta of the continuous extension (s entries each), theta in [0, 1];
   /// null: outputs use the cubic Hermite interpolant of x and f at the step's ends.
   void (*dense_weights)(double theta, Eigen::Ref<Eigen::VectorXd> w, Eigen::Ref<Eigen::VectorXd> dw) = nullptr;
-  /// Whether stage i is implicit.
+  /// Rosenbrock: the linear systems' gamma, the stage coupling C_ij (strictly lower) and the
+  /// weights gamma_i of h f_t.
+  bool rosenbrock = false;
+  double gamma = 0.0;
+  Eigen::MatrixXd coupling;
+  Eigen::VectorXd time_weights;
+  /// Whether stage i is implicit (diagonally implicit pairs).
   bool implicit_stage(int i) const { return a(i, i) != 0.0; }
   bool implicit() const { return a.diagonal().cwiseAbs().maxCoeff() != 0.0; }
+  /// Whether a step factors I - h gamma J: implicit stages or a Rosenbrock method.
+  bool factors_jacobian() const { return rosenbrock || implicit(); }
+  /// The gamma of that matrix.
+  double matrix_gamma() const { return rosenbrock ? gamma : a(0, 0); }
 };
 
 /// Dormand and Prince's 5(4) pair (FSAL, 7 stages) with the fourth-order continuous extension of
@@ -47,5 +63,9 @@ const RungeKuttaTableau& dormand_prince();
 /// Hairer and Wanner's L-stable SDIRK of order 4 with an embedded order-3 solution (5 stages,
 /// gamma = 1/4, stiffly accurate; Solving ODEs II, IV.6, Table 6.5).
 const RungeKuttaTableau& sdirk4();
+
+/// Sandu et al.'s RODAS3: a stiffly accurate, L-stable Rosenbrock method of order 3 with an
+/// embedded order-2 solution (4 stages, gamma = 1/2; Atmos. Environ. 31 (1997) 3459).
+const RungeKuttaTableau& rodas3();
 
 }  // namespace saltus::detail
