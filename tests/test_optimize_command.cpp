@@ -126,7 +126,7 @@ TEST(OptimizeCommand, BadInputGivesOneLineAndStatusTwo) {
 // optimizer evaluates: L-BFGS converges by its gradient test to the closed-form optimum (the
 // continuous adjoint at the same tolerance stalls its line search: docs/discrete-sensitivities.md).
 TEST(OptimizeCommand, DiscreteGradientsConvergeAtALooseTolerance) {
-  for (const char* integrator : {"dopri5", "sdirk"}) {
+  for (const char* integrator : {"dopri5", "sdirk", "rosenbrock"}) {
     const auto dir = temp_dir(std::string("optimize_") + integrator);
     const auto json = (dir / "ball.json").string();
     const Outcome r = saltus_cmd(ball_command({"--integrator", integrator, "--rtol", "1e-5", "--json", json}));

@@ -58,6 +58,7 @@ struct TransposeScratch {
   StageValues<Dual> dual;
   VectorX<Dual> x, p, x_next, q;
   Eigen::VectorXd dx_next, dq;
+  Eigen::RowVectorXd row;
 };
 
 /// Transposes one step (t, h) from x with its stages `st` (map stages evaluated): `lambda`
@@ -164,7 +165,8 @@ void transpose_by_tangents(const RungeKuttaTableau& tab, const Problem& problem,
     propagate<Dual>(tab, hd, w.x, w.dual, w.x_next, w.q);
     for (int k = 0; k < n_x; ++k) w.dx_next[k] = w.x_next[k].v[0];
     for (int c = 0; c < n_c; ++c) w.dq[c] = w.q[c].v[0];
-    Eigen::RowVectorXd row = w.dx_next.transpose() * lambda;
+    Eigen::RowVectorXd& row = w.row;
+    row.noalias() = w.dx_next.transpose() * lambda;
     if (with_costs) row += w.dq.transpose();
     if (d < n_x) {
       out.x.row(d) = row;
