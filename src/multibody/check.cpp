@@ -64,7 +64,7 @@ void describe_start(const Model& model, ModelCheck& out) {
   }
   for (const Contact& c : model.contacts) {
     const detail::ContactGeometry<double> g = detail::contact_geometry<double>(model, c, start, p);
-    out.contacts.push_back({c.name, c.point.label, g.gap, g.normal.dot(g.point.rate)});
+    out.contacts.push_back({c.name, c.point.label, g.gap.value, g.gap.rate});
   }
 }
 

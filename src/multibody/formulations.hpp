@@ -15,21 +15,28 @@ namespace saltus::multibody::detail {
 
 template <class S>
 struct ContactGeometry {
-  Vec2<S> normal;  ///< unit normal of the line, pointing to the allowed side
+  Vec2<S> normal;  ///< unit normal of the line, pointing to the allowed side (global frame)
   Kin2<S> point;   ///< the contact point
-  S gap;           ///< normal^T (P - O): the guard
+  KinRow<S> gap;   ///< n^T (P - O): the guard (.value), its gradient r_q (.jac) and rate
 };
 
+/// The gap of a contact and its derivatives: for a line carried by a body both O and n turn
+/// with it, so r_q has a term on the body's angle, (P - O)^T dn/dtheta.
 template <class S>
 ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
   using std::sqrt;
   ContactGeometry<S> g;
   const S nx = value_of<S>(c.normal_x, p), ny = value_of<S>(c.normal_y, p);
   const S length = sqrt(nx * nx + ny * ny);
-  g.normal = Vec2<S>(nx / length, ny / length);
+  const Kin2<S> normal = body_vector<S>(m, st, c.line_body, Vec2<S>(nx / length, ny / length), false);
+  PointRef origin;
+  origin.kind = c.line_body < 0 ? PointRef::Kind::Ground : PointRef::Kind::Body;
+  origin.index = c.line_body;
+  origin.x = c.line_x;
+  origin.y = c.line_y;
+  g.normal = normal.value;
   g.point = point_kinematics(m, st, c.point, p);
-  g.gap = g.normal[0] * (g.point.value[0] - value_of<S>(c.line_x, p)) +
-          g.normal[1] * (g.point.value[1] - value_of<S>(c.line_y, p));
+  g.gap = dot(normal, difference(g.point, point_kinematics(m, st, origin, p)));
   return g;
 }
 
@@ -43,7 +50,7 @@ VectorX<S> impulse_velocity(const Model& m, const Contact& c, const MotionState<
   const int rows = static_cast<int>(cs.phi.size());
   const MatX<S> M = mass_matrix<S>(m, p);
   const ContactGeometry<S> g = contact_geometry(m, c, st, p);
-  const VectorX<S> r_q = g.point.jac.transpose() * g.normal;
+  const VectorX<S> r_q = g.gap.jac;
   MatX<S> K = MatX<S>::Zero(n + rows + 1, n + rows + 1);
   K.topLeftCorner(n, n) = M;
   K.block(0, n, n, rows) = cs.jac.transpose();
@@ -198,7 +205,7 @@ struct CartesianForm : FormBase {
 
   template <class S>
   S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
-    return contact_geometry(*model, contact(contact_index), motion(t, x), p).gap;
+    return contact_geometry(*model, contact(contact_index), motion(t, x), p).gap.value;
   }
 
   template <class S>
@@ -327,7 +334,7 @@ struct MaggiForm : FormBase {
   template <class S>
   S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
     const MotionState<S> st{t, positions(t, VectorX<S>(x.head(f())), p), VectorX<S>::Zero(n)};
-    return contact_geometry(*model, contact(contact_index), st, p).gap;
+    return contact_geometry(*model, contact(contact_index), st, p).gap.value;
   }
 
   template <class S>
@@ -470,7 +477,7 @@ struct DaeForm : FormBase {
 
   template <class S>
   S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
-    return contact_geometry(*model, contact(contact_index), motion(t, x), p).gap;
+    return contact_geometry(*model, contact(contact_index), motion(t, x), p).gap.value;
   }
 
   template <class S>

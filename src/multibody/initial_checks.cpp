@@ -51,20 +51,20 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
     const Contact& c = model.contacts[i];
     const ContactGeometry<double> g = contact_geometry<double>(model, c, start, p);
     const std::string at = model.locate(fmt::format("contacts[{}]", i));
-    if (g.gap < -tolerance) {
+    if (g.gap.value < -tolerance) {
       throw InputError(fmt::format(
           "{}: contact '{}' starts penetrating: the point '{}' at ({:.9g}, {:.9g}) is {:.3g} m beyond "
           "its line (gap {:.3g} m < 0); start it on the allowed side (the normal points there)",
-          at, c.name, c.point.label, g.point.value[0], g.point.value[1], -g.gap, g.gap));
+          at, c.name, c.point.label, g.point.value[0], g.point.value[1], -g.gap.value, g.gap.value));
     }
-    if (g.gap > tolerance) continue;
-    const double normal_velocity = g.normal.dot(g.point.rate);
+    if (g.gap.value > tolerance) continue;
+    const double normal_velocity = g.gap.rate;
     if (normal_velocity > 1e-10 * (1.0 + start.v.cwiseAbs().maxCoeff())) continue;  // leaves the line
     throw InputError(fmt::format(
         "{}: contact '{}' starts closed: the point '{}' is on its line (gap {:.3g} m) with normal "
         "velocity {:.3g} m/s, so it rests on or moves into the line at t0; Saltus has no persistent "
         "contact yet: start the point above the line or moving away from it",
-        at, c.name, c.point.label, g.gap, normal_velocity));
+        at, c.name, c.point.label, g.gap.value, normal_velocity));
   }
 }
 

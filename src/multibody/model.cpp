@@ -279,9 +279,21 @@ void Model::validate() const {
   }
   std::set<std::string> contact_names;
   for (size_t i = 0; i < contacts.size(); ++i) {
-    if (!contact_names.insert(contacts[i].name).second) {
+    const Contact& c = contacts[i];
+    if (!contact_names.insert(c.name).second) {
       throw InputError(fmt::format("{}: the contact name '{}' is used twice", locate(fmt::format("contacts[{}].name", i)),
-                                   contacts[i].name));
+                                   c.name));
+    }
+    if (c.line_body < -1 || c.line_body >= static_cast<int>(bodies.size())) {
+      throw InputError(fmt::format("{}: contact '{}': line body index {} out of range (-1 for the ground, or 0 to {})",
+                                   locate(fmt::format("contacts[{}].line.body", i)), c.name, c.line_body,
+                                   static_cast<int>(bodies.size()) - 1));
+    }
+    if (c.line_body >= 0 && c.law == ImpactLaw::Partitioning) {
+      throw InputError(fmt::format("{}: contact '{}': the partitioning law needs a ground line (its line is carried "
+                                   "by body '{}'); use law: impulse",
+                                   locate(fmt::format("contacts[{}].law", i)), c.name,
+                                   bodies[static_cast<size_t>(c.line_body)].name));
     }
   }
   for (const CostSpec& c : costs) {

@@ -491,7 +491,8 @@ class Reader : yaml::Fields {
       c.name = n["name"] ? scalar(n["name"], field + ".name") : fmt::format("contact{}", i + 1);
       c.point = point_ref(require(n, "point", field), field + ".point");
       const YAML::Node line = require(n, "line", field);
-      check_keys(line, field + ".line", {"point", "normal"});
+      check_keys(line, field + ".line", {"point", "normal", "body"});
+      if (line["body"]) c.line_body = body_or_ground(line["body"], field + ".line.body");
       std::tie(c.line_x, c.line_y) = pair_of_values(require(line, "point", field + ".line"), field + ".line.point");
       std::tie(c.normal_x, c.normal_y) = pair_of_values(require(line, "normal", field + ".line"), field + ".line.normal");
       c.restitution = value(require(n, "restitution", field), field + ".restitution");
@@ -501,6 +502,10 @@ class Reader : yaml::Fields {
         c.law = ImpactLaw::Partitioning;
         if (c.point.kind != PointRef::Kind::Point) {
           fail(n["point"], field + ".point", "the partitioning law needs a moving point (use law: impulse)");
+        }
+        if (c.line_body >= 0) {
+          fail(n["law"], field + ".law",
+               "the partitioning law needs a ground line (this line is carried by a body); use law: impulse");
         }
       } else if (law == "impulse") {
         c.law = ImpactLaw::Impulse;

@@ -101,7 +101,7 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
       y[k++] = rotational_spring_torque(e, r, p);
     }
   }
-  for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap;
+  for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap.value;
   const S kinetic = kinetic_energy(m, st, p);
   const S potential = potential_energy(m, st, p);
   y[k++] = kinetic;

@@ -130,10 +130,13 @@ enum class ImpactLaw {
   Impulse,       ///< Newton restitution through the KKT impulse system
 };
 
-/// A point hitting a fixed line: guard n^T (P - O) falling through zero.
+/// A point hitting a line, fixed or carried by a body: guard n^T (P - O) falling through zero.
 struct Contact {
   std::string name;
   PointRef point;
+  /// The body carrying the line (-1: the ground). O and n are given in its frame and move
+  /// with it: O = r_b + A(theta_b) O_local, n = A(theta_b) n_local.
+  int line_body = -1;
   Value line_x, line_y;  ///< a point O of the line
   Value normal_x, normal_y;  ///< the side the point lives on (normalized at use)
   Value restitution;
