@@ -161,6 +161,21 @@ TEST(Pictures, AnimateWritesAWholeGif) {
   expect_no_partial_files(dir);
 }
 
+// A contact line carried by a body is sketched in that body's frame, and the animation turns it.
+TEST(Pictures, CarriedContactLineIsSketchedInItsBodyAndAnimated) {
+  const fs::path dir = temp_dir("pictures_paddle");
+  const fs::path gif = dir / "paddle.gif";
+  const Outcome r = saltus_cmd({"run", std::string(SALTUS_SOURCE_DIR) + "/examples/paddle.yaml", "--method",
+                                "simulate", "--out", dir.string(), "--no-plots", "--animate", gif.string()});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  std::ifstream sketch_file(dir / "mechanism.json");
+  const auto sketch = nlohmann::json::parse(sketch_file);
+  EXPECT_EQ(sketch["contacts"][0]["line_body"], "paddle");
+  EXPECT_EQ(sketch["contacts"][0]["line_point"], nlohmann::json({0.0, 0.02}));
+  EXPECT_TRUE(has_signature(gif, "GIF89a")) << r.out;
+  expect_no_partial_files(dir);
+}
+
 // Plots that cannot be made (no Python here) are a warning and the CSV files stay; an
 // animation that cannot be made fails the command.
 TEST(Pictures, MissingPlotterIsAWarningButFailsAnAnimation) {

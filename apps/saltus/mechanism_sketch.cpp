@@ -61,10 +61,12 @@ nlohmann::json mechanism_sketch(const multibody::Model& model, const Eigen::Vect
   j["elements"] = std::move(elements);
   nlohmann::json contacts = nlohmann::json::array();
   for (const auto& c : model.contacts) {
-    contacts.push_back({{"name", c.name},
-                        {"point", anchor(model, c.point, p)},
-                        {"line_point", xy(c.line_x, c.line_y, p)},
-                        {"normal", xy(c.normal_x, c.normal_y, p)}});
+    nlohmann::json contact = {{"name", c.name},
+                              {"point", anchor(model, c.point, p)},
+                              {"line_point", xy(c.line_x, c.line_y, p)},
+                              {"normal", xy(c.normal_x, c.normal_y, p)}};
+    if (c.line_body >= 0) contact["line_body"] = model.bodies[static_cast<size_t>(c.line_body)].name;
+    contacts.push_back(std::move(contact));
   }
   j["contacts"] = std::move(contacts);
   return j;

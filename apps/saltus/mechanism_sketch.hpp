@@ -5,7 +5,8 @@
 //   {"points": [names], "bodies": [names],
 //    "elements": [{"name", "type", "a": anchor, "b": anchor (two-ended elements); a rotational
 //                  spring between bars has "bars": [name, name] instead}],
-//    "contacts": [{"name", "point": anchor, "line_point": [x, y], "normal": [nx, ny]}]}
+//    "contacts": [{"name", "point": anchor, "line_point": [x, y], "normal": [nx, ny],
+//                  "line_body": name (a line carried by a body: point and normal in its frame)}]}
 //   anchor: {"ground": [x, y]} | {"point": name} | {"body": name, "at": [x, y]} (body frame,
 //   relative to the centre of mass) [m]
 // Values that depend on parameters are evaluated at p.
