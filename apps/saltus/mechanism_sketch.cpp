@@ -61,6 +61,7 @@ nlohmann::json mechanism_sketch(const multibody::Model& model, const Eigen::Vect
   j["elements"] = std::move(elements);
   nlohmann::json contacts = nlohmann::json::array();
   for (const auto& c : model.contacts) {
+    if (c.kind != multibody::ContactKind::PointLine) continue;  // joint stops are not drawn
     nlohmann::json contact = {{"name", c.name},
                               {"point", anchor(model, c.point, p)},
                               {"line_point", xy(c.line_x, c.line_y, p)},

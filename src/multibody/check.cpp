@@ -64,7 +64,10 @@ void describe_start(const Model& model, ModelCheck& out) {
   }
   for (const Contact& c : model.contacts) {
     const detail::ContactGeometry<double> g = detail::contact_geometry<double>(model, c, start, p);
-    out.contacts.push_back({c.name, c.point.label, g.gap.value, g.gap.rate});
+    const std::string what = c.kind == ContactKind::PointLine ? fmt::format("point '{}'", c.point.label)
+                             : c.kind == ContactKind::AngleStop ? std::string("angle stop")
+                                                                : std::string("travel stop");
+    out.contacts.push_back({c.name, what, c.kind == ContactKind::AngleStop ? "rad" : "m", g.gap.value, g.gap.rate});
   }
 }
 

@@ -21,11 +21,32 @@ struct ContactGeometry {
 };
 
 /// The gap of a contact and its derivatives: for a line carried by a body both O and n turn
-/// with it, so r_q has a term on the body's angle, (P - O)^T dn/dtheta.
+/// with it, so r_q has a term on the body's angle, (P - O)^T dn/dtheta. A joint stop's gap is
+/// its angle or travel less the limit (times `side`).
 template <class S>
 ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
   using std::sqrt;
   ContactGeometry<S> g;
+  const S limit = c.kind == ContactKind::PointLine ? S(0.0) : value_of<S>(c.limit, p);
+  if (c.kind == ContactKind::AngleStop) {
+    const Rotation<S> r = relative_rotation(m, c.joint, st, p);
+    g.gap.value = c.side * (r.angle - limit);
+    g.gap.jac = c.side * r.jac;
+    g.gap.rate = c.side * r.rate;
+    g.gap.phi_t = S(0.0);
+    g.gap.bias = S(0.0);
+    return g;
+  }
+  if (c.kind == ContactKind::TravelStop) {
+    const S dx = value_of<S>(c.joint.dir_x, p), dy = value_of<S>(c.joint.dir_y, p);
+    const S length = sqrt(dx * dx + dy * dy);
+    const Kin2<S> direction = body_vector<S>(m, st, c.joint.body_a, Vec2<S>(dx / length, dy / length), false);
+    g.gap = dot(direction, difference(point_kinematics(m, st, c.joint.a, p), point_kinematics(m, st, c.joint.b, p)));
+    g.gap.value = c.side * (g.gap.value - limit);
+    g.gap.jac *= c.side;
+    g.gap.rate *= c.side;
+    return g;
+  }
   const S nx = value_of<S>(c.normal_x, p), ny = value_of<S>(c.normal_y, p);
   const S length = sqrt(nx * nx + ny * ny);
   const Kin2<S> normal = body_vector<S>(m, st, c.line_body, Vec2<S>(nx / length, ny / length), false);

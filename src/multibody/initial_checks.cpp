@@ -51,6 +51,21 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
     const Contact& c = model.contacts[i];
     const ContactGeometry<double> g = contact_geometry<double>(model, c, start, p);
     const std::string at = model.locate(fmt::format("contacts[{}]", i));
+    if (c.kind != ContactKind::PointLine) {
+      const char* unit = c.kind == ContactKind::AngleStop ? "rad" : "m";
+      if (g.gap.value < -tolerance) {
+        throw InputError(fmt::format("{}: contact '{}' starts beyond its stop (gap {:.3g} {} < 0): start the joint "
+                                     "within its limit",
+                                     at, c.name, g.gap.value, unit));
+      }
+      if (g.gap.value <= tolerance && g.gap.rate <= 1e-10 * (1.0 + start.v.cwiseAbs().maxCoeff())) {
+        throw InputError(fmt::format("{}: contact '{}' starts at its stop (gap {:.3g} {}) with rate {:.3g} {}/s, so it "
+                                     "rests on or moves into it at t0; Saltus has no persistent contact yet: start "
+                                     "the joint off its limit or moving away from it",
+                                     at, c.name, g.gap.value, unit, g.gap.rate, unit));
+      }
+      continue;
+    }
     if (g.gap.value < -tolerance) {
       throw InputError(fmt::format(
           "{}: contact '{}' starts penetrating: the point '{}' at ({:.9g}, {:.9g}) is {:.3g} m beyond "

@@ -215,7 +215,7 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
     const std::string field = fmt::format("contacts[{}]", i);
     const std::string owner = "contact '" + c.name + "'";
     check.unit_interval(c.restitution, field + ".restitution", owner, "restitution");
-    check.non_zero(c.normal_x, c.normal_y, field + ".line.normal", owner, "normal");
+    if (c.kind == ContactKind::PointLine) check.non_zero(c.normal_x, c.normal_y, field + ".line.normal", owner, "normal");
   }
 }
 
@@ -288,6 +288,27 @@ void Model::validate() const {
       throw InputError(fmt::format("{}: contact '{}': line body index {} out of range (-1 for the ground, or 0 to {})",
                                    locate(fmt::format("contacts[{}].line.body", i)), c.name, c.line_body,
                                    static_cast<int>(bodies.size()) - 1));
+    }
+    if (c.kind != ContactKind::PointLine) {
+      const int n_bodies = static_cast<int>(bodies.size()), n_elements = static_cast<int>(elements.size());
+      const Element& j = c.joint;
+      const bool bodies_ok = j.body_a >= -1 && j.body_a < n_bodies && j.body_b >= -1 && j.body_b < n_bodies;
+      const bool bars_ok = (j.bar_a < 0 && j.bar_b < 0) ||
+                           (j.bar_a >= 0 && j.bar_a < n_elements && j.bar_b >= 0 && j.bar_b < n_elements &&
+                            elements[static_cast<size_t>(j.bar_a)].type == ElementType::Bar &&
+                            elements[static_cast<size_t>(j.bar_b)].type == ElementType::Bar && j.bar_a != j.bar_b);
+      const bool type_ok = c.kind == ContactKind::AngleStop ? j.type == ElementType::RotationalSpring
+                                                            : j.type == ElementType::Prismatic;
+      if (!bodies_ok || !bars_ok || !type_ok) {
+        throw InputError(fmt::format("{}: contact '{}': its joint is not a valid {} (bodies, bars or prismatic element "
+                                     "out of range)",
+                                     locate(fmt::format("contacts[{}].stop", i)), c.name,
+                                     c.kind == ContactKind::AngleStop ? "rotation" : "prismatic joint"));
+      }
+      if (c.law == ImpactLaw::Partitioning) {
+        throw InputError(fmt::format("{}: contact '{}': a joint stop uses the impulse law (law: impulse)",
+                                     locate(fmt::format("contacts[{}].law", i)), c.name));
+      }
     }
     if (c.line_body >= 0 && c.law == ImpactLaw::Partitioning) {
       throw InputError(fmt::format("{}: contact '{}': the partitioning law needs a ground line (its line is carried "

@@ -484,22 +484,35 @@ class Reader : yaml::Fields {
     for (size_t i = 0; i < cs.size(); ++i) {
       const YAML::Node n = cs[i];
       const std::string field = fmt::format("contacts[{}]", i);
-      check_keys(n, field, {"name", "point", "line", "restitution", "law"});
+      check_keys(n, field, {"name", "point", "line", "stop", "restitution", "law"});
       note(n, field);
       if (n["name"]) note(n["name"], field + ".name");
       Contact c;
       c.name = n["name"] ? scalar(n["name"], field + ".name") : fmt::format("contact{}", i + 1);
-      c.point = point_ref(require(n, "point", field), field + ".point");
-      const YAML::Node line = require(n, "line", field);
-      check_keys(line, field + ".line", {"point", "normal", "body"});
-      if (line["body"]) c.line_body = body_or_ground(line["body"], field + ".line.body");
-      std::tie(c.line_x, c.line_y) = pair_of_values(require(line, "point", field + ".line"), field + ".line.point");
-      std::tie(c.normal_x, c.normal_y) = pair_of_values(require(line, "normal", field + ".line"), field + ".line.normal");
+      if (n["stop"]) {
+        if (n["point"] || n["line"]) {
+          fail(n["point"] ? n["point"] : n["line"], field,
+               "a contact is a point against a line (point, line) or a joint stop (stop), not both");
+        }
+        read_stop(n["stop"], field + ".stop", c);
+      } else {
+        c.point = point_ref(require(n, "point", field), field + ".point");
+        const YAML::Node line = require(n, "line", field);
+        check_keys(line, field + ".line", {"point", "normal", "body"});
+        if (line["body"]) c.line_body = body_or_ground(line["body"], field + ".line.body");
+        std::tie(c.line_x, c.line_y) = pair_of_values(require(line, "point", field + ".line"), field + ".line.point");
+        std::tie(c.normal_x, c.normal_y) =
+            pair_of_values(require(line, "normal", field + ".line"), field + ".line.normal");
+      }
       c.restitution = value(require(n, "restitution", field), field + ".restitution");
       const std::string law = n["law"] ? scalar(n["law"], field + ".law") : "impulse";
       if (n["law"]) note(n["law"], field + ".law");
       if (law == "partitioning") {
         c.law = ImpactLaw::Partitioning;
+        if (c.kind != ContactKind::PointLine) {
+          fail(n["law"], field + ".law", "the partitioning law is for a point against a ground line; a stop uses "
+                                         "law: impulse");
+        }
         if (c.point.kind != PointRef::Kind::Point) {
           fail(n["point"], field + ".point", "the partitioning law needs a moving point (use law: impulse)");
         }
@@ -513,6 +526,47 @@ class Reader : yaml::Fields {
         fail(n["law"], field + ".law", fmt::format("unknown impact law '{}' (partitioning or impulse)", law));
       }
       model_.contacts.push_back(c);
+    }
+  }
+
+  /// A joint stop: `{body_a, body_b | bar_a, bar_b | slider, min | max}`.
+  void read_stop(const YAML::Node& n, const std::string& field, Contact& c) const {
+    if (!n.IsMap()) fail(n, field, "expected a mapping {body_a, body_b | bar_a, bar_b | slider, min | max}");
+    check_keys(n, field, {"body_a", "body_b", "bar_a", "bar_b", "slider", "min", "max"});
+    if (n["min"] && n["max"]) {
+      fail(n["max"], field + ".max", "a stop has one limit, min or max: write two contacts for the two sides");
+    }
+    if (!n["min"] && !n["max"]) fail(n, field, "a stop needs its limit: min or max");
+    const char* side = n["min"] ? "min" : "max";
+    c.side = n["min"] ? 1.0 : -1.0;
+    c.limit = value(n[side], field + "." + side);
+    const int kinds = (n["slider"] ? 1 : 0) + (n["bar_a"] || n["bar_b"] ? 1 : 0) + (n["body_a"] || n["body_b"] ? 1 : 0);
+    if (kinds != 1) {
+      fail(n, field, "a stop limits one joint: the angle between two bodies (body_a, body_b), between two bars "
+                     "(bar_a, bar_b), or the travel of a prismatic joint (slider)");
+    }
+    if (n["slider"]) {
+      const std::string name = scalar(n["slider"], field + ".slider");
+      for (const Element& e : model_.elements) {
+        if (e.name != name) continue;
+        if (e.type != ElementType::Prismatic) fail(n["slider"], field + ".slider", fmt::format("'{}' is not a prismatic joint", name));
+        c.kind = ContactKind::TravelStop;
+        c.joint = e;
+        return;
+      }
+      fail(n["slider"], field + ".slider", fmt::format("unknown prismatic joint '{}'", name));
+    }
+    c.kind = ContactKind::AngleStop;
+    c.joint.type = ElementType::RotationalSpring;
+    c.joint.name = c.name;
+    if (n["bar_a"] || n["bar_b"]) {
+      c.joint.bar_a = bar_named(require(n, "bar_a", field), field + ".bar_a");
+      c.joint.bar_b = bar_named(require(n, "bar_b", field), field + ".bar_b");
+      if (c.joint.bar_a == c.joint.bar_b) fail(n["bar_b"], field + ".bar_b", "the two bars of a stop must differ");
+    } else {
+      c.joint.body_a = body_or_ground(require(n, "body_a", field), field + ".body_a");
+      c.joint.body_b = body_or_ground(require(n, "body_b", field), field + ".body_b");
+      if (c.joint.body_a == c.joint.body_b) fail(n["body_b"], field + ".body_b", "the two bodies of a stop must differ");
     }
   }
 

@@ -62,7 +62,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_u
       add(e.name + ".torque", "N m");
     }
   }
-  for (const Contact& c : m.contacts) add(c.name + ".gap", "m");
+  for (const Contact& c : m.contacts) add(c.name + ".gap", c.kind == ContactKind::AngleStop ? "rad" : "m");
   add("kinetic_energy", "J");
   add("potential_energy", "J");
   add("total_energy", "J");

@@ -30,9 +30,10 @@ struct ModelCheck {
   std::vector<ParameterUse> parameters;
   struct ContactStart {
     std::string name;
-    std::string point;
-    double gap = 0.0;              ///< [m], > 0 on the allowed side
-    double normal_velocity = 0.0;  ///< [m/s], < 0 approaching
+    std::string what;              ///< "point 'P'", or the stop: "angle stop", "travel stop"
+    std::string unit;              ///< of the gap: m, or rad for an angle stop
+    double gap = 0.0;              ///< > 0 on the allowed side
+    double normal_velocity = 0.0;  ///< the gap's rate, < 0 approaching
   };
   std::vector<ContactStart> contacts;
   std::vector<std::string> notes;  ///< input a run would correct (warnings of `saltus run`)

@@ -130,9 +130,24 @@ enum class ImpactLaw {
   Impulse,       ///< Newton restitution through the KKT impulse system
 };
 
-/// A point hitting a line, fixed or carried by a body: guard n^T (P - O) falling through zero.
+/// What a contact's gap measures.
+enum class ContactKind {
+  PointLine,  ///< n^T (P - O) [m]: a point against a line
+  AngleStop,  ///< +-(angle - limit) [rad]: a relative rotation against its limit
+  TravelStop, ///< +-(travel - limit) [m]: a prismatic joint's travel against its limit
+};
+
+/// A point hitting a line, fixed or carried by a body (guard n^T (P - O) falling through zero),
+/// or a joint stop (guard angle - min, max - angle, travel - min or max - travel).
 struct Contact {
   std::string name;
+  ContactKind kind = ContactKind::PointLine;
+  /// Joint stops: the joint measured, as a RotationalSpring (body_a, body_b or bar_a, bar_b;
+  /// the angle theta_b - theta_a or the angle from bar_a to bar_b) or a Prismatic element
+  /// (travel = dir_a^T (P_b - P_a), dir_a the unit direction in body_a's frame).
+  Element joint;
+  Value limit;        ///< the stop's limit [rad or m]
+  double side = 1.0;  ///< +1: a lower limit (gap = q - limit); -1: an upper one (gap = limit - q)
   PointRef point;
   /// The body carrying the line (-1: the ground). O and n are given in its frame and move
   /// with it: O = r_b + A(theta_b) O_local, n = A(theta_b) n_local.
