@@ -8,7 +8,11 @@
 //   DaeForm (DAEs on IDAS: GGL, stabilized index-1): x = (q, v, multipliers), 2n + 2m entries.
 #include "position_analysis.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
+#include <string>
+#include <vector>
 #include <utility>
 
 namespace saltus::multibody::detail {
@@ -61,28 +65,74 @@ ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const Moti
   return g;
 }
 
+/// Contacts whose gap is within this of zero (relative to 1 + max |q|) when another one fires
+/// close together with it: one simultaneous impact.
+inline constexpr double kSimultaneousGap = 1e-9;
+
+/// The impulse-law contacts that take part in the impact of contact `c` at `st`: c and every
+/// other impulse-law contact closed with it (gap within kSimultaneousGap) and approaching
+/// (r_q v < 0), in declaration order. Empty if c itself is not approaching: an impact resolved
+/// with another one a moment ago (the same instant) left it separating. Decided on real parts,
+/// so every scalar type takes the same set.
+template <class S>
+std::vector<int> simultaneous_contacts(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
+  std::vector<int> set;
+  double scale = 1.0;
+  for (Eigen::Index i = 0; i < st.q.size(); ++i) scale = std::max(scale, 1.0 + std::abs(real_part(st.q[i])));
+  for (size_t j = 0; j < m.contacts.size(); ++j) {
+    const Contact& other = m.contacts[j];
+    if (other.law != ImpactLaw::Impulse) continue;
+    const ContactGeometry<S> g = contact_geometry(m, other, st, p);
+    S rate(0.0);
+    for (Eigen::Index i = 0; i < st.v.size(); ++i) rate += g.gap.jac[i] * st.v[i];
+    const bool approaching = real_part(rate) < 0.0;
+    if (&other == &c) {
+      if (!approaching) return {};
+    } else if (!approaching || std::abs(real_part(g.gap.value)) > kSimultaneousGap * scale) {
+      continue;
+    }
+    set.push_back(static_cast<int>(j));
+  }
+  return set;
+}
+
 /// Post-impact velocities by Newton restitution through the KKT impulse system
-/// (multibody.md 9.3): M v+ + Phi_q^T Pi + r_q^T pi = M v-, Phi_q v+ + Phi_t = 0,
-/// r_q v+ = -e r_q v-.
+/// (multibody.md 9.3): M v+ + Phi_q^T Pi + R_q^T pi = M v-, Phi_q v+ + Phi_t = 0,
+/// r_k v+ = -e_k r_k v- for every contact k of the impact (simultaneous_contacts: c and those
+/// closed with it, resolved as one system). v- itself if c is no longer approaching.
 template <class S>
 VectorX<S> impulse_velocity(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
-  const int n = m.n_coordinates();
+  const std::vector<int> impact = simultaneous_contacts(m, c, st, p);
+  if (impact.empty()) return st.v;
+  const int n = m.n_coordinates(), k = static_cast<int>(impact.size());
   const ConstraintSet<S> cs = constraints(m, st, p);
   const int rows = static_cast<int>(cs.phi.size());
   const MatX<S> M = mass_matrix<S>(m, p);
-  const ContactGeometry<S> g = contact_geometry(m, c, st, p);
-  const VectorX<S> r_q = g.gap.jac;
-  MatX<S> K = MatX<S>::Zero(n + rows + 1, n + rows + 1);
+  MatX<S> K = MatX<S>::Zero(n + rows + k, n + rows + k);
   K.topLeftCorner(n, n) = M;
   K.block(0, n, n, rows) = cs.jac.transpose();
   K.block(n, 0, rows, n) = cs.jac;
-  K.block(0, n + rows, n, 1) = r_q;
-  K.block(n + rows, 0, 1, n) = r_q.transpose();
-  S normal_velocity(0.0);
-  for (int i = 0; i < n; ++i) normal_velocity += r_q[i] * st.v[i];
-  VectorX<S> rhs(n + rows + 1);
-  rhs << M * st.v, -cs.phi_t, -value_of<S>(c.restitution, p) * normal_velocity;
-  const MatX<S> sol = solve_dense<S>(K, rhs, "impact (KKT impulse) matrix");
+  VectorX<S> rhs(n + rows + k);
+  rhs.head(n) = M * st.v;
+  rhs.segment(n, rows) = -cs.phi_t;
+  for (int i = 0; i < k; ++i) {
+    const Contact& contact = m.contacts[static_cast<size_t>(impact[static_cast<size_t>(i)])];
+    const VectorX<S> r_q = contact_geometry(m, contact, st, p).gap.jac;
+    K.block(0, n + rows + i, n, 1) = r_q;
+    K.block(n + rows + i, 0, 1, n) = r_q.transpose();
+    S normal_velocity(0.0);
+    for (int j = 0; j < n; ++j) normal_velocity += r_q[j] * st.v[j];
+    rhs[n + rows + i] = -value_of<S>(contact.restitution, p) * normal_velocity;
+  }
+  std::string what = "impact (KKT impulse) matrix";
+  if (k > 1) {
+    std::vector<std::string> names;
+    for (int j : impact) names.push_back(m.contacts[static_cast<size_t>(j)].name);
+    what = fmt::format("simultaneous impact (KKT impulse) matrix of contacts {} (if singular, their gradients are "
+                       "dependent and the impulses not unique)",
+                       fmt::join(names, ", "));
+  }
+  const MatX<S> sol = solve_dense<S>(K, rhs, what.c_str());
   return sol.col(0).head(n);
 }
 
