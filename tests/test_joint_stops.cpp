@@ -127,6 +127,53 @@ TEST(JointStops, RestitutionReversesTheJointRate) {
   EXPECT_NEAR(v_plus, -0.6 * v_minus, 1e-12 * std::abs(v_minus));
 }
 
+// A knee in natural coordinates: two bars hanging from O, the knee stop between them (the
+// angle from the thigh's vector to the shank's) reverses its rate times e at the impact, by
+// the test's own formula for the angle's rate from the event's states.
+const char* kKnee = R"yaml(
+name: knee
+horizon: 1.2
+tolerances: {rtol: 1.0e-11, atol: 1.0e-13}
+formulation: index1
+parameters: {e: 0.4, stop: -0.05}
+ground: {O: [0, 0]}
+points:
+  k: {position: [0.5, 0]}
+  f: {position: [0.5, -0.5]}
+elements:
+  - {type: bar, name: thigh, from: O, to: k, length: 0.5, mass: 1}
+  - {type: bar, name: shank, from: k, to: f, length: 0.5, mass: 1}
+contacts:
+  - {name: knee_stop, stop: {bar_a: thigh, bar_b: shank, max: stop}, restitution: e}
+costs:
+  x_T: {terminal: [{signal: x, of: f}]}
+)yaml";
+
+TEST(JointStops, KneeStopBetweenBarsReversesTheRelativeRate) {
+  const Problem pb = problem_of(kKnee, FormulationType::Index1);
+  const Solution fwd = forward_sensitivity(pb);
+  ASSERT_FALSE(fwd.events.empty());
+  // State (q, v): k = q[0..1], f = q[2..3]; u = k - O, w = f - k; angle = atan2(u x w, u . w).
+  const auto rate = [](const Eigen::VectorXd& x) {
+    const double ux = x[0], uy = x[1], wx = x[2] - x[0], wy = x[3] - x[1];
+    const double dux = x[4], duy = x[5], dwx = x[6] - x[4], dwy = x[7] - x[5];
+    const double cross = ux * wy - uy * wx, dot = ux * wx + uy * wy;
+    const double dcross = dux * wy + ux * dwy - duy * wx - uy * dwx, ddot = dux * wx + ux * dwx + duy * wy + uy * dwy;
+    return (dot * dcross - cross * ddot) / (cross * cross + dot * dot);
+  };
+  const EventRecord& hit = fwd.events.front();
+  const double before = rate(hit.state_before), after = rate(hit.state_after);
+  std::printf("knee stop at t = %.6f: relative rate %.6f before, %.6f after\n", hit.time, before, after);
+  EXPECT_GT(before, 0.1);  // the angle grows towards its upper limit
+  EXPECT_NEAR(after, -0.4 * before, 1e-10 * before);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution adj = adjoint(pb, p, pb.options());
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  const double scale = fwd.cost_gradient.cwiseAbs().maxCoeff();
+  EXPECT_LT((adj.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), 1e-6 * scale);
+  EXPECT_LT((cs.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), 1e-6 * scale);
+}
+
 TEST(JointStops, BadStopsAreRefusedWithTheirField) {
   const auto refused = [](std::string text, const std::string& from, const std::string& to, const std::string& expect) {
     text.replace(text.find(from), from.size(), to);
