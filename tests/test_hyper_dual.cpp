@@ -67,6 +67,20 @@ TEST(HyperDual, ElementaryFunctionsHaveTheirSecondDerivatives) {
   }
 }
 
+TEST(HyperDual, PowersAtZeroAreFiniteWhereStdPowIs) {
+  // pow(0, 1.5) = 0 with zero first derivative; directions that are zero add nothing, even
+  // where the second derivative is infinite.
+  const HyperDual at_rest = pow(HyperDual(0.0, 1.0, 0.0, 0.0), 1.5);
+  EXPECT_EQ(at_rest.a, 0.0);
+  EXPECT_EQ(at_rest.e1, 0.0);
+  EXPECT_EQ(at_rest.e2, 0.0);
+  EXPECT_EQ(at_rest.e12, 0.0);
+  const HyperDual smooth = pow(HyperDual(0.0, 1.0, 1.0, 0.0), 2.5);
+  EXPECT_TRUE(isfinite(smooth));
+  EXPECT_EQ(pow(0.0, HyperDual(2.0, 1.0, 0.0, 0.0)).a, 0.0);
+  EXPECT_EQ(pow(-2.0, HyperDual(3.0)).a, -8.0);
+}
+
 namespace {
 
 /// The mixed part of a right-hand side along (v, d) in x and dp in p against central differences

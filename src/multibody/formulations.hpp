@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,9 +20,11 @@ namespace saltus::multibody::detail {
 
 template <class S>
 struct ContactGeometry {
-  Vec2<S> normal;  ///< unit normal of the line, pointing to the allowed side (global frame)
-  Kin2<S> point;   ///< the contact point
-  KinRow<S> gap;   ///< n^T (P - O): the guard (.value), its gradient r_q (.jac) and rate
+  Vec2<S> normal = Vec2<S>::Zero();  ///< unit normal of the line, to the allowed side (global; point-line only)
+  Kin2<S> point;                     ///< the contact point (point-line only)
+  /// The guard (.value), its gradient r_q (.jac) and rate; .bias (the acceleration's velocity
+  /// terms) for point-line contacts and travel stops only (NaN for angle stops).
+  KinRow<S> gap;
 };
 
 /// The gap of a contact and its derivatives: for a line carried by a body both O and n turn
@@ -38,7 +41,7 @@ ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const Moti
     g.gap.jac = c.side * r.jac;
     g.gap.rate = c.side * r.rate;
     g.gap.phi_t = S(0.0);
-    g.gap.bias = S(0.0);
+    g.gap.bias = S(std::numeric_limits<double>::quiet_NaN());  // not computed: nothing reads it
     return g;
   }
   if (c.kind == ContactKind::TravelStop) {
@@ -49,6 +52,7 @@ ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const Moti
     g.gap.value = c.side * (g.gap.value - limit);
     g.gap.jac *= c.side;
     g.gap.rate *= c.side;
+    g.gap.bias *= c.side;
     return g;
   }
   const S nx = value_of<S>(c.normal_x, p), ny = value_of<S>(c.normal_y, p);

@@ -299,9 +299,12 @@ void Model::validate() const {
                             elements[static_cast<size_t>(j.bar_b)].type == ElementType::Bar && j.bar_a != j.bar_b);
       const bool type_ok = c.kind == ContactKind::AngleStop ? j.type == ElementType::RotationalSpring
                                                             : j.type == ElementType::Prismatic;
-      if (!bodies_ok || !bars_ok || !type_ok) {
+      // An angle between a body and itself (or ground and ground) has no gradient.
+      const bool distinct = c.kind != ContactKind::AngleStop || j.bar_a >= 0 || j.body_a != j.body_b;
+      const bool side_ok = c.side == 1.0 || c.side == -1.0;
+      if (!bodies_ok || !bars_ok || !type_ok || !distinct || !side_ok) {
         throw InputError(fmt::format("{}: contact '{}': its joint is not a valid {} (bodies, bars or prismatic element "
-                                     "out of range)",
+                                     "out of range, the same body twice, or a side other than +1 / -1)",
                                      locate(fmt::format("contacts[{}].stop", i)), c.name,
                                      c.kind == ContactKind::AngleStop ? "rotation" : "prismatic joint"));
       }

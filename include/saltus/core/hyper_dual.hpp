@@ -33,9 +33,11 @@ struct HyperDual {
 };
 
 namespace hyper_dual_detail {
-/// g(u) from g(a), g'(a), g''(a): the chain rule to second order.
+/// g(u) from g(a), g'(a), g''(a): the chain rule to second order. A derivative whose direction
+/// is zero contributes nothing, even where it is infinite (pow(0, 1.5)'' at 0).
 inline HyperDual chain(const HyperDual& u, double g0, double g1, double g2) {
-  return {g0, g1 * u.e1, g1 * u.e2, g1 * u.e12 + g2 * u.e1 * u.e2};
+  const auto times = [](double g, double d) { return d == 0.0 ? 0.0 : g * d; };
+  return {g0, times(g1, u.e1), times(g1, u.e2), times(g1, u.e12) + times(g2, u.e1 * u.e2)};
 }
 }  // namespace hyper_dual_detail
 
@@ -118,15 +120,21 @@ inline HyperDual fmin(const HyperDual& u, const HyperDual& v) { return v.a < u.a
 inline HyperDual fmax(const HyperDual& u, const HyperDual& v) { return u.a < v.a ? v : u; }
 inline HyperDual floor(const HyperDual& u) { return HyperDual(std::floor(u.a)); }
 inline HyperDual ceil(const HyperDual& u) { return HyperDual(std::ceil(u.a)); }
-/// u^k for a constant exponent.
+/// u^k for a constant exponent (finite at u = 0 for k >= 0, as std::pow and Dual are).
 inline HyperDual pow(const HyperDual& u, double k) {
   if (k == 0.0) return HyperDual(1.0);
   if (k == 1.0) return u;
   if (k == 2.0) return u * u;
-  const double p2 = std::pow(u.a, k - 2.0);
-  return hyper_dual_detail::chain(u, p2 * u.a * u.a, k * p2 * u.a, k * (k - 1.0) * p2);
+  return hyper_dual_detail::chain(u, std::pow(u.a, k), k * std::pow(u.a, k - 1.0),
+                                  k * (k - 1.0) * std::pow(u.a, k - 2.0));
 }
-inline HyperDual pow(double b, const HyperDual& v) { return exp(v * std::log(b)); }
+/// b^v: exp(v log b) for b > 0; a constant exponent or a zero base as std::pow.
+inline HyperDual pow(double b, const HyperDual& v) {
+  if (v.e1 == 0.0 && v.e2 == 0.0 && v.e12 == 0.0) return HyperDual(std::pow(b, v.a));
+  if (b == 0.0 && v.a > 0.0) return HyperDual(0.0);
+  return exp(v * std::log(b));
+}
+/// u^v: with a varying exponent exp(v log u), defined for u > 0 (as for Dual).
 inline HyperDual pow(const HyperDual& u, const HyperDual& v) {
   if (v.e1 == 0.0 && v.e2 == 0.0 && v.e12 == 0.0) return pow(u, v.a);
   return exp(v * log(u));

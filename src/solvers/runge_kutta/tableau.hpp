@@ -12,7 +12,7 @@
 // Solving ODEs II, IV.8), so that stiff components do not reject every step.
 //
 // A Rosenbrock method (`rosenbrock`) solves linear systems with J = f_x(t_n, x_n) instead, in
-// the form of Hairer and Wanner (Solving ODEs II, IV.7, (7.4')) with K_i = U_i / h:
+// the form of Hairer and Wanner (Solving ODEs II, IV.7) with K_i = U_i / h:
 //   Y_i = x_n + h sum_{j<i} a_ij K_j,  F_i = f(t_n + c_i h, Y_i, p)
 //   (I - h gamma J) K_i = gamma (F_i + sum_{j<i} C_ij K_j + h gamma_i f_t(t_n, x_n, p))
 // and the same propagation, error estimate (unfiltered) and cubic Hermite dense output.
