@@ -354,11 +354,7 @@ class Reader : yaml::Fields {
       event->rests_in(rest_mode, vector_function(projection));
     }
     if (const YAML::Node start = n["starts_on_guard"]) {
-      const std::string flag = scalar(start, field + ".starts_on_guard");
-      if (flag != "true" && flag != "false") {
-        fail(start, field + ".starts_on_guard", fmt::format("expected true or false, got '{}'", flag));
-      }
-      if (flag == "true") event->starts_on_guard();
+      if (boolean(start, field + ".starts_on_guard")) event->starts_on_guard();
     }
     check_changes_something(pb.event(event->index()), n, field, identity_jump);
   }

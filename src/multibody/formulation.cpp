@@ -86,6 +86,41 @@ void add_named_outputs(Problem& pb, const Model& model, const std::shared_ptr<co
   });
 }
 
+/// The impact event of contact c and, for a persistent contact, its resting variant (the plastic
+/// impact that activates it) and its release (multibody.md 9.3, 9.4; docs/multibody.md,
+/// "Persistent contact").
+template <class Form>
+void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, int c) {
+  using Events = detail::ContactEvents<Form>;
+  const Contact& contact = form->contact(c);
+  EventBuilder impact = pb.add_event(contact.name, Direction::Falling, [form, c](auto t, const auto& x, const auto& p) {
+                          using S = ScalarOf<decltype(x)>;
+                          return Events::template guard<S>(*form, c, t, x, p);
+                        }).jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+    using S = ScalarOf<decltype(x)>;
+    form->template jump<S>(c, t, x, p, x_plus);
+  });
+  if constexpr (!std::is_same_v<Form, detail::DaeForm>) {
+  if (!contact.persistent) return;
+  // A persistent contact may start closed and pulled away from its line (not active): its
+  // guard is zero at t0 and grows only at second order.
+  impact.starts_on_guard();
+  impact.rests_in(0, [form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+    using S = ScalarOf<decltype(x)>;
+    Events::template rest<S>(*form, c, t, x, p, x_plus);
+  });
+  pb.add_event(contact.name + " release", Direction::Falling,
+               [form, c](auto t, const auto& x, const auto& p) {
+                 using S = ScalarOf<decltype(x)>;
+                 return Events::template release_guard<S>(*form, c, t, x, p);
+               })
+      .jump([form, c](auto, const auto& x, const auto&, auto x_plus) {
+        using S = ScalarOf<decltype(x)>;
+        Events::template release<S>(*form, c, x, x_plus);
+      });
+  }
+}
+
 template <class Form>
 Problem build(const Model& model, std::shared_ptr<const Form> form, const FormulationSettings& settings) {
   Problem pb(model.name, fmt::format("planar multibody model ({} formulation{})", to_string(settings.type),
@@ -114,18 +149,7 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
       form->template rhs<S>(t, x, p, xdot);
     });
   }
-  for (size_t i = 0; i < model.contacts.size(); ++i) {
-    const int c = static_cast<int>(i);
-    pb.add_event(model.contacts[i].name, Direction::Falling,
-                 [form, c](auto t, const auto& x, const auto& p) {
-                   using S = ScalarOf<decltype(x)>;
-                   return form->template guard<S>(c, t, x, p);
-                 })
-        .jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
-          using S = ScalarOf<decltype(x)>;
-          form->template jump<S>(c, t, x, p, x_plus);
-        });
-  }
+  for (size_t i = 0; i < model.contacts.size(); ++i) add_contact_events<Form>(pb, form, static_cast<int>(i));
   add_costs<Form>(pb, model, form);
   add_named_outputs<Form>(pb, model, form);
   if (model.n_constraints() > 0) add_residual_monitors<Form>(pb, form);
@@ -162,7 +186,7 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
     throw InputError(fmt::format("model '{}': the initial state is not finite", model.name));
   }
   const FullState<double> start = form.template full_state<double>(model.t0, x0, p, nullptr, false);
-  detail::check_initial_contacts(model, start.motion, p);
+  detail::check_initial_contacts(model, start.motion, p, form.template active_contacts<double>(x0));
   for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
   for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);
   try {
@@ -207,6 +231,13 @@ Problem make_problem(const Model& model, const FormulationSettings& settings) {
     return pb;
   }
   if (settings.type == FormulationType::GGL || settings.type == FormulationType::StabilizedIndex1) {
+    for (size_t i = 0; i < model.contacts.size(); ++i) {
+      if (!model.contacts[i].persistent) continue;
+      throw InputError(fmt::format("{}: contact '{}' is persistent, which the {} formulation does not support yet; use "
+                                   "index1, penalty or maggi",
+                                   model.locate(fmt::format("contacts[{}].persistent", i)), model.contacts[i].name,
+                                   to_string(settings.type)));
+    }
     auto form = std::make_shared<const detail::DaeForm>(shared, part, settings);
     Problem pb = build<detail::DaeForm>(model, form, settings);
     check_start(*form, pb, settings);

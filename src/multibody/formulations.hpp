@@ -22,8 +22,8 @@ template <class S>
 struct ContactGeometry {
   Vec2<S> normal = Vec2<S>::Zero();  ///< unit normal of the line, to the allowed side (global; point-line only)
   Kin2<S> point;                     ///< the contact point (point-line only)
-  /// The guard (.value), its gradient r_q (.jac) and rate; .bias (the acceleration's velocity
-  /// terms) for point-line contacts and travel stops only (NaN for angle stops).
+  /// The guard (.value), its gradient r_q (.jac), rate and bias (the acceleration's velocity
+  /// terms): an active persistent contact is the constraint row gap = 0.
   KinRow<S> gap;
 };
 
@@ -41,7 +41,7 @@ ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const Moti
     g.gap.jac = c.side * r.jac;
     g.gap.rate = c.side * r.rate;
     g.gap.phi_t = S(0.0);
-    g.gap.bias = S(std::numeric_limits<double>::quiet_NaN());  // not computed: nothing reads it
+    g.gap.bias = c.side * r.bias;
     return g;
   }
   if (c.kind == ContactKind::TravelStop) {
@@ -69,23 +69,50 @@ ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const Moti
   return g;
 }
 
+/// The constraint set of a mode: the model's rows Phi followed by the gap rows of the active
+/// persistent contacts (`active`, contact indices), whose multipliers are the contact forces
+/// (mu_c < 0 pushes the point to the allowed side: the force is -r_q^T mu_c).
+template <class S>
+ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const std::vector<int>& active,
+                               const MotionState<S>& st, In<S> p) {
+  if (active.empty()) return cs;
+  const Eigen::Index rows = cs.phi.size(), k = static_cast<Eigen::Index>(active.size());
+  cs.phi.conservativeResize(rows + k);
+  cs.phi_t.conservativeResize(rows + k);
+  cs.bias.conservativeResize(rows + k);
+  cs.jac.conservativeResize(rows + k, m.n_coordinates());
+  for (Eigen::Index i = 0; i < k; ++i) {
+    const KinRow<S> g = contact_geometry(m, m.contacts[static_cast<size_t>(active[static_cast<size_t>(i)])], st, p).gap;
+    cs.phi[rows + i] = g.value;
+    cs.phi_t[rows + i] = g.phi_t;
+    cs.bias[rows + i] = g.bias;
+    cs.jac.row(rows + i) = g.jac.transpose();
+  }
+  return cs;
+}
+
 /// Contacts whose gap is within this of zero (relative to 1 + max |q|) when another one fires
-/// close together with it: one simultaneous impact.
+/// close together with it: one simultaneous impact. Also the tolerance on gap and normal rate
+/// below which a persistent contact starts closed at rest.
 inline constexpr double kSimultaneousGap = 1e-9;
+
+inline bool contains(const std::vector<int>& set, int i) { return std::find(set.begin(), set.end(), i) != set.end(); }
 
 /// The impulse-law contacts that take part in the impact of contact `c` at `st`: c and every
 /// other impulse-law contact closed with it (gap within kSimultaneousGap) and approaching
-/// (r_q v < 0), in declaration order. Empty if c itself is not approaching: an impact resolved
-/// with another one a moment ago (the same instant) left it separating. Decided on real parts,
-/// so every scalar type takes the same set.
+/// (r_q v < 0), in declaration order, leaving out the active persistent contacts (`active`:
+/// they stay closed through the impact). Empty if c itself is not approaching: an impact
+/// resolved with another one a moment ago (the same instant) left it separating. Decided on
+/// real parts, so every scalar type takes the same set.
 template <class S>
-std::vector<int> simultaneous_contacts(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
+std::vector<int> simultaneous_contacts(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p,
+                                       const std::vector<int>& active) {
   std::vector<int> set;
   double scale = 1.0;
   for (Eigen::Index i = 0; i < st.q.size(); ++i) scale = std::max(scale, 1.0 + std::abs(real_part(st.q[i])));
   for (size_t j = 0; j < m.contacts.size(); ++j) {
     const Contact& other = m.contacts[j];
-    if (other.law != ImpactLaw::Impulse) continue;
+    if (&other != &c && (other.law != ImpactLaw::Impulse || contains(active, static_cast<int>(j)))) continue;
     const ContactGeometry<S> g = contact_geometry(m, other, st, p);
     S rate(0.0);
     for (Eigen::Index i = 0; i < st.v.size(); ++i) rate += g.gap.jac[i] * st.v[i];
@@ -100,16 +127,15 @@ std::vector<int> simultaneous_contacts(const Model& m, const Contact& c, const M
   return set;
 }
 
-/// Post-impact velocities by Newton restitution through the KKT impulse system
-/// (multibody.md 9.3): M v+ + Phi_q^T Pi + R_q^T pi = M v-, Phi_q v+ + Phi_t = 0,
-/// r_k v+ = -e_k r_k v- for every contact k of the impact (simultaneous_contacts: c and those
-/// closed with it, resolved as one system). v- itself if c is no longer approaching.
+/// Post-impact velocities through the KKT impulse system (multibody.md 9.3):
+/// M v+ + Phi_q^T Pi + R_q^T pi = M v-, Phi_q v+ + Phi_t = 0, r_a v+ = 0 for the active persistent
+/// contacts a (closed before and after), r_k v+ = -e_k r_k v- for the impacting contacts k
+/// (`impact`), with e_k = 0 for contact `plastic` (a persistent contact coming to rest; -1: none).
 template <class S>
-VectorX<S> impulse_velocity(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
-  const std::vector<int> impact = simultaneous_contacts(m, c, st, p);
-  if (impact.empty()) return st.v;
+VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const std::vector<int>& active,
+                       const std::vector<int>& impact, int plastic) {
   const int n = m.n_coordinates(), k = static_cast<int>(impact.size());
-  const ConstraintSet<S> cs = constraints(m, st, p);
+  const ConstraintSet<S> cs = with_contacts(m, constraints(m, st, p), active, st, p);
   const int rows = static_cast<int>(cs.phi.size());
   const MatX<S> M = mass_matrix<S>(m, p);
   MatX<S> K = MatX<S>::Zero(n + rows + k, n + rows + k);
@@ -120,24 +146,83 @@ VectorX<S> impulse_velocity(const Model& m, const Contact& c, const MotionState<
   rhs.head(n) = M * st.v;
   rhs.segment(n, rows) = -cs.phi_t;
   for (int i = 0; i < k; ++i) {
-    const Contact& contact = m.contacts[static_cast<size_t>(impact[static_cast<size_t>(i)])];
+    const int index = impact[static_cast<size_t>(i)];
+    const Contact& contact = m.contacts[static_cast<size_t>(index)];
     const VectorX<S> r_q = contact_geometry(m, contact, st, p).gap.jac;
     K.block(0, n + rows + i, n, 1) = r_q;
     K.block(n + rows + i, 0, 1, n) = r_q.transpose();
     S normal_velocity(0.0);
     for (int j = 0; j < n; ++j) normal_velocity += r_q[j] * st.v[j];
-    rhs[n + rows + i] = -value_of<S>(contact.restitution, p) * normal_velocity;
+    const S e = index == plastic ? S(0.0) : value_of<S>(contact.restitution, p);
+    rhs[n + rows + i] = -e * normal_velocity;
   }
   std::string what = "impact (KKT impulse) matrix";
-  if (k > 1) {
+  if (k > 1 || !active.empty()) {
     std::vector<std::string> names;
     for (int j : impact) names.push_back(m.contacts[static_cast<size_t>(j)].name);
-    what = fmt::format("simultaneous impact (KKT impulse) matrix of contacts {} (if singular, their gradients are "
-                       "dependent and the impulses not unique)",
+    for (int j : active) names.push_back(m.contacts[static_cast<size_t>(j)].name + " (active)");
+    what = fmt::format("simultaneous impact (KKT impulse) matrix of contacts {} (if singular, their gradients "
+                       "are dependent and the impulses not unique)",
                        fmt::join(names, ", "));
   }
   const MatX<S> sol = solve_dense<S>(K, rhs, what.c_str());
   return sol.col(0).head(n);
+}
+
+/// Post-impact velocities by Newton restitution (kkt_impulse) for the impact of contact c and
+/// those closed with it (simultaneous_contacts), the active persistent contacts held closed.
+/// v- itself if c is no longer approaching.
+template <class S>
+VectorX<S> impulse_velocity(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p,
+                            const std::vector<int>& active) {
+  const std::vector<int> impact = simultaneous_contacts(m, c, st, p, active);
+  if (impact.empty()) return st.v;
+  return kkt_impulse(m, st, p, active, impact, -1);
+}
+
+/// The velocities with which persistent contact `c` comes to rest: the impact with c's
+/// restitution taken as 0 (a plastic impact; no impulse if c is already at rest on its line).
+template <class S>
+VectorX<S> resting_velocity(const Model& m, int c, const MotionState<S>& st, In<S> p, const std::vector<int>& active) {
+  std::vector<int> impact = simultaneous_contacts(m, m.contacts[static_cast<size_t>(c)], st, p, active);
+  if (impact.empty()) impact.push_back(c);
+  return kkt_impulse(m, st, p, active, impact, c);
+}
+
+/// The persistent contacts active at the start: those closed at rest (gap and normal rate within
+/// kSimultaneousGap of the model's size) whose force, with them all active, is compressive; one
+/// that would pull is left out (the most tensile first) and the rest solved again. Decided on
+/// real values.
+inline std::vector<int> starting_contacts(const Model& m, const MotionState<double>& st, const Eigen::VectorXd& p) {
+  std::vector<int> active;
+  const double q_scale = 1.0 + st.q.cwiseAbs().maxCoeff(), v_scale = 1.0 + st.v.cwiseAbs().maxCoeff();
+  for (size_t j = 0; j < m.contacts.size(); ++j) {
+    const Contact& c = m.contacts[j];
+    if (!c.persistent) continue;
+    const KinRow<double> g = contact_geometry<double>(m, c, st, p).gap;
+    if (std::abs(g.value) <= kSimultaneousGap * q_scale && std::abs(g.rate) <= kSimultaneousGap * v_scale) {
+      active.push_back(static_cast<int>(j));
+    }
+  }
+  const int n = m.n_coordinates();
+  const Eigen::MatrixXd M = mass_matrix<double>(m, p);
+  const Eigen::VectorXd F = applied_forces<double>(m, st, p);
+  while (!active.empty()) {
+    const ConstraintSet<double> cs = with_contacts<double>(m, constraints<double>(m, st, p), active, st, p);
+    const int rows = static_cast<int>(cs.phi.size()), k = static_cast<int>(active.size());
+    Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n + rows, n + rows);
+    K.topLeftCorner(n, n) = M;
+    K.topRightCorner(n, rows) = cs.jac.transpose();
+    K.bottomLeftCorner(rows, n) = cs.jac;
+    Eigen::VectorXd rhs(n + rows);
+    rhs << F, -cs.bias;
+    const Eigen::VectorXd push =
+        -solve_dense<double>(K, rhs, "KKT matrix of the contacts closed at the start").col(0).tail(k);
+    Eigen::Index weakest = 0;
+    if (push.minCoeff(&weakest) >= 0.0) break;
+    active.erase(active.begin() + weakest);
+  }
+  return active;
 }
 
 /// Post-impact independent velocities by the partitioning law (multibody.md 9.2): the contact
@@ -169,19 +254,61 @@ VectorX<S> partitioned_velocity(const Model& m, const Partition& part, const Con
   return u_dot;
 }
 
-/// Shared data of both formulations.
+/// Shared data of the formulations.
 struct FormBase {
   std::shared_ptr<const Model> model;
   Partition part;
   FormulationSettings settings;
   int n = 0;
   Eigen::VectorXd q_guess, v_guess;
+  /// The persistent contacts (indices into the model's contacts), in declaration order. The
+  /// state ends with one flag per persistent contact, in this order: 1 while it is active (its
+  /// gap a constraint row), else 0. The flags change only at events, and are read on real parts.
+  std::vector<int> persistent;
 
   FormBase(std::shared_ptr<const Model> m, Partition p, FormulationSettings s)
       : model(std::move(m)), part(std::move(p)), settings(s), n(model->n_coordinates()),
-        q_guess(model->initial_positions()), v_guess(model->initial_velocities()) {}
+        q_guess(model->initial_positions()), v_guess(model->initial_velocities()) {
+    for (size_t i = 0; i < model->contacts.size(); ++i) {
+      if (model->contacts[i].persistent) persistent.push_back(static_cast<int>(i));
+    }
+  }
 
   const Contact& contact(int i) const { return model->contacts[static_cast<size_t>(i)]; }
+
+  int n_flags() const { return static_cast<int>(persistent.size()); }
+  std::vector<std::string> flag_names() const {
+    std::vector<std::string> names;
+    for (int c : persistent) names.push_back(contact(c).name + ".active");
+    return names;
+  }
+  /// The flag of persistent contact `c` (its index in the state), or -1.
+  int flag_of(int c, Eigen::Index n_states) const {
+    const auto it = std::find(persistent.begin(), persistent.end(), c);
+    return it == persistent.end() ? -1 : static_cast<int>(n_states - n_flags() + (it - persistent.begin()));
+  }
+  template <class S>
+  bool is_active(int c, In<S> x) const {
+    const int flag = flag_of(c, x.size());
+    return flag >= 0 && real_part(x[flag]) > 0.5;
+  }
+  /// The active persistent contacts of state x, in declaration order.
+  template <class S>
+  std::vector<int> active_contacts(In<S> x) const {
+    std::vector<int> active;
+    for (int c : persistent) {
+      if (is_active<S>(c, x)) active.push_back(c);
+    }
+    return active;
+  }
+  /// Writes the flags of the contacts active at the start (starting_contacts) into x0's tail.
+  template <class S>
+  void start_flags(const MotionState<S>& st, In<S> p, Out<S> x0) const {
+    if (persistent.empty()) return;
+    const MotionState<double> real{real_part(st.t), real_parts<S>(st.q), real_parts<S>(st.v)};
+    const std::vector<int> active = starting_contacts(*model, real, real_parts<S>(p));
+    for (int c : persistent) x0[flag_of(c, x0.size())] = S(contains(active, c) ? 1.0 : 0.0);
+  }
 
   /// Assembled positions for independent coordinates u at time t (double Newton from
   /// `start`, then one step in S).
@@ -198,23 +325,81 @@ struct FormBase {
     for (Eigen::Index i = 0; i < v.size(); ++i) r[i] = real_part(S(v[i]));
     return r;
   }
+
+  /// The velocities after the impact of contact c at st (the active contacts held closed): its
+  /// impact law, or the impulse law while some persistent contact is active (the partitioning
+  /// law knows only the model's constraints).
+  template <class S>
+  VectorX<S> impact_velocity(int c, const MotionState<S>& st, In<S> p, const std::vector<int>& active) const {
+    if (contact(c).law == ImpactLaw::Impulse || !active.empty()) return impulse_velocity(*model, contact(c), st, p, active);
+    const VectorX<S> u_dot = partitioned_velocity(*model, part, contact(c), select(part, st.v), p);
+    return velocities_from_independent(*model, part, st, u_dot, p);
+  }
+};
+
+/// The events of a persistent contact that every formulation shares, on top of its `Form`:
+/// the impact guard (the gap while the contact is open, 1 while active: never fires), the
+/// release guard (while active, the contact's push -mu_c, falling through zero when the force
+/// would pull; 1 while open), the resting projection (plastic impact, flag set) and the release
+/// (flag cleared, the state continuous: multibody.md 9.4).
+template <class Form>
+struct ContactEvents {
+  template <class S>
+  static S guard(const Form& form, int c, const S& t, In<S> x, In<S> p) {
+    if (form.template is_active<S>(c, x)) return S(1.0);
+    return contact_geometry(*form.model, form.contact(c), form.template positions_state<S>(t, x, p), p).gap.value;
+  }
+  template <class S>
+  static S release_guard(const Form& form, int c, const S& t, In<S> x, In<S> p) {
+    if (!form.template is_active<S>(c, x)) return S(1.0);
+    const std::vector<int> active = form.template active_contacts<S>(x);
+    const VectorX<S> mu = form.template multipliers<S>(t, x, p, active);
+    const auto slot = std::find(active.begin(), active.end(), c) - active.begin();
+    return -mu[mu.size() - static_cast<Eigen::Index>(active.size()) + slot];
+  }
+  template <class S>
+  static void rest(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
+    const std::vector<int> active = form.template active_contacts<S>(x);
+    const MotionState<S> st = form.template motion_state<S>(t, x, p);
+    x_plus = x;
+    form.template write_velocities<S>(resting_velocity(*form.model, c, st, p, active), x_plus);
+    x_plus[form.flag_of(c, x.size())] = S(1.0);
+  }
+  template <class S>
+  static void release(const Form& form, int c, In<S> x, Out<S> x_plus) {
+    x_plus = x;
+    x_plus[form.flag_of(c, x.size())] = S(0.0);
+  }
 };
 
 /// Index-1 with Baumgarte stabilization, or the penalty (Bayo - Garcia de Jalon) ODE, in
-/// full coordinates x = (q, v).
+/// full coordinates x = (q, v, flags).
 struct CartesianForm : FormBase {
   using FormBase::FormBase;
 
-  int n_states() const { return 2 * n; }
+  int n_states() const { return 2 * n + n_flags(); }
   std::vector<std::string> state_names() const {
     std::vector<std::string> names = model->coordinate_names();
     for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
+    for (std::string& flag : flag_names()) names.push_back(std::move(flag));
     return names;
   }
 
   template <class S>
   MotionState<S> motion(const S& t, In<S> x) const {
-    return MotionState<S>{t, x.head(n), x.tail(n)};
+    return MotionState<S>{t, x.head(n), x.segment(n, n)};
+  }
+  template <class S>
+  MotionState<S> motion_state(const S& t, In<S> x, In<S>) const {
+    return motion(t, x);
+  }
+  template <class S>
+  MotionState<S> positions_state(const S& t, In<S> x, In<S>) const {
+    return motion(t, x);
+  }
+  template <class S>
+  void write_velocities(const VectorX<S>& v, Out<S> x) const {
+    x.segment(n, n) = v;
   }
 
   template <class S>
@@ -227,13 +412,15 @@ struct CartesianForm : FormBase {
     const VectorX<S> q = assemble(t0, u0, p, real_parts<S>(guess));
     const VectorX<S> u_dot0 = select(part, model->initial_velocities<S>(p));
     x0.head(n) = q;
-    x0.tail(n) = velocities_from_independent(*model, part, MotionState<S>{t0, q, VectorX<S>::Zero(n)}, u_dot0, p);
+    x0.segment(n, n) = velocities_from_independent(*model, part, MotionState<S>{t0, q, VectorX<S>::Zero(n)}, u_dot0, p);
+    start_flags<S>(motion<S>(t0, x0), p, x0);
   }
 
-  /// Accelerations a and multipliers mu (penalty: the estimate mu*) at a motion state.
+  /// Accelerations a and multipliers mu (penalty: the estimate mu*) at a motion state, the
+  /// active persistent contacts' rows after the model's.
   template <class S>
-  std::pair<VectorX<S>, VectorX<S>> accelerations(const MotionState<S>& st, In<S> p) const {
-    const ConstraintSet<S> cs = constraints(*model, st, p);
+  std::pair<VectorX<S>, VectorX<S>> accelerations(const MotionState<S>& st, In<S> p, const std::vector<int>& active) const {
+    const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), active, st, p);
     const MatX<S> M = mass_matrix<S>(*model, p);
     const VectorX<S> F = applied_forces(*model, st, p);
     const int rows = static_cast<int>(cs.phi.size());
@@ -260,18 +447,24 @@ struct CartesianForm : FormBase {
   }
 
   template <class S>
+  VectorX<S> multipliers(const S& t, In<S> x, In<S> p, const std::vector<int>& active) const {
+    return accelerations(motion(t, x), p, active).second;
+  }
+
+  template <class S>
   void rhs(const S& t, In<S> x, In<S> p, Out<S> xdot) const {
     const MotionState<S> st = motion(t, x);
     xdot.head(n) = st.v;
-    xdot.tail(n) = accelerations(st, p).first;
+    xdot.segment(n, n) = accelerations(st, p, active_contacts<S>(x)).first;
+    xdot.tail(n_flags()).setZero();
   }
 
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
-    FullState<S> fs{motion(t, x), {}, {}};
-    if (xdot != nullptr) fs.a = xdot->tail(n);
+    FullState<S> fs{motion(t, x), {}, {}, active_contacts<S>(x)};
+    if (xdot != nullptr) fs.a = xdot->segment(n, n);
     if (need_mu) {
-      auto [a, mu] = accelerations(fs.motion, p);
+      auto [a, mu] = accelerations(fs.motion, p, fs.active);
       if (xdot == nullptr) fs.a = a;
       fs.mu = mu;
     }
@@ -279,27 +472,17 @@ struct CartesianForm : FormBase {
   }
 
   template <class S>
-  S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
-    return contact_geometry(*model, contact(contact_index), motion(t, x), p).gap.value;
-  }
-
-  template <class S>
-  void jump(int contact_index, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
-    const Contact& c = contact(contact_index);
-    const MotionState<S> st = motion(t, x);
-    x_plus.head(n) = st.q;
-    if (c.law == ImpactLaw::Impulse) {
-      x_plus.tail(n) = impulse_velocity(*model, c, st, p);
-    } else {
-      const VectorX<S> u_dot = partitioned_velocity(*model, part, c, select(part, st.v), p);
-      x_plus.tail(n) = velocities_from_independent(*model, part, st, u_dot, p);
-    }
+  void jump(int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
+    x_plus = x;
+    x_plus.segment(n, n) = impact_velocity(c, motion(t, x), p, active_contacts<S>(x));
   }
 };
 
-/// Maggi / null-space formulation (multibody.md section 7): x = (u, u-dot), positions by
+/// Maggi / null-space formulation (multibody.md section 7): x = (u, u-dot, flags), positions by
 /// Newton, R and S_Phi c from one factorization of A = [Phi_q; B], R^T M R u-ddot =
-/// R^T (F - M S_Phi c).
+/// R^T (F - M S_Phi c). Active persistent contacts G (gap rows) add the reduced KKT rows
+/// [R^T M R, (G R)^T; G R, 0] [u-ddot; lambda] = [R^T (F - M S_Phi c); -(G S_Phi c + bias_G +
+/// 2 xi omega G-dot + omega^2 G)] (Baumgarte on the gaps), keeping the state's size.
 struct MaggiForm : FormBase {
   /// Last converged positions: the Newton start of the next evaluation.
   std::shared_ptr<Eigen::VectorXd> last_positions;
@@ -309,19 +492,21 @@ struct MaggiForm : FormBase {
         last_positions(std::make_shared<Eigen::VectorXd>(q_guess)) {}
 
   int f() const { return part.f(); }
-  int n_states() const { return 2 * f(); }
+  int n_states() const { return 2 * f() + n_flags(); }
   std::vector<std::string> state_names() const {
     const std::vector<std::string> all = model->coordinate_names();
     std::vector<std::string> names;
     for (int k : part.independent) names.push_back(all[static_cast<size_t>(k)]);
     for (int k : part.independent) names.push_back(all[static_cast<size_t>(k)] + "_dot");
+    for (std::string& flag : flag_names()) names.push_back(std::move(flag));
     return names;
   }
 
   template <class S>
   void initial_state(In<S> p, Out<S> x0) const {
     x0.head(f()) = select(part, model->initial_positions<S>(p));
-    x0.tail(f()) = select(part, model->initial_velocities<S>(p));
+    x0.segment(f(), f()) = select(part, model->initial_velocities<S>(p));
+    if (!persistent.empty()) start_flags<S>(motion_state<S>(S(model->t0), x0, p), p, x0);
   }
 
   /// Positions for independent coordinates u. The result must be a function of (t, u, p)
@@ -358,7 +543,7 @@ struct MaggiForm : FormBase {
   template <class S>
   Kinematics<S> kinematics(const S& t, In<S> x, In<S> p) const {
     Kinematics<S> k;
-    const VectorX<S> u = x.head(f()), u_dot = x.tail(f());
+    const VectorX<S> u = x.head(f()), u_dot = x.segment(f(), f());
     k.st.t = t;
     k.st.q = positions(t, u, p);
     k.st.v = velocities_from_independent(*model, part, k.st, u_dot, p);
@@ -374,53 +559,90 @@ struct MaggiForm : FormBase {
   }
 
   template <class S>
-  VectorX<S> independent_accelerations(const Kinematics<S>& k, In<S> p) const {
+  MotionState<S> motion_state(const S& t, In<S> x, In<S> p) const {
+    return kinematics(t, x, p).st;
+  }
+  template <class S>
+  MotionState<S> positions_state(const S& t, In<S> x, In<S> p) const {
+    return MotionState<S>{t, positions(t, VectorX<S>(x.head(f())), p), VectorX<S>::Zero(n)};
+  }
+  template <class S>
+  void write_velocities(const VectorX<S>& v, Out<S> x) const {
+    x.segment(f(), f()) = select(part, v);
+  }
+
+  /// u-ddot and the multipliers of the active contacts' rows (empty without any).
+  template <class S>
+  std::pair<VectorX<S>, VectorX<S>> independent_accelerations(const Kinematics<S>& k, In<S> p,
+                                                              const std::vector<int>& active) const {
     const MatX<S> M = mass_matrix<S>(*model, p);
     const VectorX<S> F = applied_forces(*model, k.st, p);
     const MatX<S> M_bar = k.R.transpose() * M * k.R;
     const VectorX<S> F_bar = k.R.transpose() * (F - M * k.s_c);
-    return solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R");
+    if (active.empty()) return {solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R"), VectorX<S>()};
+    const int a = static_cast<int>(active.size());
+    MatX<S> K = MatX<S>::Zero(f() + a, f() + a);
+    K.topLeftCorner(f(), f()) = M_bar;
+    VectorX<S> rhs(f() + a);
+    rhs.head(f()) = F_bar;
+    const double xi = settings.baumgarte_xi, omega = settings.baumgarte_omega;
+    for (int i = 0; i < a; ++i) {
+      const KinRow<S> g = contact_geometry(*model, contact(active[static_cast<size_t>(i)]), k.st, p).gap;
+      const VectorX<S> g_bar = k.R.transpose() * g.jac;
+      K.block(0, f() + i, f(), 1) = g_bar;
+      K.block(f() + i, 0, 1, f()) = g_bar.transpose();
+      S g_s(0.0);
+      for (int j = 0; j < n; ++j) g_s += g.jac[j] * k.s_c[j];
+      rhs[f() + i] = -(g_s + g.bias + S(2.0 * xi * omega) * g.rate + S(omega * omega) * g.value);
+    }
+    const VectorX<S> sol = solve_dense<S>(K, rhs, "reduced KKT matrix of the active contacts [R^T M R, (G R)^T; G R, 0]").col(0);
+    return {sol.head(f()), sol.tail(a)};
+  }
+
+  template <class S>
+  VectorX<S> multipliers(const S& t, In<S> x, In<S> p, const std::vector<int>& active) const {
+    return independent_accelerations(kinematics(t, x, p), p, active).second;
   }
 
   template <class S>
   void rhs(const S& t, In<S> x, In<S> p, Out<S> xdot) const {
     const Kinematics<S> k = kinematics(t, x, p);
-    xdot.head(f()) = x.tail(f());
-    xdot.tail(f()) = independent_accelerations(k, p);
+    xdot.head(f()) = x.segment(f(), f());
+    xdot.segment(f(), f()) = independent_accelerations(k, p, active_contacts<S>(x)).first;
+    xdot.tail(n_flags()).setZero();
   }
 
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
     const Kinematics<S> k = kinematics(t, x, p);
-    FullState<S> fs{k.st, {}, {}};
+    const std::vector<int> active = active_contacts<S>(x);
+    FullState<S> fs{k.st, {}, {}, active};
     if (xdot != nullptr || need_mu) {
-      const VectorX<S> u_ddot = xdot != nullptr ? VectorX<S>(xdot->tail(f())) : independent_accelerations(k, p);
+      const VectorX<S> u_ddot =
+          xdot != nullptr ? VectorX<S>(xdot->segment(f(), f())) : independent_accelerations(k, p, active).first;
       fs.a = k.R * u_ddot + k.s_c;
     }
     if (need_mu) {
-      // Phi_q^T mu = F - M a, solved in the least-squares sense on the rows of Phi_q.
+      // [Phi_q; G]^T mu = F - M a, solved in the least-squares sense on the rows of Phi_q and
+      // of the active contacts.
+      const ConstraintSet<S> cs = with_contacts(*model, k.cs, active, k.st, p);
       const MatX<S> M = mass_matrix<S>(*model, p);
       const VectorX<S> residual = applied_forces(*model, k.st, p) - M * fs.a;
-      fs.mu = solve_dense<S>(MatX<S>(k.cs.jac * k.cs.jac.transpose()), k.cs.jac * residual, "Gram matrix Phi_q Phi_q^T");
+      fs.mu = cs.phi.size() == 0 ? VectorX<S>()
+                                 : VectorX<S>(solve_dense<S>(MatX<S>(cs.jac * cs.jac.transpose()), cs.jac * residual,
+                                                             "Gram matrix Phi_q Phi_q^T").col(0));
     }
     return fs;
   }
 
   template <class S>
-  S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
-    const MotionState<S> st{t, positions(t, VectorX<S>(x.head(f())), p), VectorX<S>::Zero(n)};
-    return contact_geometry(*model, contact(contact_index), st, p).gap.value;
-  }
-
-  template <class S>
-  void jump(int contact_index, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
-    const Contact& c = contact(contact_index);
-    x_plus.head(f()) = x.head(f());
-    if (c.law == ImpactLaw::Partitioning) {
-      x_plus.tail(f()) = partitioned_velocity(*model, part, c, VectorX<S>(x.tail(f())), p);
+  void jump(int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
+    const std::vector<int> active = active_contacts<S>(x);
+    x_plus = x;
+    if (contact(c).law == ImpactLaw::Partitioning && active.empty()) {
+      x_plus.segment(f(), f()) = partitioned_velocity(*model, part, contact(c), VectorX<S>(x.segment(f(), f())), p);
     } else {
-      const Kinematics<S> k = kinematics(t, x, p);
-      x_plus.tail(f()) = select(part, impulse_velocity(*model, c, k.st, p));
+      write_velocities<S>(impulse_velocity(*model, contact(c), kinematics(t, x, p).st, p, active), x_plus);
     }
   }
 };
@@ -538,7 +760,7 @@ struct DaeForm : FormBase {
 
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
-    FullState<S> fs{motion(t, x), {}, {}};
+    FullState<S> fs{motion(t, x), {}, {}, {}};
     if (xdot != nullptr) {
       fs.a = xdot->segment(n, n);
     } else {
@@ -551,21 +773,19 @@ struct DaeForm : FormBase {
   }
 
   template <class S>
-  S guard(int contact_index, const S& t, In<S> x, In<S> p) const {
-    return contact_geometry(*model, contact(contact_index), motion(t, x), p).gap.value;
+  MotionState<S> positions_state(const S& t, In<S> x, In<S>) const {
+    return motion(t, x);
+  }
+  /// Never true: make_problem refuses persistent contacts in the DAE formulations.
+  template <class S>
+  bool is_active(int, In<S>) const {
+    return false;
   }
 
   template <class S>
-  void jump(int contact_index, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
-    const Contact& c = contact(contact_index);
-    const MotionState<S> st = motion(t, x);
+  void jump(int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
     x_plus = x;  // q continuous; the multipliers are guesses the completion replaces
-    if (c.law == ImpactLaw::Impulse) {
-      x_plus.segment(n, n) = impulse_velocity(*model, c, st, p);
-    } else {
-      const VectorX<S> u_dot = partitioned_velocity(*model, part, c, select(part, st.v), p);
-      x_plus.segment(n, n) = velocities_from_independent(*model, part, st, u_dot, p);
-    }
+    x_plus.segment(n, n) = impact_velocity(c, motion(t, x), p, std::vector<int>());
   }
 
   /// The rates at the start (check_start): the completion's.

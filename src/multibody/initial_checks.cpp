@@ -45,12 +45,17 @@ void check_partitioning_laws(const Model& model, const Partition& part) {
   }
 }
 
-void check_initial_contacts(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p) {
+void check_initial_contacts(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p,
+                            const std::vector<int>& active) {
   const double tolerance = 1e-10 * length_scale(start);
+  const double rate_tolerance = 1e-10 * (1.0 + start.v.cwiseAbs().maxCoeff());
   for (size_t i = 0; i < model.contacts.size(); ++i) {
     const Contact& c = model.contacts[i];
+    if (contains(active, static_cast<int>(i))) continue;  // a persistent contact closed at rest, pressed
     const ContactGeometry<double> g = contact_geometry<double>(model, c, start, p);
     const std::string at = model.locate(fmt::format("contacts[{}]", i));
+    // A persistent contact closed at rest but not active is pulled away from its line.
+    const bool leaves = g.gap.rate > rate_tolerance || (c.persistent && g.gap.rate >= -rate_tolerance);
     if (c.kind != ContactKind::PointLine) {
       const char* unit = c.kind == ContactKind::AngleStop ? "rad" : "m";
       if (g.gap.value < -tolerance) {
@@ -58,11 +63,12 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
                                      "within its limit",
                                      at, c.name, g.gap.value, unit));
       }
-      if (g.gap.value <= tolerance && g.gap.rate <= 1e-10 * (1.0 + start.v.cwiseAbs().maxCoeff())) {
+      if (g.gap.value <= tolerance && !leaves) {
         throw InputError(fmt::format("{}: contact '{}' starts at its stop (gap {:.3g} {}) with rate {:.3g} {}/s, so it "
-                                     "rests on or moves into it at t0; Saltus has no persistent contact yet: start "
-                                     "the joint off its limit or moving away from it",
-                                     at, c.name, g.gap.value, unit, g.gap.rate, unit));
+                                     "{} at t0: start the joint off its limit or moving away from it{}",
+                                     at, c.name, g.gap.value, unit, g.gap.rate, unit,
+                                     c.persistent ? "moves into it" : "rests on or moves into it",
+                                     c.persistent ? "" : ", or make the contact persistent: true"));
       }
       continue;
     }
@@ -72,14 +78,12 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
           "its line (gap {:.3g} m < 0); start it on the allowed side (the normal points there)",
           at, c.name, c.point.label, g.point.value[0], g.point.value[1], -g.gap.value, g.gap.value));
     }
-    if (g.gap.value > tolerance) continue;
-    const double normal_velocity = g.gap.rate;
-    if (normal_velocity > 1e-10 * (1.0 + start.v.cwiseAbs().maxCoeff())) continue;  // leaves the line
+    if (g.gap.value > tolerance || leaves) continue;
     throw InputError(fmt::format(
         "{}: contact '{}' starts closed: the point '{}' is on its line (gap {:.3g} m) with normal "
-        "velocity {:.3g} m/s, so it rests on or moves into the line at t0; Saltus has no persistent "
-        "contact yet: start the point above the line or moving away from it",
-        at, c.name, c.point.label, g.gap.value, normal_velocity));
+        "velocity {:.3g} m/s, so it {} the line at t0: start the point above the line or moving away from it{}",
+        at, c.name, c.point.label, g.gap.value, g.gap.rate, c.persistent ? "moves into" : "rests on or moves into",
+        c.persistent ? "" : ", or make the contact persistent: true"));
   }
 }
 

@@ -18,9 +18,10 @@ namespace saltus::multibody::detail {
 void check_partitioning_laws(const Model& model, const Partition& part);
 
 /// Throws InputError for a contact whose point starts beyond its line (gap < 0), or on it
-/// (gap = 0) while approaching or at rest without moving away: Saltus has no persistent contact
-/// yet, and the falling guard would never fire from zero.
-void check_initial_contacts(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p);
+/// (gap = 0) while approaching, or at rest without moving away unless it is persistent (then it
+/// is `active`, pressed, or pulled away): the falling guard would never fire from zero.
+void check_initial_contacts(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p,
+                            const std::vector<int>& active);
 
 /// Notes (one line each) for stated initial velocities that the velocity constraints changed,
 /// naming the field and the size of the correction; empty if the stated values were kept.

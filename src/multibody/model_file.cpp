@@ -484,7 +484,7 @@ class Reader : yaml::Fields {
     for (size_t i = 0; i < cs.size(); ++i) {
       const YAML::Node n = cs[i];
       const std::string field = fmt::format("contacts[{}]", i);
-      check_keys(n, field, {"name", "point", "line", "stop", "restitution", "law"});
+      check_keys(n, field, {"name", "point", "line", "stop", "restitution", "law", "persistent"});
       note(n, field);
       if (n["name"]) note(n["name"], field + ".name");
       Contact c;
@@ -524,6 +524,10 @@ class Reader : yaml::Fields {
         c.law = ImpactLaw::Impulse;
       } else {
         fail(n["law"], field + ".law", fmt::format("unknown impact law '{}' (partitioning or impulse)", law));
+      }
+      if (n["persistent"]) {
+        note(n["persistent"], field + ".persistent");
+        c.persistent = boolean(n["persistent"], field + ".persistent");
       }
       model_.contacts.push_back(c);
     }

@@ -9,6 +9,7 @@
 //   <spring>.length <spring>.force     translational springs (tension positive) [m, N]
 //   <spring>.angle <spring>.torque     rotational springs (theta_b - theta_a) [rad, N m]
 //   <contact>.gap           normal distance of the contact point to its line [m]
+//   <contact>.force         persistent contacts: the push while active (>= 0), else 0 [N, N m]
 //   kinetic_energy potential_energy total_energy                [J]
 // The potential energy holds gravity, springs (k (l - l0)^2 / 2 + actuator l), rotational
 // springs and constant forces; dampers dissipate, and drivers and impacts change the total.
@@ -23,8 +24,11 @@ namespace saltus::multibody::detail {
 /// Names and units of the outputs, in the order output_values writes them.
 std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_units(const Model& m);
 
-/// Whether the outputs need the multipliers (the model has constraints).
-inline bool outputs_need_reactions(const Model& m) { return m.n_constraints() > 0; }
+/// Whether the outputs need the multipliers (the model has constraints or persistent contacts).
+inline bool outputs_need_reactions(const Model& m) {
+  return m.n_constraints() > 0 ||
+         std::any_of(m.contacts.begin(), m.contacts.end(), [](const Contact& c) { return c.persistent; });
+}
 
 /// V(q, p) [J]: gravity, springs, rotational springs, constant forces.
 template <class S>
@@ -88,7 +92,7 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
     for (int j = 0; j < 3; ++j) y[k++] = st.v[o + j];
   }
   const ConstraintSet<S> cs = constraints<S>(m, st, p);
-  for (Eigen::Index r = 0; r < fs.mu.size(); ++r) y[k++] = fs.mu[r];
+  for (Eigen::Index r = 0; r < cs.phi.size(); ++r) y[k++] = fs.mu[r];
   for (Eigen::Index r = 0; r < cs.phi.size(); ++r) y[k++] = cs.phi[r];
   for (const Element& e : m.elements) {
     if (e.type == ElementType::Spring) {
@@ -102,6 +106,11 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
     }
   }
   for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap.value;
+  for (size_t c = 0; c < m.contacts.size(); ++c) {
+    if (!m.contacts[c].persistent) continue;
+    const auto slot = std::find(fs.active.begin(), fs.active.end(), static_cast<int>(c));
+    y[k++] = slot == fs.active.end() ? S(0.0) : S(-fs.mu[cs.phi.size() + (slot - fs.active.begin())]);
+  }
   const S kinetic = kinetic_energy(m, st, p);
   const S potential = potential_energy(m, st, p);
   y[k++] = kinetic;

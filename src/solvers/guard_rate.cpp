@@ -38,7 +38,8 @@ bool stays_on_guard(const Problem& problem, int event, int mode_after, double t,
                     In<double> p, double grazing_tolerance, TangentWorkspace& ws) {
   Eigen::VectorXd xdot(x_after.size());
   problem.mode(mode_after).rhs.real(t, x_after, p, xdot);
-  return guard_rate(problem, event, t, x_after, p, xdot, ws).grazing(grazing_tolerance);
+  const GuardRate rate = guard_rate(problem, event, t, x_after, p, xdot, ws);
+  return rate.grazing(grazing_tolerance) && !off_guard(problem.event(event).guard.real(t, x_after, p), rate, x_after);
 }
 
 bool jump_stays_on_guard(const Problem& problem, int event, int mode, double t, In<double> x, In<double> p,
@@ -64,8 +65,13 @@ GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, 
     r_x_norm2 += r_xi * r_xi;
     direction[i] = 0.0;
   }
-  r.scale = std::abs(r_t) + std::sqrt(r_x_norm2) * xdot.norm();
+  r.gradient = std::sqrt(r_x_norm2);
+  r.scale = std::abs(r_t) + r.gradient * xdot.norm();
   return r;
+}
+
+bool off_guard(double r, const GuardRate& rate, In<double> x) {
+  return std::abs(r) > 1e-8 * (1.0 + rate.gradient * x.norm());
 }
 
 }  // namespace saltus::detail

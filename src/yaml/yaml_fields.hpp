@@ -136,6 +136,13 @@ class Fields {
     return n.Scalar();
   }
 
+  /// `true` or `false` (exactly those words).
+  bool boolean(const YAML::Node& n, const std::string& field) const {
+    const std::string text = scalar(n, field);
+    if (text != "true" && text != "false") fail(n, field, fmt::format("expected true or false, got '{}'", text));
+    return text == "true";
+  }
+
   /// Parses the scalar `n` (its trimmed text `text`) as an expression over `groups`; an error
   /// points at the offending token.
   Expression expression(const YAML::Node& n, const std::string& field, const std::string& text,

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace saltus::multibody {
 
@@ -82,12 +83,25 @@ SpringState<S> spring_state(const Model& m, const Element& e, const MotionState<
   return s;
 }
 
-/// The relative angle of a RotationalSpring [rad], its rate and its gradient d angle / dq (n).
+/// The relative angle of a RotationalSpring [rad], its rate, its gradient d angle / dq (n) and
+/// its bias (angle-ddot - jac a: the velocity terms of the second derivative, as KinRow::bias).
 template <class S>
 struct Rotation {
   S angle, rate;
   VectorX<S> jac;
+  S bias = S(0.0);
 };
+
+/// The velocity terms of the second derivative of a vector's direction angle atan2(d_y, d_x):
+/// with d-ddot = d_q a + bias_d, angle-ddot = (d x d-ddot) / |d|^2 - 2 (d . d-dot)(d x d-dot) / |d|^4.
+template <class S>
+S direction_angle_bias(const Kin2<S>& d) {
+  const S size = d.value[0] * d.value[0] + d.value[1] * d.value[1];
+  const S cross_bias = d.value[0] * d.bias[1] - d.value[1] * d.bias[0];
+  const S cross_rate = d.value[0] * d.rate[1] - d.value[1] * d.rate[0];
+  const S dot_rate = d.value[0] * d.rate[0] + d.value[1] * d.rate[1];
+  return cross_bias / size - S(2.0) * dot_rate * cross_rate / (size * size);
+}
 
 /// Bar `bar`'s vector P_to - P_from.
 template <class S>
@@ -115,6 +129,7 @@ Rotation<S> relative_rotation(const Model& m, const Element& e, const MotionStat
     const Vec2<S> d_w((-dot * u.value[1] - cross * u.value[0]) / size, (dot * u.value[0] - cross * u.value[1]) / size);
     r.jac = u.jac.transpose() * d_u + w.jac.transpose() * d_w;
     r.rate = d_u[0] * u.rate[0] + d_u[1] * u.rate[1] + d_w[0] * w.rate[0] + d_w[1] * w.rate[1];
+    r.bias = direction_angle_bias(w) - direction_angle_bias(u);  // the angle is theta_w - theta_u
     return r;
   }
   if (e.body_b >= 0) r.jac[m.body_offset(e.body_b) + 2] += S(1.0);
@@ -216,7 +231,10 @@ template <class S>
 struct FullState {
   MotionState<S> motion;
   VectorX<S> a;   ///< accelerations (empty if unknown)
-  VectorX<S> mu;  ///< multipliers (empty if unknown)
+  /// Multipliers (empty if unknown): the model's constraint rows, then one per active persistent
+  /// contact (`active`, in that order), whose push on the point is -mu.
+  VectorX<S> mu;
+  std::vector<int> active;  ///< the active persistent contacts (indices into Model::contacts)
 };
 
 template <class S>

@@ -156,6 +156,11 @@ struct Contact {
   Value normal_x, normal_y;  ///< the side the point lives on (normalized at use)
   Value restitution;
   ImpactLaw law = ImpactLaw::Partitioning;
+  /// Persistent contact (docs/multibody.md, "Persistent contact"): when an impact leaves the
+  /// gap closed with zero rate (restitution 0, or bounces that accumulate), or the model starts
+  /// closed at rest with a compressive force, the gap becomes an active unilateral constraint
+  /// (gap = 0, its multiplier the contact force) until that force falls through zero.
+  bool persistent = false;
 };
 
 /// Model quantities a cost can use.
