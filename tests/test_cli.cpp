@@ -348,6 +348,14 @@ TEST(Cli, CheckDescribesAModelWithoutRunningIt) {
   EXPECT_TRUE(contains(r.out, "  floor: point 'p2', initial gap ")) << r.out;
   EXPECT_TRUE(contains(r.out, "OK: the model assembles and starts")) << r.out;
   EXPECT_EQ(r.err, "");
+  // Persistent contacts say whether they start active: the ladder leans on its wall and floor.
+  const Outcome ladder = saltus_cmd({"check", std::string(SALTUS_SOURCE_DIR) + "/examples/ladder.yaml"});
+  ASSERT_EQ(ladder.status, 0) << ladder.err;
+  EXPECT_TRUE(contains(ladder.out, "  wall: point 'ladder', initial gap 0 m, normal velocity 0 m/s; persistent, starts active"))
+      << ladder.out;
+  EXPECT_TRUE(contains(ladder.out, "  top_floor: point 'ladder', initial gap 3.82135 m, normal velocity 0 m/s; "
+                                   "persistent, starts open"))
+      << ladder.out;
 }
 
 TEST(Cli, CheckRefusesWhatARunRefuses) {

@@ -212,6 +212,45 @@ TEST_P(Persistent, RestingStartStaysOrLeaves) {
   EXPECT_NEAR(b.cost_gradient(0, leaves.parameter_index("F")), 0.5 * 0.25, 1e-8);
 }
 
+// A ball dropped on a driven plate, y_plate = 0.2 sin(10 t + phase), that it meets at the top of
+// its stroke, where the plate accelerates down at 20 m/s^2 > g: the plastic impact brings the
+// ball to the plate's velocity, but a resting contact would pull, so it stays open and the ball
+// flies freely from there: y = y_e + v_e (t - t_e) - g (t - t_e)^2 / 2.
+const char* kPlate = R"yaml(
+name: plate
+horizon: 0.36
+parameters: {h: 0.641, g: 9.81}
+gravity: [0, -g]
+points:
+  P: {position: [0, h]}
+bodies:
+  plate: {mass: 1, inertia: 1, position: [0, 0.2]}
+elements:
+  - {type: point_mass, point: P, mass: 1}
+  - {type: coordinate_driver, coordinate: plate.x, function: {offset: 0}}
+  - {type: coordinate_driver, coordinate: plate.theta, function: {offset: 0}}
+  - {type: coordinate_driver, coordinate: plate.y, function: {amplitude: 0.2, frequency: 10, phase: -1.4292036732051034}}
+contacts:
+  - {name: ball, point: P, line: {body: plate, point: [0, 0], normal: [0, 1]}, restitution: 0, persistent: true}
+costs:
+  y_T: {terminal: [{signal: y, of: P}]}
+)yaml";
+
+TEST_P(Persistent, ContactOnALineAcceleratingAwayStaysOpen) {
+  const Problem pb = problem_of(kPlate, GetParam());
+  const Solution fwd = forward_sensitivity(pb);
+  ASSERT_EQ(fwd.events.size(), 1u);
+  const EventRecord& hit = fwd.events[0];
+  EXPECT_TRUE(hit.rest);
+  EXPECT_EQ(hit.state_after[pb.state_index("ball.active")], 0.0);
+  const int y = pb.state_index("P.y"), vy = pb.state_index("P.y_dot");
+  const double dt = 0.36 - hit.time;
+  const double expected = hit.state_after[y] + hit.state_after[vy] * dt - 0.5 * 9.81 * dt * dt;
+  EXPECT_NEAR(fwd.final_state[y], expected, penalty() ? 1e-6 : 1e-9);
+  EXPECT_NEAR(hit.state_after[vy], 0.2 * 10 * std::cos(10 * hit.time - 1.4292036732051034), penalty() ? 1e-6 : 1e-9);
+  expect_agreement(pb, fwd, agreement());
+}
+
 // A persistent knee stop between two bars (natural coordinates) with restitution 0: the knee
 // closes and holds its limit until its torque would pull. With the stop's acceleration bias wrong, Baumgarte's
 // stabilization would hold the angle off the limit by about bias error / omega^2.

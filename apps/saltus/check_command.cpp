@@ -40,8 +40,9 @@ void print_check(std::ostream& out, const multibody::ModelCheck& c) {
   for (const auto& p : c.parameters) fmt::print(out, "  {} = {:g}: used by {}\n", p.name, p.value, join(p.used_by));
   fmt::print(out, "Contacts:{}\n", c.contacts.empty() ? " none" : "");
   for (const auto& k : c.contacts) {
-    fmt::print(out, "  {}: {}, initial gap {:.6g} {}, normal velocity {:.6g} {}/s\n", k.name, k.what, k.gap + 0.0,
-               k.unit, k.normal_velocity + 0.0, k.unit);  // + 0.0: no "-0"
+    fmt::print(out, "  {}: {}, initial gap {:.6g} {}, normal velocity {:.6g} {}/s{}\n", k.name, k.what, k.gap + 0.0,
+               k.unit, k.normal_velocity + 0.0, k.unit,  // + 0.0: no "-0"
+               k.persistence.empty() ? "" : "; " + k.persistence);
   }
   fmt::print(out, "Assembly: residual max |Phi| = {:.3g}; largest correction of a given position {:.3g} ({})\n",
              c.assembly_residual, c.largest_correction, c.largest_correction_coordinate);

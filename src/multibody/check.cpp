@@ -62,12 +62,18 @@ void describe_start(const Model& model, ModelCheck& out) {
       out.largest_correction_coordinate = out.coordinates[static_cast<size_t>(k)];
     }
   }
-  for (const Contact& c : model.contacts) {
+  const std::vector<int> active = detail::starting_contacts(model, start, p);
+  for (size_t i = 0; i < model.contacts.size(); ++i) {
+    const Contact& c = model.contacts[i];
     const detail::ContactGeometry<double> g = detail::contact_geometry<double>(model, c, start, p);
     const std::string what = c.kind == ContactKind::PointLine ? fmt::format("point '{}'", c.point.label)
                              : c.kind == ContactKind::AngleStop ? std::string("angle stop")
                                                                 : std::string("travel stop");
-    out.contacts.push_back({c.name, what, c.kind == ContactKind::AngleStop ? "rad" : "m", g.gap.value, g.gap.rate});
+    const std::string persistence = !c.persistent ? ""
+                                    : detail::contains(active, static_cast<int>(i)) ? "persistent, starts active"
+                                                                                    : "persistent, starts open";
+    out.contacts.push_back(
+        {c.name, what, c.kind == ContactKind::AngleStop ? "rad" : "m", g.gap.value, g.gap.rate, persistence});
   }
 }
 

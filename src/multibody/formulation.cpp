@@ -94,13 +94,19 @@ void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, in
   using Events = detail::ContactEvents<Form>;
   const Contact& contact = form->contact(c);
   EventBuilder impact = pb.add_event(contact.name, Direction::Falling, [form, c](auto t, const auto& x, const auto& p) {
-                          using S = ScalarOf<decltype(x)>;
-                          return Events::template guard<S>(*form, c, t, x, p);
-                        }).jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
     using S = ScalarOf<decltype(x)>;
-    form->template jump<S>(c, t, x, p, x_plus);
+    return Events::template guard<S>(*form, c, t, x, p);
   });
-  if constexpr (!std::is_same_v<Form, detail::DaeForm>) {
+  if constexpr (std::is_same_v<Form, detail::DaeForm>) {
+    impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+      using S = ScalarOf<decltype(x)>;
+      form->template jump<S>(c, t, x, p, x_plus);
+    });
+  } else {
+  impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+    using S = ScalarOf<decltype(x)>;
+    Events::template impact<S>(*form, c, t, x, p, x_plus);
+  });
   if (!contact.persistent) return;
   // A persistent contact may start closed and pulled away from its line (not active): its
   // guard is zero at t0 and grows only at second order.
@@ -114,9 +120,9 @@ void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, in
                  using S = ScalarOf<decltype(x)>;
                  return Events::template release_guard<S>(*form, c, t, x, p);
                })
-      .jump([form, c](auto, const auto& x, const auto&, auto x_plus) {
+      .jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
         using S = ScalarOf<decltype(x)>;
-        Events::template release<S>(*form, c, x, x_plus);
+        Events::template release<S>(*form, c, t, x, p, x_plus);
       });
   }
 }

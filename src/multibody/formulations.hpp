@@ -341,7 +341,8 @@ struct FormBase {
 /// the impact guard (the gap while the contact is open, 1 while active: never fires), the
 /// release guard (while active, the contact's push -mu_c, falling through zero when the force
 /// would pull; 1 while open), the resting projection (plastic impact, flag set) and the release
-/// (flag cleared, the state continuous: multibody.md 9.4).
+/// (flag cleared, the state continuous: multibody.md 9.4). After each of them, a contact whose
+/// force would pull is opened (release_pulling).
 template <class Form>
 struct ContactEvents {
   template <class S>
@@ -364,11 +365,39 @@ struct ContactEvents {
     x_plus = x;
     form.template write_velocities<S>(resting_velocity(*form.model, c, st, p, active), x_plus);
     x_plus[form.flag_of(c, x.size())] = S(1.0);
+    release_pulling<S>(form, t, x_plus, p);
+  }
+  /// The impact of contact c (the form's impact law), then release_pulling.
+  template <class S>
+  static void impact(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
+    form.template jump<S>(c, t, x, p, x_plus);
+    release_pulling<S>(form, t, x_plus, p);
   }
   template <class S>
-  static void release(const Form& form, int c, In<S> x, Out<S> x_plus) {
+  static void release(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
     x_plus = x;
     x_plus[form.flag_of(c, x.size())] = S(0.0);
+    release_pulling<S>(form, t, x_plus, p);
+  }
+  /// Opens the active contacts whose force would pull after an event (the most tensile first,
+  /// then the others solved again): a contact coming to rest on a line that accelerates away, or
+  /// one whose force an impact elsewhere turned. Its release guard would start below zero and
+  /// never fire; open, the point leaves its line at second order. Decided on real parts, as
+  /// every mode choice, so each scalar type takes the same modes.
+  template <class S>
+  static void release_pulling(const Form& form, const S& t, Out<S> x, In<S> p) {
+    for (;;) {
+      const std::vector<int> active = form.template active_contacts<S>(In<S>(x));
+      if (active.empty()) return;
+      const VectorX<S> mu = form.template multipliers<S>(t, In<S>(x), p, active);
+      const Eigen::Index base = mu.size() - static_cast<Eigen::Index>(active.size());
+      size_t weakest = 0;
+      for (size_t i = 1; i < active.size(); ++i) {
+        if (real_part(mu[base + static_cast<Eigen::Index>(i)]) > real_part(mu[base + static_cast<Eigen::Index>(weakest)])) weakest = i;
+      }
+      if (real_part(mu[base + static_cast<Eigen::Index>(weakest)]) <= 0.0) return;  // every push -mu >= 0
+      x[form.flag_of(active[weakest], x.size())] = S(0.0);
+    }
   }
 };
 

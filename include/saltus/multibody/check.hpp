@@ -34,6 +34,9 @@ struct ModelCheck {
     std::string unit;              ///< of the gap: m, or rad for an angle stop
     double gap = 0.0;              ///< > 0 on the allowed side
     double normal_velocity = 0.0;  ///< the gap's rate, < 0 approaching
+    /// Persistent contacts: "persistent, starts active" (closed at rest and pressed) or
+    /// "persistent, starts open"; empty for an impact-only contact.
+    std::string persistence;
   };
   std::vector<ContactStart> contacts;
   std::vector<std::string> notes;  ///< input a run would correct (warnings of `saltus run`)
