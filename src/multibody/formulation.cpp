@@ -124,6 +124,25 @@ void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, in
         using S = ScalarOf<decltype(x)>;
         Events::template release<S>(*form, c, t, x, p, x_plus);
       });
+  if (!contact.frictional()) return;
+  pb.add_event(contact.name + " stick", Direction::Falling,
+               [form, c](auto t, const auto& x, const auto& p) {
+                 using S = ScalarOf<decltype(x)>;
+                 return Events::template stick_guard<S>(*form, c, t, x, p);
+               })
+      .jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+        using S = ScalarOf<decltype(x)>;
+        Events::template stick<S>(*form, c, t, x, p, x_plus);
+      });
+  pb.add_event(contact.name + " slip", Direction::Falling,
+               [form, c](auto t, const auto& x, const auto& p) {
+                 using S = ScalarOf<decltype(x)>;
+                 return Events::template slip_guard<S>(*form, c, t, x, p);
+               })
+      .jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+        using S = ScalarOf<decltype(x)>;
+        Events::template slip<S>(*form, c, t, x, p, x_plus);
+      });
   }
 }
 
@@ -192,7 +211,7 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
     throw InputError(fmt::format("model '{}': the initial state is not finite", model.name));
   }
   const FullState<double> start = form.template full_state<double>(model.t0, x0, p, nullptr, false);
-  detail::check_initial_contacts(model, start.motion, p, form.template active_contacts<double>(x0));
+  detail::check_initial_contacts(model, start.motion, p, form.template contact_set<double>(x0).active);
   for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
   for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);
   try {

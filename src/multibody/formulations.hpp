@@ -6,7 +6,7 @@
 //   CartesianForm (index-1 with Baumgarte, or penalty): state x = (q, v), 2n entries.
 //   MaggiForm (null space, seed 003): state x = (u, u-dot) with u = B q, 2f entries.
 //   DaeForm (DAEs on IDAS: GGL, stabilized index-1): x = (q, v, multipliers), 2n + 2m entries.
-#include "position_analysis.hpp"
+#include "contacts.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,213 +17,6 @@
 #include <utility>
 
 namespace saltus::multibody::detail {
-
-template <class S>
-struct ContactGeometry {
-  Vec2<S> normal = Vec2<S>::Zero();  ///< unit normal of the line, to the allowed side (global; point-line only)
-  Kin2<S> point;                     ///< the contact point (point-line only)
-  /// The guard (.value), its gradient r_q (.jac), rate and bias (the acceleration's velocity
-  /// terms): an active persistent contact is the constraint row gap = 0.
-  KinRow<S> gap;
-};
-
-/// The gap of a contact and its derivatives: for a line carried by a body both O and n turn
-/// with it, so r_q has a term on the body's angle, (P - O)^T dn/dtheta. A joint stop's gap is
-/// its angle or travel less the limit (times `side`).
-template <class S>
-ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
-  using std::sqrt;
-  ContactGeometry<S> g;
-  const S limit = c.kind == ContactKind::PointLine ? S(0.0) : value_of<S>(c.limit, p);
-  if (c.kind == ContactKind::AngleStop) {
-    const Rotation<S> r = relative_rotation(m, c.joint, st, p);
-    g.gap.value = c.side * (r.angle - limit);
-    g.gap.jac = c.side * r.jac;
-    g.gap.rate = c.side * r.rate;
-    g.gap.phi_t = S(0.0);
-    g.gap.bias = c.side * r.bias;
-    return g;
-  }
-  if (c.kind == ContactKind::TravelStop) {
-    const S dx = value_of<S>(c.joint.dir_x, p), dy = value_of<S>(c.joint.dir_y, p);
-    const S length = sqrt(dx * dx + dy * dy);
-    const Kin2<S> direction = body_vector<S>(m, st, c.joint.body_a, Vec2<S>(dx / length, dy / length), false);
-    g.gap = dot(direction, difference(point_kinematics(m, st, c.joint.a, p), point_kinematics(m, st, c.joint.b, p)));
-    g.gap.value = c.side * (g.gap.value - limit);
-    g.gap.jac *= c.side;
-    g.gap.rate *= c.side;
-    g.gap.bias *= c.side;
-    return g;
-  }
-  const S nx = value_of<S>(c.normal_x, p), ny = value_of<S>(c.normal_y, p);
-  const S length = sqrt(nx * nx + ny * ny);
-  const Kin2<S> normal = body_vector<S>(m, st, c.line_body, Vec2<S>(nx / length, ny / length), false);
-  PointRef origin;
-  origin.kind = c.line_body < 0 ? PointRef::Kind::Ground : PointRef::Kind::Body;
-  origin.index = c.line_body;
-  origin.x = c.line_x;
-  origin.y = c.line_y;
-  g.normal = normal.value;
-  g.point = point_kinematics(m, st, c.point, p);
-  g.gap = dot(normal, difference(g.point, point_kinematics(m, st, origin, p)));
-  return g;
-}
-
-/// The constraint set of a mode: the model's rows Phi followed by the gap rows of the active
-/// persistent contacts (`active`, contact indices), whose multipliers are the contact forces
-/// (mu_c < 0 pushes the point to the allowed side: the force is -r_q^T mu_c).
-template <class S>
-ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const std::vector<int>& active,
-                               const MotionState<S>& st, In<S> p) {
-  if (active.empty()) return cs;
-  const Eigen::Index rows = cs.phi.size(), k = static_cast<Eigen::Index>(active.size());
-  cs.phi.conservativeResize(rows + k);
-  cs.phi_t.conservativeResize(rows + k);
-  cs.bias.conservativeResize(rows + k);
-  cs.jac.conservativeResize(rows + k, m.n_coordinates());
-  for (Eigen::Index i = 0; i < k; ++i) {
-    const KinRow<S> g = contact_geometry(m, m.contacts[static_cast<size_t>(active[static_cast<size_t>(i)])], st, p).gap;
-    cs.phi[rows + i] = g.value;
-    cs.phi_t[rows + i] = g.phi_t;
-    cs.bias[rows + i] = g.bias;
-    cs.jac.row(rows + i) = g.jac.transpose();
-  }
-  return cs;
-}
-
-/// Contacts whose gap is within this of zero (relative to 1 + max |q|) when another one fires
-/// close together with it: one simultaneous impact. Also the tolerance on gap and normal rate
-/// below which a persistent contact starts closed at rest.
-inline constexpr double kSimultaneousGap = 1e-9;
-
-inline bool contains(const std::vector<int>& set, int i) { return std::find(set.begin(), set.end(), i) != set.end(); }
-
-/// The impulse-law contacts that take part in the impact of contact `c` at `st`: c and every
-/// other impulse-law contact closed with it (gap within kSimultaneousGap) and approaching
-/// (r_q v < 0), in declaration order, leaving out the active persistent contacts (`active`:
-/// they stay closed through the impact). Empty if c itself is not approaching: an impact
-/// resolved with another one a moment ago (the same instant) left it separating. Decided on
-/// real parts, so every scalar type takes the same set.
-template <class S>
-std::vector<int> simultaneous_contacts(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p,
-                                       const std::vector<int>& active) {
-  std::vector<int> set;
-  double scale = 1.0;
-  for (Eigen::Index i = 0; i < st.q.size(); ++i) scale = std::max(scale, 1.0 + std::abs(real_part(st.q[i])));
-  for (size_t j = 0; j < m.contacts.size(); ++j) {
-    const Contact& other = m.contacts[j];
-    if (&other != &c && (other.law != ImpactLaw::Impulse || contains(active, static_cast<int>(j)))) continue;
-    const ContactGeometry<S> g = contact_geometry(m, other, st, p);
-    S rate(0.0);
-    for (Eigen::Index i = 0; i < st.v.size(); ++i) rate += g.gap.jac[i] * st.v[i];
-    const bool approaching = real_part(rate) < 0.0;
-    if (&other == &c) {
-      if (!approaching) return {};
-    } else if (!approaching || std::abs(real_part(g.gap.value)) > kSimultaneousGap * scale) {
-      continue;
-    }
-    set.push_back(static_cast<int>(j));
-  }
-  return set;
-}
-
-/// Post-impact velocities through the KKT impulse system (multibody.md 9.3):
-/// M v+ + Phi_q^T Pi + R_q^T pi = M v-, Phi_q v+ + Phi_t = 0, r_a v+ = 0 for the active persistent
-/// contacts a (closed before and after), r_k v+ = -e_k r_k v- for the impacting contacts k
-/// (`impact`), with e_k = 0 for contact `plastic` (a persistent contact coming to rest; -1: none).
-template <class S>
-VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const std::vector<int>& active,
-                       const std::vector<int>& impact, int plastic) {
-  const int n = m.n_coordinates(), k = static_cast<int>(impact.size());
-  const ConstraintSet<S> cs = with_contacts(m, constraints(m, st, p), active, st, p);
-  const int rows = static_cast<int>(cs.phi.size());
-  const MatX<S> M = mass_matrix<S>(m, p);
-  MatX<S> K = MatX<S>::Zero(n + rows + k, n + rows + k);
-  K.topLeftCorner(n, n) = M;
-  K.block(0, n, n, rows) = cs.jac.transpose();
-  K.block(n, 0, rows, n) = cs.jac;
-  VectorX<S> rhs(n + rows + k);
-  rhs.head(n) = M * st.v;
-  rhs.segment(n, rows) = -cs.phi_t;
-  for (int i = 0; i < k; ++i) {
-    const int index = impact[static_cast<size_t>(i)];
-    const Contact& contact = m.contacts[static_cast<size_t>(index)];
-    const VectorX<S> r_q = contact_geometry(m, contact, st, p).gap.jac;
-    K.block(0, n + rows + i, n, 1) = r_q;
-    K.block(n + rows + i, 0, 1, n) = r_q.transpose();
-    S normal_velocity(0.0);
-    for (int j = 0; j < n; ++j) normal_velocity += r_q[j] * st.v[j];
-    const S e = index == plastic ? S(0.0) : value_of<S>(contact.restitution, p);
-    rhs[n + rows + i] = -e * normal_velocity;
-  }
-  std::string what = "impact (KKT impulse) matrix";
-  if (k > 1 || !active.empty()) {
-    std::vector<std::string> names;
-    for (int j : impact) names.push_back(m.contacts[static_cast<size_t>(j)].name);
-    for (int j : active) names.push_back(m.contacts[static_cast<size_t>(j)].name + " (active)");
-    what = fmt::format("simultaneous impact (KKT impulse) matrix of contacts {} (if singular, their gradients "
-                       "are dependent and the impulses not unique)",
-                       fmt::join(names, ", "));
-  }
-  const MatX<S> sol = solve_dense<S>(K, rhs, what.c_str());
-  return sol.col(0).head(n);
-}
-
-/// Post-impact velocities by Newton restitution (kkt_impulse) for the impact of contact c and
-/// those closed with it (simultaneous_contacts), the active persistent contacts held closed.
-/// v- itself if c is no longer approaching.
-template <class S>
-VectorX<S> impulse_velocity(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p,
-                            const std::vector<int>& active) {
-  const std::vector<int> impact = simultaneous_contacts(m, c, st, p, active);
-  if (impact.empty()) return st.v;
-  return kkt_impulse(m, st, p, active, impact, -1);
-}
-
-/// The velocities with which persistent contact `c` comes to rest: the impact with c's
-/// restitution taken as 0 (a plastic impact; no impulse if c is already at rest on its line).
-template <class S>
-VectorX<S> resting_velocity(const Model& m, int c, const MotionState<S>& st, In<S> p, const std::vector<int>& active) {
-  std::vector<int> impact = simultaneous_contacts(m, m.contacts[static_cast<size_t>(c)], st, p, active);
-  if (impact.empty()) impact.push_back(c);
-  return kkt_impulse(m, st, p, active, impact, c);
-}
-
-/// The persistent contacts active at the start: those closed at rest (gap and normal rate within
-/// kSimultaneousGap of the model's size) whose force, with them all active, is compressive; one
-/// that would pull is left out (the most tensile first) and the rest solved again. Decided on
-/// real values.
-inline std::vector<int> starting_contacts(const Model& m, const MotionState<double>& st, const Eigen::VectorXd& p) {
-  std::vector<int> active;
-  const double q_scale = 1.0 + st.q.cwiseAbs().maxCoeff(), v_scale = 1.0 + st.v.cwiseAbs().maxCoeff();
-  for (size_t j = 0; j < m.contacts.size(); ++j) {
-    const Contact& c = m.contacts[j];
-    if (!c.persistent) continue;
-    const KinRow<double> g = contact_geometry<double>(m, c, st, p).gap;
-    if (std::abs(g.value) <= kSimultaneousGap * q_scale && std::abs(g.rate) <= kSimultaneousGap * v_scale) {
-      active.push_back(static_cast<int>(j));
-    }
-  }
-  const int n = m.n_coordinates();
-  const Eigen::MatrixXd M = mass_matrix<double>(m, p);
-  const Eigen::VectorXd F = applied_forces<double>(m, st, p);
-  while (!active.empty()) {
-    const ConstraintSet<double> cs = with_contacts<double>(m, constraints<double>(m, st, p), active, st, p);
-    const int rows = static_cast<int>(cs.phi.size()), k = static_cast<int>(active.size());
-    Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n + rows, n + rows);
-    K.topLeftCorner(n, n) = M;
-    K.topRightCorner(n, rows) = cs.jac.transpose();
-    K.bottomLeftCorner(rows, n) = cs.jac;
-    Eigen::VectorXd rhs(n + rows);
-    rhs << F, -cs.bias;
-    const Eigen::VectorXd push =
-        -solve_dense<double>(K, rhs, "KKT matrix of the contacts closed at the start").col(0).tail(k);
-    Eigen::Index weakest = 0;
-    if (push.minCoeff(&weakest) >= 0.0) break;
-    active.erase(active.begin() + weakest);
-  }
-  return active;
-}
 
 /// Post-impact independent velocities by the partitioning law (multibody.md 9.2): the contact
 /// point's normal velocity, read from the independent velocities, is reversed and scaled by e.
@@ -262,52 +55,82 @@ struct FormBase {
   int n = 0;
   Eigen::VectorXd q_guess, v_guess;
   /// The persistent contacts (indices into the model's contacts), in declaration order. The
-  /// state ends with one flag per persistent contact, in this order: 1 while it is active (its
-  /// gap a constraint row), else 0. The flags change only at events, and are read on real parts.
+  /// state ends with their flags, in this order: `<contact>.active` (1 while its gap is a
+  /// constraint row, else 0) and, for a frictional contact, `<contact>.stick` (1 while it sticks)
+  /// and `<contact>.slide` (its slide direction +1 or -1 while it slides, else 0). The flags
+  /// change only at events, and are read on real parts.
   std::vector<int> persistent;
+  std::vector<int> flag_offset;  ///< per persistent contact: its first flag, from the first flag
+  int n_flags_ = 0;
 
   FormBase(std::shared_ptr<const Model> m, Partition p, FormulationSettings s)
       : model(std::move(m)), part(std::move(p)), settings(s), n(model->n_coordinates()),
         q_guess(model->initial_positions()), v_guess(model->initial_velocities()) {
     for (size_t i = 0; i < model->contacts.size(); ++i) {
-      if (model->contacts[i].persistent) persistent.push_back(static_cast<int>(i));
+      if (!model->contacts[i].persistent) continue;
+      persistent.push_back(static_cast<int>(i));
+      flag_offset.push_back(n_flags_);
+      n_flags_ += model->contacts[i].frictional() ? 3 : 1;
     }
   }
 
   const Contact& contact(int i) const { return model->contacts[static_cast<size_t>(i)]; }
 
-  int n_flags() const { return static_cast<int>(persistent.size()); }
+  int n_flags() const { return n_flags_; }
   std::vector<std::string> flag_names() const {
     std::vector<std::string> names;
-    for (int c : persistent) names.push_back(contact(c).name + ".active");
+    for (int c : persistent) {
+      names.push_back(contact(c).name + ".active");
+      if (contact(c).frictional()) {
+        names.push_back(contact(c).name + ".stick");
+        names.push_back(contact(c).name + ".slide");
+      }
+    }
     return names;
   }
-  /// The flag of persistent contact `c` (its index in the state), or -1.
+  /// The `.active` flag of persistent contact `c` (its index in a state of n_states entries),
+  /// or -1; a frictional contact's `.stick` and `.slide` follow it.
   int flag_of(int c, Eigen::Index n_states) const {
     const auto it = std::find(persistent.begin(), persistent.end(), c);
-    return it == persistent.end() ? -1 : static_cast<int>(n_states - n_flags() + (it - persistent.begin()));
+    if (it == persistent.end()) return -1;
+    return static_cast<int>(n_states - n_flags_ + flag_offset[static_cast<size_t>(it - persistent.begin())]);
   }
   template <class S>
   bool is_active(int c, In<S> x) const {
     const int flag = flag_of(c, x.size());
     return flag >= 0 && real_part(x[flag]) > 0.5;
   }
-  /// The active persistent contacts of state x, in declaration order.
+  /// The persistent contacts in force at state x, read from its flags.
   template <class S>
-  std::vector<int> active_contacts(In<S> x) const {
-    std::vector<int> active;
+  ContactSet contact_set(In<S> x) const {
+    ContactSet set;
     for (int c : persistent) {
-      if (is_active<S>(c, x)) active.push_back(c);
+      const int flag = flag_of(c, x.size());
+      if (real_part(x[flag]) <= 0.5) continue;
+      set.active.push_back(c);
+      const bool frictional = contact(c).frictional();
+      if (frictional && real_part(x[flag + 1]) > 0.5) set.sticking.push_back(c);
+      set.sliding.push_back(frictional ? real_part(x[flag + 2]) : 0.0);
     }
-    return active;
+    return set;
   }
-  /// Writes the flags of the contacts active at the start (starting_contacts) into x0's tail.
+  /// Sets the flags of contact c: active or not, sticking, slide direction (frictional only).
+  template <class S>
+  void set_flags(int c, Out<S> x, bool active, bool stick = false, double slide = 0.0) const {
+    const int flag = flag_of(c, x.size());
+    x[flag] = S(active ? 1.0 : 0.0);
+    if (!contact(c).frictional()) return;
+    x[flag + 1] = S(active && stick ? 1.0 : 0.0);
+    x[flag + 2] = S(active ? slide : 0.0);
+  }
+  /// Writes the flags of the contacts active at the start (starting_contacts; frictional ones
+  /// sliding or sticking as ContactEvents::settle then decides) into x0's tail.
   template <class S>
   void start_flags(const MotionState<S>& st, In<S> p, Out<S> x0) const {
     if (persistent.empty()) return;
     const MotionState<double> real{real_part(st.t), real_parts<S>(st.q), real_parts<S>(st.v)};
     const std::vector<int> active = starting_contacts(*model, real, real_parts<S>(p));
-    for (int c : persistent) x0[flag_of(c, x0.size())] = S(contains(active, c) ? 1.0 : 0.0);
+    for (int c : persistent) set_flags<S>(c, x0, contains(active, c));
   }
 
   /// Assembled positions for independent coordinates u at time t (double Newton from
@@ -330,21 +153,31 @@ struct FormBase {
   /// impact law, or the impulse law while some persistent contact is active (the partitioning
   /// law knows only the model's constraints).
   template <class S>
-  VectorX<S> impact_velocity(int c, const MotionState<S>& st, In<S> p, const std::vector<int>& active) const {
-    if (contact(c).law == ImpactLaw::Impulse || !active.empty()) return impulse_velocity(*model, contact(c), st, p, active);
+  VectorX<S> impact_velocity(int c, const MotionState<S>& st, In<S> p, const ContactSet& held) const {
+    if (contact(c).law == ImpactLaw::Impulse || !held.empty()) return impulse_velocity(*model, contact(c), st, p, held);
     const VectorX<S> u_dot = partitioned_velocity(*model, part, contact(c), select(part, st.v), p);
     return velocities_from_independent(*model, part, st, u_dot, p);
   }
 };
 
-/// The events of a persistent contact that every formulation shares, on top of its `Form`:
-/// the impact guard (the gap while the contact is open, 1 while active: never fires), the
-/// release guard (while active, the contact's push -mu_c, falling through zero when the force
-/// would pull; 1 while open), the resting projection (plastic impact, flag set) and the release
-/// (flag cleared, the state continuous: multibody.md 9.4). After each of them, a contact whose
-/// force would pull is opened (release_pulling).
+/// The events of persistent contacts that every formulation shares, on top of its `Form`
+/// (docs/multibody.md, "Persistent contact", "Friction"). Guards that do not apply in the
+/// state's contact regime are 1 (they never fire), so one mode carries every regime.
+///   impact:  the gap while the contact is open;
+///   release: while active, its push N = -mu_c, falling through zero (theory 9.4);
+///   stick:   while sliding, sigma s-dot (the slip velocity in the slide direction) reaching zero;
+///   slip:    while sticking, mu_f N - |mu_t| (the friction force leaving its cone).
+/// Each jump keeps q and v but the impacts', and ends with settle.
 template <class Form>
 struct ContactEvents {
+  /// The normal and, if sticking, tangential multipliers of contact c among mu (the model's
+  /// rows first).
+  static std::pair<Eigen::Index, Eigen::Index> rows_of(const ContactSet& set, int c, Eigen::Index n_mu) {
+    const Eigen::Index base = n_mu - set.rows();
+    const int stick = set.sticking_slot(c);
+    return {base + set.slot(c), stick < 0 ? -1 : base + static_cast<Eigen::Index>(set.active.size()) + stick};
+  }
+
   template <class S>
   static S guard(const Form& form, int c, const S& t, In<S> x, In<S> p) {
     if (form.template is_active<S>(c, x)) return S(1.0);
@@ -353,51 +186,135 @@ struct ContactEvents {
   template <class S>
   static S release_guard(const Form& form, int c, const S& t, In<S> x, In<S> p) {
     if (!form.template is_active<S>(c, x)) return S(1.0);
-    const std::vector<int> active = form.template active_contacts<S>(x);
-    const VectorX<S> mu = form.template multipliers<S>(t, x, p, active);
-    const auto slot = std::find(active.begin(), active.end(), c) - active.begin();
-    return -mu[mu.size() - static_cast<Eigen::Index>(active.size()) + slot];
+    const ContactSet set = form.template contact_set<S>(x);
+    const VectorX<S> mu = form.template multipliers<S>(t, x, p, set);
+    return -mu[rows_of(set, c, mu.size()).first];
   }
   template <class S>
+  static S stick_guard(const Form& form, int c, const S& t, In<S> x, In<S> p) {
+    const ContactSet set = form.template contact_set<S>(x);
+    const int slot = set.slot(c);
+    if (slot < 0 || set.sliding[static_cast<size_t>(slot)] == 0.0) return S(1.0);
+    const MotionState<S> st = form.template motion_state<S>(t, x, p);
+    return S(set.sliding[static_cast<size_t>(slot)]) * tangential_row(*form.model, form.contact(c), st, p).rate;
+  }
+  template <class S>
+  static S slip_guard(const Form& form, int c, const S& t, In<S> x, In<S> p) {
+    const ContactSet set = form.template contact_set<S>(x);
+    if (set.sticking_slot(c) < 0) return S(1.0);
+    const VectorX<S> mu = form.template multipliers<S>(t, x, p, set);
+    const auto [normal, tangential] = rows_of(set, c, mu.size());
+    const S mu_t = mu[tangential];
+    const S cone = value_of<S>(form.contact(c).friction, p) * (-mu[normal]);
+    return real_part(mu_t) >= 0.0 ? S(cone - mu_t) : S(cone + mu_t);
+  }
+
+  /// The plastic impact with which contact c comes to rest, and c active (sliding or sticking
+  /// as settle decides).
+  template <class S>
   static void rest(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
-    const std::vector<int> active = form.template active_contacts<S>(x);
+    const ContactSet held = form.template contact_set<S>(x);
     const MotionState<S> st = form.template motion_state<S>(t, x, p);
     x_plus = x;
-    form.template write_velocities<S>(resting_velocity(*form.model, c, st, p, active), x_plus);
-    x_plus[form.flag_of(c, x.size())] = S(1.0);
-    release_pulling<S>(form, t, x_plus, p);
+    form.template write_velocities<S>(resting_velocity(*form.model, c, st, p, held), x_plus);
+    form.template set_flags<S>(c, x_plus, true);
+    settle<S>(form, t, x_plus, p);
   }
-  /// The impact of contact c (the form's impact law), then release_pulling.
+  /// The impact of contact c (the form's impact law), then settle.
   template <class S>
   static void impact(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
     form.template jump<S>(c, t, x, p, x_plus);
-    release_pulling<S>(form, t, x_plus, p);
+    settle<S>(form, t, x_plus, p);
   }
   template <class S>
   static void release(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
     x_plus = x;
-    x_plus[form.flag_of(c, x.size())] = S(0.0);
-    release_pulling<S>(form, t, x_plus, p);
+    form.template set_flags<S>(c, x_plus, false);
+    settle<S>(form, t, x_plus, p);
   }
-  /// Opens the active contacts whose force would pull after an event (the most tensile first,
-  /// then the others solved again): a contact coming to rest on a line that accelerates away, or
-  /// one whose force an impact elsewhere turned. Its release guard would start below zero and
-  /// never fire; open, the point leaves its line at second order. Decided on real parts, as
-  /// every mode choice, so each scalar type takes the same modes.
+  /// Slide to stick: c sticks (settle turns it back to sliding, the other way, if the force to
+  /// hold it lies outside the cone).
   template <class S>
-  static void release_pulling(const Form& form, const S& t, Out<S> x, In<S> p) {
-    for (;;) {
-      const std::vector<int> active = form.template active_contacts<S>(In<S>(x));
-      if (active.empty()) return;
-      const VectorX<S> mu = form.template multipliers<S>(t, In<S>(x), p, active);
-      const Eigen::Index base = mu.size() - static_cast<Eigen::Index>(active.size());
-      size_t weakest = 0;
-      for (size_t i = 1; i < active.size(); ++i) {
-        if (real_part(mu[base + static_cast<Eigen::Index>(i)]) > real_part(mu[base + static_cast<Eigen::Index>(weakest)])) weakest = i;
-      }
-      if (real_part(mu[base + static_cast<Eigen::Index>(weakest)]) <= 0.0) return;  // every push -mu >= 0
-      x[form.flag_of(active[weakest], x.size())] = S(0.0);
+  static void stick(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
+    x_plus = x;
+    form.template set_flags<S>(c, x_plus, true, true);
+    settle<S>(form, t, x_plus, p);
+  }
+  /// Stick to slip: c slides the way its sticking force pointed (the friction force keeps its
+  /// value mu_f N, so the accelerations are continuous: theory 9.5).
+  template <class S>
+  static void slip(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
+    const ContactSet set = form.template contact_set<S>(x);
+    const VectorX<S> mu = form.template multipliers<S>(t, x, p, set);
+    x_plus = x;
+    form.template set_flags<S>(c, x_plus, true, false, real_part(mu[rows_of(set, c, mu.size()).second]) >= 0.0 ? 1.0 : -1.0);
+    settle<S>(form, t, x_plus, p);
+  }
+
+  /// Makes the contact regimes of x consistent after an event, decided on real parts (so every
+  /// scalar type takes the same modes), one change at a time until none applies:
+  ///  - a frictional active contact slips if its slip velocity is not zero (within 1e-9 of the
+  ///    velocities' size), in that direction; with zero slip velocity and no direction it sticks;
+  ///  - an active contact whose force would pull opens (the most tensile first): its release
+  ///    guard would start below zero and never fire (a line accelerating away, a force turned by
+  ///    an impact elsewhere);
+  ///  - a sticking contact whose force lies outside its cone slides the way the force points.
+  template <class S>
+  static void settle(const Form& form, const S& t, Out<S> x, In<S> p) {
+    if (form.persistent.empty()) return;
+    for (int pass = 0; pass < 4 * form.n_flags() + 4; ++pass) {
+      if (!settle_once<S>(form, t, x, p)) return;
     }
+    throw ModelError("the persistent contacts' regimes do not settle after an event (contact forces changing sign "
+                     "back and forth)");
+  }
+
+ private:
+  template <class S>
+  static bool settle_once(const Form& form, const S& t, Out<S> x, In<S> p) {
+    const ContactSet set = form.template contact_set<S>(In<S>(x));
+    if (set.empty()) return false;
+    const MotionState<S> st = form.template motion_state<S>(t, In<S>(x), p);
+    double v_scale = 1.0;
+    for (Eigen::Index i = 0; i < st.v.size(); ++i) v_scale = std::max(v_scale, 1.0 + std::abs(real_part(st.v[i])));
+    for (size_t i = 0; i < set.active.size(); ++i) {
+      const int c = set.active[i];
+      if (!form.contact(c).frictional()) continue;
+      const double w = real_part(tangential_row(*form.model, form.contact(c), st, p).rate);
+      const bool moving = std::abs(w) > kSimultaneousGap * v_scale;
+      const bool sticking = set.sticking_slot(c) >= 0;
+      const double sigma = set.sliding[i];
+      if (moving && (sticking || sigma * w <= 0.0)) {
+        form.template set_flags<S>(c, x, true, false, w > 0.0 ? 1.0 : -1.0);
+        return true;
+      }
+      if (!moving && !sticking && sigma == 0.0) {
+        form.template set_flags<S>(c, x, true, true);
+        return true;
+      }
+    }
+    const VectorX<S> mu = form.template multipliers<S>(t, In<S>(x), p, set);
+    int weakest = -1;
+    double pull = 0.0;
+    for (int c : set.active) {
+      const double push = -real_part(mu[rows_of(set, c, mu.size()).first]);
+      if (push < pull) {
+        pull = push;
+        weakest = c;
+      }
+    }
+    if (weakest >= 0) {
+      form.template set_flags<S>(weakest, x, false);
+      return true;
+    }
+    for (int c : set.sticking) {
+      const auto [normal, tangential] = rows_of(set, c, mu.size());
+      const double mu_t = real_part(mu[tangential]);
+      if (std::abs(mu_t) <= real_part(value_of<S>(form.contact(c).friction, p)) * -real_part(mu[normal])) continue;
+      form.template set_flags<S>(c, x, true, false, mu_t >= 0.0 ? 1.0 : -1.0);
+      return true;
+    }
+    return false;
   }
 };
 
@@ -443,13 +360,15 @@ struct CartesianForm : FormBase {
     x0.head(n) = q;
     x0.segment(n, n) = velocities_from_independent(*model, part, MotionState<S>{t0, q, VectorX<S>::Zero(n)}, u_dot0, p);
     start_flags<S>(motion<S>(t0, x0), p, x0);
+    ContactEvents<CartesianForm>::settle<S>(*this, t0, x0, p);
   }
 
   /// Accelerations a and multipliers mu (penalty: the estimate mu*) at a motion state, the
   /// active persistent contacts' rows after the model's.
   template <class S>
-  std::pair<VectorX<S>, VectorX<S>> accelerations(const MotionState<S>& st, In<S> p, const std::vector<int>& active) const {
-    const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), active, st, p);
+  std::pair<VectorX<S>, VectorX<S>> accelerations(const MotionState<S>& st, In<S> p, const ContactSet& set) const {
+    const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
+    const MatX<S>& force = cs.force_directions();
     const MatX<S> M = mass_matrix<S>(*model, p);
     const VectorX<S> F = applied_forces(*model, st, p);
     const int rows = static_cast<int>(cs.phi.size());
@@ -460,14 +379,14 @@ struct CartesianForm : FormBase {
     const VectorX<S> target = cs.bias + S(2.0 * xi * omega) * cs.rate(st.v) + S(omega * omega) * cs.phi;
     if (penalty) {
       const S alpha(settings.penalty_alpha);
-      const MatX<S> M_alpha = M + alpha * cs.jac.transpose() * cs.jac;
-      const VectorX<S> a = solve_dense<S>(M_alpha, F - alpha * (cs.jac.transpose() * target), "penalty mass matrix M + Phi_q^T alpha Phi_q");
+      const MatX<S> M_alpha = M + alpha * force.transpose() * cs.jac;
+      const VectorX<S> a = solve_dense<S>(M_alpha, F - alpha * (force.transpose() * target), "penalty mass matrix M + Phi_q^T alpha Phi_q");
       const VectorX<S> mu = alpha * (cs.jac * a + target);
       return {a, mu};
     }
     MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
     K.topLeftCorner(n, n) = M;
-    K.topRightCorner(n, rows) = cs.jac.transpose();
+    K.topRightCorner(n, rows) = force.transpose();
     K.bottomLeftCorner(rows, n) = cs.jac;
     VectorX<S> rhs(n + rows);
     rhs << F, -target;
@@ -476,24 +395,24 @@ struct CartesianForm : FormBase {
   }
 
   template <class S>
-  VectorX<S> multipliers(const S& t, In<S> x, In<S> p, const std::vector<int>& active) const {
-    return accelerations(motion(t, x), p, active).second;
+  VectorX<S> multipliers(const S& t, In<S> x, In<S> p, const ContactSet& set) const {
+    return accelerations(motion(t, x), p, set).second;
   }
 
   template <class S>
   void rhs(const S& t, In<S> x, In<S> p, Out<S> xdot) const {
     const MotionState<S> st = motion(t, x);
     xdot.head(n) = st.v;
-    xdot.segment(n, n) = accelerations(st, p, active_contacts<S>(x)).first;
+    xdot.segment(n, n) = accelerations(st, p, contact_set<S>(x)).first;
     xdot.tail(n_flags()).setZero();
   }
 
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
-    FullState<S> fs{motion(t, x), {}, {}, active_contacts<S>(x)};
+    FullState<S> fs{motion(t, x), {}, {}, contact_set<S>(x)};
     if (xdot != nullptr) fs.a = xdot->segment(n, n);
     if (need_mu) {
-      auto [a, mu] = accelerations(fs.motion, p, fs.active);
+      auto [a, mu] = accelerations(fs.motion, p, fs.contacts);
       if (xdot == nullptr) fs.a = a;
       fs.mu = mu;
     }
@@ -503,7 +422,7 @@ struct CartesianForm : FormBase {
   template <class S>
   void jump(int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
     x_plus = x;
-    x_plus.segment(n, n) = impact_velocity(c, motion(t, x), p, active_contacts<S>(x));
+    x_plus.segment(n, n) = impact_velocity(c, motion(t, x), p, contact_set<S>(x));
   }
 };
 
@@ -535,7 +454,9 @@ struct MaggiForm : FormBase {
   void initial_state(In<S> p, Out<S> x0) const {
     x0.head(f()) = select(part, model->initial_positions<S>(p));
     x0.segment(f(), f()) = select(part, model->initial_velocities<S>(p));
-    if (!persistent.empty()) start_flags<S>(motion_state<S>(S(model->t0), x0, p), p, x0);
+    if (persistent.empty()) return;
+    start_flags<S>(motion_state<S>(S(model->t0), x0, p), p, x0);
+    ContactEvents<MaggiForm>::settle<S>(*this, S(model->t0), x0, p);
   }
 
   /// Positions for independent coordinates u. The result must be a function of (t, u, p)
@@ -600,65 +521,68 @@ struct MaggiForm : FormBase {
     x.segment(f(), f()) = select(part, v);
   }
 
-  /// u-ddot and the multipliers of the active contacts' rows (empty without any).
+  /// u-ddot and the multipliers of the persistent contacts' rows (empty without any).
   template <class S>
   std::pair<VectorX<S>, VectorX<S>> independent_accelerations(const Kinematics<S>& k, In<S> p,
-                                                              const std::vector<int>& active) const {
+                                                              const ContactSet& set) const {
     const MatX<S> M = mass_matrix<S>(*model, p);
     const VectorX<S> F = applied_forces(*model, k.st, p);
     const MatX<S> M_bar = k.R.transpose() * M * k.R;
     const VectorX<S> F_bar = k.R.transpose() * (F - M * k.s_c);
-    if (active.empty()) return {solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R"), VectorX<S>()};
-    const int a = static_cast<int>(active.size());
+    if (set.empty()) return {solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R"), VectorX<S>()};
+    const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
+    const MatX<S>& force = cs.force_directions();
+    const int a = set.rows();
     MatX<S> K = MatX<S>::Zero(f() + a, f() + a);
     K.topLeftCorner(f(), f()) = M_bar;
+    K.topRightCorner(f(), a) = k.R.transpose() * force.bottomRows(a).transpose();
+    K.bottomLeftCorner(a, f()) = cs.jac.bottomRows(a) * k.R;
     VectorX<S> rhs(f() + a);
     rhs.head(f()) = F_bar;
     const double xi = settings.baumgarte_xi, omega = settings.baumgarte_omega;
-    for (int i = 0; i < a; ++i) {
-      const KinRow<S> g = contact_geometry(*model, contact(active[static_cast<size_t>(i)]), k.st, p).gap;
-      const VectorX<S> g_bar = k.R.transpose() * g.jac;
-      K.block(0, f() + i, f(), 1) = g_bar;
-      K.block(f() + i, 0, 1, f()) = g_bar.transpose();
-      S g_s(0.0);
-      for (int j = 0; j < n; ++j) g_s += g.jac[j] * k.s_c[j];
-      rhs[f() + i] = -(g_s + g.bias + S(2.0 * xi * omega) * g.rate + S(omega * omega) * g.value);
-    }
-    const VectorX<S> sol = solve_dense<S>(K, rhs, "reduced KKT matrix of the active contacts [R^T M R, (G R)^T; G R, 0]").col(0);
+    rhs.tail(a) = -(cs.jac.bottomRows(a) * k.s_c + cs.bias.tail(a) + S(2.0 * xi * omega) * cs.rate(k.st.v).tail(a) +
+                    S(omega * omega) * cs.phi.tail(a));
+    const VectorX<S> sol =
+        solve_dense<S>(K, rhs, "reduced KKT matrix of the active contacts [R^T M R, (G R)^T; G R, 0]").col(0);
     return {sol.head(f()), sol.tail(a)};
   }
 
   template <class S>
-  VectorX<S> multipliers(const S& t, In<S> x, In<S> p, const std::vector<int>& active) const {
-    return independent_accelerations(kinematics(t, x, p), p, active).second;
+  VectorX<S> multipliers(const S& t, In<S> x, In<S> p, const ContactSet& set) const {
+    const Kinematics<S> k = kinematics(t, x, p);
+    VectorX<S> mu(k.cs.phi.size() + set.rows());
+    mu.head(k.cs.phi.size()).setZero();  // not computed: the contact events read the contacts' rows only
+    mu.tail(set.rows()) = independent_accelerations(k, p, set).second;
+    return mu;
   }
 
   template <class S>
   void rhs(const S& t, In<S> x, In<S> p, Out<S> xdot) const {
     const Kinematics<S> k = kinematics(t, x, p);
     xdot.head(f()) = x.segment(f(), f());
-    xdot.segment(f(), f()) = independent_accelerations(k, p, active_contacts<S>(x)).first;
+    xdot.segment(f(), f()) = independent_accelerations(k, p, contact_set<S>(x)).first;
     xdot.tail(n_flags()).setZero();
   }
 
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
     const Kinematics<S> k = kinematics(t, x, p);
-    const std::vector<int> active = active_contacts<S>(x);
-    FullState<S> fs{k.st, {}, {}, active};
+    const ContactSet set = contact_set<S>(x);
+    FullState<S> fs{k.st, {}, {}, set};
     if (xdot != nullptr || need_mu) {
       const VectorX<S> u_ddot =
-          xdot != nullptr ? VectorX<S>(xdot->segment(f(), f())) : independent_accelerations(k, p, active).first;
+          xdot != nullptr ? VectorX<S>(xdot->segment(f(), f())) : independent_accelerations(k, p, set).first;
       fs.a = k.R * u_ddot + k.s_c;
     }
     if (need_mu) {
       // [Phi_q; G]^T mu = F - M a, solved in the least-squares sense on the rows of Phi_q and
       // of the active contacts.
-      const ConstraintSet<S> cs = with_contacts(*model, k.cs, active, k.st, p);
+      const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
+      const MatX<S>& force = cs.force_directions();
       const MatX<S> M = mass_matrix<S>(*model, p);
       const VectorX<S> residual = applied_forces(*model, k.st, p) - M * fs.a;
       fs.mu = cs.phi.size() == 0 ? VectorX<S>()
-                                 : VectorX<S>(solve_dense<S>(MatX<S>(cs.jac * cs.jac.transpose()), cs.jac * residual,
+                                 : VectorX<S>(solve_dense<S>(MatX<S>(force * force.transpose()), force * residual,
                                                              "Gram matrix Phi_q Phi_q^T").col(0));
     }
     return fs;
@@ -666,12 +590,12 @@ struct MaggiForm : FormBase {
 
   template <class S>
   void jump(int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
-    const std::vector<int> active = active_contacts<S>(x);
+    const ContactSet held = contact_set<S>(x);
     x_plus = x;
-    if (contact(c).law == ImpactLaw::Partitioning && active.empty()) {
+    if (contact(c).law == ImpactLaw::Partitioning && held.empty()) {
       x_plus.segment(f(), f()) = partitioned_velocity(*model, part, contact(c), VectorX<S>(x.segment(f(), f())), p);
     } else {
-      write_velocities<S>(impulse_velocity(*model, contact(c), kinematics(t, x, p).st, p, active), x_plus);
+      write_velocities<S>(impulse_velocity(*model, contact(c), kinematics(t, x, p).st, p, held), x_plus);
     }
   }
 };
@@ -814,7 +738,7 @@ struct DaeForm : FormBase {
   template <class S>
   void jump(int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
     x_plus = x;  // q continuous; the multipliers are guesses the completion replaces
-    x_plus.segment(n, n) = impact_velocity(c, motion(t, x), p, std::vector<int>());
+    x_plus.segment(n, n) = impact_velocity(c, motion(t, x), p, ContactSet());
   }
 
   /// The rates at the start (check_start): the completion's.

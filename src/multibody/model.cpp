@@ -215,6 +215,7 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
     const std::string field = fmt::format("contacts[{}]", i);
     const std::string owner = "contact '" + c.name + "'";
     check.unit_interval(c.restitution, field + ".restitution", owner, "restitution");
+    if (c.frictional()) check.non_negative(c.friction, field + ".friction", owner, "friction");
     if (c.kind == ContactKind::PointLine) check.non_zero(c.normal_x, c.normal_y, field + ".line.normal", owner, "normal");
   }
 }
@@ -312,6 +313,12 @@ void Model::validate() const {
         throw InputError(fmt::format("{}: contact '{}': a joint stop uses the impulse law (law: impulse)",
                                      locate(fmt::format("contacts[{}].law", i)), c.name));
       }
+    }
+    if (c.frictional() && (!c.persistent || c.kind != ContactKind::PointLine)) {
+      throw InputError(fmt::format("{}: contact '{}': friction acts on a persistent contact of a point against a "
+                                   "line (add persistent: true{})",
+                                   locate(fmt::format("contacts[{}].friction", i)), c.name,
+                                   c.kind == ContactKind::PointLine ? "" : "; a joint stop has no friction"));
     }
     if (c.line_body >= 0 && c.law == ImpactLaw::Partitioning) {
       throw InputError(fmt::format("{}: contact '{}': the partitioning law needs a ground line (its line is carried "

@@ -484,7 +484,7 @@ class Reader : yaml::Fields {
     for (size_t i = 0; i < cs.size(); ++i) {
       const YAML::Node n = cs[i];
       const std::string field = fmt::format("contacts[{}]", i);
-      check_keys(n, field, {"name", "point", "line", "stop", "restitution", "law", "persistent"});
+      check_keys(n, field, {"name", "point", "line", "stop", "restitution", "law", "persistent", "friction"});
       note(n, field);
       if (n["name"]) note(n["name"], field + ".name");
       Contact c;
@@ -529,6 +529,7 @@ class Reader : yaml::Fields {
         note(n["persistent"], field + ".persistent");
         c.persistent = boolean(n["persistent"], field + ".persistent");
       }
+      if (n["friction"]) c.friction = value(n["friction"], field + ".friction");
       model_.contacts.push_back(c);
     }
   }

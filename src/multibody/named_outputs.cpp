@@ -65,6 +65,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_u
   for (const Contact& c : m.contacts) add(c.name + ".gap", c.kind == ContactKind::AngleStop ? "rad" : "m");
   for (const Contact& c : m.contacts) {
     if (c.persistent) add(c.name + ".force", c.kind == ContactKind::AngleStop ? "N m" : "N");
+    if (c.frictional()) add(c.name + ".friction", "N");
   }
   add("kinetic_energy", "J");
   add("potential_energy", "J");

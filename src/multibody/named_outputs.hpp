@@ -10,6 +10,8 @@
 //   <spring>.angle <spring>.torque     rotational springs (theta_b - theta_a) [rad, N m]
 //   <contact>.gap           normal distance of the contact point to its line [m]
 //   <contact>.force         persistent contacts: the push while active (>= 0), else 0 [N, N m]
+//   <contact>.friction      frictional contacts: the friction force on the point along the
+//                           line's tangent t = (n_y, -n_x), else 0 [N]
 //   kinetic_energy potential_energy total_energy                [J]
 // The potential energy holds gravity, springs (k (l - l0)^2 / 2 + actuator l), rotational
 // springs and constant forces; dampers dissipate, and drivers and impacts change the total.
@@ -106,10 +108,20 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
     }
   }
   for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap.value;
+  const ContactSet& set = fs.contacts;
   for (size_t c = 0; c < m.contacts.size(); ++c) {
-    if (!m.contacts[c].persistent) continue;
-    const auto slot = std::find(fs.active.begin(), fs.active.end(), static_cast<int>(c));
-    y[k++] = slot == fs.active.end() ? S(0.0) : S(-fs.mu[cs.phi.size() + (slot - fs.active.begin())]);
+    const Contact& contact = m.contacts[c];
+    if (!contact.persistent) continue;
+    const int slot = set.slot(static_cast<int>(c)), stick = set.sticking_slot(static_cast<int>(c));
+    const S normal = slot < 0 ? S(0.0) : S(fs.mu[cs.phi.size() + slot]);
+    y[k++] = -normal;
+    if (!contact.frictional()) continue;
+    // The friction force along t = (n_y, -n_x): -mu_t while sticking, -mu_f N sigma sliding.
+    if (stick >= 0) {
+      y[k++] = -fs.mu[cs.phi.size() + static_cast<Eigen::Index>(set.active.size()) + stick];
+    } else {
+      y[k++] = slot < 0 ? S(0.0) : S(value_of<S>(contact.friction, p) * normal * S(set.sliding[static_cast<size_t>(slot)]));
+    }
   }
   const S kinetic = kinetic_energy(m, st, p);
   const S potential = potential_energy(m, st, p);

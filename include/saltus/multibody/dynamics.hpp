@@ -227,14 +227,40 @@ inline int first_row(const Model& m, int element) {
 }
 
 /// The full kinematic state and multipliers a cost term may read.
+/// The persistent contacts in force at a state (docs/multibody.md, "Persistent contact",
+/// "Friction"): every active one holds its gap closed (a normal constraint row); a frictional
+/// one either sticks (a tangential row on its slip velocity) or slides (its friction force
+/// mu_f N against the slip direction rides on its normal row). Multipliers follow the model's
+/// rows: one normal row per active contact, then one tangential row per sticking one.
+struct ContactSet {
+  std::vector<int> active;      ///< contact indices (Model::contacts), declaration order
+  std::vector<int> sticking;    ///< the sticking ones among them, declaration order
+  std::vector<double> sliding;  ///< per active contact: its slide direction (+1 or -1), 0 if not sliding
+  bool empty() const { return active.empty(); }
+  int rows() const { return static_cast<int>(active.size() + sticking.size()); }
+  /// Index of contact c in `active` (or in `sticking`), or -1.
+  int slot(int c) const { return index_in(active, c); }
+  int sticking_slot(int c) const { return index_in(sticking, c); }
+  /// The same contacts, frictionless (normal rows only): what an impact holds closed.
+  ContactSet normals() const { return ContactSet{active, {}, std::vector<double>(active.size(), 0.0)}; }
+
+ private:
+  static int index_in(const std::vector<int>& list, int c) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i] == c) return static_cast<int>(i);
+    }
+    return -1;
+  }
+};
+
 template <class S>
 struct FullState {
   MotionState<S> motion;
   VectorX<S> a;   ///< accelerations (empty if unknown)
-  /// Multipliers (empty if unknown): the model's constraint rows, then one per active persistent
-  /// contact (`active`, in that order), whose push on the point is -mu.
+  /// Multipliers (empty if unknown): the model's constraint rows, then the rows of `contacts`
+  /// (ContactSet: the normal ones, whose push on the point is -mu, then the sticking ones').
   VectorX<S> mu;
-  std::vector<int> active;  ///< the active persistent contacts (indices into Model::contacts)
+  ContactSet contacts;  ///< the persistent contacts in force
 };
 
 template <class S>

@@ -173,8 +173,12 @@ template <class S>
 struct ConstraintSet {
   VectorX<S> phi, phi_t, bias;
   MatX<S> jac;  ///< m x n
+  /// m x n: the rows' generalized force directions (the constraint force is -force^T mu) where
+  /// they differ from jac (a persistent contact sliding with friction); empty: jac.
+  MatX<S> force;
   /// Phi-dot = Phi_q v + Phi_t.
   VectorX<S> rate(const VectorX<S>& v) const { return jac * v + phi_t; }
+  const MatX<S>& force_directions() const { return force.size() > 0 ? force : jac; }
 };
 
 template <class S>

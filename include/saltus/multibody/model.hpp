@@ -161,6 +161,11 @@ struct Contact {
   /// closed at rest with a compressive force, the gap becomes an active unilateral constraint
   /// (gap = 0, its multiplier the contact force) until that force falls through zero.
   bool persistent = false;
+  /// Coulomb friction coefficient mu_f >= 0 of a persistent point-line contact (0: none): while
+  /// active the contact slides with the force mu_f N against its slip velocity, or sticks
+  /// (docs/multibody.md, "Friction").
+  Value friction = 0.0;
+  bool frictional() const { return friction.depends_on_parameters() || friction.constant != 0.0; }
 };
 
 /// Model quantities a cost can use.

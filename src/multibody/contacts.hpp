@@ -1,0 +1,274 @@
+#pragma once
+// Contacts of a planar Model: their gaps (point against a line, joint stops), the tangential
+// coordinate of a point-line contact (slip), the constraint rows of the persistent contacts in
+// force (ContactSet, with sliding friction on their force columns), the KKT impulse of impacts
+// and the contacts a model starts resting on. Templated on the scalar type like the
+// formulations that use them (formulations.hpp).
+#include "position_analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace saltus::multibody::detail {
+
+template <class S>
+struct ContactGeometry {
+  Vec2<S> normal = Vec2<S>::Zero();  ///< unit normal of the line, to the allowed side (global; point-line only)
+  Kin2<S> point;                     ///< the contact point (point-line only)
+  /// The guard (.value), its gradient r_q (.jac), rate and bias (the acceleration's velocity
+  /// terms): an active persistent contact is the constraint row gap = 0.
+  KinRow<S> gap;
+};
+
+/// A point-line contact's line: its origin O and unit normal n and tangent t = (n_y, -n_x)
+/// (perp(t) = n), turning with the line's body.
+template <class S>
+struct LineFrame {
+  Kin2<S> origin, normal, tangent;
+};
+
+template <class S>
+LineFrame<S> line_frame(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
+  using std::sqrt;
+  const S nx = value_of<S>(c.normal_x, p), ny = value_of<S>(c.normal_y, p);
+  const S length = sqrt(nx * nx + ny * ny);
+  PointRef origin;
+  origin.kind = c.line_body < 0 ? PointRef::Kind::Ground : PointRef::Kind::Body;
+  origin.index = c.line_body;
+  origin.x = c.line_x;
+  origin.y = c.line_y;
+  return LineFrame<S>{point_kinematics(m, st, origin, p),
+                      body_vector<S>(m, st, c.line_body, Vec2<S>(nx / length, ny / length), false),
+                      body_vector<S>(m, st, c.line_body, Vec2<S>(ny / length, -nx / length), false)};
+}
+
+/// The gap of a contact and its derivatives: for a line carried by a body both O and n turn
+/// with it, so r_q has a term on the body's angle, (P - O)^T dn/dtheta. A joint stop's gap is
+/// its angle or travel less the limit (times `side`).
+template <class S>
+ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
+  using std::sqrt;
+  ContactGeometry<S> g;
+  const S limit = c.kind == ContactKind::PointLine ? S(0.0) : value_of<S>(c.limit, p);
+  if (c.kind == ContactKind::AngleStop) {
+    const Rotation<S> r = relative_rotation(m, c.joint, st, p);
+    g.gap.value = c.side * (r.angle - limit);
+    g.gap.jac = c.side * r.jac;
+    g.gap.rate = c.side * r.rate;
+    g.gap.phi_t = S(0.0);
+    g.gap.bias = c.side * r.bias;
+    return g;
+  }
+  if (c.kind == ContactKind::TravelStop) {
+    const S dx = value_of<S>(c.joint.dir_x, p), dy = value_of<S>(c.joint.dir_y, p);
+    const S length = sqrt(dx * dx + dy * dy);
+    const Kin2<S> direction = body_vector<S>(m, st, c.joint.body_a, Vec2<S>(dx / length, dy / length), false);
+    g.gap = dot(direction, difference(point_kinematics(m, st, c.joint.a, p), point_kinematics(m, st, c.joint.b, p)));
+    g.gap.value = c.side * (g.gap.value - limit);
+    g.gap.jac *= c.side;
+    g.gap.rate *= c.side;
+    g.gap.bias *= c.side;
+    return g;
+  }
+  const LineFrame<S> line = line_frame(m, c, st, p);
+  g.normal = line.normal.value;
+  g.point = point_kinematics(m, st, c.point, p);
+  g.gap = dot(line.normal, difference(g.point, line.origin));
+  return g;
+}
+
+/// The tangential coordinate s = t^T (P - O) of a point-line contact. At a closed contact (gap
+/// 0) s_q is the generalized direction of a tangential force pair on the point and the line's
+/// body, and s-dot the slip velocity (s-dot = t^T (P-dot - O-dot) + omega n^T (P - O), whose
+/// last term is omega times the gap).
+template <class S>
+KinRow<S> tangential_row(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
+  const LineFrame<S> line = line_frame(m, c, st, p);
+  return dot(line.tangent, difference(point_kinematics(m, st, c.point, p), line.origin));
+}
+
+/// The constraint set of a mode: the model's rows Phi followed by the rows of the persistent
+/// contacts in force (ContactSet): the gap row of every active contact, whose multiplier mu_c is
+/// its normal force (the push on the point is N = -mu_c), then the slip-velocity row of every
+/// sticking one (value 0: the tangential position is free, only its rate is held), whose
+/// multiplier is the friction force -mu_t along t. A sliding contact's friction force mu_f N
+/// against its slide direction sigma rides on its normal row: the generalized force of that row
+/// is -(r_q - mu_f sigma s_q)^T mu_c, so `force` (the rows' force directions) differs from `jac`.
+template <class S>
+ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const ContactSet& set, const MotionState<S>& st,
+                               In<S> p) {
+  if (set.empty()) return cs;
+  const Eigen::Index rows = cs.phi.size(), k = static_cast<Eigen::Index>(set.active.size());
+  const Eigen::Index total = rows + set.rows();
+  cs.phi.conservativeResize(total);
+  cs.phi_t.conservativeResize(total);
+  cs.bias.conservativeResize(total);
+  cs.jac.conservativeResize(total, m.n_coordinates());
+  const auto put = [&cs](Eigen::Index row, const KinRow<S>& r) {
+    cs.phi[row] = r.value;
+    cs.phi_t[row] = r.phi_t;
+    cs.bias[row] = r.bias;
+    cs.jac.row(row) = r.jac.transpose();
+  };
+  bool slides = false;
+  for (Eigen::Index i = 0; i < k; ++i) {
+    put(rows + i, contact_geometry(m, m.contacts[static_cast<size_t>(set.active[static_cast<size_t>(i)])], st, p).gap);
+    slides = slides || set.sliding[static_cast<size_t>(i)] != 0.0;
+  }
+  for (size_t j = 0; j < set.sticking.size(); ++j) {
+    KinRow<S> row = tangential_row(m, m.contacts[static_cast<size_t>(set.sticking[j])], st, p);
+    row.value = S(0.0);
+    put(rows + k + static_cast<Eigen::Index>(j), row);
+  }
+  if (slides) {
+    cs.force = cs.jac;
+    for (Eigen::Index i = 0; i < k; ++i) {
+      const double sigma = set.sliding[static_cast<size_t>(i)];
+      if (sigma == 0.0) continue;
+      const Contact& c = m.contacts[static_cast<size_t>(set.active[static_cast<size_t>(i)])];
+      const KinRow<S> slip = tangential_row(m, c, st, p);
+      cs.force.row(rows + i) -= (value_of<S>(c.friction, p) * S(sigma)) * slip.jac.transpose();
+    }
+  }
+  return cs;
+}
+
+/// Contacts whose gap is within this of zero (relative to 1 + max |q|) when another one fires
+/// close together with it: one simultaneous impact. Also the tolerance on gap and normal rate
+/// below which a persistent contact starts closed at rest.
+inline constexpr double kSimultaneousGap = 1e-9;
+
+inline bool contains(const std::vector<int>& set, int i) { return std::find(set.begin(), set.end(), i) != set.end(); }
+
+/// The impulse-law contacts that take part in the impact of contact `c` at `st`: c and every
+/// other impulse-law contact closed with it (gap within kSimultaneousGap) and approaching
+/// (r_q v < 0), in declaration order, leaving out the active persistent contacts (`held`: they
+/// stay closed through the impact). Empty if c itself is not approaching: an impact
+/// resolved with another one a moment ago (the same instant) left it separating. Decided on
+/// real parts, so every scalar type takes the same set.
+template <class S>
+std::vector<int> simultaneous_contacts(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p,
+                                       const ContactSet& held) {
+  std::vector<int> set;
+  double scale = 1.0;
+  for (Eigen::Index i = 0; i < st.q.size(); ++i) scale = std::max(scale, 1.0 + std::abs(real_part(st.q[i])));
+  for (size_t j = 0; j < m.contacts.size(); ++j) {
+    const Contact& other = m.contacts[j];
+    if (&other != &c && (other.law != ImpactLaw::Impulse || held.slot(static_cast<int>(j)) >= 0)) continue;
+    const ContactGeometry<S> g = contact_geometry(m, other, st, p);
+    S rate(0.0);
+    for (Eigen::Index i = 0; i < st.v.size(); ++i) rate += g.gap.jac[i] * st.v[i];
+    const bool approaching = real_part(rate) < 0.0;
+    if (&other == &c) {
+      if (!approaching) return {};
+    } else if (!approaching || std::abs(real_part(g.gap.value)) > kSimultaneousGap * scale) {
+      continue;
+    }
+    set.push_back(static_cast<int>(j));
+  }
+  return set;
+}
+
+/// Post-impact velocities through the KKT impulse system (multibody.md 9.3):
+/// M v+ + Phi_q^T Pi + R_q^T pi = M v-, Phi_q v+ + Phi_t = 0, r_a v+ = 0 for the active persistent
+/// contacts a (`held`, closed before and after), r_k v+ = -e_k r_k v- for the impacting contacts
+/// k (`impact`), with e_k = 0 for contact `plastic` (a persistent contact coming to rest; -1:
+/// none). Impacts are frictionless: no tangential impulse, sticking contacts included.
+template <class S>
+VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const ContactSet& held,
+                       const std::vector<int>& impact, int plastic) {
+  const int n = m.n_coordinates(), k = static_cast<int>(impact.size());
+  const ConstraintSet<S> cs = with_contacts(m, constraints(m, st, p), held.normals(), st, p);
+  const int rows = static_cast<int>(cs.phi.size());
+  const MatX<S> M = mass_matrix<S>(m, p);
+  MatX<S> K = MatX<S>::Zero(n + rows + k, n + rows + k);
+  K.topLeftCorner(n, n) = M;
+  K.block(0, n, n, rows) = cs.jac.transpose();
+  K.block(n, 0, rows, n) = cs.jac;
+  VectorX<S> rhs(n + rows + k);
+  rhs.head(n) = M * st.v;
+  rhs.segment(n, rows) = -cs.phi_t;
+  for (int i = 0; i < k; ++i) {
+    const int index = impact[static_cast<size_t>(i)];
+    const Contact& contact = m.contacts[static_cast<size_t>(index)];
+    const VectorX<S> r_q = contact_geometry(m, contact, st, p).gap.jac;
+    K.block(0, n + rows + i, n, 1) = r_q;
+    K.block(n + rows + i, 0, 1, n) = r_q.transpose();
+    S normal_velocity(0.0);
+    for (int j = 0; j < n; ++j) normal_velocity += r_q[j] * st.v[j];
+    const S e = index == plastic ? S(0.0) : value_of<S>(contact.restitution, p);
+    rhs[n + rows + i] = -e * normal_velocity;
+  }
+  std::string what = "impact (KKT impulse) matrix";
+  if (k > 1 || !held.empty()) {
+    std::vector<std::string> names;
+    for (int j : impact) names.push_back(m.contacts[static_cast<size_t>(j)].name);
+    for (int j : held.active) names.push_back(m.contacts[static_cast<size_t>(j)].name + " (active)");
+    what = fmt::format("simultaneous impact (KKT impulse) matrix of contacts {} (if singular, their gradients "
+                       "are dependent and the impulses not unique)",
+                       fmt::join(names, ", "));
+  }
+  const MatX<S> sol = solve_dense<S>(K, rhs, what.c_str());
+  return sol.col(0).head(n);
+}
+
+/// Post-impact velocities by Newton restitution (kkt_impulse) for the impact of contact c and
+/// those closed with it (simultaneous_contacts), the active persistent contacts held closed.
+/// v- itself if c is no longer approaching.
+template <class S>
+VectorX<S> impulse_velocity(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p,
+                            const ContactSet& held) {
+  const std::vector<int> impact = simultaneous_contacts(m, c, st, p, held);
+  if (impact.empty()) return st.v;
+  return kkt_impulse(m, st, p, held, impact, -1);
+}
+
+/// The velocities with which persistent contact `c` comes to rest: the impact with c's
+/// restitution taken as 0 (a plastic impact; no impulse if c is already at rest on its line).
+template <class S>
+VectorX<S> resting_velocity(const Model& m, int c, const MotionState<S>& st, In<S> p, const ContactSet& held) {
+  std::vector<int> impact = simultaneous_contacts(m, m.contacts[static_cast<size_t>(c)], st, p, held);
+  if (impact.empty()) impact.push_back(c);
+  return kkt_impulse(m, st, p, held, impact, c);
+}
+
+/// The persistent contacts active at the start: those closed at rest (gap and normal rate within
+/// kSimultaneousGap of the model's size) whose force, with them all active and frictionless, is
+/// compressive; one that would pull is left out (the most tensile first) and the rest solved
+/// again. Decided on real values (the formulation then chooses the frictional ones' regimes).
+inline std::vector<int> starting_contacts(const Model& m, const MotionState<double>& st, const Eigen::VectorXd& p) {
+  std::vector<int> active;
+  const double q_scale = 1.0 + st.q.cwiseAbs().maxCoeff(), v_scale = 1.0 + st.v.cwiseAbs().maxCoeff();
+  for (size_t j = 0; j < m.contacts.size(); ++j) {
+    const Contact& c = m.contacts[j];
+    if (!c.persistent) continue;
+    const KinRow<double> g = contact_geometry<double>(m, c, st, p).gap;
+    if (std::abs(g.value) <= kSimultaneousGap * q_scale && std::abs(g.rate) <= kSimultaneousGap * v_scale) {
+      active.push_back(static_cast<int>(j));
+    }
+  }
+  const int n = m.n_coordinates();
+  const Eigen::MatrixXd M = mass_matrix<double>(m, p);
+  const Eigen::VectorXd F = applied_forces<double>(m, st, p);
+  while (!active.empty()) {
+    const ContactSet set{active, {}, std::vector<double>(active.size(), 0.0)};
+    const ConstraintSet<double> cs = with_contacts<double>(m, constraints<double>(m, st, p), set, st, p);
+    const int rows = static_cast<int>(cs.phi.size()), k = static_cast<int>(active.size());
+    Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n + rows, n + rows);
+    K.topLeftCorner(n, n) = M;
+    K.topRightCorner(n, rows) = cs.jac.transpose();
+    K.bottomLeftCorner(rows, n) = cs.jac;
+    Eigen::VectorXd rhs(n + rows);
+    rhs << F, -cs.bias;
+    const Eigen::VectorXd push =
+        -solve_dense<double>(K, rhs, "KKT matrix of the contacts closed at the start").col(0).tail(k);
+    Eigen::Index weakest = 0;
+    if (push.minCoeff(&weakest) >= 0.0) break;
+    active.erase(active.begin() + weakest);
+  }
+  return active;
+}
+
+}  // namespace saltus::multibody::detail
