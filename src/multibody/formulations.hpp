@@ -214,8 +214,9 @@ struct ContactEvents {
   template <class S>
   static void rest(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
     const ContactSet held = form.template contact_set<S>(x);
-    const MotionState<S> st = form.template motion_state<S>(t, x, p);
     x_plus = x;
+    if (held.slot(c) >= 0) return;  // already resting: the event does not apply
+    const MotionState<S> st = form.template motion_state<S>(t, x, p);
     form.template write_velocities<S>(resting_velocity(*form.model, c, st, p, held), x_plus);
     form.template set_flags<S>(c, x_plus, true);
     settle<S>(form, t, x_plus, p);
@@ -229,6 +230,7 @@ struct ContactEvents {
   template <class S>
   static void release(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
     x_plus = x;
+    if (!form.template is_active<S>(c, x)) return;  // open: the event does not apply
     form.template set_flags<S>(c, x_plus, false);
     settle<S>(form, t, x_plus, p);
   }
@@ -237,6 +239,8 @@ struct ContactEvents {
   template <class S>
   static void stick(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
     x_plus = x;
+    const ContactSet set = form.template contact_set<S>(x);
+    if (set.slot(c) < 0 || set.sticking_slot(c) >= 0) return;  // not sliding: the event does not apply
     form.template set_flags<S>(c, x_plus, true, true);
     settle<S>(form, t, x_plus, p);
   }
@@ -245,8 +249,9 @@ struct ContactEvents {
   template <class S>
   static void slip(const Form& form, int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) {
     const ContactSet set = form.template contact_set<S>(x);
-    const VectorX<S> mu = form.template multipliers<S>(t, x, p, set);
     x_plus = x;
+    if (set.sticking_slot(c) < 0) return;  // not sticking: the event does not apply
+    const VectorX<S> mu = form.template multipliers<S>(t, x, p, set);
     form.template set_flags<S>(c, x_plus, true, false, real_part(mu[rows_of(set, c, mu.size()).second]) >= 0.0 ? 1.0 : -1.0);
     settle<S>(form, t, x_plus, p);
   }
