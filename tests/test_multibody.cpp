@@ -53,7 +53,11 @@ TEST_P(EveryFormulation, SliderCrankMatchesSundialsExample) {
   const Solution s = forward_sensitivity(pb);
   const double G = s.costs[pb.cost_index("G")];
   EXPECT_NEAR(G, 3.3366157997761721, 5e-6 * 3.34);  // the published value's accuracy
-  EXPECT_NEAR(G, 3.336606799483, GetParam() == FormulationType::Penalty ? 3e-8 : 1e-9);
+  // Maggi's state also integrates its Newton references q_ref, whose small smooth errors dilute
+  // CVODES's RMS error norm: its steps are a little longer at the same rtol (1e-10 here).
+  EXPECT_NEAR(G, 3.336606799483, GetParam() == FormulationType::Penalty ? 3e-8
+                                 : GetParam() == FormulationType::Maggi ? 3e-9
+                                                                        : 1e-9);
   EXPECT_NEAR(gradient(pb, s, "G", "k"), 3.3346e-01, 2e-5);
   EXPECT_NEAR(gradient(pb, s, "G", "c"), -3.6375e-01, 1e-5);
   EXPECT_NEAR(gradient(pb, s, "G", "k"), 0.33344811, 2e-7);

@@ -146,6 +146,19 @@ void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, in
   }
 }
 
+/// Maggi's switch of independent coordinates when the current set degrades (MaggiForm).
+void add_repartition_event(Problem& pb, const std::shared_ptr<const detail::MaggiForm>& form) {
+  pb.add_event("repartition", Direction::Falling,
+               [form](auto t, const auto& x, const auto& p) {
+                 using S = ScalarOf<decltype(x)>;
+                 return form->template repartition_guard<S>(t, x, p);
+               })
+      .jump([form](auto t, const auto& x, const auto& p, auto x_plus) {
+        using S = ScalarOf<decltype(x)>;
+        form->template repartition<S>(t, x, p, x_plus);
+      });
+}
+
 template <class Form>
 Problem build(const Model& model, std::shared_ptr<const Form> form, const FormulationSettings& settings) {
   Problem pb(model.name, fmt::format("planar multibody model ({} formulation{})", to_string(settings.type),
@@ -175,6 +188,9 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
     });
   }
   for (size_t i = 0; i < model.contacts.size(); ++i) add_contact_events<Form>(pb, form, static_cast<int>(i));
+  if constexpr (std::is_same_v<Form, detail::MaggiForm>) {
+    if (form->repartitions()) add_repartition_event(pb, form);
+  }
   add_costs<Form>(pb, model, form);
   add_named_outputs<Form>(pb, model, form);
   if (model.n_constraints() > 0) add_residual_monitors<Form>(pb, form);

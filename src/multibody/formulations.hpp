@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
@@ -436,55 +437,123 @@ struct CartesianForm : FormBase {
 /// R^T (F - M S_Phi c). Active persistent contacts G (gap rows) add the reduced KKT rows
 /// [R^T M R, (G R)^T; G R, 0] [u-ddot; lambda] = [R^T (F - M S_Phi c); -(G S_Phi c + bias_G +
 /// 2 xi omega G-dot + omega^2 G)] (Baumgarte on the gaps), keeping the state's size.
+///
+/// Positions from u: a model with constraints carries, after u and u-dot, every coordinate
+/// again as `<coordinate>.ref` (q_ref' = v): the Newton start of its position analysis, so that
+/// the branch of the linkage (u alone may fit several) is a function of the state, the same in
+/// every run and every recomputation of the adjoint; the positions' derivatives do not depend on
+/// it (the Newton solution does not depend on its start).
+///
+/// Re-partitioning (docs/multibody.md, "Maggi"): such a model carries next its current
+/// independent set as a bit mask over the coordinates (`independent_set`: bit k for coordinate
+/// k, in words of kSetBits coordinates, exact in a double; one word up to 50 coordinates, so few
+/// states that never change between events), and the event
+/// `repartition` watches kRepartitionGain - |R|_F^2 / f, the mean squared gain dq/du of the
+/// current set (R = dq/du grows without bound as the set degrades). When it falls through zero
+/// the jump takes the pivot columns of a fully pivoted LU of Phi_q at that configuration as the
+/// new set and maps the state: u+ = B+ q(u-), u-dot+ = B+ v: the same configuration in new
+/// coordinates, so the sensitivities and adjoints transfer exactly through the jump's Jacobian.
+/// The state's names stay those of the initial set; the flags tell which coordinates the entries
+/// hold after a switch.
 struct MaggiForm : FormBase {
-  /// Last converged positions: the Newton start of the next evaluation.
-  std::shared_ptr<Eigen::VectorXd> last_positions;
+  /// The largest mean squared gain |dq/du|_F^2 / f an independent set may reach: beyond it the
+  /// dependent coordinates move more than ten times faster than the independent ones (rms).
+  static constexpr double kRepartitionGain = 100.0;
+  /// Coordinates per word of the independent-set mask.
+  static constexpr int kSetBits = 50;
 
-  MaggiForm(std::shared_ptr<const Model> m, Partition p, FormulationSettings s)
-      : FormBase(std::move(m), std::move(p), s),
-        last_positions(std::make_shared<Eigen::VectorXd>(q_guess)) {}
+  using FormBase::FormBase;
 
   int f() const { return part.f(); }
-  int n_states() const { return 2 * f() + n_flags(); }
+  /// Whether the independent set can change: the model has constraints.
+  bool repartitions() const { return f() < n; }
+  int n_set_words() const { return (n + kSetBits - 1) / kSetBits; }
+  /// The entries after u and u-dot: q_ref and the set's mask (none without constraints).
+  int n_reference() const { return repartitions() ? n + n_set_words() : 0; }
+  int flags_at() const { return 2 * f() + n; }
+  int n_states() const { return 2 * f() + n_reference() + n_flags(); }
   std::vector<std::string> state_names() const {
     const std::vector<std::string> all = model->coordinate_names();
     std::vector<std::string> names;
     for (int k : part.independent) names.push_back(all[static_cast<size_t>(k)]);
     for (int k : part.independent) names.push_back(all[static_cast<size_t>(k)] + "_dot");
+    if (repartitions()) {
+      for (const std::string& name : all) names.push_back(name + ".ref");
+      for (int w = 0; w < n_set_words(); ++w) {
+        names.push_back(n_set_words() == 1 ? std::string("independent_set") : fmt::format("independent_set[{}]", w));
+      }
+    }
     for (std::string& flag : flag_names()) names.push_back(std::move(flag));
     return names;
+  }
+  /// The Newton start of the position analysis at state x.
+  template <class S>
+  Eigen::VectorXd reference_positions(In<S> x) const {
+    return repartitions() ? real_parts<S>(x.segment(2 * f(), n)) : q_guess;
+  }
+
+  /// The independent set of state x, read from its flags (the initial set without constraints,
+  /// or if the flags do not hold f coordinates).
+  template <class S>
+  Partition partition_of(In<S> x) const {
+    if (!repartitions()) return part;
+    Partition current;
+    current.n = n;
+    for (int w = 0; w < n_set_words(); ++w) {
+      const double word = real_part(x[flags_at() + w]);
+      if (!(word >= 0.0 && word < 1125899906842624.0)) return part;  // 2^50: not a mask
+      const auto bits = static_cast<std::uint64_t>(word);
+      for (int b = 0; b < kSetBits && w * kSetBits + b < n; ++b) {
+        if ((bits >> b) & 1U) current.independent.push_back(w * kSetBits + b);
+      }
+    }
+    return current.f() == f() ? current : part;
+  }
+  /// Writes the state of the configuration (q, v) in the independent set `next`.
+  template <class S>
+  void write_partition(const Partition& next, const MotionState<S>& st, Out<S> x) const {
+    x.head(f()) = select(next, st.q);
+    x.segment(f(), f()) = select(next, st.v);
+    if (!repartitions()) return;
+    x.segment(2 * f(), n) = st.q;
+    write_set<S>(next, x);
+  }
+  template <class S>
+  void write_set(const Partition& set, Out<S> x) const {
+    for (int w = 0; w < n_set_words(); ++w) {
+      std::uint64_t bits = 0;
+      for (int b = 0; b < kSetBits && w * kSetBits + b < n; ++b) {
+        if (set.slot(w * kSetBits + b) >= 0) bits |= std::uint64_t{1} << b;
+      }
+      x[flags_at() + w] = S(static_cast<double>(bits));
+    }
   }
 
   template <class S>
   void initial_state(In<S> p, Out<S> x0) const {
-    x0.head(f()) = select(part, model->initial_positions<S>(p));
+    const VectorX<S> guess = model->initial_positions<S>(p);
+    const S t0(model->t0);
+    const VectorX<S> q = assemble(t0, select(part, guess), p, real_parts<S>(guess));
+    x0.head(f()) = select(part, guess);
     x0.segment(f(), f()) = select(part, model->initial_velocities<S>(p));
+    if (repartitions()) {
+      x0.segment(2 * f(), n) = q;
+      write_set<S>(part, x0);
+    }
     if (persistent.empty()) return;
     start_flags<S>(motion_state<S>(S(model->t0), x0, p), p, x0);
     ContactEvents<MaggiForm>::settle<S>(*this, S(model->t0), x0, p);
   }
 
-  /// Positions for independent coordinates u. The result must be a function of (t, u, p)
-  /// alone: CVODES recomputes forward steps between check points during the adjoint pass and
-  /// assumes they repeat exactly (a different step sequence overruns its step storage). So the
-  /// Newton solution from the last positions is snapped to a 2^-20 grid and polished from
-  /// there, which gives bitwise the same positions whichever start was used (unless a
-  /// coordinate sits on a grid boundary, a 1e-10 chance per evaluation).
+  /// Positions for independent coordinates u in the set `set`, by Newton from `start` (the
+  /// state's q_ref): a function of the state alone, as CVODES's recomputation of forward steps
+  /// in the adjoint pass requires.
   template <class S>
-  VectorX<S> positions(const S& t, const VectorX<S>& u, In<S> p) const {
-    const Eigen::VectorXd ur = real_parts<S>(u), pr = real_parts<S>(p);
-    const double tr = real_part(t);
-    Eigen::VectorXd q;
-    try {
-      q = solve_positions(*model, part, tr, ur, pr, *last_positions, settings);
-    } catch (const ModelError&) {
-      q = solve_positions(*model, part, tr, ur, pr, q_guess, settings);  // another basin
-    }
-    *last_positions = q;
-    const double grid = 1048576.0;  // 2^20
-    const Eigen::VectorXd snapped = (q * grid).array().round().matrix() / grid;
-    const Eigen::VectorXd q_star = solve_positions(*model, part, tr, ur, pr, snapped, settings);
-    return refine_positions<S>(*model, part, t, u, p, q_star);
+  VectorX<S> positions(const Partition& set, const S& t, const VectorX<S>& u, In<S> p,
+                       const Eigen::VectorXd& start) const {
+    const Eigen::VectorXd q_star =
+        solve_positions(*model, set, real_part(t), real_parts<S>(u), real_parts<S>(p), start, settings);
+    return refine_positions<S>(*model, set, t, u, p, q_star);
   }
 
   template <class S>
@@ -498,16 +567,17 @@ struct MaggiForm : FormBase {
   template <class S>
   Kinematics<S> kinematics(const S& t, In<S> x, In<S> p) const {
     Kinematics<S> k;
+    const Partition set = partition_of<S>(x);
     const VectorX<S> u = x.head(f()), u_dot = x.segment(f(), f());
     k.st.t = t;
-    k.st.q = positions(t, u, p);
-    k.st.v = velocities_from_independent(*model, part, k.st, u_dot, p);
+    k.st.q = positions(set, t, u, p, reference_positions<S>(x));
+    k.st.v = velocities_from_independent(*model, set, k.st, u_dot, p);
     k.cs = constraints(*model, k.st, p);
     const int rows = static_cast<int>(k.cs.phi.size());
     MatX<S> rhs = MatX<S>::Zero(n, f() + 1);
     rhs.bottomLeftCorner(f(), f()) = MatX<S>::Identity(f(), f());
     rhs.col(f()).head(rows) = -k.cs.bias;  // Phi_q a = c = -bias
-    const MatX<S> sol = solve_dense<S>(augmented_jacobian(part, k.cs.jac), rhs, "Maggi matrix [Phi_q; B]");
+    const MatX<S> sol = solve_dense<S>(augmented_jacobian(set, k.cs.jac), rhs, "Maggi matrix [Phi_q; B]");
     k.R = sol.leftCols(f());
     k.s_c = sol.col(f());
     return k;
@@ -519,11 +589,37 @@ struct MaggiForm : FormBase {
   }
   template <class S>
   MotionState<S> positions_state(const S& t, In<S> x, In<S> p) const {
-    return MotionState<S>{t, positions(t, VectorX<S>(x.head(f())), p), VectorX<S>::Zero(n)};
+    return MotionState<S>{t, positions(partition_of<S>(x), t, VectorX<S>(x.head(f())), p, reference_positions<S>(x)),
+                          VectorX<S>::Zero(n)};
   }
   template <class S>
   void write_velocities(const VectorX<S>& v, Out<S> x) const {
-    x.segment(f(), f()) = select(part, v);
+    x.segment(f(), f()) = select(partition_of<S>(In<S>(x)), v);
+  }
+
+  /// The repartition guard: kRepartitionGain - |R|_F^2 / f.
+  template <class S>
+  S repartition_guard(const S& t, In<S> x, In<S> p) const {
+    const Kinematics<S> k = kinematics(t, x, p);
+    S gain(0.0);
+    for (Eigen::Index j = 0; j < k.R.cols(); ++j) {
+      for (Eigen::Index i = 0; i < k.R.rows(); ++i) gain += k.R(i, j) * k.R(i, j);
+    }
+    return S(kRepartitionGain) - gain / S(f());
+  }
+  /// The state in the best-conditioned independent set at its configuration (pivot_partition of
+  /// Phi_q there, decided on real parts).
+  template <class S>
+  void repartition(const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
+    const Kinematics<S> k = kinematics(t, x, p);
+    Eigen::MatrixXd jac(k.cs.jac.rows(), k.cs.jac.cols());
+    for (Eigen::Index j = 0; j < jac.cols(); ++j) {
+      for (Eigen::Index i = 0; i < jac.rows(); ++i) jac(i, j) = real_part(k.cs.jac(i, j));
+    }
+    Partition next = pivot_partition(jac);
+    if (next.f() != f()) next = partition_of<S>(x);  // a singular configuration: keep the set
+    x_plus = x;
+    write_partition<S>(next, k.st, x_plus);
   }
 
   /// u-ddot and the multipliers of the persistent contacts' rows (empty without any).
@@ -566,7 +662,8 @@ struct MaggiForm : FormBase {
     const Kinematics<S> k = kinematics(t, x, p);
     xdot.head(f()) = x.segment(f(), f());
     xdot.segment(f(), f()) = independent_accelerations(k, p, contact_set<S>(x)).first;
-    xdot.tail(n_flags()).setZero();
+    xdot.tail(n_reference() + n_flags()).setZero();
+    if (repartitions()) xdot.segment(2 * f(), n) = k.st.v;
   }
 
   template <class S>
@@ -595,13 +692,15 @@ struct MaggiForm : FormBase {
 
   template <class S>
   void jump(int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
-    const ContactSet held = contact_set<S>(x);
     x_plus = x;
-    if (contact(c).law == ImpactLaw::Partitioning && held.empty()) {
+    const ContactSet held = contact_set<S>(x);
+    if (contact(c).law == ImpactLaw::Partitioning && held.empty() &&
+        partition_of<S>(x).independent == part.independent) {
+      // The law's own coordinates are the state's: reverse the normal one exactly.
       x_plus.segment(f(), f()) = partitioned_velocity(*model, part, contact(c), VectorX<S>(x.segment(f(), f())), p);
-    } else {
-      write_velocities<S>(impulse_velocity(*model, contact(c), kinematics(t, x, p).st, p, held), x_plus);
+      return;
     }
+    write_velocities<S>(impact_velocity(c, kinematics(t, x, p).st, p, held), x_plus);
   }
 };
 

@@ -94,21 +94,28 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
     }
     return part;
   }
-  // The pivot columns of a fully pivoted LU of Phi_q are the best-conditioned dependent set.
-  MotionState<double> st{model.t0, model.initial_positions(), Eigen::VectorXd::Zero(part.n)};
-  const ConstraintSet<double> c = constraints<double>(model, st, p);
-  Eigen::FullPivLU<Eigen::MatrixXd> lu(c.jac);
-  std::vector<bool> dependent(static_cast<size_t>(part.n), false);
-  for (int i = 0; i < lu.rank(); ++i) dependent[static_cast<size_t>(lu.permutationQ().indices()[i])] = true;
-  for (int k = 0; k < part.n; ++k) {
-    if (!dependent[static_cast<size_t>(k)]) part.independent.push_back(k);
-  }
+  const ConstraintSet<double> c =
+      constraints<double>(model, MotionState<double>{model.t0, model.initial_positions(), Eigen::VectorXd::Zero(part.n)}, p);
+  part = pivot_partition(c.jac);
   if (part.f() != f) {
     throw InputError(fmt::format("{}: model '{}': the constraint Jacobian at the initial guess has rank {} < {} "
                                  "constraint rows: redundant or conflicting constraints, or a singular "
                                  "configuration; dependent rows: {}",
-                                 model.source.empty() ? "model" : model.source, model.name, lu.rank(), m,
+                                 model.source.empty() ? "model" : model.source, model.name, part.n - part.f(), m,
                                  describe_dependent_rows(model, c.jac)));
+  }
+  return part;
+}
+
+Partition pivot_partition(const Eigen::MatrixXd& jac) {
+  // The pivot columns of a fully pivoted LU of Phi_q are the best-conditioned dependent set.
+  Partition part;
+  part.n = static_cast<int>(jac.cols());
+  const Eigen::FullPivLU<Eigen::MatrixXd> lu(jac);
+  std::vector<bool> dependent(static_cast<size_t>(part.n), false);
+  for (int i = 0; i < lu.rank(); ++i) dependent[static_cast<size_t>(lu.permutationQ().indices()[i])] = true;
+  for (int k = 0; k < part.n; ++k) {
+    if (!dependent[static_cast<size_t>(k)]) part.independent.push_back(k);
   }
   return part;
 }

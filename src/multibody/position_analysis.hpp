@@ -33,6 +33,11 @@ struct Partition {
 /// the initial guess leaves out. Throws InputError if the count is not n - m.
 Partition choose_partition(const Model& model, const Eigen::VectorXd& p);
 
+/// The independent coordinates a fully pivoted LU of the constraint Jacobian leaves out of its
+/// pivot columns (its largest pivots make the dependent set); fewer than n - m if it is rank
+/// deficient.
+Partition pivot_partition(const Eigen::MatrixXd& jac);
+
 /// [Phi_q; B] for a constraint Jacobian.
 template <class S>
 MatX<S> augmented_jacobian(const Partition& part, const MatX<S>& jac) {
