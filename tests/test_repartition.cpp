@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace {
@@ -86,6 +87,60 @@ TEST(Repartition, ForwardAdjointAndComplexStepAgreeThroughTheSwitches) {
   const double scale = fwd.cost_gradient.cwiseAbs().maxCoeff();
   EXPECT_LT((adj.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), 1e-6 * scale);
   EXPECT_LT((cs.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), 1e-6 * scale);
+}
+
+// The partitioning impact law with its own independent set degraded at the impact: a ball p2
+// falls onto the floor (law: partitioning) at the instant a pendulum p1 released from the
+// horizontal passes the vertical, where p1's vertical coordinate (its independent one, chosen at
+// the start) cannot carry it. The law then takes the best set that keeps p2's coordinates
+// independent; the impact reverses p2's normal velocity times e and leaves the pendulum alone.
+const char* kBallAndPendulum = R"yaml(
+name: ball_and_pendulum
+horizon: 0.7
+parameters: {h: 1.7187, e: 0.5}
+ground: {O: [0, 0]}
+points:
+  p1: {position: [1, 0]}
+  p2: {position: [3, h]}
+elements:
+  - {type: bar, name: rod, from: O, to: p1, length: 1}
+  - {type: point_mass, point: p1, mass: 1}
+  - {type: point_mass, point: p2, mass: 1}
+contacts:
+  - {name: floor, point: p2, line: {point: [0, 0], normal: [0, 1]}, restitution: e, law: partitioning}
+costs:
+  y2_T: {terminal: [{signal: y, of: p2}]}
+)yaml";
+
+TEST(Repartition, PartitioningLawLeavesItsDegradedSet) {
+  for (const FormulationType type : {FormulationType::Index1, FormulationType::Maggi}) {
+    multibody::Model model = multibody::parse_model(kBallAndPendulum, "ball_and_pendulum.yaml");
+    model.formulation.type = type;
+    Problem pb = multibody::make_problem(model);
+    pb.options().rtol = 1e-11;
+    pb.options().atol = 1e-13;
+    const Solution s = forward_sensitivity(pb);
+    const auto hit = std::find_if(s.events.begin(), s.events.end(), [](const EventRecord& e) { return e.name == "floor"; });
+    ASSERT_NE(hit, s.events.end()) << multibody::to_string(type);
+    // The pendulum is at the bottom (|x1| small against |y1| = 1) when the ball lands.
+    const OutputTrajectory out = output_trajectory(pb, s, pb.nominal_parameters());
+    EXPECT_NEAR(hit->time, std::sqrt(2.0 * 1.7187 / 9.81), 1e-9);
+    if (type == FormulationType::Index1) {
+      const Eigen::VectorXd& a = hit->state_before;
+      const Eigen::VectorXd& b = hit->state_after;
+      EXPECT_LT(std::abs(a[pb.state_index("p1.x")]), 0.05);
+      // The law recomputes the dependent velocity from the velocity constraint, which the
+      // index-1 state meets to its Baumgarte drift (~1e-10); the degraded set would amplify that
+      // drift by |y1 / x1| ~ 1e4.
+      for (const char* name : {"p1.x_dot", "p1.y_dot", "p2.x_dot"}) {
+        EXPECT_NEAR(b[pb.state_index(name)], a[pb.state_index(name)], 1e-8) << name;
+      }
+      EXPECT_NEAR(b[pb.state_index("p2.y_dot")], -0.5 * a[pb.state_index("p2.y_dot")], 1e-12);
+    }
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    const GradientEstimate cs = complex_step(pb, p, pb.options());
+    EXPECT_LT((cs.cost_gradient - s.cost_gradient).cwiseAbs().maxCoeff(), 1e-7) << multibody::to_string(type);
+  }
 }
 
 }  // namespace

@@ -156,8 +156,23 @@ struct FormBase {
   template <class S>
   VectorX<S> impact_velocity(int c, const MotionState<S>& st, In<S> p, const ContactSet& held) const {
     if (contact(c).law == ImpactLaw::Impulse || !held.empty()) return impulse_velocity(*model, contact(c), st, p, held);
-    const VectorX<S> u_dot = partitioned_velocity(*model, part, contact(c), select(part, st.v), p);
-    return velocities_from_independent(*model, part, st, u_dot, p);
+    const Partition law = law_partition<S>(c, st, p);
+    const VectorX<S> u_dot = partitioned_velocity(*model, law, contact(c), select(law, st.v), p);
+    return velocities_from_independent(*model, law, st, u_dot, p);
+  }
+
+  /// The independent set the partitioning law of contact c applies at st (decided on real
+  /// parts): the model's own (`independent:` or the initial choice), unless it has degraded
+  /// there (partition_gain past kRepartitionGain), then the best-conditioned set that keeps the
+  /// contact point's coordinates independent.
+  template <class S>
+  Partition law_partition(int c, const MotionState<S>& st, In<S> p) const {
+    const MotionState<double> real{real_part(st.t), real_parts<S>(st.q), Eigen::VectorXd::Zero(n)};
+    const Eigen::MatrixXd jac = constraints<double>(*model, real, real_parts<S>(p)).jac;
+    if (jac.rows() == 0 || partition_gain(part, jac) <= kRepartitionGain) return part;
+    const int o = model->point_offset(contact(c).point.index);
+    const Partition kept = pivot_partition_keeping(jac, {o, o + 1});
+    return kept.f() == part.f() ? kept : part;
   }
 };
 
@@ -456,9 +471,6 @@ struct CartesianForm : FormBase {
 /// The state's names stay those of the initial set; the flags tell which coordinates the entries
 /// hold after a switch.
 struct MaggiForm : FormBase {
-  /// The largest mean squared gain |dq/du|_F^2 / f an independent set may reach: beyond it the
-  /// dependent coordinates move more than ten times faster than the independent ones (rms).
-  static constexpr double kRepartitionGain = 100.0;
   /// Coordinates per word of the independent-set mask.
   static constexpr int kSetBits = 50;
 
@@ -695,7 +707,8 @@ struct MaggiForm : FormBase {
     x_plus = x;
     const ContactSet held = contact_set<S>(x);
     if (contact(c).law == ImpactLaw::Partitioning && held.empty() &&
-        partition_of<S>(x).independent == part.independent) {
+        partition_of<S>(x).independent == part.independent &&
+        law_partition<S>(c, kinematics(t, x, p).st, p).independent == part.independent) {
       // The law's own coordinates are the state's: reverse the normal one exactly.
       x_plus.segment(f(), f()) = partitioned_velocity(*model, part, contact(c), VectorX<S>(x.segment(f(), f())), p);
       return;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace saltus::multibody::detail {
 
@@ -104,6 +105,30 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
                                  model.source.empty() ? "model" : model.source, model.name, part.n - part.f(), m,
                                  describe_dependent_rows(model, c.jac)));
   }
+  return part;
+}
+
+double partition_gain(const Partition& part, const Eigen::MatrixXd& jac) {
+  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(augmented_jacobian(part, jac));
+  if (!(std::abs(lu.determinant()) > 0.0) || !(lu.rcond() > 1e-13)) return std::numeric_limits<double>::infinity();
+  Eigen::MatrixXd unit = Eigen::MatrixXd::Zero(part.n, part.f());
+  unit.bottomRows(part.f()).setIdentity();
+  return lu.solve(unit).squaredNorm() / part.f();
+}
+
+Partition pivot_partition_keeping(const Eigen::MatrixXd& jac, const std::vector<int>& keep) {
+  std::vector<int> free_columns;
+  for (int k = 0; k < static_cast<int>(jac.cols()); ++k) {
+    if (std::find(keep.begin(), keep.end(), k) == keep.end()) free_columns.push_back(k);
+  }
+  Eigen::MatrixXd reduced(jac.rows(), static_cast<Eigen::Index>(free_columns.size()));
+  for (size_t j = 0; j < free_columns.size(); ++j) reduced.col(static_cast<Eigen::Index>(j)) = jac.col(free_columns[j]);
+  const Partition among_free = pivot_partition(reduced);
+  Partition part;
+  part.n = static_cast<int>(jac.cols());
+  for (int k : keep) part.independent.push_back(k);
+  for (int j : among_free.independent) part.independent.push_back(free_columns[static_cast<size_t>(j)]);
+  std::sort(part.independent.begin(), part.independent.end());
   return part;
 }
 
