@@ -40,7 +40,7 @@ void describe_parameters(const Model& model, ModelCheck& out) {
 
 /// Assembles the initial configuration as the formulations do and measures it: rank, residual,
 /// the largest correction of a given coordinate, and the contacts' gaps and normal velocities.
-void describe_start(const Model& model, ModelCheck& out) {
+void describe_start(const Model& model, const std::vector<int>& active, ModelCheck& out) {
   const Eigen::VectorXd p = model.nominal_parameters();
   const detail::Partition part = detail::choose_partition(model, p);
   for (const int k : part.independent) out.independent.push_back(out.coordinates[static_cast<size_t>(k)]);
@@ -62,7 +62,6 @@ void describe_start(const Model& model, ModelCheck& out) {
       out.largest_correction_coordinate = out.coordinates[static_cast<size_t>(k)];
     }
   }
-  const std::vector<int> active = detail::starting_contacts(model, start, p);
   for (size_t i = 0; i < model.contacts.size(); ++i) {
     const Contact& c = model.contacts[i];
     const detail::ContactGeometry<double> g = detail::contact_geometry<double>(model, c, start, p);
@@ -85,7 +84,17 @@ ModelCheck check_model(const Model& model) {
   out.notes = pb.notes();
   describe_structure(model, out);
   describe_parameters(model, out);
-  describe_start(model, out);
+  // The persistent contacts that start active: the run's own initial state says it (with the
+  // regimes that friction settles), read from its flags.
+  std::vector<int> active;
+  Eigen::VectorXd x0(pb.n_states());
+  pb.initial_state().real(pb.nominal_parameters(), x0);
+  for (size_t i = 0; i < model.contacts.size(); ++i) {
+    if (model.contacts[i].persistent && x0[pb.state_index(model.contacts[i].name + ".active")] > 0.5) {
+      active.push_back(static_cast<int>(i));
+    }
+  }
+  describe_start(model, active, out);
   return out;
 }
 

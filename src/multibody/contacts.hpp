@@ -236,8 +236,8 @@ VectorX<S> resting_velocity(const Model& m, int c, const MotionState<S>& st, In<
 
 /// The persistent contacts active at the start: those closed at rest (gap and normal rate within
 /// kSimultaneousGap of the model's size) whose force, with them all active and frictionless, is
-/// compressive; one that would pull is left out (the most tensile first) and the rest solved
-/// again. Decided on real values (the formulation then chooses the frictional ones' regimes).
+/// compressive (> 0); one that would pull or carries no force is left out (the most tensile
+/// first) and the rest solved again. Decided on real values (the formulation then chooses the frictional ones' regimes).
 inline std::vector<int> starting_contacts(const Model& m, const MotionState<double>& st, const Eigen::VectorXd& p) {
   std::vector<int> active;
   const double q_scale = 1.0 + st.q.cwiseAbs().maxCoeff(), v_scale = 1.0 + st.v.cwiseAbs().maxCoeff();
@@ -265,7 +265,7 @@ inline std::vector<int> starting_contacts(const Model& m, const MotionState<doub
     const Eigen::VectorXd push =
         -solve_dense<double>(K, rhs, "KKT matrix of the contacts closed at the start").col(0).tail(k);
     Eigen::Index weakest = 0;
-    if (push.minCoeff(&weakest) >= 0.0) break;
+    if (push.minCoeff(&weakest) > 0.0) break;  // a contact without force starts open
     active.erase(active.begin() + weakest);
   }
   return active;

@@ -170,9 +170,21 @@ struct FormBase {
     const MotionState<double> real{real_part(st.t), real_parts<S>(st.q), Eigen::VectorXd::Zero(n)};
     const Eigen::MatrixXd jac = constraints<double>(*model, real, real_parts<S>(p)).jac;
     if (jac.rows() == 0 || partition_gain(part, jac) <= kRepartitionGain) return part;
+    // Keep the coordinates the law reverses: the point's along the normal's non-zero components.
     const int o = model->point_offset(contact(c).point.index);
-    const Partition kept = pivot_partition_keeping(jac, {o, o + 1});
-    return kept.f() == part.f() ? kept : part;
+    const double normal[2] = {real_part(value_of<S>(contact(c).normal_x, p)), real_part(value_of<S>(contact(c).normal_y, p))};
+    std::vector<int> keep;
+    for (int i = 0; i < 2; ++i) {
+      if (normal[i] != 0.0) keep.push_back(o + i);
+    }
+    const Partition kept = pivot_partition_keeping(jac, keep);
+    if (kept.f() != part.f()) {
+      throw ModelError(fmt::format("contact '{}': the partitioning law's independent coordinates have degraded at the "
+                                   "impact (|dq/du|^2 / f past {:g}) and no other set keeps the contact point's "
+                                   "coordinates independent; use law: impulse",
+                                   contact(c).name, kRepartitionGain));
+    }
+    return kept;
   }
 };
 
@@ -269,22 +281,25 @@ struct ContactEvents {
     if (set.sticking_slot(c) < 0) return;  // not sticking: the event does not apply
     const VectorX<S> mu = form.template multipliers<S>(t, x, p, set);
     form.template set_flags<S>(c, x_plus, true, false, real_part(mu[rows_of(set, c, mu.size()).second]) >= 0.0 ? 1.0 : -1.0);
-    settle<S>(form, t, x_plus, p);
+    settle<S>(form, t, x_plus, p, {c});  // its direction is decided: it sits on the cone's edge
   }
 
   /// Makes the contact regimes of x consistent after an event, decided on real parts (so every
   /// scalar type takes the same modes), one change at a time until none applies:
   ///  - a frictional active contact slips if its slip velocity is not zero (within 1e-9 of the
-  ///    velocities' size), in that direction; with zero slip velocity and no direction it sticks;
+  ///    velocities' size), in that direction; with zero slip velocity it sticks, unless its
+  ///    direction was decided in this settling (`decided`: a slip event's contact, or one the
+  ///    cone test below turned to sliding), so that a stale direction never pushes along the
+  ///    motion;
   ///  - an active contact whose force would pull opens (the most tensile first): its release
   ///    guard would start below zero and never fire (a line accelerating away, a force turned by
   ///    an impact elsewhere);
   ///  - a sticking contact whose force lies outside its cone slides the way the force points.
   template <class S>
-  static void settle(const Form& form, const S& t, Out<S> x, In<S> p) {
+  static void settle(const Form& form, const S& t, Out<S> x, In<S> p, std::vector<int> decided = {}) {
     if (form.persistent.empty()) return;
     for (int pass = 0; pass < 4 * form.n_flags() + 4; ++pass) {
-      if (!settle_once<S>(form, t, x, p)) return;
+      if (!settle_once<S>(form, t, x, p, decided)) return;
     }
     throw ModelError("the persistent contacts' regimes do not settle after an event (contact forces changing sign "
                      "back and forth)");
@@ -292,7 +307,7 @@ struct ContactEvents {
 
  private:
   template <class S>
-  static bool settle_once(const Form& form, const S& t, Out<S> x, In<S> p) {
+  static bool settle_once(const Form& form, const S& t, Out<S> x, In<S> p, std::vector<int>& decided) {
     const ContactSet set = form.template contact_set<S>(In<S>(x));
     if (set.empty()) return false;
     const MotionState<S> st = form.template motion_state<S>(t, In<S>(x), p);
@@ -309,8 +324,9 @@ struct ContactEvents {
         form.template set_flags<S>(c, x, true, false, w > 0.0 ? 1.0 : -1.0);
         return true;
       }
-      if (!moving && !sticking && sigma == 0.0) {
+      if (!moving && !sticking && (sigma == 0.0 || !contains(decided, c))) {
         form.template set_flags<S>(c, x, true, true);
+        decided.push_back(c);
         return true;
       }
     }
@@ -333,6 +349,7 @@ struct ContactEvents {
       const double mu_t = real_part(mu[tangential]);
       if (std::abs(mu_t) <= real_part(value_of<S>(form.contact(c).friction, p)) * -real_part(mu[normal])) continue;
       form.template set_flags<S>(c, x, true, false, mu_t >= 0.0 ? 1.0 : -1.0);
+      if (!contains(decided, c)) decided.push_back(c);
       return true;
     }
     return false;
@@ -514,7 +531,7 @@ struct MaggiForm : FormBase {
     for (int w = 0; w < n_set_words(); ++w) {
       const double word = real_part(x[flags_at() + w]);
       if (!(word >= 0.0 && word < 1125899906842624.0)) return part;  // 2^50: not a mask
-      const auto bits = static_cast<std::uint64_t>(word);
+      const auto bits = static_cast<std::uint64_t>(std::llround(word));
       for (int b = 0; b < kSetBits && w * kSetBits + b < n; ++b) {
         if ((bits >> b) & 1U) current.independent.push_back(w * kSetBits + b);
       }

@@ -39,7 +39,7 @@ bool stays_on_guard(const Problem& problem, int event, int mode_after, double t,
   Eigen::VectorXd xdot(x_after.size());
   problem.mode(mode_after).rhs.real(t, x_after, p, xdot);
   const GuardRate rate = guard_rate(problem, event, t, x_after, p, xdot, ws);
-  return rate.grazing(grazing_tolerance) && !off_guard(problem.event(event).guard.real(t, x_after, p), rate, x_after);
+  return rate.grazing(grazing_tolerance) && !off_guard(problem.event(event).guard.real(t, x_after, p), rate);
 }
 
 bool jump_stays_on_guard(const Problem& problem, int event, int mode, double t, In<double> x, In<double> p,
@@ -63,6 +63,7 @@ GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, 
     direction[i] = 1.0;
     const double r_xi = guard_tangent(problem, event, t, x, p, 0.0, direction, zero_p, ws);
     r_x_norm2 += r_xi * r_xi;
+    r.reach += std::abs(r_xi * x[i]);
     direction[i] = 0.0;
   }
   r.gradient = std::sqrt(r_x_norm2);
@@ -70,8 +71,6 @@ GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, 
   return r;
 }
 
-bool off_guard(double r, const GuardRate& rate, In<double> x) {
-  return std::abs(r) > 1e-8 * (1.0 + rate.gradient * x.norm());
-}
+bool off_guard(double r, const GuardRate& rate) { return std::abs(r) > 1e-8 * (1.0 + rate.reach); }
 
 }  // namespace saltus::detail

@@ -11,6 +11,7 @@ struct GuardRate {
   double rate = 0.0;
   double scale = 0.0;
   double gradient = 0.0;  ///< |r_x|
+  double reach = 0.0;     ///< sum_i |r_x_i x_i|: the size of the guard's terms at this state
   bool grazing(double tolerance) const { return is_grazing(rate, scale, tolerance); }
 };
 
@@ -36,9 +37,10 @@ bool jump_stays_on_guard(const Problem& problem, int event, int mode, double t, 
 GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      In<double> xdot, TangentWorkspace& ws);
 
-/// Whether the guard value r at state x is off zero by more than round-off of the guard's scale
-/// (1 + |r_x| |x|, times 1e-8): a jump that moved the state off its guard (a guard that a mode
-/// flag in the state turns off) does not leave it resting there.
-bool off_guard(double r, const GuardRate& rate, In<double> x);
+/// Whether the guard value r is off zero by more than round-off of the guard's scale
+/// (1 + sum_i |r_x_i x_i|, times 1e-8; states the guard does not read do not count): a jump that
+/// moved the state off its guard (a guard that a mode flag in the state turns off) does not leave
+/// it resting there.
+bool off_guard(double r, const GuardRate& rate);
 
 }  // namespace saltus::detail
