@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/method_agreement.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -118,25 +120,15 @@ TEST_P(Friction, BlockSlidesSticksAndSlipsAgainOnAnIncline) {
     EXPECT_NEAR(fwd.events[1].dtime_dp[j], derivative(1, j), 1e3 * tol) << name;
     EXPECT_NEAR(fwd.cost_gradient(0, j), derivative(2, j), 1e3 * tol) << name;
   }
-  const Eigen::VectorXd p = pb.nominal_parameters();
-  const Solution adj = adjoint(pb, p, pb.options());
-  const GradientEstimate cs = complex_step(pb, p, pb.options());
-  const GradientEstimate cd = central_differences(pb, p, pb.options());
-  const double scale = fwd.cost_gradient.cwiseAbs().maxCoeff();
-  const double agreement = penalty() ? 5e-5 : 1e-6;
-  EXPECT_LT((adj.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), agreement * scale);
-  EXPECT_LT((cs.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), agreement * scale);
-  EXPECT_LT((cd.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), 1e3 * agreement * scale);
+  test_support::expect_methods_agree(pb, fwd, penalty() ? 5e-5 : 1e-6);
 }
 
 TEST_P(Friction, FrictionForceFollowsTheRegimes) {
   const Problem pb = problem();
   const Solution s = simulate(pb);
   const OutputTrajectory out = output_trajectory(pb, s, pb.nominal_parameters());
-  const auto column = [&](const std::string& name) {
-    return std::find(out.names.begin(), out.names.end(), name) - out.names.begin();
-  };
-  const auto friction = column("slope.friction"), normal = column("slope.force");
+  const auto friction = test_support::output_column(out, "slope.friction");
+  const auto normal = test_support::output_column(out, "slope.force");
   ASSERT_LT(friction, static_cast<long>(out.names.size()));
   const double N = 9.81 * std::cos(0.2), mu = 0.5;
   const double t1 = s.events[0].time, t2 = s.events[1].time;

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/method_agreement.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -49,19 +51,6 @@ const EventRecord& first_named(const Solution& s, const std::string& name) {
     if (e.name == name) return e;
   }
   throw std::runtime_error("no event " + name);
-}
-
-/// Forward, adjoint and complex step agree to `tolerance` relative to the largest entry;
-/// central differences (noisier) to 1e3 times that.
-void expect_agreement(const Problem& pb, const Solution& fwd, double tolerance) {
-  const Eigen::VectorXd p = pb.nominal_parameters();
-  const Solution adj = adjoint(pb, p, pb.options());
-  const GradientEstimate cs = complex_step(pb, p, pb.options());
-  const GradientEstimate cd = central_differences(pb, p, pb.options());
-  const double scale = fwd.cost_gradient.cwiseAbs().maxCoeff();
-  EXPECT_LT((adj.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), tolerance * scale);
-  EXPECT_LT((cs.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), tolerance * scale);
-  EXPECT_LT((cd.cost_gradient - fwd.cost_gradient).cwiseAbs().maxCoeff(), 1e3 * tolerance * scale);
 }
 
 class Persistent : public ::testing::TestWithParam<FormulationType> {
@@ -97,7 +86,7 @@ TEST_P(Persistent, LadderLeavesItsWallAtTwoThirdsOfItsHeight) {
   EXPECT_EQ(fwd.events.front().name, "wall release");
   EXPECT_EQ(fwd.final_state[pb.state_index("floor.active")], 1.0);
   EXPECT_EQ(fwd.final_state[pb.state_index("wall.active")], 0.0);
-  expect_agreement(pb, fwd, agreement());
+  test_support::expect_methods_agree(pb, fwd, agreement());
 }
 
 // A point mass launched horizontally at height h0 lands on the incline y = s x (restitution 0)
@@ -144,7 +133,7 @@ TEST_P(Persistent, BlockLandsOnAnInclineAndSlides) {
   EXPECT_NEAR(fwd.cost_gradient(x_T, pb.parameter_index("s")), d_s, 1e3 * tol);
   EXPECT_NEAR(fwd.cost_gradient(x_T, pb.parameter_index("h0")), d_h0, 1e3 * tol);
   EXPECT_NEAR(fwd.cost_gradient(x_T, pb.parameter_index("vx0")), d_vx0, 1e3 * tol);
-  expect_agreement(pb, fwd, agreement());
+  test_support::expect_methods_agree(pb, fwd, agreement());
 }
 
 // A ball dropped from h with restitution e settles: its bounces accumulate at
@@ -254,7 +243,7 @@ TEST_P(Persistent, ContactOnALineAcceleratingAwayStaysOpen) {
   const double expected = hit.state_after[y] + hit.state_after[vy] * dt - 0.5 * 9.81 * dt * dt;
   EXPECT_NEAR(fwd.final_state[y], expected, penalty() ? 1e-6 : 1e-9);
   EXPECT_NEAR(hit.state_after[vy], 0.2 * 10 * std::cos(10 * hit.time - 1.4292036732051034), penalty() ? 1e-6 : 1e-9);
-  expect_agreement(pb, fwd, agreement());
+  test_support::expect_methods_agree(pb, fwd, agreement());
 }
 
 // A persistent knee stop between two bars (natural coordinates) with restitution 0: the knee
@@ -295,8 +284,8 @@ TEST_P(Persistent, KneeStopBetweenBarsHoldsItsLimit) {
   EXPECT_EQ(fwd.final_state[pb.state_index("knee_stop.active")], 0.0);
   // The stop's gap (limit - angle) while locked, from the named outputs, and its torque.
   const OutputTrajectory out = output_trajectory(pb, fwd, pb.nominal_parameters());
-  const auto gap = std::find(out.names.begin(), out.names.end(), "knee_stop.gap") - out.names.begin();
-  const auto force = std::find(out.names.begin(), out.names.end(), "knee_stop.force") - out.names.begin();
+  const auto gap = test_support::output_column(out, "knee_stop.gap");
+  const auto force = test_support::output_column(out, "knee_stop.force");
   ASSERT_LT(force, static_cast<long>(out.names.size()));
   int locked = 0;
   for (size_t i = 0; i < fwd.times.size(); ++i) {
@@ -310,7 +299,7 @@ TEST_P(Persistent, KneeStopBetweenBarsHoldsItsLimit) {
     }
   }
   EXPECT_GT(locked, 10);
-  expect_agreement(pb, fwd, agreement());
+  test_support::expect_methods_agree(pb, fwd, agreement());
 }
 
 INSTANTIATE_TEST_SUITE_P(Formulations, Persistent,
@@ -422,7 +411,7 @@ TEST(Persistent, InclinedPlaneLandingOfTheTheory) {
   EXPECT_LT(consistency.cwiseAbs().maxCoeff(), 1e-10);
   // dvx+/ds is -1.4860 (the printed formula without the tau terms gives -1.8006).
   EXPECT_NEAR(e.sensitivity_after(2, 3), -1.4860, 1e-4);
-  expect_agreement(pb, fwd, 1e-7);
+  test_support::expect_methods_agree(pb, fwd, 1e-7);
 }
 
 }  // namespace

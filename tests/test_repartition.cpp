@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/method_agreement.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -50,8 +52,7 @@ Problem pendulum(FormulationType type) {
 
 double output(const Problem& pb, const Solution& s, const std::string& name) {
   const OutputTrajectory out = output_trajectory(pb, s, pb.nominal_parameters());
-  const auto column = std::find(out.names.begin(), out.names.end(), name) - out.names.begin();
-  return out.values(out.values.rows() - 1, column);
+  return out.values(out.values.rows() - 1, test_support::output_column(out, name));
 }
 
 TEST(Repartition, DoublePendulumThroughTheVerticalAgreesWithIndex1) {
