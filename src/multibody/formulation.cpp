@@ -86,28 +86,13 @@ void add_named_outputs(Problem& pb, const Model& model, const std::shared_ptr<co
   });
 }
 
-/// The impact event of contact c and, for a persistent contact, its resting variant (the plastic
-/// impact that activates it) and its release (multibody.md 9.3, 9.4; docs/multibody.md,
-/// "Persistent contact").
+/// A persistent contact's events besides its impact (multibody.md 9.3-9.5; docs/multibody.md,
+/// "Persistent contact", "Friction"): the resting variant of its impact (the plastic impact that
+/// activates it), its release and, with friction, its stick and slip.
 template <class Form>
-void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, int c) {
+void add_persistent_events(Problem& pb, const std::shared_ptr<const Form>& form, int c, EventBuilder& impact) {
   using Events = detail::ContactEvents<Form>;
   const Contact& contact = form->contact(c);
-  EventBuilder impact = pb.add_event(contact.name, Direction::Falling, [form, c](auto t, const auto& x, const auto& p) {
-    using S = ScalarOf<decltype(x)>;
-    return Events::template guard<S>(*form, c, t, x, p);
-  });
-  if constexpr (std::is_same_v<Form, detail::DaeForm>) {
-    impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
-      using S = ScalarOf<decltype(x)>;
-      form->template jump<S>(c, t, x, p, x_plus);
-    });
-  } else {
-  impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
-    using S = ScalarOf<decltype(x)>;
-    Events::template impact<S>(*form, c, t, x, p, x_plus);
-  });
-  if (!contact.persistent) return;
   // A persistent contact may start closed and pulled away from its line (not active): its
   // guard is zero at t0 and grows only at second order.
   impact.starts_on_guard();
@@ -143,6 +128,30 @@ void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, in
         using S = ScalarOf<decltype(x)>;
         Events::template slip<S>(*form, c, t, x, p, x_plus);
       });
+}
+
+/// The impact event of contact c (its guard, its impact law, then the contact regimes settled)
+/// and, for a persistent contact, add_persistent_events. The DAE formulations have no persistent
+/// contacts (make_problem refuses them).
+template <class Form>
+void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, int c) {
+  using Events = detail::ContactEvents<Form>;
+  EventBuilder impact = pb.add_event(form->contact(c).name, Direction::Falling,
+                                     [form, c](auto t, const auto& x, const auto& p) {
+                                       using S = ScalarOf<decltype(x)>;
+                                       return Events::template guard<S>(*form, c, t, x, p);
+                                     });
+  if constexpr (std::is_same_v<Form, detail::DaeForm>) {
+    impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+      using S = ScalarOf<decltype(x)>;
+      form->template jump<S>(c, t, x, p, x_plus);
+    });
+  } else {
+    impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+      using S = ScalarOf<decltype(x)>;
+      Events::template impact<S>(*form, c, t, x, p, x_plus);
+    });
+    if (form->contact(c).persistent) add_persistent_events<Form>(pb, form, c, impact);
   }
 }
 
