@@ -148,7 +148,8 @@ TEST_P(Friction, FrictionForceFollowsTheRegimes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formulations, Friction,
-                         ::testing::Values(FormulationType::Index1, FormulationType::Maggi, FormulationType::Penalty),
+                         ::testing::Values(FormulationType::Index1, FormulationType::Maggi, FormulationType::Penalty,
+                                           FormulationType::GGL, FormulationType::StabilizedIndex1),
                          [](const auto& info) { return multibody::to_string(info.param); });
 
 TEST(Friction, RefusedWhereItCannotAct) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace saltus::multibody::detail {
@@ -135,6 +136,24 @@ ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const Contac
   return cs;
 }
 
+/// Accelerations a and multipliers mu of a constrained motion (the rows of `cs`, active contacts
+/// included): [M force^T; Phi_q 0] [a; mu] = [F; -target], where `target` holds the rows'
+/// acceleration terms (their bias, plus a stabilization's), Phi_q a + target = 0.
+template <class S>
+std::pair<VectorX<S>, VectorX<S>> kkt_accelerations(const Model& m, const ConstraintSet<S>& cs, const MotionState<S>& st,
+                                                    In<S> p, const VectorX<S>& target,
+                                                    const char* what = "KKT matrix [M Phi_q^T; Phi_q 0]") {
+  const int n = m.n_coordinates(), rows = static_cast<int>(cs.phi.size());
+  MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
+  K.topLeftCorner(n, n) = mass_matrix<S>(m, p);
+  K.topRightCorner(n, rows) = cs.force_directions().transpose();
+  K.bottomLeftCorner(rows, n) = cs.jac;
+  VectorX<S> rhs(n + rows);
+  rhs << applied_forces(m, st, p), -target;
+  const VectorX<S> sol = solve_dense<S>(K, rhs, what).col(0);
+  return {sol.head(n), sol.tail(rows)};
+}
+
 /// Contacts whose gap is within this of zero (relative to 1 + max |q|) when another one fires
 /// close together with it: one simultaneous impact. Also the tolerance on gap and normal rate
 /// below which a persistent contact starts closed at rest.
@@ -249,21 +268,12 @@ inline std::vector<int> starting_contacts(const Model& m, const MotionState<doub
       active.push_back(static_cast<int>(j));
     }
   }
-  const int n = m.n_coordinates();
-  const Eigen::MatrixXd M = mass_matrix<double>(m, p);
-  const Eigen::VectorXd F = applied_forces<double>(m, st, p);
   while (!active.empty()) {
     const ContactSet set{active, {}, std::vector<double>(active.size(), 0.0)};
     const ConstraintSet<double> cs = with_contacts<double>(m, constraints<double>(m, st, p), set, st, p);
-    const int rows = static_cast<int>(cs.phi.size()), k = static_cast<int>(active.size());
-    Eigen::MatrixXd K = Eigen::MatrixXd::Zero(n + rows, n + rows);
-    K.topLeftCorner(n, n) = M;
-    K.topRightCorner(n, rows) = cs.jac.transpose();
-    K.bottomLeftCorner(rows, n) = cs.jac;
-    Eigen::VectorXd rhs(n + rows);
-    rhs << F, -cs.bias;
     const Eigen::VectorXd push =
-        -solve_dense<double>(K, rhs, "KKT matrix of the contacts closed at the start").col(0).tail(k);
+        -kkt_accelerations<double>(m, cs, st, p, cs.bias, "KKT matrix of the contacts closed at the start")
+             .second.tail(static_cast<Eigen::Index>(active.size()));
     Eigen::Index weakest = 0;
     if (push.minCoeff(&weakest) > 0.0) break;  // a contact without force starts open
     active.erase(active.begin() + weakest);

@@ -131,8 +131,7 @@ void add_persistent_events(Problem& pb, const std::shared_ptr<const Form>& form,
 }
 
 /// The impact event of contact c (its guard, its impact law, then the contact regimes settled)
-/// and, for a persistent contact, add_persistent_events. The DAE formulations have no persistent
-/// contacts (make_problem refuses them).
+/// and, for a persistent contact, add_persistent_events.
 template <class Form>
 void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, int c) {
   using Events = detail::ContactEvents<Form>;
@@ -141,18 +140,11 @@ void add_contact_events(Problem& pb, const std::shared_ptr<const Form>& form, in
                                        using S = ScalarOf<decltype(x)>;
                                        return Events::template guard<S>(*form, c, t, x, p);
                                      });
-  if constexpr (std::is_same_v<Form, detail::DaeForm>) {
-    impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
-      using S = ScalarOf<decltype(x)>;
-      form->template jump<S>(c, t, x, p, x_plus);
-    });
-  } else {
-    impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
-      using S = ScalarOf<decltype(x)>;
-      Events::template impact<S>(*form, c, t, x, p, x_plus);
-    });
-    if (form->contact(c).persistent) add_persistent_events<Form>(pb, form, c, impact);
-  }
+  impact.jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
+    using S = ScalarOf<decltype(x)>;
+    Events::template impact<S>(*form, c, t, x, p, x_plus);
+  });
+  if (form->contact(c).persistent) add_persistent_events<Form>(pb, form, c, impact);
 }
 
 /// Maggi's switch of independent coordinates when the current set degrades (MaggiForm).
@@ -281,13 +273,6 @@ Problem make_problem(const Model& model, const FormulationSettings& settings) {
     return pb;
   }
   if (settings.type == FormulationType::GGL || settings.type == FormulationType::StabilizedIndex1) {
-    for (size_t i = 0; i < model.contacts.size(); ++i) {
-      if (!model.contacts[i].persistent) continue;
-      throw InputError(fmt::format("{}: contact '{}' is persistent, which the {} formulation does not support yet; use "
-                                   "index1, penalty or maggi",
-                                   model.locate(fmt::format("contacts[{}].persistent", i)), model.contacts[i].name,
-                                   to_string(settings.type)));
-    }
     auto form = std::make_shared<const detail::DaeForm>(shared, part, settings);
     Problem pb = build<detail::DaeForm>(model, form, settings);
     check_start(*form, pb, settings);

@@ -356,18 +356,9 @@ struct ContactEvents {
   }
 };
 
-/// Index-1 with Baumgarte stabilization, or the penalty (Bayo - Garcia de Jalon) ODE, in
-/// full coordinates x = (q, v, flags).
-struct CartesianForm : FormBase {
+/// The formulations whose state starts with all the coordinates and velocities, x = (q, v, ...).
+struct FullCoordinateForm : FormBase {
   using FormBase::FormBase;
-
-  int n_states() const { return 2 * n + n_flags(); }
-  std::vector<std::string> state_names() const {
-    std::vector<std::string> names = model->coordinate_names();
-    for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
-    for (std::string& flag : flag_names()) names.push_back(std::move(flag));
-    return names;
-  }
 
   template <class S>
   MotionState<S> motion(const S& t, In<S> x) const {
@@ -384,6 +375,20 @@ struct CartesianForm : FormBase {
   template <class S>
   void write_velocities(const VectorX<S>& v, Out<S> x) const {
     x.segment(n, n) = v;
+  }
+};
+
+/// Index-1 with Baumgarte stabilization, or the penalty (Bayo - Garcia de Jalon) ODE, in
+/// full coordinates x = (q, v, flags).
+struct CartesianForm : FullCoordinateForm {
+  using FullCoordinateForm::FullCoordinateForm;
+
+  int n_states() const { return 2 * n + n_flags(); }
+  std::vector<std::string> state_names() const {
+    std::vector<std::string> names = model->coordinate_names();
+    for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
+    for (std::string& flag : flag_names()) names.push_back(std::move(flag));
+    return names;
   }
 
   template <class S>
@@ -406,30 +411,21 @@ struct CartesianForm : FormBase {
   template <class S>
   std::pair<VectorX<S>, VectorX<S>> accelerations(const MotionState<S>& st, In<S> p, const ContactSet& set) const {
     const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
-    const MatX<S>& force = cs.force_directions();
-    const MatX<S> M = mass_matrix<S>(*model, p);
-    const VectorX<S> F = applied_forces(*model, st, p);
-    const int rows = static_cast<int>(cs.phi.size());
     const bool penalty = settings.type == FormulationType::Penalty;
     const double xi = penalty ? settings.penalty_xi : settings.baumgarte_xi;
     const double omega = penalty ? settings.penalty_omega : settings.baumgarte_omega;
     // Phi'' + 2 xi omega Phi' + omega^2 Phi = 0 is Phi_q a + target = 0.
     const VectorX<S> target = cs.bias + S(2.0 * xi * omega) * cs.rate(st.v) + S(omega * omega) * cs.phi;
     if (penalty) {
+      const MatX<S>& force = cs.force_directions();
       const S alpha(settings.penalty_alpha);
-      const MatX<S> M_alpha = M + alpha * force.transpose() * cs.jac;
-      const VectorX<S> a = solve_dense<S>(M_alpha, F - alpha * (force.transpose() * target), "penalty mass matrix M + Phi_q^T alpha Phi_q");
+      const MatX<S> M_alpha = mass_matrix<S>(*model, p) + alpha * force.transpose() * cs.jac;
+      const VectorX<S> a = solve_dense<S>(M_alpha, applied_forces(*model, st, p) - alpha * (force.transpose() * target),
+                                          "penalty mass matrix M + Phi_q^T alpha Phi_q");
       const VectorX<S> mu = alpha * (cs.jac * a + target);
       return {a, mu};
     }
-    MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
-    K.topLeftCorner(n, n) = M;
-    K.topRightCorner(n, rows) = force.transpose();
-    K.bottomLeftCorner(rows, n) = cs.jac;
-    VectorX<S> rhs(n + rows);
-    rhs << F, -target;
-    const MatX<S> sol = solve_dense<S>(K, rhs, "KKT matrix [M Phi_q^T; Phi_q 0]");
-    return {sol.col(0).head(n), sol.col(0).tail(rows)};
+    return kkt_accelerations<S>(*model, cs, st, p, target);
   }
 
   template <class S>
@@ -735,119 +731,197 @@ struct MaggiForm : FormBase {
 };
 
 /// The DAE formulations run on IDAS (docs/multibody.md, docs/dae.md "Index 2"), with
-/// x = (q, v, w1, w2) and the multiplier blocks w1, w2 of m entries each:
-///   ggl (GGL):         q' - v + Phi_q^T w2 = 0,      M v' - F + Phi_q^T w1 = 0,   Phi = 0,
+/// x = (q, v, w1, w2, flags) and the multiplier blocks w1, w2 of one slot per constraint row
+/// that can be in force: the model's m rows, then per persistent contact its normal row and, if
+/// frictional, its sticking (slip-velocity) row. Over the rows in force (position rows: the
+/// model's and the active gaps; velocity rows: all of them, sticking included):
+///   ggl (GGL):         q' - v + Phi_q^T w2 = 0,      M v' - F + force^T w1 = 0,   Phi = 0,
 ///                      Phi_q v + Phi_t = 0           (w1 = lambda, w2 = mu = 0 on the solution);
 ///   stabilized_index1 (Anantharaman-Hiller, theory multibody 4):
-///                      q' - v + Phi_q^T w1' = 0,     M v' + Phi_q^T w2' - F = 0,
+///                      q' - v + Phi_q^T w1' = 0,     M v' + force^T w2' - F = 0,
 ///                      Phi_q v + Phi_t = 0,          Phi = 0     (w1 = chi, w2 = psi, chi' = 0,
-///                      psi' = lambda on the solution).
+///                      psi' = lambda on the solution),
+/// with `force` the rows' force directions (Phi_q but for sliding friction on a normal row). A
+/// slot without a row in force has the residual w = 0 (ggl) or w' = 0 (stabilized), so the
+/// state keeps its size through every contact regime.
 /// Their completion keeps the independent coordinates and velocities of a guess, solves the
-/// dependent ones from the constraints, and the accelerations and reactions from the KKT system
-/// [M Phi_q^T; Phi_q 0]. The multiplier blocks are left out of IDAS's error test (they are the
+/// dependent ones from the model's constraints, projects the velocities onto the contact rows in
+/// force (mass-weighted) and solves the accelerations and reactions from the KKT system
+/// [M force^T; Phi_q 0]. The multiplier blocks are left out of IDAS's error test (they are the
 /// problem's "algebraic" states).
-struct DaeForm : FormBase {
+struct DaeForm : FullCoordinateForm {
   FormulationType kind;
-  int m = 0;  ///< constraint rows
+  int m = 0;       ///< the model's constraint rows
+  int slots = 0;   ///< multiplier slots per block: m, then the persistent contacts' rows
+  std::vector<int> contact_slot;  ///< per persistent contact (FormBase::persistent order): its normal slot
 
   DaeForm(std::shared_ptr<const Model> mod, Partition p, FormulationSettings s)
-      : FormBase(std::move(mod), std::move(p), s), kind(s.type) {
+      : FullCoordinateForm(std::move(mod), std::move(p), s), kind(s.type) {
     const Eigen::VectorXd p0 = model->nominal_parameters();
     m = static_cast<int>(constraints<double>(*model, MotionState<double>{model->t0, q_guess, v_guess}, p0).phi.size());
+    slots = m;
+    for (int c : persistent) {
+      contact_slot.push_back(slots);
+      slots += contact(c).frictional() ? 2 : 1;
+    }
   }
 
-  int n_states() const { return 2 * n + 2 * m; }
+  bool stabilized() const { return kind == FormulationType::StabilizedIndex1; }
+  int n_states() const { return 2 * n + 2 * slots + n_flags(); }
   std::vector<std::string> state_names() const {
     std::vector<std::string> names = model->coordinate_names();
     for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
-    const bool ah = kind == FormulationType::StabilizedIndex1;
-    for (int k = 0; k < m; ++k) names.push_back(fmt::format("{}{}", ah ? "chi" : "lambda", k + 1));
-    for (int k = 0; k < m; ++k) names.push_back(fmt::format("{}{}", ah ? "psi" : "mu", k + 1));
+    for (const char* block : {stabilized() ? "chi" : "lambda", stabilized() ? "psi" : "mu"}) {
+      for (int k = 0; k < m; ++k) names.push_back(fmt::format("{}{}", block, k + 1));
+      for (int c : persistent) {
+        names.push_back(fmt::format("{}.{}", contact(c).name, block));
+        if (contact(c).frictional()) names.push_back(fmt::format("{}.{}_t", contact(c).name, block));
+      }
+    }
+    for (std::string& flag : flag_names()) names.push_back(std::move(flag));
     return names;
   }
   /// The states left out of the error test: the multipliers.
   std::vector<std::string> algebraic_names() const {
     const std::vector<std::string> all = state_names();
-    return std::vector<std::string>(all.begin() + 2 * n, all.end());
+    return std::vector<std::string>(all.begin() + 2 * n, all.begin() + 2 * n + 2 * slots);
   }
 
-  template <class S>
-  MotionState<S> motion(const S& t, In<S> x) const {
-    return MotionState<S>{t, x.head(n), x.segment(n, n)};
+  /// The slot of each row of `with_contacts(..., set, ...)`: the model's rows, then the active
+  /// contacts' normal rows, then the sticking ones' slip rows. The first m + |active| rows are
+  /// position rows, the sticking ones velocity rows only.
+  std::vector<int> row_slots(const ContactSet& set) const {
+    std::vector<int> out(static_cast<size_t>(m + set.rows()));
+    for (int r = 0; r < m; ++r) out[static_cast<size_t>(r)] = r;
+    size_t r = static_cast<size_t>(m);
+    for (int c : set.active) out[r++] = normal_slot(c);
+    for (int c : set.sticking) out[r++] = normal_slot(c) + 1;
+    return out;
+  }
+  int normal_slot(int c) const {
+    const auto it = std::find(persistent.begin(), persistent.end(), c);
+    return contact_slot[static_cast<size_t>(it - persistent.begin())];
   }
 
   template <class S>
   void initial_state(In<S> p, Out<S> x0) const {
     CartesianForm cartesian(model, part, settings);
-    cartesian.initial_state<S>(p, x0.head(2 * n));
-    x0.tail(2 * m).setZero();  // guesses (ggl) or the integrals chi, psi from 0
+    VectorX<S> start(cartesian.n_states());
+    cartesian.initial_state<S>(p, start);  // q, v and the contacts' starting regimes
+    x0.head(2 * n) = start.head(2 * n);
+    x0.segment(2 * n, 2 * slots).setZero();  // guesses (ggl) or the integrals chi, psi from 0
+    x0.tail(n_flags()) = start.tail(n_flags());
   }
 
   template <class S>
   void residual(const S& t, In<S> x, In<S> xdot, In<S> p, Out<S> r) const {
     const MotionState<S> st = motion(t, x);
-    const ConstraintSet<S> cs = constraints(*model, st, p);
-    const MatX<S> M = mass_matrix<S>(*model, p);
-    const VectorX<S> F = applied_forces(*model, st, p);
-    const auto q_dot = xdot.head(n);
-    const auto v_dot = xdot.segment(n, n);
-    if (kind == FormulationType::StabilizedIndex1) {
-      r.head(n) = q_dot - st.v + cs.jac.transpose() * xdot.segment(2 * n, m);
-      r.segment(n, n) = M * v_dot + cs.jac.transpose() * xdot.tail(m) - F;
-      r.segment(2 * n, m) = cs.rate(st.v);
-      r.tail(m) = cs.phi;
-    } else {  // GGL
-      r.head(n) = q_dot - st.v + cs.jac.transpose() * x.tail(m);
-      r.segment(n, n) = M * v_dot - F + cs.jac.transpose() * x.segment(2 * n, m);
-      r.segment(2 * n, m) = cs.phi;
-      r.tail(m) = cs.rate(st.v);
+    const ContactSet set = contact_set<S>(x);
+    const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
+    const MatX<S>& force = cs.force_directions();
+    const std::vector<int> slot = row_slots(set);
+    const Eigen::Index positions = m + static_cast<Eigen::Index>(set.active.size());
+    // w1 and w2 (ggl) or their rates (stabilized): the multipliers of the position and
+    // velocity rows, and the residual rows of each kind.
+    const Eigen::Index w1 = 2 * n, w2 = 2 * n + slots;
+    const auto position_w = stabilized() ? xdot.segment(w1, slots) : x.segment(w2, slots);
+    const auto velocity_w = stabilized() ? xdot.segment(w2, slots) : x.segment(w1, slots);
+    const Eigen::Index position_rows = stabilized() ? w2 : w1, velocity_rows = stabilized() ? w1 : w2;
+    // Slots without a row in force: w = 0 (ggl), w' = 0 (stabilized).
+    r.segment(position_rows, slots) = position_w;
+    r.segment(velocity_rows, slots) = velocity_w;
+    r.head(n) = xdot.head(n) - st.v;
+    r.segment(n, n) = mass_matrix<S>(*model, p) * xdot.segment(n, n) - applied_forces(*model, st, p);
+    const VectorX<S> rate = cs.rate(st.v);
+    for (Eigen::Index row = 0; row < cs.phi.size(); ++row) {
+      const int k = slot[static_cast<size_t>(row)];
+      r.segment(n, n) += force.row(row).transpose() * velocity_w[k];
+      r[velocity_rows + k] = rate[row];
+      if (row >= positions) continue;
+      r.head(n) += cs.jac.row(row).transpose() * position_w[k];
+      r[position_rows + k] = cs.phi[row];
     }
+    r.tail(n_flags()) = xdot.tail(n_flags());
+  }
+
+  /// Accelerations and multipliers (model rows, then the contact rows of `set`) at a motion
+  /// state: the KKT system, as the DAE's hidden constraints give them.
+  template <class S>
+  std::pair<VectorX<S>, VectorX<S>> accelerations(const MotionState<S>& st, In<S> p, const ContactSet& set) const {
+    const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
+    return kkt_accelerations<S>(*model, cs, st, p, cs.bias);
+  }
+  template <class S>
+  VectorX<S> multipliers(const S& t, In<S> x, In<S> p, const ContactSet& set) const {
+    return accelerations(motion(t, x), p, set).second;
   }
 
   /// The consistent state through the independent coordinates and velocities of `guess`.
   template <class S>
   void completion(const S& t, In<S> guess, In<S> p, Out<S> x, Out<S> xdot) const {
+    const ContactSet set = contact_set<S>(guess);
     const VectorX<S> q_guess_s = guess.head(n);
     const VectorX<S> q = assemble(t, select(part, q_guess_s), p, real_parts<S>(q_guess_s));
     const MotionState<S> at_q{t, q, VectorX<S>::Zero(n)};
-    const VectorX<S> v = velocities_from_independent(*model, part, at_q, select(part, VectorX<S>(guess.segment(n, n))), p);
+    VectorX<S> v = velocities_from_independent(*model, part, at_q, select(part, VectorX<S>(guess.segment(n, n))), p);
+    if (!set.empty()) v = projected_velocities<S>(MotionState<S>{t, q, v}, p, set);
     const MotionState<S> st{t, q, v};
-    const ConstraintSet<S> cs = constraints(*model, st, p);
-    const int rows = static_cast<int>(cs.phi.size());
-    MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
-    K.topLeftCorner(n, n) = mass_matrix<S>(*model, p);
-    K.topRightCorner(n, rows) = cs.jac.transpose();
-    K.bottomLeftCorner(rows, n) = cs.jac;
-    VectorX<S> rhs(n + rows);
-    rhs << applied_forces(*model, st, p), -cs.bias;  // Phi_q a = -bias: the hidden constraint
-    const VectorX<S> sol = solve_dense<S>(K, rhs, "KKT matrix [M Phi_q^T; Phi_q 0]").col(0);
+    const auto [a, lambda] = accelerations<S>(st, p, set);
+    const std::vector<int> slot = row_slots(set);
     x.head(n) = q;
     x.segment(n, n) = v;
     xdot.head(n) = v;
-    xdot.segment(n, n) = sol.head(n);
-    xdot.tail(2 * m).setZero();
-    if (kind == FormulationType::StabilizedIndex1) {
+    xdot.segment(n, n) = a;
+    xdot.segment(2 * n, 2 * slots).setZero();
+    if (stabilized()) {
       // chi and psi enter only through their rates: their values continue; psi' = lambda.
-      x.tail(2 * m) = guess.tail(2 * m);
-      xdot.tail(m) = sol.tail(rows);
+      x.segment(2 * n, 2 * slots) = guess.segment(2 * n, 2 * slots);
+      for (size_t row = 0; row < slot.size(); ++row) xdot[2 * n + slots + slot[row]] = lambda[static_cast<Eigen::Index>(row)];
     } else {
-      x.segment(2 * n, m) = sol.tail(rows);
-      x.tail(m).setZero();
+      x.segment(2 * n, 2 * slots).setZero();
+      for (size_t row = 0; row < slot.size(); ++row) x[2 * n + slot[row]] = lambda[static_cast<Eigen::Index>(row)];
     }
+    x.tail(n_flags()) = guess.tail(n_flags());
+    xdot.tail(n_flags()).setZero();
   }
 
-  /// The reactions lambda of the state (the KKT multipliers).
+  /// The velocities nearest v in the kinetic metric that satisfy every row in force:
+  /// [M Phi_q^T; Phi_q 0] [v+; nu] = [M v; -Phi_t] (v already satisfies the model's rows; this
+  /// removes what the contact rows' rates hold of the event's root tolerance).
+  template <class S>
+  VectorX<S> projected_velocities(const MotionState<S>& st, In<S> p, const ContactSet& set) const {
+    const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
+    const int rows = static_cast<int>(cs.phi.size());
+    const MatX<S> M = mass_matrix<S>(*model, p);
+    MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
+    K.topLeftCorner(n, n) = M;
+    K.topRightCorner(n, rows) = cs.jac.transpose();
+    K.bottomLeftCorner(rows, n) = cs.jac;
+    VectorX<S> rhs(n + rows);
+    rhs << M * st.v, -cs.phi_t;
+    return solve_dense<S>(K, rhs, "velocity projection matrix [M Phi_q^T; Phi_q 0]").col(0).head(n);
+  }
+
+  /// The reactions of the state: the model's rows, then the contact rows in force (ggl: the
+  /// state's lambda; stabilized: the completion's psi').
   template <class S>
   VectorX<S> reactions(const S& t, In<S> x, In<S> p) const {
-    if (kind != FormulationType::StabilizedIndex1) return x.segment(2 * n, m);
+    const std::vector<int> slot = row_slots(contact_set<S>(x));
+    Eigen::Index base = 2 * n;
     VectorX<S> xc(n_states()), xdc(n_states());
-    completion<S>(t, x, p, xc, xdc);
-    return xdc.tail(m);
+    if (stabilized()) {
+      completion<S>(t, x, p, xc, xdc);
+      base += slots;
+    }
+    const VectorX<S>& source = stabilized() ? xdc : VectorX<S>(x);
+    VectorX<S> mu(static_cast<Eigen::Index>(slot.size()));
+    for (size_t row = 0; row < slot.size(); ++row) mu[static_cast<Eigen::Index>(row)] = source[base + slot[row]];
+    return mu;
   }
 
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
-    FullState<S> fs{motion(t, x), {}, {}, {}};
+    FullState<S> fs{motion(t, x), {}, {}, contact_set<S>(x)};
     if (xdot != nullptr) {
       fs.a = xdot->segment(n, n);
     } else {
@@ -860,19 +934,9 @@ struct DaeForm : FormBase {
   }
 
   template <class S>
-  MotionState<S> positions_state(const S& t, In<S> x, In<S>) const {
-    return motion(t, x);
-  }
-  /// Never true: make_problem refuses persistent contacts in the DAE formulations.
-  template <class S>
-  bool is_active(int, In<S>) const {
-    return false;
-  }
-
-  template <class S>
   void jump(int c, const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
     x_plus = x;  // q continuous; the multipliers are guesses the completion replaces
-    x_plus.segment(n, n) = impact_velocity(c, motion(t, x), p, ContactSet());
+    x_plus.segment(n, n) = impact_velocity(c, motion(t, x), p, contact_set<S>(x));
   }
 
   /// The rates at the start (check_start): the completion's.

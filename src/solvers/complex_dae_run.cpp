@@ -228,6 +228,7 @@ void ComplexDaeRun::begin_segment(double t) {
   }
   ida_->start(t);
   watched_ = watched_events(pb_, mode_);
+  hold_guards_near_zero(pb_, watched_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_, opt_, ws_);
   ida_->set_roots(watched_.directions);
 }
 

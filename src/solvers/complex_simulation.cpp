@@ -191,6 +191,7 @@ void ComplexRun::begin_segment(double t) {
   }
   cv_->start(t);
   watched_ = detail::watched_events(pb_, mode_);
+  detail::hold_guards_near_zero(pb_, watched_, mode_, t, Eigen::VectorXd(xc_.real()), p_real_, opt_, ws_);
   cv_->set_roots(watched_.directions);
   segment_advanced_ = false;
 }

@@ -188,6 +188,7 @@ void DaeRun::begin_segment(double t) {
   }
   ida.start(t);
   watched_ = watched_events(pb_, mode_);
+  hold_guards_near_zero(pb_, watched_, t, point_.x, point_.xdot, p_, opt_, ws_);
   ida.set_roots(watched_.directions);
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "run_support.hpp"
@@ -64,6 +65,7 @@ GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, 
     const double r_xi = guard_tangent(problem, event, t, x, p, 0.0, direction, zero_p, ws);
     r_x_norm2 += r_xi * r_xi;
     r.reach += std::abs(r_xi * x[i]);
+    r.gradient_l1 += std::abs(r_xi);
     direction[i] = 0.0;
   }
   r.gradient = std::sqrt(r_x_norm2);
@@ -72,5 +74,35 @@ GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, 
 }
 
 bool off_guard(double r, const GuardRate& rate) { return std::abs(r) > 1e-8 * (1.0 + rate.reach); }
+
+void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, double t, In<double> x,
+                           In<double> xdot, In<double> p, const Options& options, TangentWorkspace& ws) {
+  watched.held.assign(watched.events.size(), 0.0);
+  // Guards far from zero need no rate (n_x tangents each): only those within a generous screen.
+  const double screen = 1e-3 * (1.0 + x.cwiseAbs().maxCoeff());
+  for (size_t i = 0; i < watched.events.size(); ++i) {
+    const int k = watched.events[i];
+    const double r = problem.event(k).guard.real(t, x, p);
+    if (!(std::abs(r) <= screen)) continue;
+    const GuardRate rate = guard_rate(problem, k, t, x, p, xdot, ws);
+    if (!rate.grazing(options.grazing_tolerance)) continue;
+    const double atol = options.atol_per_state.empty()
+                            ? options.atol
+                            : *std::max_element(options.atol_per_state.begin(), options.atol_per_state.end());
+    const double noise = options.rtol * rate.reach + atol * rate.gradient_l1;
+    const double band = std::max(1e-8 * (1.0 + rate.reach), kHoldNoiseFactor * noise);
+    if (std::abs(r) > band) continue;
+    // The non-firing side: above zero for a falling crossing, below for a rising one.
+    const int side = watched.directions[i] != 0 ? -watched.directions[i] : (r >= 0.0 ? 1 : -1);
+    watched.held[i] = side * band;
+  }
+}
+
+void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,
+                           In<double> p, const Options& options, TangentWorkspace& ws) {
+  Eigen::VectorXd xdot(x.size());
+  problem.mode(mode).rhs.real(t, x, p, xdot);
+  hold_guards_near_zero(problem, watched, t, x, xdot, p, options, ws);
+}
 
 }  // namespace saltus::detail

@@ -5,6 +5,8 @@
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/event_transfer.hpp>
 
+#include "run_support.hpp"
+
 namespace saltus::detail {
 
 struct GuardRate {
@@ -12,6 +14,7 @@ struct GuardRate {
   double scale = 0.0;
   double gradient = 0.0;  ///< |r_x|
   double reach = 0.0;     ///< sum_i |r_x_i x_i|: the size of the guard's terms at this state
+  double gradient_l1 = 0.0;  ///< sum_i |r_x_i|
   bool grazing(double tolerance) const { return is_grazing(rate, scale, tolerance); }
 };
 
@@ -42,5 +45,25 @@ GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, 
 /// moved the state off its guard (a guard that a mode flag in the state turns off) does not leave
 /// it resting there.
 bool off_guard(double r, const GuardRate& rate);
+
+/// Holds off the watched guards that a segment starts on, grazing (|r| within their band below,
+/// r-dot grazing): a contact left closed at rest that opens at second order (pulled away) or at
+/// third (released as its force passed through zero), a guard that starts on its surface. The
+/// guard's own integration noise (about rtol sum_i |r_x_i x_i| + atol sum_i |r_x_i| per step)
+/// could cross zero there and fire the event again, grazing, with no time derivative, over and
+/// over. evaluate_guards reports such a guard as its band on its non-firing side (for
+/// Direction::Either, the side of its value) until it leaves the band, then watches it as
+/// usual. The band is kHoldNoiseFactor times that noise, at least round-off (off_guard). A guard
+/// crossing with a rate is never held: it must fire at its exact time. Decided on the real
+/// state, so every run type takes the same events.
+void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, double t, In<double> x,
+                           In<double> xdot, In<double> p, const Options& options, TangentWorkspace& ws);
+/// As above in an explicit mode, its rate x-dot = f(t, x, p) evaluated here.
+void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,
+                           In<double> p, const Options& options, TangentWorkspace& ws);
+/// The band of hold_guards_near_zero in units of the guard's integration noise per step: the
+/// noise accumulates over the steps a guard that opens at third order needs to leave it (the
+/// ladder's top leaving its wall at rtol 1e-8 drifted 1.3e-2 of this band in its first 20).
+inline constexpr double kHoldNoiseFactor = 100.0;
 
 }  // namespace saltus::detail

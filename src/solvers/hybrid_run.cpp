@@ -165,6 +165,7 @@ void HybridRun::begin_segment(double t) {
   }
   cv_->start(t);
   watched_ = watched_events(pb_, mode_);
+  hold_guards_near_zero(pb_, watched_, mode_, t, x_, p_, opt_, ws_);
   cv_->set_roots(watched_.directions);
   segment_advanced_ = false;
   if (kind_ == RunKind::AdjointRecording) account(segments_.back());

@@ -80,6 +80,9 @@ std::vector<double> output_grid(const Options& options);
 struct WatchedEvents {
   std::vector<int> events;
   std::vector<int> directions;
+  /// Per watched event: the band |r| <= |held[i]| in which its guard is held off zero, at the
+  /// value held[i] (its sign the non-firing side; hold_guards_near_zero, guard_rate.hpp), or 0.
+  std::vector<double> held;
 };
 WatchedEvents watched_events(const Problem& problem, int mode);
 
@@ -107,9 +110,11 @@ inline constexpr double kIndex2AlgebraicAtol = 1e100;
 std::vector<double> parameter_scales(const Options& options, const Eigen::VectorXd& p);
 
 /// Writes the real parts of the watched guards at (t, x, p) into g (CVODES root function).
+/// A held guard (WatchedEvents::held) reads its band on its non-firing side while it stays
+/// within it, and is released (for the rest of the segment) once it leaves it.
 /// Returns 0, or -1 with `error` naming the event whose guard is not finite.
 template <class S>
-int evaluate_guards(const Problem& problem, const WatchedEvents& watched, double t, In<S> x,
+int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In<S> x,
                     In<S> p, double* g, std::string& error) {
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const Event& e = problem.event(watched.events[i]);
@@ -117,6 +122,13 @@ int evaluate_guards(const Problem& problem, const WatchedEvents& watched, double
     if (!std::isfinite(g[i])) {
       error = "the guard of event '" + e.name + "' is not finite at t = " + std::to_string(t);
       return -1;
+    }
+    if (i < watched.held.size() && watched.held[i] != 0.0) {
+      if (std::abs(g[i]) <= std::abs(watched.held[i])) {
+        g[i] = watched.held[i];
+      } else {
+        watched.held[i] = 0.0;
+      }
     }
   }
   return 0;
