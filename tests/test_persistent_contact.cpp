@@ -301,9 +301,9 @@ INSTANTIATE_TEST_SUITE_P(Formulations, Persistent,
                                            FormulationType::GGL, FormulationType::StabilizedIndex1),
                          [](const auto& info) { return multibody::to_string(info.param); });
 
-// The DAE formulations (no adjoint or complex step to compare with yet: method_agreement.hpp)
-// against index1's forward sensitivities, a different formulation on a different integrator:
-// the knee's lock and release and the incline's landing, costs and gradients.
+// The DAE formulations (no adjoint to compare with yet) against index1's forward sensitivities,
+// a different formulation on a different integrator: the knee's lock and release, the
+// incline's landing and the settling ball, event times, costs and gradients.
 TEST(Persistent, DaeFormulationsAgreeWithIndex1) {
   for (const char* model : {kKnee, kIncline, kBounce}) {
     const Solution reference = forward_sensitivity(problem_of(model, FormulationType::Index1));
