@@ -115,7 +115,7 @@ ComplexDaeRun::ComplexDaeRun(const Problem& problem, const VectorX<Complex>& p, 
   zero_p_ = Eigen::VectorXd::Zero(p.size());
   cost_tangents_.resize(nc_);
   jac_real_.resize(nx_, nx_);
-  jac_imag_.resize(nx_, nx_);
+  jac_imag_.resize(nx_ + nq_, nx_);
   // The imaginary parts are O(imaginary_scale): their absolute tolerances are scaled alike, so
   // both parts are integrated to the same relative accuracy.
   const std::vector<double> atol = dae_state_atol(pb_, opt_);
@@ -183,8 +183,8 @@ int ComplexDaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vect
     jac.topLeftCorner(n, n) = self->jac_real_;
     jac.block(n, n, n, n) = self->jac_real_;
     self->coupling_block(t, cj, y, yp);
-    jac.block(0, n, n, n) = -self->jac_imag_;
-    jac.block(n, 0, n, n) = self->jac_imag_;
+    jac.block(0, n, n, n) = -self->jac_imag_.topRows(n);
+    jac.block(n, 0, n, n) = self->jac_imag_.topRows(n);
     for (int i = 0; i < n && nq > 0; ++i) {
       // The cost rows -(g_x + cj g_xdot) at the real parts, in both blocks; cj on the diagonal.
       self->unit_x_[i] = 1.0;
@@ -195,6 +195,10 @@ int ComplexDaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vect
       jac.block(2 * n + nq, n + i, nq, 1) = -self->cost_tangents_;
       self->unit_x_[i] = 0.0;
       self->unit_xdot_[i] = 0.0;
+    }
+    if (nq > 0) {
+      jac.block(2 * n, n, nq, n) = -self->jac_imag_.bottomRows(nq);
+      jac.block(2 * n + nq, 0, nq, n) = self->jac_imag_.bottomRows(nq);
     }
     jac.bottomRightCorner(2 * nq, 2 * nq).diagonal().setConstant(cj);
     return jac.allFinite() ? 0 : 1;
@@ -213,6 +217,7 @@ int ComplexDaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vect
 void ComplexDaeRun::coupling_block(double t, double cj, N_Vector y, N_Vector yp) {
   load(y, yp);
   mode_residual(pb_, mode_, Complex(t), xc_, xdotc_, p_, residual_);
+  const VectorX<Complex> costs = nq_ > 0 ? running_costs(Complex(t), xc_, xdotc_) : VectorX<Complex>();
   for (int j = 0; j < nx_; ++j) {
     const double step = 1e-6 * (1.0 + std::abs(xc_[j].real()));
     x_probe_ = xc_;
@@ -220,7 +225,9 @@ void ComplexDaeRun::coupling_block(double t, double cj, N_Vector y, N_Vector yp)
     x_probe_[j] += step;
     xdot_probe_[j] += cj * step;
     mode_residual(pb_, mode_, Complex(t), x_probe_, xdot_probe_, p_, residual_probe_);
-    jac_imag_.col(j) = (residual_probe_ - residual_).imag() / step;
+    jac_imag_.col(j).head(nx_) = (residual_probe_ - residual_).imag() / step;
+    // The cost rows q' - g: a running cost that reads the rates (an acceleration) couples too.
+    if (nq_ > 0) jac_imag_.col(j).tail(nq_) = -(running_costs(Complex(t), x_probe_, xdot_probe_) - costs).imag() / step;
   }
 }
 
