@@ -63,7 +63,8 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
                            In<double> p, const Options& options, TangentWorkspace& ws);
 /// The band of hold_guards_near_zero in units of the guard's integration noise per step: the
 /// noise accumulates over the steps a guard that opens at third order needs to leave it (the
-/// ladder's top leaving its wall at rtol 1e-8 drifted 1.3e-2 of this band in its first 20).
+/// ladder's top leaving its wall at rtol 1e-8 in ggl, with its gap left at -1.3e-10 by the
+/// release, drifted 1.3e-2 of this band in the first 3.5e-4 s).
 inline constexpr double kHoldNoiseFactor = 100.0;
 
 }  // namespace saltus::detail
