@@ -136,6 +136,22 @@ ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const Contac
   return cs;
 }
 
+/// Solves the KKT system of the rows of `cs`, [M force^T; Phi_q 0] [y; mu] = [top; bottom]
+/// (`force` the rows' force directions: Phi_q unless sliding friction rides on a row).
+template <class S>
+std::pair<VectorX<S>, VectorX<S>> kkt_solve(const Model& m, const ConstraintSet<S>& cs, In<S> p, const VectorX<S>& top,
+                                            const VectorX<S>& bottom, const char* what) {
+  const int n = m.n_coordinates(), rows = static_cast<int>(cs.phi.size());
+  MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
+  K.topLeftCorner(n, n) = mass_matrix<S>(m, p);
+  K.topRightCorner(n, rows) = cs.force_directions().transpose();
+  K.bottomLeftCorner(rows, n) = cs.jac;
+  VectorX<S> rhs(n + rows);
+  rhs << top, bottom;
+  const VectorX<S> sol = solve_dense<S>(K, rhs, what).col(0);
+  return {sol.head(n), sol.tail(rows)};
+}
+
 /// Accelerations a and multipliers mu of a constrained motion (the rows of `cs`, active contacts
 /// included): [M force^T; Phi_q 0] [a; mu] = [F; -target], where `target` holds the rows'
 /// acceleration terms (their bias, plus a stabilization's), Phi_q a + target = 0.
@@ -143,15 +159,7 @@ template <class S>
 std::pair<VectorX<S>, VectorX<S>> kkt_accelerations(const Model& m, const ConstraintSet<S>& cs, const MotionState<S>& st,
                                                     In<S> p, const VectorX<S>& target,
                                                     const char* what = "KKT matrix [M Phi_q^T; Phi_q 0]") {
-  const int n = m.n_coordinates(), rows = static_cast<int>(cs.phi.size());
-  MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
-  K.topLeftCorner(n, n) = mass_matrix<S>(m, p);
-  K.topRightCorner(n, rows) = cs.force_directions().transpose();
-  K.bottomLeftCorner(rows, n) = cs.jac;
-  VectorX<S> rhs(n + rows);
-  rhs << applied_forces(m, st, p), -target;
-  const VectorX<S> sol = solve_dense<S>(K, rhs, what).col(0);
-  return {sol.head(n), sol.tail(rows)};
+  return kkt_solve<S>(m, cs, p, applied_forces(m, st, p), VectorX<S>(-target), what);
 }
 
 /// Contacts whose gap is within this of zero (relative to 1 + max |q|) when another one fires

@@ -360,6 +360,13 @@ struct ContactEvents {
 struct FullCoordinateForm : FormBase {
   using FormBase::FormBase;
 
+  /// The names of q and v: the coordinates, then `<coordinate>_dot`.
+  std::vector<std::string> coordinate_and_velocity_names() const {
+    std::vector<std::string> names = model->coordinate_names();
+    for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
+    return names;
+  }
+
   template <class S>
   MotionState<S> motion(const S& t, In<S> x) const {
     return MotionState<S>{t, x.head(n), x.segment(n, n)};
@@ -385,8 +392,7 @@ struct CartesianForm : FullCoordinateForm {
 
   int n_states() const { return 2 * n + n_flags(); }
   std::vector<std::string> state_names() const {
-    std::vector<std::string> names = model->coordinate_names();
-    for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
+    std::vector<std::string> names = coordinate_and_velocity_names();
     for (std::string& flag : flag_names()) names.push_back(std::move(flag));
     return names;
   }
@@ -745,8 +751,8 @@ struct MaggiForm : FormBase {
 /// slot without a row in force has the residual w = 0 (ggl) or w' = 0 (stabilized), so the
 /// state keeps its size through every contact regime.
 /// Their completion keeps the independent coordinates and velocities of a guess, solves the
-/// dependent ones from the model's constraints, projects the velocities onto the contact rows in
-/// force (mass-weighted) and solves the accelerations and reactions from the KKT system
+/// dependent ones from the model's constraints, moves the positions onto the active gaps,
+/// projects the velocities onto the contact rows in force (mass-weighted) and solves the accelerations and reactions from the KKT system
 /// [M force^T; Phi_q 0]. The multiplier blocks are left out of IDAS's error test (they are the
 /// problem's "algebraic" states).
 struct DaeForm : FullCoordinateForm {
@@ -769,8 +775,7 @@ struct DaeForm : FullCoordinateForm {
   bool stabilized() const { return kind == FormulationType::StabilizedIndex1; }
   int n_states() const { return 2 * n + 2 * slots + n_flags(); }
   std::vector<std::string> state_names() const {
-    std::vector<std::string> names = model->coordinate_names();
-    for (int i = 0; i < n; ++i) names.push_back(names[static_cast<size_t>(i)] + "_dot");
+    std::vector<std::string> names = coordinate_and_velocity_names();
     for (const char* block : {stabilized() ? "chi" : "lambda", stabilized() ? "psi" : "mu"}) {
       for (int k = 0; k < m; ++k) names.push_back(fmt::format("{}{}", block, k + 1));
       for (int c : persistent) {
@@ -787,16 +792,14 @@ struct DaeForm : FullCoordinateForm {
     return std::vector<std::string>(all.begin() + 2 * n, all.begin() + 2 * n + 2 * slots);
   }
 
-  /// The slot of each row of `with_contacts(..., set, ...)`: the model's rows, then the active
+  /// The slot of row `row` of `with_contacts(..., set, ...)`: the model's rows, then the active
   /// contacts' normal rows, then the sticking ones' slip rows. The first m + |active| rows are
   /// position rows, the sticking ones velocity rows only.
-  std::vector<int> row_slots(const ContactSet& set) const {
-    std::vector<int> out(static_cast<size_t>(m + set.rows()));
-    for (int r = 0; r < m; ++r) out[static_cast<size_t>(r)] = r;
-    size_t r = static_cast<size_t>(m);
-    for (int c : set.active) out[r++] = normal_slot(c);
-    for (int c : set.sticking) out[r++] = normal_slot(c) + 1;
-    return out;
+  int row_slot(const ContactSet& set, Eigen::Index row) const {
+    if (row < m) return static_cast<int>(row);
+    const auto k = static_cast<size_t>(row - m);
+    if (k < set.active.size()) return normal_slot(set.active[k]);
+    return normal_slot(set.sticking[k - set.active.size()]) + 1;
   }
   int normal_slot(int c) const {
     const auto it = std::find(persistent.begin(), persistent.end(), c);
@@ -819,7 +822,6 @@ struct DaeForm : FullCoordinateForm {
     const ContactSet set = contact_set<S>(x);
     const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
     const MatX<S>& force = cs.force_directions();
-    const std::vector<int> slot = row_slots(set);
     const Eigen::Index positions = m + static_cast<Eigen::Index>(set.active.size());
     // w1 and w2 (ggl) or their rates (stabilized): the multipliers of the position and
     // velocity rows, and the residual rows of each kind.
@@ -834,7 +836,7 @@ struct DaeForm : FullCoordinateForm {
     r.segment(n, n) = mass_matrix<S>(*model, p) * xdot.segment(n, n) - applied_forces(*model, st, p);
     const VectorX<S> rate = cs.rate(st.v);
     for (Eigen::Index row = 0; row < cs.phi.size(); ++row) {
-      const int k = slot[static_cast<size_t>(row)];
+      const int k = row_slot(set, row);
       r.segment(n, n) += force.row(row).transpose() * velocity_w[k];
       r[velocity_rows + k] = rate[row];
       if (row >= positions) continue;
@@ -868,7 +870,6 @@ struct DaeForm : FullCoordinateForm {
     if (!set.empty()) v = projected_velocities<S>(MotionState<S>{t, q, v}, p, set);
     const MotionState<S> st{t, q, v};
     const auto [a, lambda] = accelerations<S>(st, p, set);
-    const std::vector<int> slot = row_slots(set);
     x.head(n) = q;
     x.segment(n, n) = v;
     xdot.head(n) = v;
@@ -877,10 +878,10 @@ struct DaeForm : FullCoordinateForm {
     if (stabilized()) {
       // chi and psi enter only through their rates: their values continue; psi' = lambda.
       x.segment(2 * n, 2 * slots) = guess.segment(2 * n, 2 * slots);
-      for (size_t row = 0; row < slot.size(); ++row) xdot[2 * n + slots + slot[row]] = lambda[static_cast<Eigen::Index>(row)];
+      for (Eigen::Index row = 0; row < lambda.size(); ++row) xdot[2 * n + slots + row_slot(set, row)] = lambda[row];
     } else {
       x.segment(2 * n, 2 * slots).setZero();
-      for (size_t row = 0; row < slot.size(); ++row) x[2 * n + slot[row]] = lambda[static_cast<Eigen::Index>(row)];
+      for (Eigen::Index row = 0; row < lambda.size(); ++row) x[2 * n + row_slot(set, row)] = lambda[row];
     }
     x.tail(n_flags()) = guess.tail(n_flags());
     xdot.tail(n_flags()).setZero();
@@ -905,46 +906,34 @@ struct DaeForm : FullCoordinateForm {
   /// removes what the contact rows' rates hold of the event's root tolerance).
   template <class S>
   VectorX<S> projected_velocities(const MotionState<S>& st, In<S> p, const ContactSet& set) const {
-    const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
-    const int rows = static_cast<int>(cs.phi.size());
-    const MatX<S> M = mass_matrix<S>(*model, p);
-    MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
-    K.topLeftCorner(n, n) = M;
-    K.topRightCorner(n, rows) = cs.jac.transpose();
-    K.bottomLeftCorner(rows, n) = cs.jac;
-    VectorX<S> rhs(n + rows);
-    rhs << M * st.v, -cs.phi_t;
-    return solve_dense<S>(K, rhs, "velocity projection matrix [M Phi_q^T; Phi_q 0]").col(0).head(n);
+    ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
+    cs.force.resize(0, 0);  // a projection in the kinetic metric: the symmetric [M Phi_q^T; Phi_q 0]
+    const VectorX<S> top = mass_matrix<S>(*model, p) * st.v;
+    return kkt_solve<S>(*model, cs, p, top, VectorX<S>(-cs.phi_t), "velocity projection matrix [M Phi_q^T; Phi_q 0]").first;
   }
 
-  /// The reactions of the state: the model's rows, then the contact rows in force (ggl: the
-  /// state's lambda; stabilized: the completion's psi').
+  /// The reactions of the state: the model's rows, then the contact rows in force, from the
+  /// state's lambda (ggl) or from the completion's rates psi' (stabilized: `completed_rates`).
   template <class S>
-  VectorX<S> reactions(const S& t, In<S> x, In<S> p) const {
-    const std::vector<int> slot = row_slots(contact_set<S>(x));
-    Eigen::Index base = 2 * n;
-    VectorX<S> xc(n_states()), xdc(n_states());
-    if (stabilized()) {
-      completion<S>(t, x, p, xc, xdc);
-      base += slots;
+  VectorX<S> reactions(In<S> x, const VectorX<S>& completed_rates) const {
+    const ContactSet set = contact_set<S>(x);
+    const Eigen::Index base = stabilized() ? 2 * n + slots : 2 * n;
+    VectorX<S> mu(m + set.rows());
+    for (Eigen::Index row = 0; row < mu.size(); ++row) {
+      const Eigen::Index k = base + row_slot(set, row);
+      mu[row] = stabilized() ? completed_rates[k] : S(x[k]);
     }
-    const VectorX<S>& source = stabilized() ? xdc : VectorX<S>(x);
-    VectorX<S> mu(static_cast<Eigen::Index>(slot.size()));
-    for (size_t row = 0; row < slot.size(); ++row) mu[static_cast<Eigen::Index>(row)] = source[base + slot[row]];
     return mu;
   }
 
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
     FullState<S> fs{motion(t, x), {}, {}, contact_set<S>(x)};
-    if (xdot != nullptr) {
-      fs.a = xdot->segment(n, n);
-    } else {
-      VectorX<S> xc(n_states()), xdc(n_states());
-      completion<S>(t, x, p, xc, xdc);
-      fs.a = xdc.segment(n, n);
-    }
-    if (need_mu) fs.mu = reactions<S>(t, x, p);
+    // The completion's rates: the accelerations without x-dot, the reactions in stabilized.
+    VectorX<S> xc(n_states()), xdc(n_states());
+    if (xdot == nullptr || (need_mu && stabilized())) completion<S>(t, x, p, xc, xdc);
+    fs.a = xdot != nullptr ? VectorX<S>(xdot->segment(n, n)) : VectorX<S>(xdc.segment(n, n));
+    if (need_mu) fs.mu = reactions<S>(x, xdc);
     return fs;
   }
 
