@@ -202,6 +202,24 @@ TEST(Cli, ModelFileRunsInTheRequestedFormulation) {
   EXPECT_LT(j["monitors"]["constraint residual |Phi|"].get<double>(), 1e-6);
 }
 
+// --method all compares every method the problem has: in ggl the index-2 adjoint too; in
+// stabilized_index1, which the adjoint refuses, the others with a note naming the reason, while
+// --method adjoint alone is refused with it (status 2).
+TEST(Cli, MethodAllSkipsAnAdjointThatRefusesTheProblemWithItsReason) {
+  const std::string model = std::string(SALTUS_SOURCE_DIR) + "/examples/slidercrank.yaml";
+  const Outcome ggl = saltus_cmd({"run", model, "--formulation", "ggl", "--method", "all"});
+  ASSERT_EQ(ggl.status, 0) << ggl.err;
+  EXPECT_TRUE(contains(ggl.out, "adjoint vs forward sensitivity")) << ggl.out;
+  const Outcome stabilized = saltus_cmd({"run", model, "--formulation", "stabilized_index1", "--method", "all"});
+  ASSERT_EQ(stabilized.status, 0) << stabilized.err;
+  EXPECT_TRUE(contains(stabilized.err, "note: no adjoint: the index-2 adjoint needs")) << stabilized.err;
+  EXPECT_FALSE(contains(stabilized.out, "adjoint vs forward sensitivity")) << stabilized.out;
+  EXPECT_TRUE(contains(stabilized.out, "complex step vs forward sensitivity")) << stabilized.out;
+  const Outcome alone = saltus_cmd({"run", model, "--formulation", "stabilized_index1", "--method", "adjoint"});
+  EXPECT_EQ(alone.status, 2);
+  EXPECT_TRUE(contains(alone.err, "reads the rate of 'chi1'")) << alone.err;
+}
+
 TEST(Cli, FormulationErrorsAreUsageErrors) {
   const std::string model = std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar.yaml";
   const Outcome bad = saltus_cmd({"run", model, "--formulation", "lagrange"});

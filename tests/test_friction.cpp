@@ -120,7 +120,10 @@ TEST_P(Friction, BlockSlidesSticksAndSlipsAgainOnAnIncline) {
     EXPECT_NEAR(fwd.events[1].dtime_dp[j], derivative(1, j), 1e3 * tol) << name;
     EXPECT_NEAR(fwd.cost_gradient(0, j), derivative(2, j), 1e3 * tol) << name;
   }
-  test_support::expect_methods_agree(pb, fwd, penalty() ? 5e-5 : 1e-6);
+  // The anchor A is a driven point without mass: the ggl and stabilized_index1 adjoints refuse it.
+  const bool dae = GetParam() == FormulationType::GGL || GetParam() == FormulationType::StabilizedIndex1;
+  test_support::expect_methods_agree(pb, fwd, penalty() ? 5e-5 : 1e-6,
+                                     dae ? test_support::AdjointCase::Refused : test_support::AdjointCase::Agrees);
 }
 
 TEST_P(Friction, FrictionForceFollowsTheRegimes) {

@@ -101,6 +101,20 @@ TransposedProducts jump_products(const Problem& problem, int event, double t, In
   return products(y, t_ad, x_ad, p_ad, weights);
 }
 
+TransposedProducts completion_products(const Problem& problem, int mode, double t, In<double> x_guess,
+                                       In<double> p, const Eigen::MatrixXd& weights) {
+  const Eigen::Index n = x_guess.size();
+  begin_recording();
+  const Reverse t_ad = Reverse::independent(t);
+  const VectorX<Reverse> x_ad = independents(x_guess);
+  const VectorX<Reverse> p_ad = independents(p);
+  VectorX<Reverse> x = VectorX<Reverse>::Zero(n), xdot = VectorX<Reverse>::Zero(n);
+  problem.mode(mode).completion.reverse(t_ad, x_ad, p_ad, x, xdot);
+  VectorX<Reverse> outputs(2 * n);
+  outputs << x, xdot;
+  return products(outputs, t_ad, x_ad, p_ad, weights);
+}
+
 ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p) {
   const auto& w = problem.cost(cost).terminal;

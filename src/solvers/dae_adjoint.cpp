@@ -4,6 +4,9 @@
 // with the gradient quadrature integral of (g_p - lambda^T F_p), one column per cost; at the
 // final time and before every event lambda is made consistent (consistent_adjoint), and the
 // event's transposed transfer is event_transfer's transfer_adjoint applied to F_xdot+^T lambda+.
+// Index-2 modes (theory section 4): lambda is made consistent by index2_adjoint.hpp, their
+// constraint rows' entries are left out of the error test like the forward multipliers, and the
+// completion's tangent is transposed where the forward pass applies it (after events, at t0).
 #include <saltus/core/error.hpp>
 #include <saltus/derivatives/residual.hpp>
 #include <saltus/derivatives/reverse.hpp>
@@ -17,7 +20,10 @@
 
 #include "dae_adjoint.hpp"
 #include "dae_run.hpp"
+#include "index2_adjoint.hpp"
 #include "nvector_view.hpp"
+#include "rate_costs.hpp"
+#include "run_support.hpp"
 
 namespace saltus::detail {
 
@@ -54,11 +60,20 @@ class DaeAdjointSweep {
                                   const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters);
   template <class Body>
   int guarded(Body&& body);
+  /// F and the running costs (rates folded in, rate_costs.hpp) at a point of `mode`.
+  void linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
+                            ResidualLinearization& lin);
   void terminal_conditions();
+  /// lambda_ in mode_ from the coefficients ell (n_x x n_c) of x there; grad_ gets the parameter
+  /// part of the reduction.
+  void consistent_lambda(const ResidualLinearization& lin, const Eigen::MatrixXd& ell, const std::string& what);
+  /// In an index-2 mode, `weighted` (coefficients of the completed state) carried back through
+  /// the completion's tangent to the guess x_guess; grad_ gets its parameter part.
+  Eigen::MatrixXd completed_weights(int mode, double t, const Eigen::VectorXd& x_guess, const Eigen::MatrixXd& weighted);
   void integrate_segment(DaeSegment& segment);
   void require_constant_mass(const DaeSegment& segment);
   void transpose_event(const EventRecord& event);
-  IdasBackwardSettings settings();
+  IdasBackwardSettings settings(const ResidualLinearization& lin);
 
   int gradient_states() const { return np_ * nc_ <= kGradientStatesLimit ? np_ * nc_ : 0; }
 
@@ -78,6 +93,7 @@ class DaeAdjointSweep {
   Eigen::VectorXd lin_x_, lin_xdot_;
   bool lin_valid_ = false;             // the state part is at (lin_t_, lin_x_, lin_xdot_)
   bool lin_parameters_valid_ = false;  // and the parameter part
+  RateCostFold fold_;
   std::exception_ptr exception_;
 };
 
@@ -108,6 +124,7 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
                                                  const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters) {
   if (!(lin_valid_ && t == lin_t_ && x == lin_x_ && xdot == lin_xdot_)) {
     linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+    fold_.apply(pb_, mode_, t, x, xdot, p_, lin_, RateCostFold::Part::States, ws_);
     lin_t_ = t;
     lin_x_ = x;
     lin_xdot_ = xdot;
@@ -116,6 +133,7 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
   }
   if (parameters && !lin_parameters_valid_) {
     linearize_parameters(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+    fold_.apply(pb_, mode_, t, x, xdot, p_, lin_, RateCostFold::Part::Parameters, ws_);
     lin_parameters_valid_ = true;
   }
   return lin_;
@@ -195,7 +213,7 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
   });
 }
 
-IdasBackwardSettings DaeAdjointSweep::settings() {
+IdasBackwardSettings DaeAdjointSweep::settings(const ResidualLinearization& lin) {
   const AdjointTolerances tol = adjoint_tolerances(opt_, p_, sol_.costs);
   IdasBackwardSettings s;
   s.rtol = tol.rtol;
@@ -206,9 +224,26 @@ IdasBackwardSettings DaeAdjointSweep::settings() {
   s.residual = residual_cb;
   s.jacobian = jacobian_cb;
   s.quadrature = quadrature_cb;
-  if (gradient_states() > 0) {
+  const bool index2 = pb_.mode(mode_).index2();
+  if (gradient_states() > 0 || index2) {
     s.state_atol.assign(static_cast<size_t>(nx_ * nc_), tol.atol);
-    for (double a : tol.quadrature_atol) s.state_atol.push_back(opt_.adjoint_quadrature_error_control ? a : 1e300);
+    if (gradient_states() > 0) {
+      for (double a : tol.quadrature_atol) s.state_atol.push_back(opt_.adjoint_quadrature_error_control ? a : 1e300);
+    }
+  }
+  if (index2) {
+    // The adjoint's algebraic components (lambda on the rows without rates) at index 2: out of
+    // the error test, and loosened for the Newton test, as the forward multipliers are
+    // (run_support.hpp, kIndex2AlgebraicAtol).
+    s.differential.assign(s.state_atol.size(), 1.0);
+    for (int c = 0; c < nc_; ++c) {
+      for (int r = 0; r < nx_; ++r) {
+        if (!lin.f_xdot.row(r).isZero(0.0)) continue;
+        const auto k = static_cast<size_t>(c * nx_ + r);
+        s.state_atol[k] = kIndex2AlgebraicAtol;
+        s.differential[k] = 0.0;
+      }
+    }
   }
   s.user_data = this;
   return s;
@@ -219,15 +254,37 @@ void DaeAdjointSweep::terminal_conditions() {
   mode_ = sol_.final_mode;
   const DaeSegment& last = run_.segments().back();
   ResidualLinearization lin;
-  linearize(pb_, mode_, tf, last.end.x, last.end.xdot, p_, lin, ws_);
-  lambda_.resize(nx_, nc_);
+  linearize_with_costs(mode_, tf, last.end.x, last.end.xdot, lin);
+  Eigen::MatrixXd ell(nx_, nc_);
   grad_.resize(nc_, np_);
   for (int c = 0; c < nc_; ++c) {
     const ScalarGradient w = terminal_cost_gradient(pb_, c, tf, sol_.final_state, p_);
-    const AdjointPoint a = consistent_adjoint(pb_, lin, w.x.transpose(), lin.g_x.row(c).transpose());
-    lambda_.col(c) = a.lambda;
-    grad_.row(c) = w.p + a.gradient.transpose();
+    ell.col(c) = w.x;
+    grad_.row(c) = w.p.transpose();
   }
+  consistent_lambda(lin, ell, "the terminal cost");
+}
+
+void DaeAdjointSweep::consistent_lambda(const ResidualLinearization& lin, const Eigen::MatrixXd& ell,
+                                        const std::string& what) {
+  if (pb_.mode(mode_).index2()) {
+    lambda_ = consistent_index2_adjoint(pb_, mode_, lin, ell, grad_, what);
+    return;
+  }
+  lambda_.resize(nx_, nc_);
+  for (int c = 0; c < nc_; ++c) {
+    const AdjointPoint a = consistent_adjoint(pb_, lin, ell.col(c), lin.g_x.row(c).transpose());
+    lambda_.col(c) = a.lambda;
+    grad_.row(c) += a.gradient.transpose();
+  }
+}
+
+Eigen::MatrixXd DaeAdjointSweep::completed_weights(int mode, double t, const Eigen::VectorXd& x_guess,
+                                                   const Eigen::MatrixXd& weighted) {
+  if (!pb_.mode(mode).index2()) return weighted;
+  const CompletionTranspose ct = transpose_completion(pb_, mode, t, x_guess, p_, weighted, ws_);
+  grad_ += ct.p;
+  return ct.x;
 }
 
 void DaeAdjointSweep::require_constant_mass(const DaeSegment& seg) {
@@ -242,24 +299,6 @@ void DaeAdjointSweep::require_constant_mass(const DaeSegment& seg) {
         "\"Limits\")",
         pb_.mode(seg.mode).name, change, seg.t_start, seg.t_end));
   }
-  // The adjoint DAE takes g_x at fixed x-dot: a running cost that reads a rate would need
-  // d/dt(g_xdot) as well.
-  const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx_), zero_p = Eigen::VectorXd::Zero(np_);
-  Eigen::VectorXd direction = zero_x, tangents(nc_);
-  for (int i = 0; i < nx_; ++i) {
-    direction[i] = 1.0;
-    running_cost_tangents_at_rate(pb_, seg.t_start, seg.start.x, seg.start.xdot, p_, 0.0, zero_x, direction, zero_p,
-                                  tangents, ws_);
-    direction[i] = 0.0;
-    for (int c = 0; c < nc_; ++c) {
-      if (tangents[c] == 0.0) continue;
-      throw InputError(fmt::format("cost '{}' reads the rate of state '{}' (der({})): the adjoint on IDAS does not "
-                                   "support rates in running costs yet; use forward sensitivities (docs/dae.md, "
-                                   "\"Limits\")",
-                                   pb_.cost(c).name, pb_.state_names()[static_cast<size_t>(i)],
-                                   pb_.state_names()[static_cast<size_t>(i)]));
-    }
-  }
 }
 
 void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
@@ -267,14 +306,18 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   require_constant_mass(seg);
   mode_ = seg.mode;
   run_.set_mode(seg.mode);  // IDAS recomputes forward steps of this segment
-  linearize(pb_, mode_, seg.t_end, seg.end.x, seg.end.xdot, p_, lin_, ws_);  // F_xdot for the segment
+  linearize_with_costs(mode_, seg.t_end, seg.end.x, seg.end.xdot, lin_);  // F_xdot for the segment
   lin_valid_ = false;
   const ResidualLinearization& lin = lin_;
   Eigen::MatrixXd rates(nx_, nc_);
-  for (int c = 0; c < nc_; ++c) {
-    Eigen::VectorXd lambda = lambda_.col(c);
-    rates.col(c) = adjoint_rate(lin, lambda, lin.g_x.row(c).transpose());
-    lambda_.col(c) = lambda;
+  if (pb_.mode(mode_).index2()) {
+    rates = index2_adjoint_rates(pb_, mode_, seg.t_end, seg.end.x, seg.end.xdot, p_, lin, lambda_, fold_, ws_);
+  } else {
+    for (int c = 0; c < nc_; ++c) {
+      Eigen::VectorXd lambda = lambda_.col(c);
+      rates.col(c) = adjoint_rate(lin, lambda, lin.g_x.row(c).transpose());
+      lambda_.col(c) = lambda;
+    }
   }
   IdasSession& session = *seg.session;
   sol_.adjoint.checkpoints += session.checkpoints();
@@ -288,10 +331,9 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
       ypB0.segment(nx_ * nc_ + c * np_, np_) = lin.f_p.transpose() * lambda_.col(c) - lin.g_p.row(c).transpose();
     }
   }
-  session.start_backward(nx_ * nc_ + nq, nq > 0 ? 0 : np_ * nc_, settings(), seg.t_end, yB0, ypB0);
+  session.start_backward(nx_ * nc_ + nq, nq > 0 ? 0 : np_ * nc_, settings(lin), seg.t_end, yB0, ypB0);
   Eigen::VectorXd yB, qB;
   const int flag = session.integrate_backward(seg.t_start, yB, qB);
-  if (nq > 0) qB = yB.tail(nq);
   session.add_backward_stats(sol_.adjoint.backward);
   if (exception_) std::rethrow_exception(exception_);
   if (flag < 0) {
@@ -300,6 +342,7 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
                                   "in mode '{}'",
                                   ida_flag_name(flag), seg.t_start, seg.t_end, pb_.mode(seg.mode).name));
   }
+  if (nq > 0) qB = yB.tail(nq);
   lambda_ = yB.head(nx_ * nc_).reshaped(nx_, nc_);
   if (np_ > 0) grad_ += qB.reshaped(np_, nc_).transpose();
   seg.session.reset();  // the backward pass is done with this recording
@@ -309,23 +352,37 @@ void DaeAdjointSweep::transpose_event(const EventRecord& e) {
   const EventValues v = recorded_dae_event(pb_, e, p_, ws_);
   require_transversal(pb_, v, opt_.grazing_tolerance, "no adjoint sensitivity exists");
   // psi gets lambda+^T F_xdot+ S+ at t_e+: only S_y+ (F_xdot has zero algebraic columns), which
-  // the explicit-reset transfer gives; its transpose yields the coefficients of x(t_e-).
+  // the explicit-reset transfer gives (through the completion's tangent in an index-2 mode); its
+  // transpose yields the coefficients of x(t_e-).
   ResidualLinearization after, before;
   linearize(pb_, v.mode_after, v.time, v.x_plus, v.f_plus, p_, after, ws_);
-  const Eigen::MatrixXd weighted = after.f_xdot.transpose() * lambda_;
+  Eigen::MatrixXd weighted = after.f_xdot.transpose() * lambda_;
+  if (pb_.mode(v.mode_after).index2()) {
+    Eigen::VectorXd guess = v.x_minus;
+    const Event& ev = pb_.event(v.event);
+    if (ev.jump) ev.jump.real(v.time, v.x_minus, p_, guess);
+    weighted = completed_weights(v.mode_after, v.time, guess, weighted);
+  }
   const AdjointTransfer transfer = transfer_adjoint(pb_, v, p_, weighted, ws_);
   grad_ += transfer.gradient;
-  linearize(pb_, v.mode_before, v.time, v.x_minus, v.f_minus, p_, before, ws_);
-  for (int c = 0; c < nc_; ++c) {
-    const AdjointPoint a = consistent_adjoint(pb_, before, transfer.lambda_minus.col(c), before.g_x.row(c).transpose());
-    lambda_.col(c) = a.lambda;
-    grad_.row(c) += a.gradient.transpose();
-  }
+  linearize_with_costs(v.mode_before, v.time, v.x_minus, v.f_minus, before);
+  mode_ = v.mode_before;
+  consistent_lambda(before, transfer.lambda_minus, fmt::format("event '{}'", pb_.event(v.event).name));
+}
+
+void DaeAdjointSweep::linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
+                                           ResidualLinearization& lin) {
+  linearize(pb_, mode, t, x, xdot, p_, lin, ws_);
+  fold_.apply(pb_, mode, t, x, xdot, p_, lin, RateCostFold::Part::Both, ws_);
 }
 
 void DaeAdjointSweep::run() {
-  terminal_conditions();
   auto& segments = run_.segments();
+  for (const DaeSegment& seg : segments) {
+    fold_.scan(pb_, seg.t_start, seg.start.x, seg.start.xdot, p_, ws_);
+    fold_.scan(pb_, seg.t_end, seg.end.x, seg.end.xdot, p_, ws_);
+  }
+  terminal_conditions();
   for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
     integrate_segment(*it);
     for (size_t i = it->events_end; i > it->events_begin; --i) transpose_event(sol_.events[i - 1]);
@@ -336,7 +393,10 @@ void DaeAdjointSweep::run() {
   const DaeSegment& first = segments.front();
   ResidualLinearization start;
   linearize(pb_, first.mode, first.t_start, first.start.x, first.start.xdot, p_, start, ws_);
-  const Eigen::MatrixXd weighted = start.f_xdot.transpose() * lambda_;
+  Eigen::VectorXd x0(nx_);
+  pb_.initial_state().real(p_, x0);
+  const Eigen::MatrixXd weighted =
+      completed_weights(first.mode, first.t_start, x0, start.f_xdot.transpose() * lambda_);
   if (np_ > 0) grad_ += initial_state_products(pb_, p_, weighted).transpose();
   sol_.cost_gradient = grad_;
   sol_.initial_state_gradient = weighted.transpose();
@@ -349,12 +409,6 @@ void DaeAdjointSweep::run() {
 }  // namespace
 
 Solution dae_adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
-  if (problem.has_index2_modes()) {
-    throw InputError(fmt::format("problem '{}' has index-2 modes, whose adjoint (theory hybrid-dae section 4) Saltus "
-                                 "does not compute yet; use forward sensitivities or the complex step (docs/dae.md, "
-                                 "\"Limits\")",
-                                 problem.name()));
-  }
   const SolverMessageScope messages;  // one cap for the forward and the backward pass
   DaeRun run(problem, p, options, RunKind::AdjointRecording);
   Solution sol = run.run();

@@ -36,6 +36,12 @@ ScalarGradient guard_gradient(const Problem& problem, int event, double t, In<do
 TransposedProducts jump_products(const Problem& problem, int event, double t, In<double> x,
                                  In<double> p, const Eigen::MatrixXd& weights);
 
+/// Products of the completion of index-2 mode `mode` (Problem::set_completion) from the guess
+/// (t, x_guess, p), its outputs stacked as (x, x-dot) (2 n_x), with the columns of `weights`
+/// (2 n_x x m): x = [C_x; C_xdot,x]^T L over the guess, p likewise.
+TransposedProducts completion_products(const Problem& problem, int mode, double t, In<double> x_guess,
+                                       In<double> p, const Eigen::MatrixXd& weights);
+
 /// w_t, w_x and w_p of the terminal part of `cost` at (tf, x(tf), p); zero if it has none.
 ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p);

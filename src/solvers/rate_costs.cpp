@@ -1,0 +1,105 @@
+// Running costs that read rates, folded into the adjoint's cost linearization: rate_costs.hpp.
+#include "rate_costs.hpp"
+
+#include <saltus/core/error.hpp>
+#include <saltus/derivatives/residual.hpp>
+#include <saltus/derivatives/reverse.hpp>
+
+#include <Eigen/LU>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace saltus::detail {
+
+void RateCostFold::scan(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
+                        TangentWorkspace& ws) {
+  const Eigen::Index nx = x.size();
+  const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx), zero_p = Eigen::VectorXd::Zero(p.size());
+  Eigen::VectorXd direction = zero_x, tangents(problem.n_costs());
+  for (int i = 0; i < nx; ++i) {
+    direction[i] = 1.0;
+    running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, zero_x, direction, zero_p, tangents, ws);
+    direction[i] = 0.0;
+    for (int c = 0; c < problem.n_costs(); ++c) {
+      if (tangents[c] == 0.0) continue;
+      const std::string& name = problem.state_names()[static_cast<size_t>(i)];
+      if (problem.is_algebraic(i)) {
+        throw InputError(fmt::format("cost '{}' reads the rate of the algebraic state '{}' (der({})), which the "
+                                     "adjoint on IDAS does not support; use forward sensitivities (docs/dae.md, "
+                                     "\"Limits\")",
+                                     problem.cost(c).name, name, name));
+      }
+      if (std::find(states_.begin(), states_.end(), i) == states_.end()) states_.push_back(i);
+    }
+  }
+}
+
+Eigen::MatrixXd RateCostFold::rate_gradients(const Problem& problem, double t, In<double> x, In<double> xdot,
+                                             In<double> p, TangentWorkspace& ws) const {
+  const Eigen::Index nx = x.size();
+  Eigen::MatrixXd g_rates = Eigen::MatrixXd::Zero(problem.n_costs(), nx);
+  const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx), zero_p = Eigen::VectorXd::Zero(p.size());
+  Eigen::VectorXd direction = zero_x, tangents(problem.n_costs());
+  for (int i : states_) {
+    direction[i] = 1.0;
+    running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, zero_x, direction, zero_p, tangents, ws);
+    direction[i] = 0.0;
+    g_rates.col(i) = tangents;
+  }
+  return g_rates;
+}
+
+void RateCostFold::apply_through_completion(const Problem& problem, int mode, double t, In<double> x,
+                                            In<double> xdot, In<double> p, ResidualLinearization& lin, Part part,
+                                            TangentWorkspace& ws) const {
+  const Eigen::Index nx = x.size();
+  // g_xdot C_xdot,x and g_xdot C_xdot,p: one reverse sweep of the completion per cost.
+  Eigen::MatrixXd weights = Eigen::MatrixXd::Zero(2 * nx, problem.n_costs());
+  weights.bottomRows(nx) = rate_gradients(problem, t, x, xdot, p, ws).transpose();
+  const TransposedProducts products = completion_products(problem, mode, t, x, p, weights);
+  if (part != Part::Parameters) lin.g_x += products.x.transpose();
+  if (part != Part::States) lin.g_p += products.p.transpose();
+}
+
+void RateCostFold::apply(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                         ResidualLinearization& lin, Part part, TangentWorkspace& ws) const {
+  if (states_.empty()) return;
+  if (problem.mode(mode).index2()) {
+    apply_through_completion(problem, mode, t, x, xdot, p, lin, part, ws);
+    return;
+  }
+  const Eigen::Index nx = x.size();
+  std::vector<Eigen::Index> rows, columns;
+  for (Eigen::Index i = 0; i < nx; ++i) {
+    if (!lin.f_xdot.row(i).isZero(0.0)) rows.push_back(i);
+    if (!lin.f_xdot.col(i).isZero(0.0)) columns.push_back(i);
+  }
+  if (rows.size() != columns.size()) {
+    throw InputError(fmt::format("a running cost reads rates, which the adjoint on IDAS takes from the residual's "
+                                 "rows with rates; but they are {} rows for {} rates (docs/dae.md, \"Limits\")",
+                                 rows.size(), columns.size()));
+  }
+  const auto k = static_cast<Eigen::Index>(rows.size());
+  Eigen::MatrixXd m(k, k);
+  for (Eigen::Index a = 0; a < k; ++a) {
+    for (Eigen::Index b = 0; b < k; ++b) m(a, b) = lin.f_xdot(rows[static_cast<size_t>(a)], columns[static_cast<size_t>(b)]);
+  }
+  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(m.transpose());
+  if (!(lu.rcond() > 1e-14)) {
+    throw InputError("a running cost reads rates, which the adjoint on IDAS takes from the residual's rows with "
+                     "rates; but their matrix F_ydot is singular; use forward sensitivities (docs/dae.md, "
+                     "\"Limits\")");
+  }
+  const Eigen::MatrixXd g_all = rate_gradients(problem, t, x, xdot, p, ws);
+  Eigen::MatrixXd g_rates(g_all.rows(), k);
+  for (Eigen::Index b = 0; b < k; ++b) g_rates.col(b) = g_all.col(columns[static_cast<size_t>(b)]);
+  const Eigen::MatrixXd b = lu.solve(g_rates.transpose()).transpose();  // n_c x k
+  for (Eigen::Index a = 0; a < k; ++a) {
+    const Eigen::Index row = rows[static_cast<size_t>(a)];
+    if (part != Part::Parameters) lin.g_x.noalias() -= b.col(a) * lin.f_x.row(row);
+    if (part != Part::States) lin.g_p.noalias() -= b.col(a) * lin.f_p.row(row);
+  }
+}
+
+}  // namespace saltus::detail
