@@ -300,7 +300,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   RunArgs a;
   run_cmd->add_option("name", a.name, "Example name (see `saltus list`) or a model file (*.yaml)")->required();
   run_cmd->add_option("--formulation", a.formulation,
-                      "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 (default: the file's)");
+                      "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 | index3 (default: the file's)");
   run_cmd->add_option("--param", a.params, "Override a parameter: name=value (repeatable)");
   run_cmd->add_option("--tend", a.tend, "Final time [s]");
   run_cmd->add_option("--method", a.method,

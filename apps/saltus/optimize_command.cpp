@@ -47,7 +47,7 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
   cmd->add_option("--param", a.run.params, "Override a parameter (also the start of a varied one): name=value");
   cmd->add_option("--tend", a.run.tend, "Final time [s]");
   cmd->add_option("--formulation", a.run.formulation,
-                  "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 (default: the file's)");
+                  "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 | index3 (default: the file's)");
   cmd->add_option("--lmm", a.run.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
   cmd->add_option("--integrator", a.run.integrator,

@@ -272,7 +272,8 @@ Problem make_problem(const Model& model, const FormulationSettings& settings) {
     add_domain_checks(pb, shared);
     return pb;
   }
-  if (settings.type == FormulationType::GGL || settings.type == FormulationType::StabilizedIndex1) {
+  if (settings.type == FormulationType::GGL || settings.type == FormulationType::StabilizedIndex1 ||
+      settings.type == FormulationType::Index3) {
     auto form = std::make_shared<const detail::DaeForm>(shared, part, settings);
     Problem pb = build<detail::DaeForm>(model, form, settings);
     check_start(*form, pb, settings);

@@ -747,6 +747,11 @@ struct MaggiForm : FormBase {
 ///                      q' - v + Phi_q^T w1' = 0,     M v' + force^T w2' - F = 0,
 ///                      Phi_q v + Phi_t = 0,          Phi = 0     (w1 = chi, w2 = psi, chi' = 0,
 ///                      psi' = lambda on the solution),
+///   index3 (theory multibody 2): x = (q, v, lambda, flags), one block,
+///                      q' - v = 0,   M v' - F + force^T lambda = 0,   Phi = 0 on the position
+///                      rows and Phi_q v + Phi_t = 0 on the sticking rows (they have no position
+///                      level); v and lambda are left out of the error test (Petzold's remedy
+///                      for index 3: their Newton corrections grow like 1/h and 1/h^2),
 /// with `force` the rows' force directions (Phi_q but for sliding friction on a normal row). A
 /// slot without a row in force has the residual w = 0 (ggl) or w' = 0 (stabilized), so the
 /// state keeps its size through every contact regime.
@@ -773,10 +778,16 @@ struct DaeForm : FullCoordinateForm {
   }
 
   bool stabilized() const { return kind == FormulationType::StabilizedIndex1; }
-  int n_states() const { return 2 * n + 2 * slots + n_flags(); }
+  bool index3() const { return kind == FormulationType::Index3; }
+  /// Multiplier blocks: lambda (index3); w1 and w2 (ggl, stabilized_index1).
+  int blocks() const { return index3() ? 1 : 2; }
+  int n_states() const { return 2 * n + blocks() * slots + n_flags(); }
   std::vector<std::string> state_names() const {
     std::vector<std::string> names = coordinate_and_velocity_names();
-    for (const char* block : {stabilized() ? "chi" : "lambda", stabilized() ? "psi" : "mu"}) {
+    const std::vector<const char*> block_names =
+        index3() ? std::vector<const char*>{"lambda"}
+                 : std::vector<const char*>{stabilized() ? "chi" : "lambda", stabilized() ? "psi" : "mu"};
+    for (const char* block : block_names) {
       for (int k = 0; k < m; ++k) names.push_back(fmt::format("{}{}", block, k + 1));
       for (int c : persistent) {
         names.push_back(fmt::format("{}.{}", contact(c).name, block));
@@ -786,10 +797,10 @@ struct DaeForm : FullCoordinateForm {
     for (std::string& flag : flag_names()) names.push_back(std::move(flag));
     return names;
   }
-  /// The states left out of the error test: the multipliers.
+  /// The states left out of the error test: the multipliers, in index3 the velocities too.
   std::vector<std::string> algebraic_names() const {
     const std::vector<std::string> all = state_names();
-    return std::vector<std::string>(all.begin() + 2 * n, all.begin() + 2 * n + 2 * slots);
+    return std::vector<std::string>(all.begin() + (index3() ? n : 2 * n), all.begin() + 2 * n + blocks() * slots);
   }
 
   /// The slot of row `row` of `with_contacts(..., set, ...)`: the model's rows, then the active
@@ -812,7 +823,7 @@ struct DaeForm : FullCoordinateForm {
     VectorX<S> start(cartesian.n_states());
     cartesian.initial_state<S>(p, start);  // q, v and the contacts' starting regimes
     x0.head(2 * n) = start.head(2 * n);
-    x0.segment(2 * n, 2 * slots).setZero();  // guesses (ggl) or the integrals chi, psi from 0
+    x0.segment(2 * n, blocks() * slots).setZero();  // guesses (ggl, index3) or the integrals chi, psi from 0
     x0.tail(n_flags()) = start.tail(n_flags());
   }
 
@@ -823,6 +834,10 @@ struct DaeForm : FullCoordinateForm {
     const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
     const MatX<S>& force = cs.force_directions();
     const Eigen::Index positions = m + static_cast<Eigen::Index>(set.active.size());
+    if (index3()) {
+      index3_residual<S>(st, xdot, x.segment(2 * n, slots), p, set, cs, r);
+      return;
+    }
     // w1 and w2 (ggl) or their rates (stabilized): the multipliers of the position and
     // velocity rows, and the residual rows of each kind.
     const Eigen::Index w1 = 2 * n, w2 = 2 * n + slots;
@@ -842,6 +857,25 @@ struct DaeForm : FullCoordinateForm {
       if (row >= positions) continue;
       r.head(n) += cs.jac.row(row).transpose() * position_w[k];
       r[position_rows + k] = cs.phi[row];
+    }
+    r.tail(n_flags()) = xdot.tail(n_flags());
+  }
+
+  /// index3: the slots' lambda on the rows in force, each row at its lowest level (position rows
+  /// Phi, sticking rows their slip rate); a slot without a row has lambda = 0.
+  template <class S>
+  void index3_residual(const MotionState<S>& st, In<S> xdot, In<S> lambda, In<S> p, const ContactSet& set,
+                       const ConstraintSet<S>& cs, Out<S> r) const {
+    const Eigen::Index positions = m + static_cast<Eigen::Index>(set.active.size());
+    const MatX<S>& force = cs.force_directions();
+    r.head(n) = xdot.head(n) - st.v;
+    r.segment(n, n) = mass_matrix<S>(*model, p) * xdot.segment(n, n) - applied_forces(*model, st, p);
+    r.segment(2 * n, slots) = lambda;
+    const VectorX<S> rate = cs.rate(st.v);
+    for (Eigen::Index row = 0; row < cs.phi.size(); ++row) {
+      const int k = row_slot(set, row);
+      r.segment(n, n) += force.row(row).transpose() * lambda[k];
+      r[2 * n + k] = row < positions ? cs.phi[row] : rate[row];
     }
     r.tail(n_flags()) = xdot.tail(n_flags());
   }
@@ -874,13 +908,13 @@ struct DaeForm : FullCoordinateForm {
     x.segment(n, n) = v;
     xdot.head(n) = v;
     xdot.segment(n, n) = a;
-    xdot.segment(2 * n, 2 * slots).setZero();
+    xdot.segment(2 * n, blocks() * slots).setZero();
     if (stabilized()) {
       // chi and psi enter only through their rates: their values continue; psi' = lambda.
       x.segment(2 * n, 2 * slots) = guess.segment(2 * n, 2 * slots);
       for (Eigen::Index row = 0; row < lambda.size(); ++row) xdot[2 * n + slots + row_slot(set, row)] = lambda[row];
     } else {
-      x.segment(2 * n, 2 * slots).setZero();
+      x.segment(2 * n, blocks() * slots).setZero();
       for (Eigen::Index row = 0; row < lambda.size(); ++row) x[2 * n + row_slot(set, row)] = lambda[row];
     }
     x.tail(n_flags()) = guess.tail(n_flags());
@@ -929,11 +963,14 @@ struct DaeForm : FullCoordinateForm {
   template <class S>
   FullState<S> full_state(const S& t, In<S> x, In<S> p, const VectorX<S>* xdot, bool need_mu) const {
     FullState<S> fs{motion(t, x), {}, {}, contact_set<S>(x)};
-    // The completion's rates: the accelerations without x-dot, the reactions in stabilized.
+    // The completion's rates: the accelerations without x-dot, the reactions in stabilized. In
+    // index3 both always: IDAS's v' and lambda, left out of its error test, carry errors of
+    // O(1/h) and O(1/h^2) (a running cost on an acceleration failed its first step).
     VectorX<S> xc(n_states()), xdc(n_states());
-    if (xdot == nullptr || (need_mu && stabilized())) completion<S>(t, x, p, xc, xdc);
-    fs.a = xdot != nullptr ? VectorX<S>(xdot->segment(n, n)) : VectorX<S>(xdc.segment(n, n));
-    if (need_mu) fs.mu = reactions<S>(x, xdc);
+    const bool completed = xdot == nullptr || index3() || (need_mu && stabilized());
+    if (completed) completion<S>(t, x, p, xc, xdc);
+    fs.a = xdot != nullptr && !index3() ? VectorX<S>(xdot->segment(n, n)) : VectorX<S>(xdc.segment(n, n));
+    if (need_mu) fs.mu = reactions<S>(index3() ? In<S>(xc) : x, xdc);
     return fs;
   }
 

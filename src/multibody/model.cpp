@@ -353,6 +353,8 @@ std::string to_string(FormulationType type) {
       return "ggl";
     case FormulationType::StabilizedIndex1:
       return "stabilized_index1";
+    case FormulationType::Index3:
+      return "index3";
   }
   return "?";
 }
@@ -363,10 +365,9 @@ FormulationType parse_formulation(const std::string& name) {
   if (name == "maggi") return FormulationType::Maggi;
   if (name == "ggl") return FormulationType::GGL;
   if (name == "stabilized_index1") return FormulationType::StabilizedIndex1;
+  if (name == "index3") return FormulationType::Index3;
   throw InputError(fmt::format(
-      "unknown formulation '{}' (choose penalty, index1, maggi, ggl or stabilized_index1; index3 is not "
-      "available yet)",
-      name));
+      "unknown formulation '{}' (choose penalty, index1, maggi, ggl, stabilized_index1 or index3)", name));
 }
 
 }  // namespace saltus::multibody

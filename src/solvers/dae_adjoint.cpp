@@ -91,6 +91,7 @@ class DaeAdjointSweep {
   ResidualLinearization lin_;
   double lin_t_ = 0.0;
   Eigen::VectorXd lin_x_, lin_xdot_;
+  ConsistentPoint lin_point_;  // where lin_ is taken: (lin_x_, lin_xdot_), completed at index 2
   bool lin_valid_ = false;             // the state part is at (lin_t_, lin_x_, lin_xdot_)
   bool lin_parameters_valid_ = false;  // and the parameter part
   RateCostFold fold_;
@@ -123,17 +124,25 @@ int DaeAdjointSweep::guarded(Body&& body) {
 const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                                  const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters) {
   if (!(lin_valid_ && t == lin_t_ && x == lin_x_ && xdot == lin_xdot_)) {
-    linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
-    fold_.apply(pb_, mode_, t, x, xdot, p_, lin_, RateCostFold::Part::States, ws_);
     lin_t_ = t;
     lin_x_ = x;
     lin_xdot_ = xdot;
+    lin_point_ = ConsistentPoint{x, xdot};
+    if (pb_.mode(mode_).index2()) {
+      // IDAS's forward multipliers are out of its error and Newton tests at index 2: the
+      // adjoint's coefficients (F_y reads them) take them from the completion of the
+      // interpolated differential states instead. With IDAS's own, the backward steps failed
+      // on their noise (circle_drift at rtol 1e-10: IDA_ERR_FAIL).
+      lin_point_ = consistent_point(pb_, mode_, t, x, xdot, p_, "in the adjoint's backward pass", ws_);
+    }
+    linearize_states(pb_, mode_, t, lin_point_.x, lin_point_.xdot, p_, lin_, ws_);
+    fold_.apply(pb_, mode_, t, lin_point_.x, lin_point_.xdot, p_, lin_, RateCostFold::Part::States, ws_);
     lin_valid_ = true;
     lin_parameters_valid_ = false;
   }
   if (parameters && !lin_parameters_valid_) {
-    linearize_parameters(pb_, mode_, t, x, xdot, p_, lin_, ws_);
-    fold_.apply(pb_, mode_, t, x, xdot, p_, lin_, RateCostFold::Part::Parameters, ws_);
+    linearize_parameters(pb_, mode_, t, lin_point_.x, lin_point_.xdot, p_, lin_, ws_);
+    fold_.apply(pb_, mode_, t, lin_point_.x, lin_point_.xdot, p_, lin_, RateCostFold::Part::Parameters, ws_);
     lin_parameters_valid_ = true;
   }
   return lin_;

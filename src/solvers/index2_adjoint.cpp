@@ -39,8 +39,8 @@ void require_semi_explicit(const Problem& problem, int mode, const ResidualLinea
     const std::string& name = problem.state_names()[static_cast<size_t>(c)];
     throw InputError(
         has_rate ? fmt::format("the index-2 adjoint needs the residual of mode '{}' free of the rates of algebraic "
-                               "states, but it reads the rate of '{}' (a stabilized form such as the multibody "
-                               "stabilized_index1); use forward sensitivities, the complex step or the ggl "
+                               "states, but it reads the rate of '{}' (as the multibody stabilized_index1 and index3 "
+                               "formulations do); use forward sensitivities, the complex step or the ggl "
                                "formulation (docs/dae.md, \"Index 2\")",
                                problem.mode(mode).name, name)
                  : fmt::format("the index-2 adjoint needs the rate of every differential state in the residual of "

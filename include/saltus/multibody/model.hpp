@@ -200,7 +200,7 @@ struct CostSpec {
 /// Penalty and Index1 (ODEs in q, v), Maggi (ODE in the independent coordinates), and the DAEs
 /// in q, v and the multipliers run on IDAS: GGL (stabilized index 2) and StabilizedIndex1
 /// (Anantharaman-Hiller).
-enum class FormulationType { Penalty, Index1, Maggi, GGL, StabilizedIndex1 };
+enum class FormulationType { Penalty, Index1, Maggi, GGL, StabilizedIndex1, Index3 };
 
 /// Formulation settings with their defaults (docs/multibody.md explains the choices).
 struct FormulationSettings {
@@ -298,7 +298,7 @@ struct Model {
 std::string to_string(FormulationType type);
 /// The model-file spelling of an element type: "bar", "revolute", "spring", ...
 std::string to_string(ElementType type);
-/// "penalty" | "index1" | "maggi" | "ggl" | "stabilized_index1"; throws InputError
+/// "penalty" | "index1" | "maggi" | "ggl" | "stabilized_index1" | "index3"; throws InputError
 /// listing the choices otherwise.
 FormulationType parse_formulation(const std::string& name);
 
