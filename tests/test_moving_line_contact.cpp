@@ -118,7 +118,8 @@ TEST_P(MovingLine, ImpulseReversesTheRelativeNormalVelocityOfATurningLine) {
 
 INSTANTIATE_TEST_SUITE_P(Formulations, MovingLine,
                          ::testing::Values(FormulationType::Index1, FormulationType::Maggi, FormulationType::Penalty,
-                                           FormulationType::GGL, FormulationType::StabilizedIndex1),
+                                           FormulationType::GGL, FormulationType::StabilizedIndex1,
+                                           FormulationType::Index3),
                          [](const auto& info) { return multibody::to_string(info.param); });
 
 TEST(MovingLineContact, BadLineBodiesAreRefusedWithTheirField) {

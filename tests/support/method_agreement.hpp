@@ -23,7 +23,9 @@ enum class AdjointCase { Agrees, Refused };
 
 /// The adjoint case of a mechanism with multipliers in formulation `type`.
 inline AdjointCase adjoint_case(multibody::FormulationType type) {
-  return type == multibody::FormulationType::StabilizedIndex1 ? AdjointCase::Refused : AdjointCase::Agrees;
+  return type == multibody::FormulationType::StabilizedIndex1 || type == multibody::FormulationType::Index3
+             ? AdjointCase::Refused
+             : AdjointCase::Agrees;
 }
 
 /// The adjoint's cost gradient; for a problem it refuses (`expected`), the check that it does and
