@@ -4,8 +4,8 @@
 // with the gradient quadrature integral of (g_p - lambda^T F_p), one column per cost; at the
 // final time and before every event lambda is made consistent (consistent_adjoint), and the
 // event's transposed transfer is event_transfer's transfer_adjoint applied to F_xdot+^T lambda+.
-// Index-2 modes (theory section 4): lambda is made consistent by index2_adjoint.hpp, their
-// constraint rows' entries are left out of the error test like the forward multipliers, and the
+// Index-2 modes (theory section 4): lambda is made consistent by index2_adjoint.hpp, its entries
+// on the rows without rates are left out of the error test like the forward multipliers, and the
 // completion's tangent is transposed where the forward pass applies it (after events, at t0).
 #include <saltus/core/error.hpp>
 #include <saltus/derivatives/residual.hpp>
@@ -68,8 +68,9 @@ class DaeAdjointSweep {
   /// part of the reduction.
   void consistent_lambda(const ResidualLinearization& lin, const Eigen::MatrixXd& ell, const std::string& what);
   /// In an index-2 mode, `weighted` (coefficients of the completed state) carried back through
-  /// the completion's tangent to the guess x_guess; grad_ gets its parameter part.
-  Eigen::MatrixXd completed_weights(int mode, double t, const Eigen::VectorXd& x_guess, const Eigen::MatrixXd& weighted);
+  /// the completion's tangent taken at `x` (where the forward pass takes it); grad_ gets its
+  /// parameter part.
+  Eigen::MatrixXd completed_weights(int mode, double t, const Eigen::VectorXd& x, const Eigen::MatrixXd& weighted);
   void integrate_segment(DaeSegment& segment);
   void require_constant_mass(const DaeSegment& segment);
   void transpose_event(const EventRecord& event);
@@ -289,10 +290,10 @@ void DaeAdjointSweep::consistent_lambda(const ResidualLinearization& lin, const 
   }
 }
 
-Eigen::MatrixXd DaeAdjointSweep::completed_weights(int mode, double t, const Eigen::VectorXd& x_guess,
+Eigen::MatrixXd DaeAdjointSweep::completed_weights(int mode, double t, const Eigen::VectorXd& x,
                                                    const Eigen::MatrixXd& weighted) {
   if (!pb_.mode(mode).index2()) return weighted;
-  const CompletionTranspose ct = transpose_completion(pb_, mode, t, x_guess, p_, weighted, ws_);
+  const CompletionTranspose ct = transpose_completion(pb_, mode, t, x, p_, weighted);
   grad_ += ct.p;
   return ct.x;
 }
@@ -367,12 +368,9 @@ void DaeAdjointSweep::transpose_event(const EventRecord& e) {
   ResidualLinearization after, before;
   linearize(pb_, v.mode_after, v.time, v.x_plus, v.f_plus, p_, after, ws_);
   Eigen::MatrixXd weighted = after.f_xdot.transpose() * lambda_;
-  if (pb_.mode(v.mode_after).index2()) {
-    Eigen::VectorXd guess = v.x_minus;
-    const Event& ev = pb_.event(v.event);
-    if (ev.jump) ev.jump.real(v.time, v.x_minus, p_, guess);
-    weighted = completed_weights(v.mode_after, v.time, guess, weighted);
-  }
+  // The forward transfer takes the completion's tangent at the completed x+ (dae_transfer.cpp,
+  // consistent_sensitivities): the same point here, so that both passes differentiate one map.
+  weighted = completed_weights(v.mode_after, v.time, v.x_plus, weighted);
   const AdjointTransfer transfer = transfer_adjoint(pb_, v, p_, weighted, ws_);
   grad_ += transfer.gradient;
   linearize_with_costs(v.mode_before, v.time, v.x_minus, v.f_minus, before);
@@ -403,10 +401,10 @@ void DaeAdjointSweep::run() {
   const DaeSegment& first = segments.front();
   ResidualLinearization start;
   linearize(pb_, first.mode, first.t_start, first.start.x, first.start.xdot, p_, start, ws_);
-  Eigen::VectorXd x0(nx_);
-  pb_.initial_state().real(p_, x0);
+  // At the completed start, as the forward pass (dae_run.cpp: consistent_sensitivities at the
+  // consistent initial point).
   const Eigen::MatrixXd weighted =
-      completed_weights(first.mode, first.t_start, x0, start.f_xdot.transpose() * lambda_);
+      completed_weights(first.mode, first.t_start, first.start.x, start.f_xdot.transpose() * lambda_);
   if (np_ > 0) grad_ += initial_state_products(pb_, p_, weighted).transpose();
   sol_.cost_gradient = grad_;
   sol_.initial_state_gradient = weighted.transpose();

@@ -176,12 +176,12 @@ Eigen::MatrixXd index2_adjoint_rates(const Problem& problem, int mode, double t,
   return rates;
 }
 
-CompletionTranspose transpose_completion(const Problem& problem, int mode, double t, In<double> x_guess,
-                                         In<double> p, const Eigen::MatrixXd& w, TangentWorkspace&) {
-  const Eigen::Index n = x_guess.size();
+CompletionTranspose transpose_completion(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                                         const Eigen::MatrixXd& w) {
+  const Eigen::Index n = x.size();
   Eigen::MatrixXd weights = Eigen::MatrixXd::Zero(2 * n, w.cols());
   weights.topRows(n) = w;
-  const TransposedProducts products = completion_products(problem, mode, t, x_guess, p, weights);
+  const TransposedProducts products = completion_products(problem, mode, t, x, p, weights);
   return {products.x, products.p.transpose()};
 }
 

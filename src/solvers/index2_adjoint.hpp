@@ -54,13 +54,14 @@ Eigen::MatrixXd index2_adjoint_rates(const Problem& problem, int mode, double t,
                                     In<double> p, const ResidualLinearization& lin, Eigen::MatrixXd& lambda,
                                     const RateCostFold& fold, TangentWorkspace& ws);
 
-/// The transpose of a completion's tangent: for S = C_x s + C_p (the consistent sensitivities
-/// the completion gives from a guess's s), W^T S = (C_x^T W)^T s + (C_p^T W)^T. W is n_x x n_c.
+/// The transpose of a completion's tangent at x: for S = C_x s + C_p (the consistent
+/// sensitivities the completion gives from s), W^T S = (C_x^T W)^T s + (C_p^T W)^T. W is
+/// n_x x n_c.
 struct CompletionTranspose {
   Eigen::MatrixXd x;  ///< C_x^T W, n_x x n_c
   Eigen::MatrixXd p;  ///< W^T C_p, n_c x n_p
 };
-CompletionTranspose transpose_completion(const Problem& problem, int mode, double t, In<double> x_guess,
-                                         In<double> p, const Eigen::MatrixXd& w, TangentWorkspace& ws);
+CompletionTranspose transpose_completion(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                                         const Eigen::MatrixXd& w);
 
 }  // namespace saltus::detail

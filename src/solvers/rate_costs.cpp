@@ -16,13 +16,18 @@ void RateCostFold::scan(const Problem& problem, double t, In<double> x, In<doubl
                         TangentWorkspace& ws) {
   const Eigen::Index nx = x.size();
   const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(nx), zero_p = Eigen::VectorXd::Zero(p.size());
-  Eigen::VectorXd direction = zero_x, tangents(problem.n_costs());
+  // At the point's rates and at generic ones: a cost like der(y)^2 has a zero derivative where
+  // der(y) = 0 (a start at rest) but reads the rate all the same.
+  Eigen::VectorXd generic = xdot;
+  for (Eigen::Index i = 0; i < nx; ++i) generic[i] += 0.37 + 0.011 * static_cast<double>(i);
+  Eigen::VectorXd direction = zero_x, tangents(problem.n_costs()), at_generic(problem.n_costs());
   for (int i = 0; i < nx; ++i) {
     direction[i] = 1.0;
     running_cost_tangents_at_rate(problem, t, x, xdot, p, 0.0, zero_x, direction, zero_p, tangents, ws);
+    running_cost_tangents_at_rate(problem, t, x, generic, p, 0.0, zero_x, direction, zero_p, at_generic, ws);
     direction[i] = 0.0;
     for (int c = 0; c < problem.n_costs(); ++c) {
-      if (tangents[c] == 0.0) continue;
+      if (tangents[c] == 0.0 && at_generic[c] == 0.0) continue;
       const std::string& name = problem.state_names()[static_cast<size_t>(i)];
       if (problem.is_algebraic(i)) {
         throw InputError(fmt::format("cost '{}' reads the rate of the algebraic state '{}' (der({})), which the "
