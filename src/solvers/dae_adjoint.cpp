@@ -92,7 +92,12 @@ class DaeAdjointSweep {
   ResidualLinearization lin_;
   double lin_t_ = 0.0;
   Eigen::VectorXd lin_x_, lin_xdot_;
-  ConsistentPoint lin_point_;  // where lin_ is taken: (lin_x_, lin_xdot_), completed at index 2
+  // Where lin_ is taken: (lin_x_, lin_xdot_), or its completion at index 2 (no copy otherwise:
+  // at() runs once per backward point).
+  ConsistentPoint lin_completion_;
+  bool lin_completed_ = false;
+  const Eigen::VectorXd& lin_point_x() const { return lin_completed_ ? lin_completion_.x : lin_x_; }
+  const Eigen::VectorXd& lin_point_xdot() const { return lin_completed_ ? lin_completion_.xdot : lin_xdot_; }
   bool lin_valid_ = false;             // the state part is at (lin_t_, lin_x_, lin_xdot_)
   bool lin_parameters_valid_ = false;  // and the parameter part
   RateCostFold fold_;
@@ -128,23 +133,23 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
     lin_t_ = t;
     lin_x_ = x;
     lin_xdot_ = xdot;
-    lin_point_ = ConsistentPoint{x, xdot};
-    if (pb_.mode(mode_).index2()) {
+    lin_completed_ = pb_.mode(mode_).index2();
+    if (lin_completed_) {
       // IDAS's forward multipliers are out of its error and Newton tests at index 2: the
       // adjoint's coefficients (F_y reads them) take them from the completion of the
       // interpolated differential states instead. Measured: fivebar_floor in ggl took 8,931
       // backward steps instead of 11,560, and agreed with forward sensitivities to 4.7e-8
       // instead of 9.4e-8.
-      lin_point_ = consistent_point(pb_, mode_, t, x, xdot, p_, "in the adjoint's backward pass", ws_);
+      lin_completion_ = consistent_point(pb_, mode_, t, x, xdot, p_, "in the adjoint's backward pass", ws_);
     }
-    linearize_states(pb_, mode_, t, lin_point_.x, lin_point_.xdot, p_, lin_, ws_);
-    fold_.apply(pb_, mode_, t, lin_point_.x, lin_point_.xdot, p_, lin_, RateCostFold::Part::States, ws_);
+    linearize_states(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, ws_);
+    fold_.apply(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, RateCostFold::Part::States, ws_);
     lin_valid_ = true;
     lin_parameters_valid_ = false;
   }
   if (parameters && !lin_parameters_valid_) {
-    linearize_parameters(pb_, mode_, t, lin_point_.x, lin_point_.xdot, p_, lin_, ws_);
-    fold_.apply(pb_, mode_, t, lin_point_.x, lin_point_.xdot, p_, lin_, RateCostFold::Part::Parameters, ws_);
+    linearize_parameters(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, ws_);
+    fold_.apply(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, RateCostFold::Part::Parameters, ws_);
     lin_parameters_valid_ = true;
   }
   return lin_;
