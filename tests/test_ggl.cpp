@@ -113,21 +113,29 @@ TEST(DaeFormulations, Index3ConvergesToIndex1) {
   }
 }
 
-// stabilized_index1 and index3 read the rates of states they leave out of the error test: the
-// index-2 adjoint refuses them, naming the state and the formulation that it covers.
-TEST(DaeFormulations, AdjointRefusesStabilizedIndex1AndIndex3WithTheReason) {
-  for (const auto& [type, state] : {std::pair{multibody::FormulationType::StabilizedIndex1, "chi1"},
-                                    std::pair{multibody::FormulationType::Index3, "p1.x_dot"}}) {
-    const Problem pb = load("fivebar.yaml", type);
-    try {
-      (void)adjoint(pb);
-      ADD_FAILURE() << "no error";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("reads the rate of '") + state + "'"), std::string::npos)
-          << e.what();
-      EXPECT_NE(std::string(e.what()).find("ggl"), std::string::npos) << e.what();
+// stabilized_index1 and index3 are not semi-explicit index 2: their adjoint runs through the
+// completion (completed_adjoint.hpp). Through fivebar_floor's three impacts, with a cost that reads
+// accelerations, both agree with index1's forward gradient (a separate integrator, CVODES, on the
+// ODE form). Measured at the file's rtol 1e-10: stabilized_index1 8e-9, index3 1.7e-6 relative to
+// the largest entry of each cost's row; index3's own forward sensitivities are 3e-4 off (docs/
+// multibody.md, "Index 3"), so there the adjoint is the closer of the two.
+TEST(DaeFormulations, TheAdjointThroughTheCompletionAgreesWithIndex1ThroughImpacts) {
+  const Problem index1 = load("fivebar_floor.yaml", multibody::FormulationType::Index1);
+  const Solution reference = forward_sensitivity(index1);
+  for (const auto& [type, tolerance] : {std::pair{multibody::FormulationType::StabilizedIndex1, 1e-7},
+                                        std::pair{multibody::FormulationType::Index3, 1e-5}}) {
+    const Problem pb = load("fivebar_floor.yaml", type);
+    const Solution adj = adjoint(pb);
+    ASSERT_EQ(adj.events.size(), reference.events.size());
+    for (int c = 0; c < pb.n_costs(); ++c) {
+      const double scale = reference.cost_gradient.row(c).cwiseAbs().maxCoeff();
+      EXPECT_LT((adj.cost_gradient.row(c) - reference.cost_gradient.row(c)).cwiseAbs().maxCoeff(), tolerance * scale)
+          << pb.cost(c).name << "\n" << adj.cost_gradient << "\n" << reference.cost_gradient;
     }
   }
+}
+
+TEST(DaeFormulations, FormulationNames) {
   EXPECT_EQ(multibody::parse_formulation("index3"), multibody::FormulationType::Index3);
   try {
     (void)multibody::parse_formulation("index2");

@@ -87,7 +87,7 @@ TEST_P(Persistent, LadderLeavesItsWallAtTwoThirdsOfItsHeight) {
   EXPECT_EQ(fwd.events.front().name, "wall release");
   EXPECT_EQ(fwd.final_state[pb.state_index("floor.active")], 1.0);
   EXPECT_EQ(fwd.final_state[pb.state_index("wall.active")], 0.0);
-  test_support::expect_methods_agree(pb, fwd, agreement(), test_support::adjoint_case(GetParam()));
+  test_support::expect_methods_agree(pb, fwd, agreement());
 }
 
 // At the file's tolerances (rtol 1e-8) the released wall contact opens at third order, within
@@ -147,7 +147,7 @@ TEST_P(Persistent, BlockLandsOnAnInclineAndSlides) {
   EXPECT_NEAR(fwd.cost_gradient(x_T, pb.parameter_index("s")), d_s, 1e3 * tol);
   EXPECT_NEAR(fwd.cost_gradient(x_T, pb.parameter_index("h0")), d_h0, 1e3 * tol);
   EXPECT_NEAR(fwd.cost_gradient(x_T, pb.parameter_index("vx0")), d_vx0, 1e3 * tol);
-  test_support::expect_methods_agree(pb, fwd, agreement(), test_support::adjoint_case(GetParam()));
+  test_support::expect_methods_agree(pb, fwd, agreement());
 }
 
 // A ball dropped from h with restitution e settles: its bounces accumulate at
@@ -251,7 +251,7 @@ TEST_P(Persistent, ContactOnALineAcceleratingAwayStaysOpen) {
   const double expected = hit.state_after[y] + hit.state_after[vy] * dt - 0.5 * 9.81 * dt * dt;
   EXPECT_NEAR(fwd.final_state[y], expected, penalty() ? 1e-6 : 1e-9);
   EXPECT_NEAR(hit.state_after[vy], 0.2 * 10 * std::cos(10 * hit.time - 1.4292036732051034), penalty() ? 1e-6 : 1e-9);
-  test_support::expect_methods_agree(pb, fwd, agreement(), test_support::adjoint_case(GetParam()));
+  test_support::expect_methods_agree(pb, fwd, agreement());
 }
 
 // A persistent knee stop between two bars (natural coordinates) with restitution 0: the knee
@@ -307,7 +307,7 @@ TEST_P(Persistent, KneeStopBetweenBarsHoldsItsLimit) {
     }
   }
   EXPECT_GT(locked, 10);
-  test_support::expect_methods_agree(pb, fwd, agreement(), test_support::adjoint_case(GetParam()));
+  test_support::expect_methods_agree(pb, fwd, agreement());
 }
 
 INSTANTIATE_TEST_SUITE_P(Formulations, Persistent,

@@ -77,7 +77,7 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     try {
       adj = timed(seconds, [&] { return adjoint(pb, p, options); });
     } catch (const InputError& e) {
-      // A problem the adjoint does not cover (the multibody stabilized_index1 form, for one):
+      // A problem the adjoint does not cover (a DAE with a state-dependent mass matrix, for one):
       // asked for alone it is refused; --method all compares the other methods.
       if (a.method == "adjoint") throw;
       fmt::print(err, "saltus: note: no adjoint: {}; --method all compares the other methods\n", e.what());

@@ -7,6 +7,9 @@
 // Index-2 modes (theory section 4): lambda is made consistent by index2_adjoint.hpp, its entries
 // on the rows without rates are left out of the error test like the forward multipliers, and the
 // completion's tangent is transposed where the forward pass applies it (after events, at t0).
+// Modes with a completion that are not semi-explicit index 2 (the multibody index3 and
+// stabilized_index1 forms) take the adjoint of the completion's ODE x' = R(t, x, p) instead
+// (completed_adjoint.hpp): the same equations with F_xdot = I, F_x = -R_x, F_p = -R_p.
 #include <saltus/core/error.hpp>
 #include <saltus/derivatives/residual.hpp>
 #include <saltus/derivatives/reverse.hpp>
@@ -19,6 +22,7 @@
 #include <exception>
 
 #include "dae_adjoint.hpp"
+#include "completed_adjoint.hpp"
 #include "dae_run.hpp"
 #include "index2_adjoint.hpp"
 #include "nvector_view.hpp"
@@ -40,6 +44,13 @@ constexpr double kConstantMassTolerance = 1e-10;
 /// relative at rtol 1e-8 on a clock). Beyond it they stay quadratures, which keep the dense
 /// backward Jacobian at n_x n_c.
 constexpr int kGradientStatesLimit = 64;
+
+/// How the backward pass treats a mode (see the top of this file).
+enum class AdjointForm {
+  Index1,     ///< no completion: theory section 3
+  Index2,     ///< a completion, semi-explicit Hessenberg index 2: theory section 4
+  Completed,  ///< a completion, other structure: the adjoint of the completion's ODE
+};
 
 class DaeAdjointSweep {
  public:
@@ -64,9 +75,15 @@ class DaeAdjointSweep {
   void linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
                             ResidualLinearization& lin);
   void terminal_conditions();
-  /// lambda_ in mode_ from the coefficients ell (n_x x n_c) of x there; grad_ gets the parameter
-  /// part of the reduction.
-  void consistent_lambda(const ResidualLinearization& lin, const Eigen::MatrixXd& ell, const std::string& what);
+  /// lambda_ in mode_ from the coefficients ell (n_x x n_c) of x there (at (t, x)); grad_ gets
+  /// the parameter part of the reduction.
+  void consistent_lambda(double t, const Eigen::VectorXd& x, const ResidualLinearization& lin,
+                         const Eigen::MatrixXd& ell, const std::string& what);
+  /// Classifies the modes of the recorded segments (forms_).
+  void classify_modes();
+  AdjointForm form(int mode) const { return forms_[static_cast<size_t>(mode)]; }
+  /// F_xdot^T lambda at a point of `mode` (lambda itself in the completed form).
+  Eigen::MatrixXd rate_weighted(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot);
   /// In an index-2 mode, `weighted` (coefficients of the completed state) carried back through
   /// the completion's tangent taken at `x` (where the forward pass takes it); grad_ gets its
   /// parameter part.
@@ -101,6 +118,8 @@ class DaeAdjointSweep {
   bool lin_valid_ = false;             // the state part is at (lin_t_, lin_x_, lin_xdot_)
   bool lin_parameters_valid_ = false;  // and the parameter part
   RateCostFold fold_;
+  std::vector<AdjointForm> forms_;
+  CompletedLinearization completed_;
   std::exception_ptr exception_;
 };
 
@@ -129,27 +148,36 @@ int DaeAdjointSweep::guarded(Body&& body) {
 
 const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                                  const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters) {
+  const bool completed_form = form(mode_) == AdjointForm::Completed;
   if (!(lin_valid_ && t == lin_t_ && x == lin_x_ && xdot == lin_xdot_)) {
     lin_t_ = t;
     lin_x_ = x;
     lin_xdot_ = xdot;
-    lin_completed_ = pb_.mode(mode_).index2();
-    if (lin_completed_) {
-      // IDAS's forward multipliers are out of its error and Newton tests at index 2: the
-      // adjoint's coefficients (F_y reads them) take them from the completion of the
-      // interpolated differential states instead. Measured: fivebar_floor in ggl took 8,931
-      // backward steps instead of 11,560, and agreed with forward sensitivities to 4.7e-8
-      // instead of 9.4e-8.
-      lin_completion_ = consistent_point(pb_, mode_, t, x, xdot, p_, "in the adjoint's backward pass", ws_);
+    lin_completed_ = form(mode_) == AdjointForm::Index2;
+    if (completed_form) {
+      completed_.states(pb_, mode_, t, x, p_, lin_, ws_);
+    } else {
+      if (lin_completed_) {
+        // IDAS's forward multipliers are out of its error and Newton tests at index 2: the
+        // adjoint's coefficients (F_y reads them) take them from the completion of the
+        // interpolated differential states instead. Measured: fivebar_floor in ggl took 8,931
+        // backward steps instead of 11,560, and agreed with forward sensitivities to 4.7e-8
+        // instead of 9.4e-8.
+        lin_completion_ = consistent_point(pb_, mode_, t, x, xdot, p_, "in the adjoint's backward pass", ws_);
+      }
+      linearize_states(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, ws_);
+      fold_.apply(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, RateCostFold::Part::States, ws_);
     }
-    linearize_states(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, ws_);
-    fold_.apply(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, RateCostFold::Part::States, ws_);
     lin_valid_ = true;
     lin_parameters_valid_ = false;
   }
   if (parameters && !lin_parameters_valid_) {
-    linearize_parameters(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, ws_);
-    fold_.apply(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, RateCostFold::Part::Parameters, ws_);
+    if (completed_form) {
+      completed_.parameters(pb_, mode_, t, x, p_, lin_, ws_);
+    } else {
+      linearize_parameters(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, ws_);
+      fold_.apply(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, RateCostFold::Part::Parameters, ws_);
+    }
     lin_parameters_valid_ = true;
   }
   return lin_;
@@ -240,7 +268,7 @@ IdasBackwardSettings DaeAdjointSweep::settings(const ResidualLinearization& lin)
   s.residual = residual_cb;
   s.jacobian = jacobian_cb;
   s.quadrature = quadrature_cb;
-  const bool index2 = pb_.mode(mode_).index2();
+  const bool index2 = form(mode_) == AdjointForm::Index2;
   if (gradient_states() > 0 || index2) {
     s.state_atol.assign(static_cast<size_t>(nx_ * nc_), tol.atol);
     if (gradient_states() > 0) {
@@ -278,12 +306,18 @@ void DaeAdjointSweep::terminal_conditions() {
     ell.col(c) = w.x;
     grad_.row(c) = w.p.transpose();
   }
-  consistent_lambda(lin, ell, "the terminal cost");
+  consistent_lambda(tf, sol_.final_state, lin, ell, "the terminal cost");
 }
 
-void DaeAdjointSweep::consistent_lambda(const ResidualLinearization& lin, const Eigen::MatrixXd& ell,
-                                        const std::string& what) {
-  if (pb_.mode(mode_).index2()) {
+void DaeAdjointSweep::consistent_lambda(double t, const Eigen::VectorXd& x, const ResidualLinearization& lin,
+                                        const Eigen::MatrixXd& ell, const std::string& what) {
+  if (form(mode_) == AdjointForm::Completed) {
+    // Through the completion's transpose: lambda pairs with the ODE's sensitivities, ell with
+    // the consistent ones, which the completion's tangent gives from them.
+    lambda_ = completed_weights(mode_, t, x, ell);
+    return;
+  }
+  if (form(mode_) == AdjointForm::Index2) {
     lambda_ = consistent_index2_adjoint(pb_, mode_, lin, ell, grad_, what);
     return;
   }
@@ -303,7 +337,30 @@ Eigen::MatrixXd DaeAdjointSweep::completed_weights(int mode, double t, const Eig
   return ct.x;
 }
 
+void DaeAdjointSweep::classify_modes() {
+  forms_.assign(static_cast<size_t>(pb_.n_modes()), AdjointForm::Index1);
+  std::vector<bool> seen(static_cast<size_t>(pb_.n_modes()), false);
+  ResidualLinearization lin;
+  Index2Structure structure;
+  for (const DaeSegment& seg : run_.segments()) {
+    const auto k = static_cast<size_t>(seg.mode);
+    if (seen[k] || !pb_.mode(seg.mode).index2()) continue;
+    seen[k] = true;
+    linearize(pb_, seg.mode, seg.t_end, seg.end.x, seg.end.xdot, p_, lin, ws_);
+    forms_[k] = index2_obstacle(pb_, seg.mode, lin, structure).empty() ? AdjointForm::Index2 : AdjointForm::Completed;
+  }
+}
+
+Eigen::MatrixXd DaeAdjointSweep::rate_weighted(int mode, double t, const Eigen::VectorXd& x,
+                                               const Eigen::VectorXd& xdot) {
+  if (form(mode) == AdjointForm::Completed) return lambda_;  // F_xdot = I
+  ResidualLinearization lin;
+  linearize(pb_, mode, t, x, xdot, p_, lin, ws_);
+  return lin.f_xdot.transpose() * lambda_;
+}
+
 void DaeAdjointSweep::require_constant_mass(const DaeSegment& seg) {
+  if (form(seg.mode) == AdjointForm::Completed) return;  // F_xdot = I
   ResidualLinearization start, end;
   linearize(pb_, seg.mode, seg.t_start, seg.start.x, seg.start.xdot, p_, start, ws_);
   linearize(pb_, seg.mode, seg.t_end, seg.end.x, seg.end.xdot, p_, end, ws_);
@@ -326,7 +383,7 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   lin_valid_ = false;
   const ResidualLinearization& lin = lin_;
   Eigen::MatrixXd rates(nx_, nc_);
-  if (pb_.mode(mode_).index2()) {
+  if (form(mode_) == AdjointForm::Index2) {
     rates = index2_adjoint_rates(pb_, mode_, seg.t_end, seg.end.x, seg.end.xdot, p_, lin, lambda_, fold_, ws_);
   } else {
     for (int c = 0; c < nc_; ++c) {
@@ -370,28 +427,34 @@ void DaeAdjointSweep::transpose_event(const EventRecord& e) {
   // psi gets lambda+^T F_xdot+ S+ at t_e+: only S_y+ (F_xdot has zero algebraic columns), which
   // the explicit-reset transfer gives (through the completion's tangent in an index-2 mode); its
   // transpose yields the coefficients of x(t_e-).
-  ResidualLinearization after, before;
-  linearize(pb_, v.mode_after, v.time, v.x_plus, v.f_plus, p_, after, ws_);
-  Eigen::MatrixXd weighted = after.f_xdot.transpose() * lambda_;
+  Eigen::MatrixXd weighted = rate_weighted(v.mode_after, v.time, v.x_plus, v.f_plus);
   // The forward transfer takes the completion's tangent at the completed x+ (dae_transfer.cpp,
   // consistent_sensitivities): the same point here, so that both passes differentiate one map.
   weighted = completed_weights(v.mode_after, v.time, v.x_plus, weighted);
   const AdjointTransfer transfer = transfer_adjoint(pb_, v, p_, weighted, ws_);
   grad_ += transfer.gradient;
-  linearize_with_costs(v.mode_before, v.time, v.x_minus, v.f_minus, before);
+  ResidualLinearization before;
   mode_ = v.mode_before;
-  consistent_lambda(before, transfer.lambda_minus, fmt::format("event '{}'", pb_.event(v.event).name));
+  linearize_with_costs(v.mode_before, v.time, v.x_minus, v.f_minus, before);
+  consistent_lambda(v.time, v.x_minus, before, transfer.lambda_minus,
+                    fmt::format("event '{}'", pb_.event(v.event).name));
 }
 
 void DaeAdjointSweep::linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
                                            ResidualLinearization& lin) {
+  if (form(mode) == AdjointForm::Completed) {
+    completed_.all(pb_, mode, t, x, p_, lin, ws_);
+    return;
+  }
   linearize(pb_, mode, t, x, xdot, p_, lin, ws_);
   fold_.apply(pb_, mode, t, x, xdot, p_, lin, RateCostFold::Part::Both, ws_);
 }
 
 void DaeAdjointSweep::run() {
   auto& segments = run_.segments();
+  classify_modes();
   for (const DaeSegment& seg : segments) {
+    if (form(seg.mode) == AdjointForm::Completed) continue;  // its costs read the completion's rates
     fold_.scan(pb_, seg.t_start, seg.start.x, seg.start.xdot, p_, ws_);
     fold_.scan(pb_, seg.t_end, seg.end.x, seg.end.xdot, p_, ws_);
   }
@@ -404,12 +467,11 @@ void DaeAdjointSweep::run() {
   // psi gets lambda(t0)^T F_xdot S(t0): the differential part of dx0/dp (the algebraic initial
   // values are guesses).
   const DaeSegment& first = segments.front();
-  ResidualLinearization start;
-  linearize(pb_, first.mode, first.t_start, first.start.x, first.start.xdot, p_, start, ws_);
   // At the completed start, as the forward pass (dae_run.cpp: consistent_sensitivities at the
   // consistent initial point).
   const Eigen::MatrixXd weighted =
-      completed_weights(first.mode, first.t_start, first.start.x, start.f_xdot.transpose() * lambda_);
+      completed_weights(first.mode, first.t_start, first.start.x,
+                        rate_weighted(first.mode, first.t_start, first.start.x, first.start.xdot));
   if (np_ > 0) grad_ += initial_state_products(pb_, p_, weighted).transpose();
   sol_.cost_gradient = grad_;
   sol_.initial_state_gradient = weighted.transpose();

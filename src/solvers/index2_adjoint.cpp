@@ -30,34 +30,28 @@ Eigen::PartialPivLU<Eigen::MatrixXd> factor(const Problem& problem, int mode, co
   return lu;
 }
 
-/// The adjoint below reads the rates of the differential states only: each has a column in
-/// F_xdot, and no algebraic state has one.
-void require_semi_explicit(const Problem& problem, int mode, const ResidualLinearization& lin) {
+/// Why the adjoint below cannot run on the mode ("" when it can): it reads the rates of the
+/// differential states only, so each has a column in F_xdot and no algebraic state has one.
+std::string semi_explicit_obstacle(const Problem& problem, int mode, const ResidualLinearization& lin) {
   for (int c = 0; c < problem.n_states(); ++c) {
     const bool has_rate = !lin.f_xdot.col(c).isZero(0.0);
     if (has_rate == !problem.is_algebraic(c)) continue;
     const std::string& name = problem.state_names()[static_cast<size_t>(c)];
-    throw InputError(
-        has_rate ? fmt::format("the index-2 adjoint needs the residual of mode '{}' free of the rates of algebraic "
-                               "states, but it reads the rate of '{}' (as the multibody stabilized_index1 and index3 "
-                               "formulations do); use forward sensitivities, the complex step or the ggl "
-                               "formulation (docs/dae.md, \"Index 2\")",
-                               problem.mode(mode).name, name)
-                 : fmt::format("the index-2 adjoint needs the rate of every differential state in the residual of "
-                               "mode '{}', but it has none of '{}' (in the ggl formulation: a point or body without "
-                               "mass); use forward sensitivities, the complex step or the index1 formulation "
-                               "(docs/dae.md, \"Index 2\")",
-                               problem.mode(mode).name, name));
+    return has_rate ? fmt::format("the residual of mode '{}' reads the rate of the algebraic state '{}'",
+                                  problem.mode(mode).name, name)
+                    : fmt::format("the residual of mode '{}' has no rate of the differential state '{}'",
+                                  problem.mode(mode).name, name);
   }
+  return "";
 }
 
 }  // namespace
 
-Index2Structure index2_structure(const Problem& problem, int mode, const ResidualLinearization& lin) {
+std::string index2_obstacle(const Problem& problem, int mode, const ResidualLinearization& lin, Index2Structure& s) {
   const Eigen::Index n = lin.f_x.rows();
-  Index2Structure s{std::vector<bool>(static_cast<size_t>(n)), std::vector<bool>(static_cast<size_t>(n)),
-                    std::vector<bool>(static_cast<size_t>(n))};
-  require_semi_explicit(problem, mode, lin);
+  s = Index2Structure{std::vector<bool>(static_cast<size_t>(n)), std::vector<bool>(static_cast<size_t>(n)),
+                      std::vector<bool>(static_cast<size_t>(n))};
+  if (std::string why = semi_explicit_obstacle(problem, mode, lin); !why.empty()) return why;
   int differential_rows = 0, index1_rows = 0, index1_columns = 0;
   for (Eigen::Index r = 0; r < n; ++r) {
     const auto k = static_cast<size_t>(r);
@@ -80,11 +74,19 @@ Index2Structure index2_structure(const Problem& problem, int mode, const Residua
   }
   const int differential_states = static_cast<int>(n) - problem.n_algebraic();
   if (differential_rows != differential_states || index1_rows != index1_columns) {
-    throw InputError(fmt::format(
-        "the index-2 adjoint needs mode '{}' in semi-explicit form (as many rows with rates as differential states, "
-        "{} and {}; as many algebraic rows reading algebraic states as such states, {} and {}); docs/dae.md, "
-        "\"Index 2\"",
-        problem.mode(mode).name, differential_rows, differential_states, index1_rows, index1_columns));
+    return fmt::format("mode '{}' has {} rows with rates for {} differential states, and {} algebraic rows reading "
+                       "algebraic states for {} such states",
+                       problem.mode(mode).name, differential_rows, differential_states, index1_rows, index1_columns);
+  }
+  return "";
+}
+
+Index2Structure index2_structure(const Problem& problem, int mode, const ResidualLinearization& lin) {
+  Index2Structure s;
+  if (std::string why = index2_obstacle(problem, mode, lin, s); !why.empty()) {
+    throw InputError(fmt::format("the index-2 adjoint needs mode '{}' in semi-explicit form, but {} (docs/dae.md, "
+                                 "\"Index 2\")",
+                                 problem.mode(mode).name, why));
   }
   return s;
 }

@@ -24,6 +24,7 @@
 #include <saltus/core/problem.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 
+#include <string>
 #include <vector>
 
 #include "rate_costs.hpp"
@@ -38,6 +39,10 @@ struct Index2Structure {
   std::vector<bool> hidden_column;     ///< z2
 };
 Index2Structure index2_structure(const Problem& problem, int mode, const ResidualLinearization& lin);
+/// Why the mode does not have that structure at `lin` ("" when it does; then `s` holds it). A
+/// mode with a completion without it takes the adjoint through the completion
+/// (completed_adjoint.hpp).
+std::string index2_obstacle(const Problem& problem, int mode, const ResidualLinearization& lin, Index2Structure& s);
 
 /// lambda (n_x x n_c) consistent with `ell` (n_x x n_c: psi_c gets ell_c^T S) at an index-2 point,
 /// its constraint rows' entries zero (index2_adjoint_rates sets them); `gradient` (n_c x n_p)

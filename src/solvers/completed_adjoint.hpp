@@ -1,0 +1,44 @@
+#pragma once
+// The adjoint of a mode through its completion, for modes with a completion that are not
+// semi-explicit index 2 (index2_adjoint.hpp): the multibody index3 and stabilized_index1
+// formulations, or a ggl model with a point without mass (docs/dae.md, "Adjoint through the
+// completion").
+//
+// A completion C(t, x, p) = (x_c, x-dot_c) maps any state near the solution manifold to the
+// consistent state with the same independent values, and its rates. Every exact solution of the
+// mode's DAE satisfies the explicit ODE
+//     x' = R(t, x, p) := x-dot_c(t, x, p),
+// with the running costs read at the completed point, g~(t, x, p) = g(t, x_c, x-dot_c, p). This
+// is the constrained motion's ODE in the state the DAE carries (theory/multibody.md section 5,
+// "Relation to the first-order adjoint": the force-space adjoint is its second-order form), so
+// its adjoint gives the problem's gradient whatever the DAE's index:
+//     lambda' = -R_x^T lambda - g~_x^T,    gradient integral of (g~_p + lambda^T R_p).
+// dae_adjoint integrates it in its residual form: F_xdot = I, F_x = -R_x, F_p = -R_p. The
+// coefficients handed to it (a terminal cost, the transposed transfer before an event) go through
+// the completion's transpose (transpose_completion), so that a cost reading a multiplier reads
+// the completed one, and the sensitivities it pairs with are the consistent ones.
+//
+// Cost: n_x + n_p tangents of the completion per backward point (forward-mode AD).
+#include <saltus/core/problem.hpp>
+#include <saltus/solvers/dae_transfer.hpp>
+
+namespace saltus::detail {
+
+class CompletedLinearization {
+ public:
+  /// F_xdot = I, F_x = -R_x and the costs' g~_x at (t, x) of mode `mode` into `out`.
+  void states(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
+              TangentWorkspace& ws);
+  /// F_p = -R_p and g~_p at the point of the last call to states().
+  void parameters(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
+                  TangentWorkspace& ws);
+  /// Both.
+  void all(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
+           TangentWorkspace& ws);
+
+ private:
+  ConsistentPoint point_;  // the completion of the last states() call
+  Eigen::VectorXd unit_x_, unit_p_, zero_x_, zero_p_, x_tangent_, xdot_tangent_, costs_;
+};
+
+}  // namespace saltus::detail
