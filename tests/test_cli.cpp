@@ -202,9 +202,9 @@ TEST(Cli, ModelFileRunsInTheRequestedFormulation) {
   EXPECT_LT(j["monitors"]["constraint residual |Phi|"].get<double>(), 1e-6);
 }
 
-// --method all compares every method the problem has: in ggl the index-2 adjoint too; in
-// stabilized_index1, which the adjoint refuses, the others with a note naming the reason, while
-// --method adjoint alone is refused with it (status 2).
+// --method all compares every method the problem has; on a problem the adjoint refuses, the
+// others with a note naming the reason, while --method adjoint alone is refused with it
+// (status 2).
 TEST(Cli, MethodAllSkipsAnAdjointThatRefusesTheProblemWithItsReason) {
   // A state-dependent mass matrix: the adjoint on IDAS refuses it (docs/dae.md, "Limits").
   const auto dir = temp_dir("adjoint_refusal");

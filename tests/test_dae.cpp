@@ -389,7 +389,8 @@ TEST(CircleDriftIndex2, ForwardAdjointAndComplexStepMatchTheClosedForm) {
     EXPECT_NEAR(cs.cost_gradient(0, j), dG, 1e-7 * std::max(1.0, std::abs(dG))) << j;
     EXPECT_NEAR(cs.cost_gradient(1, j), dx2, 1e-7 * std::max(1.0, std::abs(dx2))) << j;
   }
-  // The index-2 adjoint (theory section 4) against the same closed form.
+  // The adjoint (through the completion: theory section 4 with the algebraic adjoint eliminated)
+  // against the same closed form.
   const Solution adj = adjoint(pb);
   for (int j = 0; j < 4; ++j) {
     Complex q[4] = {p[0], p[1], p[2], p[3]};
@@ -399,6 +400,26 @@ TEST(CircleDriftIndex2, ForwardAdjointAndComplexStepMatchTheClosedForm) {
     EXPECT_NEAR(adj.cost_gradient(0, j), dG, 1e-7 * std::max(1.0, std::abs(dG))) << j;
     EXPECT_NEAR(adj.cost_gradient(1, j), dx2, 1e-7 * std::max(1.0, std::abs(dx2))) << j;
   }
+}
+
+// A terminal cost on the multiplier z of an index-2 mode, beside two other costs (three adjoint
+// columns: the index-2 adjoint of theory section 4 that Saltus ran before failed there with
+// IDA_ERR_FAIL before the event at rtol 1e-10). The adjoint reduces it through the
+// completion's transpose (z follows from the hidden constraint). Against forward sensitivities
+// and the complex step, which read z(T) as it is.
+TEST(CircleDriftIndex2, TheAdjointTakesATerminalCostOnTheMultiplier) {
+  Problem pb = examples::circle_drift();
+  pb.add_terminal_cost("z_T", [](const auto& x, const auto&) { return x[2]; });
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution fwd = forward_sensitivity(pb);
+  const Solution adj = adjoint(pb);
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  const int c = pb.cost_index("z_T");
+  const double scale = fwd.cost_gradient.row(c).cwiseAbs().maxCoeff();
+  ASSERT_GT(scale, 1e-3);
+  EXPECT_LT((adj.cost_gradient.row(c) - fwd.cost_gradient.row(c)).cwiseAbs().maxCoeff(), 1e-6 * scale)
+      << adj.cost_gradient.row(c) << "\n" << fwd.cost_gradient.row(c);
+  EXPECT_LT((cs.cost_gradient.row(c) - fwd.cost_gradient.row(c)).cwiseAbs().maxCoeff(), 1e-6 * scale);
 }
 
 TEST(DaeErrors, SingularIndexOneMatrixNamesModeAndTime) {

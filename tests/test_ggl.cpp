@@ -189,7 +189,8 @@ TEST(DaeFormulations, ComplexStepAgreesWithForwardOnTheFivebars) {
   }
 }
 
-// The index-2 adjoint (theory hybrid-dae section 4, docs/dae.md "Index 2"): at the published
+// The adjoint of ggl (through the completion, docs/dae.md "Adjoint through the completion"):
+// at the published
 // tolerances it gives the published gradient; at the file's it agrees with forward
 // sensitivities on the slider-crank and on both five-bars (fivebar_floor: impacts, and the
 // running cost `effort` that reads an acceleration).

@@ -1,8 +1,7 @@
 #pragma once
-// The adjoint of a mode through its completion, for modes with a completion that are not
-// semi-explicit index 2 (index2_adjoint.hpp): the multibody index3 and stabilized_index1
-// formulations, or a ggl model with a point without mass (docs/dae.md, "Adjoint through the
-// completion").
+// The adjoint of a mode through its completion, for every mode with one: Hessenberg index-2
+// DAEs (circle_drift) and the multibody ggl, stabilized_index1 and index3 formulations
+// (docs/dae.md, "Adjoint through the completion").
 //
 // A completion C(t, x, p) = (x_c, x-dot_c) maps any state near the solution manifold to the
 // consistent state with the same independent values, and its rates. Every exact solution of the
@@ -11,7 +10,9 @@
 // with the running costs read at the completed point, g~(t, x, p) = g(t, x_c, x-dot_c, p). This
 // is the constrained motion's ODE in the state the DAE carries (theory/multibody.md section 5,
 // "Relation to the first-order adjoint": the force-space adjoint is its second-order form), so
-// its adjoint gives the problem's gradient whatever the DAE's index:
+// its adjoint gives the problem's gradient whatever the DAE's index (at index 2 it is theory
+// hybrid-dae.md section 4's adjoint with the algebraic adjoint eliminated: the completion's
+// transpose performs the projections lambda_y^T = ell - (g_z + ell f_z)(k_y f_z)^-1 k_y):
 //     lambda' = -R_x^T lambda - g~_x^T,    gradient integral of (g~_p + lambda^T R_p).
 // dae_adjoint integrates it in its residual form: F_xdot = I, F_x = -R_x, F_p = -R_p. The
 // coefficients handed to it (a terminal cost, the transposed transfer before an event) go through
@@ -23,6 +24,16 @@
 #include <saltus/solvers/dae_transfer.hpp>
 
 namespace saltus::detail {
+
+/// The transpose of a completion's tangent at x: for S = C_x s + C_p (the consistent
+/// sensitivities the completion gives from s), W^T S = (C_x^T W)^T s + (C_p^T W)^T. W is
+/// n_x x n_c.
+struct CompletionTranspose {
+  Eigen::MatrixXd x;  ///< C_x^T W, n_x x n_c
+  Eigen::MatrixXd p;  ///< W^T C_p, n_c x n_p
+};
+CompletionTranspose transpose_completion(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                                         const Eigen::MatrixXd& w);
 
 class CompletedLinearization {
  public:

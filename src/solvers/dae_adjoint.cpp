@@ -4,12 +4,10 @@
 // with the gradient quadrature integral of (g_p - lambda^T F_p), one column per cost; at the
 // final time and before every event lambda is made consistent (consistent_adjoint), and the
 // event's transposed transfer is event_transfer's transfer_adjoint applied to F_xdot+^T lambda+.
-// Index-2 modes (theory section 4): lambda is made consistent by index2_adjoint.hpp, its entries
-// on the rows without rates are left out of the error test like the forward multipliers, and the
-// completion's tangent is transposed where the forward pass applies it (after events, at t0).
-// Modes with a completion that are not semi-explicit index 2 (the multibody index3 and
-// stabilized_index1 forms) take the adjoint of the completion's ODE x' = R(t, x, p) instead
-// (completed_adjoint.hpp): the same equations with F_xdot = I, F_x = -R_x, F_p = -R_p.
+// Modes with a completion (index 2, and the multibody index3 and stabilized_index1 forms) take
+// the adjoint of the completion's ODE x' = R(t, x, p) instead (completed_adjoint.hpp): the same
+// equations with F_xdot = I, F_x = -R_x, F_p = -R_p, and the completion's transpose wherever
+// coefficients of x reach it (final time, before events, t0).
 #include <saltus/core/error.hpp>
 #include <saltus/derivatives/residual.hpp>
 #include <saltus/derivatives/reverse.hpp>
@@ -24,7 +22,6 @@
 #include "dae_adjoint.hpp"
 #include "completed_adjoint.hpp"
 #include "dae_run.hpp"
-#include "index2_adjoint.hpp"
 #include "nvector_view.hpp"
 #include "rate_costs.hpp"
 #include "run_support.hpp"
@@ -44,13 +41,6 @@ constexpr double kConstantMassTolerance = 1e-10;
 /// relative at rtol 1e-8 on a clock). Beyond it they stay quadratures, which keep the dense
 /// backward Jacobian at n_x n_c.
 constexpr int kGradientStatesLimit = 64;
-
-/// How the backward pass treats a mode (see the top of this file).
-enum class AdjointForm {
-  Index1,     ///< no completion: theory section 3
-  Index2,     ///< a completion, semi-explicit Hessenberg index 2: theory section 4
-  Completed,  ///< a completion, other structure: the adjoint of the completion's ODE
-};
 
 class DaeAdjointSweep {
  public:
@@ -78,20 +68,19 @@ class DaeAdjointSweep {
   /// lambda_ in mode_ from the coefficients ell (n_x x n_c) of x there (at (t, x)); grad_ gets
   /// the parameter part of the reduction.
   void consistent_lambda(double t, const Eigen::VectorXd& x, const ResidualLinearization& lin,
-                         const Eigen::MatrixXd& ell, const std::string& what);
-  /// Classifies the modes of the recorded segments (forms_).
-  void classify_modes();
-  AdjointForm form(int mode) const { return forms_[static_cast<size_t>(mode)]; }
+                         const Eigen::MatrixXd& ell);
+  /// Whether `mode` takes the adjoint through its completion (completed_adjoint.hpp).
+  bool completed(int mode) const { return pb_.mode(mode).index2(); }
   /// F_xdot^T lambda at a point of `mode` (lambda itself in the completed form).
   Eigen::MatrixXd rate_weighted(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot);
-  /// In an index-2 mode, `weighted` (coefficients of the completed state) carried back through
-  /// the completion's tangent taken at `x` (where the forward pass takes it); grad_ gets its
-  /// parameter part.
+  /// In a mode with a completion, `weighted` (coefficients of the completed state) carried back
+  /// through the completion's tangent taken at `x` (where the forward pass takes it); grad_ gets
+  /// its parameter part.
   Eigen::MatrixXd completed_weights(int mode, double t, const Eigen::VectorXd& x, const Eigen::MatrixXd& weighted);
   void integrate_segment(DaeSegment& segment);
   void require_constant_mass(const DaeSegment& segment);
   void transpose_event(const EventRecord& event);
-  IdasBackwardSettings settings(const ResidualLinearization& lin);
+  IdasBackwardSettings settings();
 
   int gradient_states() const { return np_ * nc_ <= kGradientStatesLimit ? np_ * nc_ : 0; }
 
@@ -109,16 +98,9 @@ class DaeAdjointSweep {
   ResidualLinearization lin_;
   double lin_t_ = 0.0;
   Eigen::VectorXd lin_x_, lin_xdot_;
-  // Where lin_ is taken: (lin_x_, lin_xdot_), or its completion at index 2 (no copy otherwise:
-  // at() runs once per backward point).
-  ConsistentPoint lin_completion_;
-  bool lin_completed_ = false;
-  const Eigen::VectorXd& lin_point_x() const { return lin_completed_ ? lin_completion_.x : lin_x_; }
-  const Eigen::VectorXd& lin_point_xdot() const { return lin_completed_ ? lin_completion_.xdot : lin_xdot_; }
   bool lin_valid_ = false;             // the state part is at (lin_t_, lin_x_, lin_xdot_)
   bool lin_parameters_valid_ = false;  // and the parameter part
   RateCostFold fold_;
-  std::vector<AdjointForm> forms_;
   CompletedLinearization completed_;
   std::exception_ptr exception_;
 };
@@ -148,35 +130,25 @@ int DaeAdjointSweep::guarded(Body&& body) {
 
 const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                                  const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters) {
-  const bool completed_form = form(mode_) == AdjointForm::Completed;
   if (!(lin_valid_ && t == lin_t_ && x == lin_x_ && xdot == lin_xdot_)) {
     lin_t_ = t;
     lin_x_ = x;
     lin_xdot_ = xdot;
-    lin_completed_ = form(mode_) == AdjointForm::Index2;
-    if (completed_form) {
+    if (completed(mode_)) {
       completed_.states(pb_, mode_, t, x, p_, lin_, ws_);
     } else {
-      if (lin_completed_) {
-        // IDAS's forward multipliers are out of its error and Newton tests at index 2: the
-        // adjoint's coefficients (F_y reads them) take them from the completion of the
-        // interpolated differential states instead. Measured: fivebar_floor in ggl took 8,931
-        // backward steps instead of 11,560, and agreed with forward sensitivities to 4.7e-8
-        // instead of 9.4e-8.
-        lin_completion_ = consistent_point(pb_, mode_, t, x, xdot, p_, "in the adjoint's backward pass", ws_);
-      }
-      linearize_states(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, ws_);
-      fold_.apply(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, RateCostFold::Part::States, ws_);
+      linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+      fold_.apply(pb_, t, x, xdot, p_, lin_, RateCostFold::Part::States, ws_);
     }
     lin_valid_ = true;
     lin_parameters_valid_ = false;
   }
   if (parameters && !lin_parameters_valid_) {
-    if (completed_form) {
+    if (completed(mode_)) {
       completed_.parameters(pb_, mode_, t, x, p_, lin_, ws_);
     } else {
-      linearize_parameters(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, ws_);
-      fold_.apply(pb_, mode_, t, lin_point_x(), lin_point_xdot(), p_, lin_, RateCostFold::Part::Parameters, ws_);
+      linearize_parameters(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+      fold_.apply(pb_, t, x, xdot, p_, lin_, RateCostFold::Part::Parameters, ws_);
     }
     lin_parameters_valid_ = true;
   }
@@ -257,7 +229,7 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
   });
 }
 
-IdasBackwardSettings DaeAdjointSweep::settings(const ResidualLinearization& lin) {
+IdasBackwardSettings DaeAdjointSweep::settings() {
   const AdjointTolerances tol = adjoint_tolerances(opt_, p_, sol_.costs);
   IdasBackwardSettings s;
   s.rtol = tol.rtol;
@@ -268,26 +240,9 @@ IdasBackwardSettings DaeAdjointSweep::settings(const ResidualLinearization& lin)
   s.residual = residual_cb;
   s.jacobian = jacobian_cb;
   s.quadrature = quadrature_cb;
-  const bool index2 = form(mode_) == AdjointForm::Index2;
-  if (gradient_states() > 0 || index2) {
+  if (gradient_states() > 0) {
     s.state_atol.assign(static_cast<size_t>(nx_ * nc_), tol.atol);
-    if (gradient_states() > 0) {
-      for (double a : tol.quadrature_atol) s.state_atol.push_back(opt_.adjoint_quadrature_error_control ? a : 1e300);
-    }
-  }
-  if (index2) {
-    // The adjoint's algebraic components (lambda on the rows without rates) at index 2: out of
-    // the error test, and loosened for the Newton test, as the forward multipliers are
-    // (run_support.hpp, kIndex2AlgebraicAtol).
-    s.differential.assign(s.state_atol.size(), 1.0);
-    for (int c = 0; c < nc_; ++c) {
-      for (int r = 0; r < nx_; ++r) {
-        if (!lin.f_xdot.row(r).isZero(0.0)) continue;
-        const auto k = static_cast<size_t>(c * nx_ + r);
-        s.state_atol[k] = kIndex2AlgebraicAtol;
-        s.differential[k] = 0.0;
-      }
-    }
+    for (double a : tol.quadrature_atol) s.state_atol.push_back(opt_.adjoint_quadrature_error_control ? a : 1e300);
   }
   s.user_data = this;
   return s;
@@ -306,19 +261,15 @@ void DaeAdjointSweep::terminal_conditions() {
     ell.col(c) = w.x;
     grad_.row(c) = w.p.transpose();
   }
-  consistent_lambda(tf, sol_.final_state, lin, ell, "the terminal cost");
+  consistent_lambda(tf, sol_.final_state, lin, ell);
 }
 
 void DaeAdjointSweep::consistent_lambda(double t, const Eigen::VectorXd& x, const ResidualLinearization& lin,
-                                        const Eigen::MatrixXd& ell, const std::string& what) {
-  if (form(mode_) == AdjointForm::Completed) {
+                                        const Eigen::MatrixXd& ell) {
+  if (completed(mode_)) {
     // Through the completion's transpose: lambda pairs with the ODE's sensitivities, ell with
     // the consistent ones, which the completion's tangent gives from them.
     lambda_ = completed_weights(mode_, t, x, ell);
-    return;
-  }
-  if (form(mode_) == AdjointForm::Index2) {
-    lambda_ = consistent_index2_adjoint(pb_, mode_, lin, ell, grad_, what);
     return;
   }
   lambda_.resize(nx_, nc_);
@@ -337,30 +288,16 @@ Eigen::MatrixXd DaeAdjointSweep::completed_weights(int mode, double t, const Eig
   return ct.x;
 }
 
-void DaeAdjointSweep::classify_modes() {
-  forms_.assign(static_cast<size_t>(pb_.n_modes()), AdjointForm::Index1);
-  std::vector<bool> seen(static_cast<size_t>(pb_.n_modes()), false);
-  ResidualLinearization lin;
-  Index2Structure structure;
-  for (const DaeSegment& seg : run_.segments()) {
-    const auto k = static_cast<size_t>(seg.mode);
-    if (seen[k] || !pb_.mode(seg.mode).index2()) continue;
-    seen[k] = true;
-    linearize(pb_, seg.mode, seg.t_end, seg.end.x, seg.end.xdot, p_, lin, ws_);
-    forms_[k] = index2_obstacle(pb_, seg.mode, lin, structure).empty() ? AdjointForm::Index2 : AdjointForm::Completed;
-  }
-}
-
 Eigen::MatrixXd DaeAdjointSweep::rate_weighted(int mode, double t, const Eigen::VectorXd& x,
                                                const Eigen::VectorXd& xdot) {
-  if (form(mode) == AdjointForm::Completed) return lambda_;  // F_xdot = I
+  if (completed(mode)) return lambda_;  // F_xdot = I
   ResidualLinearization lin;
   linearize(pb_, mode, t, x, xdot, p_, lin, ws_);
   return lin.f_xdot.transpose() * lambda_;
 }
 
 void DaeAdjointSweep::require_constant_mass(const DaeSegment& seg) {
-  if (form(seg.mode) == AdjointForm::Completed) return;  // F_xdot = I
+  if (completed(seg.mode)) return;  // F_xdot = I
   ResidualLinearization start, end;
   linearize(pb_, seg.mode, seg.t_start, seg.start.x, seg.start.xdot, p_, start, ws_);
   linearize(pb_, seg.mode, seg.t_end, seg.end.x, seg.end.xdot, p_, end, ws_);
@@ -383,14 +320,10 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   lin_valid_ = false;
   const ResidualLinearization& lin = lin_;
   Eigen::MatrixXd rates(nx_, nc_);
-  if (form(mode_) == AdjointForm::Index2) {
-    rates = index2_adjoint_rates(pb_, mode_, seg.t_end, seg.end.x, seg.end.xdot, p_, lin, lambda_, fold_, ws_);
-  } else {
-    for (int c = 0; c < nc_; ++c) {
-      Eigen::VectorXd lambda = lambda_.col(c);
-      rates.col(c) = adjoint_rate(lin, lambda, lin.g_x.row(c).transpose());
-      lambda_.col(c) = lambda;
-    }
+  for (int c = 0; c < nc_; ++c) {
+    Eigen::VectorXd lambda = lambda_.col(c);
+    rates.col(c) = adjoint_rate(lin, lambda, lin.g_x.row(c).transpose());
+    lambda_.col(c) = lambda;
   }
   IdasSession& session = *seg.session;
   sol_.adjoint.checkpoints += session.checkpoints();
@@ -404,7 +337,7 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
       ypB0.segment(nx_ * nc_ + c * np_, np_) = lin.f_p.transpose() * lambda_.col(c) - lin.g_p.row(c).transpose();
     }
   }
-  session.start_backward(nx_ * nc_ + nq, nq > 0 ? 0 : np_ * nc_, settings(lin), seg.t_end, yB0, ypB0);
+  session.start_backward(nx_ * nc_ + nq, nq > 0 ? 0 : np_ * nc_, settings(), seg.t_end, yB0, ypB0);
   Eigen::VectorXd yB, qB;
   const int flag = session.integrate_backward(seg.t_start, yB, qB);
   session.add_backward_stats(sol_.adjoint.backward);
@@ -436,25 +369,23 @@ void DaeAdjointSweep::transpose_event(const EventRecord& e) {
   ResidualLinearization before;
   mode_ = v.mode_before;
   linearize_with_costs(v.mode_before, v.time, v.x_minus, v.f_minus, before);
-  consistent_lambda(v.time, v.x_minus, before, transfer.lambda_minus,
-                    fmt::format("event '{}'", pb_.event(v.event).name));
+  consistent_lambda(v.time, v.x_minus, before, transfer.lambda_minus);
 }
 
 void DaeAdjointSweep::linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
                                            ResidualLinearization& lin) {
-  if (form(mode) == AdjointForm::Completed) {
+  if (completed(mode)) {
     completed_.all(pb_, mode, t, x, p_, lin, ws_);
     return;
   }
   linearize(pb_, mode, t, x, xdot, p_, lin, ws_);
-  fold_.apply(pb_, mode, t, x, xdot, p_, lin, RateCostFold::Part::Both, ws_);
+  fold_.apply(pb_, t, x, xdot, p_, lin, RateCostFold::Part::Both, ws_);
 }
 
 void DaeAdjointSweep::run() {
   auto& segments = run_.segments();
-  classify_modes();
   for (const DaeSegment& seg : segments) {
-    if (form(seg.mode) == AdjointForm::Completed) continue;  // its costs read the completion's rates
+    if (completed(seg.mode)) continue;  // its costs read the completion's rates
     fold_.scan(pb_, seg.t_start, seg.start.x, seg.start.xdot, p_, ws_);
     fold_.scan(pb_, seg.t_end, seg.end.x, seg.end.xdot, p_, ws_);
   }

@@ -55,25 +55,9 @@ Eigen::MatrixXd RateCostFold::rate_gradients(const Problem& problem, double t, I
   return g_rates;
 }
 
-void RateCostFold::apply_through_completion(const Problem& problem, int mode, double t, In<double> x,
-                                            In<double> xdot, In<double> p, ResidualLinearization& lin, Part part,
-                                            TangentWorkspace& ws) const {
-  const Eigen::Index nx = x.size();
-  // g_xdot C_xdot,x and g_xdot C_xdot,p: one reverse sweep of the completion per cost.
-  Eigen::MatrixXd weights = Eigen::MatrixXd::Zero(2 * nx, problem.n_costs());
-  weights.bottomRows(nx) = rate_gradients(problem, t, x, xdot, p, ws).transpose();
-  const TransposedProducts products = completion_products(problem, mode, t, x, p, weights);
-  if (part != Part::Parameters) lin.g_x += products.x.transpose();
-  if (part != Part::States) lin.g_p += products.p.transpose();
-}
-
-void RateCostFold::apply(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+void RateCostFold::apply(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
                          ResidualLinearization& lin, Part part, TangentWorkspace& ws) const {
   if (states_.empty()) return;
-  if (problem.mode(mode).index2()) {
-    apply_through_completion(problem, mode, t, x, xdot, p, lin, part, ws);
-    return;
-  }
   const Eigen::Index nx = x.size();
   std::vector<Eigen::Index> rows, columns;
   for (Eigen::Index i = 0; i < nx; ++i) {

@@ -6,11 +6,8 @@
 // and the cost's linearization becomes g_x - B F_D,x and g_p - B F_D,p with B = g_ydot M_D,y^-1
 // (M_D,y^T B^T = g_ydot^T). On the solution the integrand is unchanged. Rates of algebraic states
 // (z-dot, which IDAS holds only approximately) are refused.
-// In an index-2 mode the rates come from the completion instead, x-dot = C(x)'s rate, which reads
-// the differential states only: g_x + g_xdot C_xdot,x and g_p + g_xdot C_xdot,p (a reverse
-// sweep of the completion per cost). Through the residual the multipliers would enter g_z, and the
-// adjoint's algebraic condition F_z^T lambda = g_z^T would then follow the forward multipliers,
-// which IDAS leaves out of its error test at index 2: the backward steps failed on that noise.
+// Modes with a completion do not come here: their adjoint reads the completion's rates
+// (completed_adjoint.hpp).
 #include <saltus/core/problem.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 
@@ -27,15 +24,13 @@ class RateCostFold {
   enum class Part { States, Parameters, Both };
   /// Folds the rates into lin.g_x, lin.g_p or both; lin holds F_xdot and F_x or F_p (as `part`
   /// needs) at (t, x, x-dot).
-  void apply(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+  void apply(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
              ResidualLinearization& lin, Part part, TangentWorkspace& ws) const;
 
  private:
   /// g_xdot (n_c x n_x), columns of the states read.
   Eigen::MatrixXd rate_gradients(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
                                  TangentWorkspace& ws) const;
-  void apply_through_completion(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
-                                In<double> p, ResidualLinearization& lin, Part part, TangentWorkspace& ws) const;
 
   std::vector<int> states_;  // differential states whose rates a running cost reads
 };
