@@ -66,13 +66,9 @@ void fivebar_table(const std::string& examples) {
     Solution sim;
     const double t_sim = median_time(reps, [&] { sim = simulate(pb); });
     const double t_fwd = median_time(reps, [&] { forward_sensitivity(pb); });
-    // stabilized_index1 and index3 read rates of states out of the error test: the index-2
-    // adjoint refuses them (docs/dae.md).
-    const bool has_adjoint =
-        type != multibody::FormulationType::StabilizedIndex1 && type != multibody::FormulationType::Index3;
-    const double t_adj = has_adjoint ? median_time(reps, [&] { adjoint(pb, pb.nominal_parameters(), pb.options()); }) : 0.0;
-    fmt::print("{:>10} {:>10.3f} s {:>12.2f} {:>12} {:>8}\n", multibody::to_string(type), t_sim, t_fwd / t_sim,
-               has_adjoint ? fmt::format("{:.2f}", t_adj / t_sim) : "-", sim.stats.steps);
+    const double t_adj = median_time(reps, [&] { adjoint(pb, pb.nominal_parameters(), pb.options()); });
+    fmt::print("{:>10} {:>10.3f} s {:>12.2f} {:>12.2f} {:>8}\n", multibody::to_string(type), t_sim, t_fwd / t_sim,
+               t_adj / t_sim, sim.stats.steps);
     std::fflush(stdout);
   }
 }
