@@ -10,25 +10,19 @@
 
 #include <gtest/gtest.h>
 
+#include "support/expect_message.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 using namespace saltus;
+using saltus::test_support::expect_message;
 
 namespace {
 
 void expect_relative(double value, double reference, double relative, const std::string& what = "") {
   EXPECT_NEAR(value, reference, relative * std::abs(reference)) << what << ": reference " << reference;
-}
-
-void expect_message(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << part << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
 }
 
 /// galan (theory/hybrid-dae.md section 6) with the switching function as an algebraic state

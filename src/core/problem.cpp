@@ -140,6 +140,9 @@ ProblemKind Problem::kind() const {
   for (const auto& m : modes_) {
     if (m.implicit()) return ProblemKind::Residual;
   }
+  for (const auto& e : events_) {
+    if (e.transition) return ProblemKind::Residual;
+  }
   return ProblemKind::Explicit;
 }
 
@@ -195,6 +198,7 @@ void Problem::add_rest_event(int event, int rest_mode, Instantiated<JumpFn> proj
   Event rest = events_[static_cast<size_t>(event)];
   rest.name += " (rest)";
   rest.jump = std::move(projection);
+  rest.transition = {};  // the projection replaces the transition too
   rest.target_mode = rest_mode;
   rest.transitions.clear();
   rest.watched = false;
@@ -340,6 +344,9 @@ void Problem::validate() const {
     }
   }
   for (const auto& e : events_) {
+    if (e.jump && e.transition) {
+      fail(fmt::format("event '{}' has both a jump and an implicit transition: give one", e.name));
+    }
     if (e.target_mode != kSameMode && (e.target_mode < 0 || e.target_mode >= n_modes())) {
       fail(fmt::format("event '{}' switches to mode {} but there are {} modes", e.name,
                        e.target_mode, n_modes()));

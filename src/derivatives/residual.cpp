@@ -124,3 +124,53 @@ void running_cost_tangents_at_rate(const Problem& problem, double t, In<double> 
 }
 
 }  // namespace saltus
+
+namespace saltus {
+
+namespace {
+
+/// The rates with the algebraic states' entries zeroed: a transition reads the differential
+/// rates only.
+template <class V>
+V differential_rates(const Problem& problem, const V& xdot) {
+  V out = xdot;
+  for (int i = 0; i < problem.n_states(); ++i) {
+    if (problem.is_algebraic(i)) out[i] = 0.0;
+  }
+  return out;
+}
+
+int n_differential(const Problem& problem) { return problem.n_states() - problem.n_algebraic(); }
+
+}  // namespace
+
+void transition_residual(const Problem& problem, int event, double t, In<double> x_plus, In<double> xdot_plus,
+                         In<double> x_minus, In<double> xdot_minus, In<double> p, Out<double> residual) {
+  const Eigen::VectorXd rates_plus = differential_rates(problem, Eigen::VectorXd(xdot_plus));
+  const Eigen::VectorXd rates_minus = differential_rates(problem, Eigen::VectorXd(xdot_minus));
+  problem.event(event).transition.real(t, x_plus, rates_plus, x_minus, rates_minus, p, residual);
+}
+
+void transition_residual(const Problem& problem, int event, Complex t, const VectorX<Complex>& x_plus,
+                         const VectorX<Complex>& xdot_plus, const VectorX<Complex>& x_minus,
+                         const VectorX<Complex>& xdot_minus, const VectorX<Complex>& p, VectorX<Complex>& residual) {
+  residual.resize(n_differential(problem));
+  problem.event(event).transition.complex(t, x_plus, differential_rates(problem, xdot_plus), x_minus,
+                                          differential_rates(problem, xdot_minus), p, residual);
+}
+
+void transition_tangent(const Problem& problem, int event, const TransitionPoint& at, const TransitionDirection& d,
+                        Out<double> tangent) {
+  VectorX<Dual> x_plus, xdot_plus, x_minus, xdot_minus, p, out(n_differential(problem));
+  seed(x_plus, at.x_plus, d.x_plus);
+  seed(xdot_plus, differential_rates(problem, Eigen::VectorXd(at.xdot_plus)),
+       differential_rates(problem, Eigen::VectorXd(d.xdot_plus)));
+  seed(x_minus, at.x_minus, d.x_minus);
+  seed(xdot_minus, differential_rates(problem, Eigen::VectorXd(at.xdot_minus)),
+       differential_rates(problem, Eigen::VectorXd(d.xdot_minus)));
+  seed(p, at.p, d.p);
+  problem.event(event).transition.dual(make_dual(at.t, d.t), x_plus, xdot_plus, x_minus, xdot_minus, p, out);
+  tangent_of(out, tangent);
+}
+
+}  // namespace saltus

@@ -22,6 +22,7 @@
 
 #include "guard_rate.hpp"
 #include "idas_session.hpp"
+#include "implicit_transition.hpp"
 #include "nvector_view.hpp"
 #include "run_support.hpp"
 #include "segment_driver.hpp"
@@ -317,10 +318,17 @@ void ComplexDaeRun::apply_event(int k, double t) {
   const Complex dt_c = -ev.guard.complex(Complex(t), xc_, p_) / real.guard_rate;
   const Complex tc = Complex(t) + dt_c;
   const VectorX<Complex> x_hat = xc_ + xdotc_ * dt_c;
-  VectorX<Complex> guess = x_hat;
-  if (ev.jump) ev.jump.complex(tc, x_hat, p_, guess);
   const std::string when = fmt::format("after event '{}'", ev.name);
-  const ComplexConsistentPoint after = consistent_point_complex(pb_, real.mode_after, tc, guess, xdotc_, p_, when, ws_);
+  ComplexConsistentPoint after;
+  if (ev.transition) {
+    // The transition reads the rates before the event: those of the consistent point at x_hat.
+    const ComplexConsistentPoint before = consistent_point_complex(pb_, mode_, tc, x_hat, xdotc_, p_, when, ws_);
+    after = solve_transition_complex(pb_, k, real.mode_after, tc, before, p_, ws_);
+  } else {
+    VectorX<Complex> guess = x_hat;
+    if (ev.jump) ev.jump.complex(tc, x_hat, p_, guess);
+    after = consistent_point_complex(pb_, real.mode_after, tc, guess, xdotc_, p_, when, ws_);
+  }
   cost_integral_ += (running_costs(Complex(t), xc_, xdotc_) - running_costs(tc, after.x, after.xdot)) * dt_c;
   for (int c = 0; c < nc_; ++c) {
     for (const EventCostTerm& term : pb_.cost(c).at_events) {

@@ -22,6 +22,7 @@
 #include "dae_adjoint.hpp"
 #include "completed_adjoint.hpp"
 #include "dae_run.hpp"
+#include "implicit_transition.hpp"
 #include "nvector_view.hpp"
 #include "rate_costs.hpp"
 #include "run_support.hpp"
@@ -364,7 +365,9 @@ void DaeAdjointSweep::transpose_event(const EventRecord& e) {
   // The forward transfer takes the completion's tangent at the completed x+ (dae_transfer.cpp,
   // consistent_sensitivities): the same point here, so that both passes differentiate one map.
   weighted = completed_weights(v.mode_after, v.time, v.x_plus, weighted);
-  const AdjointTransfer transfer = transfer_adjoint(pb_, v, p_, weighted, ws_);
+  const bool implicit = static_cast<bool>(pb_.event(v.event).transition);
+  const JumpLinearization transition = implicit ? linearize_transition(pb_, v, p_, ws_) : JumpLinearization{};
+  const AdjointTransfer transfer = transfer_adjoint(pb_, v, p_, weighted, ws_, implicit ? &transition : nullptr);
   grad_ += transfer.gradient;
   ResidualLinearization before;
   mode_ = v.mode_before;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "guard_rate.hpp"
+#include "implicit_transition.hpp"
 #include "run_support.hpp"
 
 namespace saltus {
@@ -236,25 +237,37 @@ void consistent_sensitivities(const Problem& problem, int mode, double t, const 
   }
 }
 
-EventValues fire_dae_event(const Problem& problem, int event, int mode_before, double t,
-                           const ConsistentPoint& before, In<double> p, TangentWorkspace& ws) {
+namespace {
+
+/// The consistent point after event `event` from `before`: its implicit transition, or its jump
+/// (the identity without one) made consistent in the new mode.
+ConsistentPoint state_after_event(const Problem& problem, int event, int mode_after, double t,
+                                  const ConsistentPoint& before, In<double> p, TangentWorkspace& ws) {
   const Event& ev = problem.event(event);
-  EventValues v;
-  v.event = event;
-  v.mode_before = mode_before;
-  v.mode_after = ev.mode_after(mode_before);
-  v.time = t;
-  v.x_minus = before.x;
-  v.f_minus = before.xdot;
-  Eigen::VectorXd guess = v.x_minus;
-  if (ev.jump) ev.jump.real(t, v.x_minus, p, guess);
+  if (ev.transition) return detail::solve_transition(problem, event, mode_after, t, before, p, ws);
+  Eigen::VectorXd guess = before.x;
+  if (ev.jump) ev.jump.real(t, before.x, p, guess);
   if (!guess.allFinite()) {
     throw ModelError(fmt::format("the jump of event '{}' at t = {:.17g} returned a non-finite state {} from {}",
                                  ev.name, t, detail::describe_state(problem, guess),
-                                 detail::describe_state(problem, v.x_minus)));
+                                 detail::describe_state(problem, before.x)));
   }
-  const ConsistentPoint after = consistent_point(problem, v.mode_after, t, guess, before.xdot, p,
-                                                 fmt::format("after event '{}'", ev.name), ws);
+  return consistent_point(problem, mode_after, t, guess, before.xdot, p, fmt::format("after event '{}'", ev.name),
+                          ws);
+}
+
+}  // namespace
+
+EventValues fire_dae_event(const Problem& problem, int event, int mode_before, double t,
+                           const ConsistentPoint& before, In<double> p, TangentWorkspace& ws) {
+  EventValues v;
+  v.event = event;
+  v.mode_before = mode_before;
+  v.mode_after = problem.event(event).mode_after(mode_before);
+  v.time = t;
+  v.x_minus = before.x;
+  v.f_minus = before.xdot;
+  const ConsistentPoint after = state_after_event(problem, event, v.mode_after, t, before, p, ws);
   v.x_plus = after.x;
   v.f_plus = after.xdot;
   const detail::GuardRate rate = detail::guard_rate(problem, event, t, v.x_minus, p, v.f_minus, ws);
@@ -267,7 +280,10 @@ DaeSensitivityTransfer transfer_dae_sensitivities(const Problem& problem, const 
                                                   const Eigen::MatrixXd& s_minus, TangentWorkspace& ws) {
   // The explicit-reset transfer gives tau, the cost jumps and the differential rows of S+ (with
   // f- and f+ the consistent rates, z-dot- included); the algebraic rows follow in the new mode.
-  DaeSensitivityTransfer out{transfer_sensitivities(problem, event, p, s_minus, ws), {}};
+  // An implicit transition gives its map's Jacobians in place of the jump's.
+  const bool implicit = static_cast<bool>(problem.event(event.event).transition);
+  const JumpLinearization transition = implicit ? detail::linearize_transition(problem, event, p, ws) : JumpLinearization{};
+  DaeSensitivityTransfer out{transfer_sensitivities(problem, event, p, s_minus, ws, implicit ? &transition : nullptr), {}};
   const ConsistentPoint after{event.x_plus, event.f_plus};
   consistent_sensitivities(problem, event.mode_after, event.time, after, p, out.transfer.s_plus, out.s_dot_plus, ws);
   return out;

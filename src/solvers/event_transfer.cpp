@@ -81,7 +81,8 @@ void require_transversal(const Problem& problem, const EventValues& event, doubl
 }
 
 Eigen::VectorXd reset_defect(const Problem& problem, const EventValues& event, In<double> p,
-                             TangentWorkspace& ws) {
+                             TangentWorkspace& ws, const JumpLinearization* jump) {
+  if (jump != nullptr) return jump->x * event.f_minus + jump->t - event.f_plus;
   // One forward tangent of the jump in the direction (dt, dx, dp) = (1, f-, 0).
   Eigen::VectorXd c_e(event.x_minus.size());
   jump_tangent(problem, event.event, event.time, event.x_minus, p, 1.0, event.f_minus,
@@ -108,9 +109,10 @@ Eigen::VectorXd event_cost_values(const Problem& problem, const EventValues& eve
 }
 
 SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
-                                           const Eigen::MatrixXd& s_minus, TangentWorkspace& ws) {
+                                           const Eigen::MatrixXd& s_minus, TangentWorkspace& ws,
+                                           const JumpLinearization* jump) {
   const Eigen::Index nx = event.x_minus.size(), np = p.size();
-  const Eigen::VectorXd c_e = reset_defect(problem, event, p, ws);
+  const Eigen::VectorXd c_e = reset_defect(problem, event, p, ws, jump);
   const Eigen::VectorXd cost_jump = running_cost_jump(problem, event, p);
   const Eigen::MatrixXd unit = Eigen::MatrixXd::Identity(np, np);
   SensitivityTransfer out;
@@ -121,8 +123,12 @@ SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventVa
     out.tau[j] = -guard_tangent(problem, event.event, event.time, event.x_minus, p, 0.0, s_minus.col(j),
                                 unit.col(j), ws) /
                  event.guard_rate;
-    jump_tangent(problem, event.event, event.time, event.x_minus, p, 0.0, s_minus.col(j), unit.col(j),
-                 out.s_plus.col(j), ws);
+    if (jump != nullptr) {
+      out.s_plus.col(j) = jump->x * s_minus.col(j) + jump->p.col(j);
+    } else {
+      jump_tangent(problem, event.event, event.time, event.x_minus, p, 0.0, s_minus.col(j), unit.col(j),
+                   out.s_plus.col(j), ws);
+    }
     out.s_plus.col(j) += c_e * out.tau[j];
     out.cost_integral_jump.col(j) = cost_jump * out.tau[j];
   }
@@ -139,15 +145,18 @@ SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventVa
 }
 
 AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& event, In<double> p,
-                                 const Eigen::MatrixXd& lambda_plus, TangentWorkspace& ws) {
+                                 const Eigen::MatrixXd& lambda_plus, TangentWorkspace& ws,
+                                 const JumpLinearization* jump) {
   const ScalarGradient r = guard_gradient(problem, event.event, event.time, event.x_minus, p);
   // The crossing speed from the same reverse sweep as r_x and r_p (f- is the recorded one).
   const double r_dot = r.t + r.x.dot(event.f_minus);
   const Eigen::RowVectorXd tau_x = -r.x / r_dot;
   const Eigen::RowVectorXd tau_p = -r.p / r_dot;
-  const Eigen::VectorXd c_e = reset_defect(problem, event, p, ws);
+  const Eigen::VectorXd c_e = reset_defect(problem, event, p, ws, jump);
   const Eigen::VectorXd cost_jump = running_cost_jump(problem, event, p);
-  const TransposedProducts phi = jump_products(problem, event.event, event.time, event.x_minus, p, lambda_plus);
+  const TransposedProducts phi =
+      jump != nullptr ? TransposedProducts{{}, jump->x.transpose() * lambda_plus, jump->p.transpose() * lambda_plus}
+                      : jump_products(problem, event.event, event.time, event.x_minus, p, lambda_plus);
   AdjointTransfer out;
   out.lambda_minus.resize(lambda_plus.rows(), lambda_plus.cols());
   out.gradient.resize(lambda_plus.cols(), p.size());

@@ -65,7 +65,8 @@ struct Mode {
 /// How a problem's dynamics are written, and so which integrator runs it.
 enum class ProblemKind {
   Explicit,  ///< every mode is xdot = f(t, x, p): CVODES
-  Residual,  ///< some mode is a residual F(t, x, xdot, p) = 0, or some state is algebraic: IDAS
+  Residual,  ///< some mode is a residual F(t, x, xdot, p) = 0, some state is algebraic, or some
+             ///< event has an implicit transition: IDAS
 };
 
 /// Mode index meaning "stay in the current mode".
@@ -76,6 +77,8 @@ struct Event {
   Direction direction = Direction::Either;
   Instantiated<GuardFn> guard;
   Instantiated<JumpFn> jump;      ///< empty: the state is continuous (pure mode switch)
+  /// An implicit transition (EventBuilder::transition) instead of a jump; empty if none.
+  Instantiated<TransitionFn> transition;
   int target_mode = kSameMode;    ///< mode after the event (unless `transitions` says otherwise)
   std::map<int, int> transitions; ///< mode before -> mode after, overriding target_mode
   std::vector<int> active_modes;  ///< modes in which the guard is watched; empty: all
@@ -145,6 +148,14 @@ class EventBuilder {
   /// x+ = phi(t, x-, p), a generic lambda `phi(t, x_minus, p, x_plus)`.
   template <class F>
   EventBuilder& jump(const F& phi);
+  /// An implicit transition instead of a jump: `T(t, x_plus, xdot_plus, x_minus, xdot_minus, p,
+  /// residual)` writes n_y = n_x - n_algebraic equations that, with the new mode's residual,
+  /// determine x+ and its rates (theory/hybrid-dae.md sections 1-2; docs/dae.md, "Implicit
+  /// transitions"). It may read the rates of the differential states before and after the
+  /// event (those of algebraic states come as zero). The problem then runs on IDAS; the mode
+  /// after the event must be index 1 (no completion).
+  template <class F>
+  EventBuilder& transition(const F& t);
   /// Switch to `mode` (an index returned by Problem::add_mode) when the event fires.
   EventBuilder& switch_to(int mode);
   /// Mode-dependent switch: from mode `from` go to `transitions.at(from)`; modes not listed
@@ -382,6 +393,12 @@ EventBuilder& EventBuilder::rests_in(int rest_mode, const F& projection) {
 template <class F>
 EventBuilder& EventBuilder::jump(const F& phi) {
   event().jump = Instantiated<JumpFn>::from(phi);
+  return *this;
+}
+
+template <class F>
+EventBuilder& EventBuilder::transition(const F& t) {
+  event().transition = Instantiated<TransitionFn>::from(t);
   return *this;
 }
 

@@ -37,6 +37,29 @@ void completion_tangent(const Problem& problem, int mode, double t, In<double> x
                         In<double> dx_guess, In<double> dp, Out<double> x_tangent, Out<double> xdot_tangent,
                         TangentWorkspace& ws);
 
+/// T(t, x+, x-dot+, x-, x-dot-, p) of the implicit transition of `event` into `residual` (n_y);
+/// the algebraic entries of the rates are set to zero first.
+void transition_residual(const Problem& problem, int event, double t, In<double> x_plus, In<double> xdot_plus,
+                         In<double> x_minus, In<double> xdot_minus, In<double> p, Out<double> residual);
+/// T in complex arithmetic (complex-step runs).
+void transition_residual(const Problem& problem, int event, Complex t, const VectorX<Complex>& x_plus,
+                         const VectorX<Complex>& xdot_plus, const VectorX<Complex>& x_minus,
+                         const VectorX<Complex>& xdot_minus, const VectorX<Complex>& p, VectorX<Complex>& residual);
+
+/// The arguments of a transition's tangent: the point and one direction in each argument.
+struct TransitionPoint {
+  double t;
+  In<double> x_plus, xdot_plus, x_minus, xdot_minus, p;
+};
+struct TransitionDirection {
+  double t;
+  In<double> x_plus, xdot_plus, x_minus, xdot_minus, p;
+};
+/// The tangent of T along `d` at `at` into `tangent` (n_y); rates of algebraic states count as
+/// zero in both.
+void transition_tangent(const Problem& problem, int event, const TransitionPoint& at, const TransitionDirection& d,
+                        Out<double> tangent);
+
 /// F_p (n_x x n_p).
 void residual_parameter_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
                                  In<double> p, Eigen::Ref<Eigen::MatrixXd> fp, TangentWorkspace& ws);

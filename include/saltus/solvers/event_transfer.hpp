@@ -74,9 +74,18 @@ EventValues recorded_event(const Problem& problem, const EventRecord& record, In
 void require_transversal(const Problem& problem, const EventValues& event, double grazing_tolerance,
                          const char* consequence);
 
+/// The Jacobians of an event's map x+ = phi(t, x-, p) when the event gives no jump to
+/// differentiate directly: a DAE's implicit transition (dae_transfer.hpp). With one, the
+/// functions below use it in place of the jump's derivatives.
+struct JumpLinearization {
+  Eigen::MatrixXd x;  ///< phi_x, n_x x n_x
+  Eigen::VectorXd t;  ///< phi_t, n_x
+  Eigen::MatrixXd p;  ///< phi_p, n_x x n_p
+};
+
 /// c_e = phi_x f- + phi_t - f+ (n_x).
 Eigen::VectorXd reset_defect(const Problem& problem, const EventValues& event, In<double> p,
-                             TangentWorkspace& ws);
+                             TangentWorkspace& ws, const JumpLinearization* jump = nullptr);
 
 /// g- - g+ for every cost (n_c; 0 for costs without a running part).
 Eigen::VectorXd running_cost_jump(const Problem& problem, const EventValues& event, In<double> p);
@@ -93,7 +102,8 @@ struct SensitivityTransfer {
   Eigen::MatrixXd cost_integral_jump;
 };
 SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
-                                           const Eigen::MatrixXd& s_minus, TangentWorkspace& ws);
+                                           const Eigen::MatrixXd& s_minus, TangentWorkspace& ws,
+                                           const JumpLinearization* jump = nullptr);
 
 /// The adjoint transfer through one event, backwards: lambda(t_e+) -> lambda(t_e-).
 struct AdjointTransfer {
@@ -101,7 +111,8 @@ struct AdjointTransfer {
   Eigen::MatrixXd gradient;       ///< the event's contribution to d cost/dp, n_c x n_p
 };
 AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& event, In<double> p,
-                                 const Eigen::MatrixXd& lambda_plus, TangentWorkspace& ws);
+                                 const Eigen::MatrixXd& lambda_plus, TangentWorkspace& ws,
+                                 const JumpLinearization* jump = nullptr);
 
 /// The complex-step transfer (complex state xc-, complex parameters).
 struct ComplexTransfer {
