@@ -77,7 +77,8 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
     try {
       adj = timed(seconds, [&] { return adjoint(pb, p, options); });
     } catch (const InputError& e) {
-      // A problem the adjoint does not cover (a DAE with a state-dependent mass matrix, for one):
+      // A problem the adjoint does not cover (a running cost reading an algebraic rate, which only
+      // the C++ API can write):
       // asked for alone it is refused; --method all compares the other methods.
       if (a.method == "adjoint") throw;
       fmt::print(err, "saltus: note: no adjoint: {}; --method all compares the other methods\n", e.what());

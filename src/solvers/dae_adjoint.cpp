@@ -1,6 +1,11 @@
 // The backward pass of the adjoint on IDAS (theory/hybrid-dae.md section 3, Saltus sign): per
 // recorded segment the adjoint DAE
 //     F_xdot^T lambda-dot - F_x^T lambda + g_x^T = 0          (F_xdot constant in the mode)
+// or, where F_xdot changes along the segment (a state-dependent mass matrix), its conservative
+// form d/dt (F_ydot^T lambda) = F_y^T lambda - g_y^T with xi = F_ydot^T lambda as the backward
+// differential states and lambda algebraic:
+//     xi - F_ydot^T lambda = 0,   F_z^T lambda - g_z^T = 0,   xi-dot - F_y^T lambda + g_y^T = 0,
+// index 1 where [F_ydot | F_z] is nonsingular, with no derivative of F_xdot along the motion.
 // with the gradient quadrature integral of (g_p - lambda^T F_p), one column per cost; at the
 // final time and before every event lambda is made consistent (consistent_adjoint), and the
 // event's transposed transfer is event_transfer's transfer_adjoint applied to F_xdot+^T lambda+.
@@ -31,9 +36,9 @@ namespace saltus::detail {
 
 namespace {
 
-/// Relative change of F_xdot along a segment above which the adjoint refuses it: the adjoint
-/// DAE above drops d/dt(F_xdot)^T lambda.
-constexpr double kConstantMassTolerance = 1e-10;
+/// Relative change of F_xdot above which a segment takes the conservative form: the first form
+/// above drops d/dt(F_xdot)^T lambda.
+constexpr double kConstantMassTolerance = 1e-12;
 
 /// Up to this many gradient integrals (n_p n_c) the backward problem carries them as IDAS states
 /// with q' = F_p^T lambda - g_p: IDAS leaves quadratures out of its order selection, and an
@@ -57,7 +62,8 @@ class DaeAdjointSweep {
                            void* self);
   /// The linearization at the forward point (t, x, x-dot) of the current mode: its state part
   /// (F_x, g_x) or also its parameter part (F_p, g_p), kept while the point does not change
-  /// (IDAS evaluates the backward residual several times per point); F_xdot is the segment's.
+  /// (IDAS evaluates the backward residual several times per point); F_xdot is the segment's, or
+  /// the point's in the conservative form.
   const ResidualLinearization& at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                   const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters);
   template <class Body>
@@ -79,11 +85,19 @@ class DaeAdjointSweep {
   /// its parameter part.
   Eigen::MatrixXd completed_weights(int mode, double t, const Eigen::VectorXd& x, const Eigen::MatrixXd& weighted);
   void integrate_segment(DaeSegment& segment);
-  void require_constant_mass(const DaeSegment& segment);
+  /// Whether F_xdot may change along the segment: compared at its ends and at a generic
+  /// perturbation of the state and the rates there (a mass matrix that returns to its value).
+  bool mass_varies(const DaeSegment& segment);
   void transpose_event(const EventRecord& event);
   IdasBackwardSettings settings();
 
   int gradient_states() const { return np_ * nc_ <= kGradientStatesLimit ? np_ * nc_ : 0; }
+  /// Backward states per cost: lambda, and xi in the conservative form.
+  int block() const { return conservative_ ? nx_ + ny_ : nx_; }
+  int adjoint_states() const { return block() * nc_; }
+  /// The conservative form's residual rows of one cost (see the top of this file).
+  void conservative_residual(const ResidualLinearization& lin, int c, const Eigen::Ref<const Eigen::VectorXd>& yB,
+                             const Eigen::Ref<const Eigen::VectorXd>& ypB, Eigen::Ref<Eigen::VectorXd> r);
 
   const Problem& pb_;
   Eigen::VectorXd p_;
@@ -91,7 +105,11 @@ class DaeAdjointSweep {
   DaeRun& run_;
   Solution& sol_;
   int nx_, np_, nc_;
+  int ny_;                      // differential states
+  std::vector<int> rate_slot_;  // per state: its slot among the differential states, -1 if algebraic
   int mode_ = 0;
+  bool conservative_ = false;   // the segment being integrated takes the conservative form
+  Eigen::VectorXd work_x_, work_e_;  // scratch of the conservative residual
 
   Eigen::MatrixXd lambda_;  // n_x x n_c
   Eigen::MatrixXd grad_;    // n_c x n_p
@@ -115,7 +133,16 @@ DaeAdjointSweep::DaeAdjointSweep(const Problem& problem, const Eigen::VectorXd& 
       sol_(sol),
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
-      nc_(problem.n_costs()) {}
+      nc_(problem.n_costs()),
+      ny_(problem.n_states() - problem.n_algebraic()),
+      rate_slot_(static_cast<size_t>(problem.n_states()), -1),
+      work_x_(problem.n_states()),
+      work_e_(problem.n_states()) {
+  int slot = 0;
+  for (int i = 0; i < nx_; ++i) {
+    if (!problem.is_algebraic(i)) rate_slot_[static_cast<size_t>(i)] = slot++;
+  }
+}
 
 template <class Body>
 int DaeAdjointSweep::guarded(Body&& body) {
@@ -139,6 +166,9 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
       completed_.states(pb_, mode_, t, x, p_, lin_, ws_);
     } else {
       linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+      if (conservative_) {
+        residual_columns(pb_, mode_, t, x, xdot, p_, lin_.zeros_x, lin_.ones, lin_.f_xdot, ws_);
+      }
       fold_.apply(pb_, t, x, xdot, p_, lin_, RateCostFold::Part::States, ws_);
     }
     lin_valid_ = true;
@@ -164,8 +194,12 @@ int DaeAdjointSweep::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vecto
     auto lambda = view(yB);
     auto rate = view(ypB);
     auto out = view(rB);
-    const int n = self->nx_;
+    const int n = self->nx_, b = self->block();
     for (int c = 0; c < self->nc_; ++c) {
+      if (self->conservative_) {
+        self->conservative_residual(lin, c, lambda.segment(c * b, b), rate.segment(c * b, b), out.segment(c * b, b));
+        continue;
+      }
       auto r = out.segment(c * n, n);
       r.noalias() = lin.f_xdot.transpose() * rate.segment(c * n, n);
       r.noalias() -= lin.f_x.transpose() * lambda.segment(c * n, n);
@@ -176,11 +210,11 @@ int DaeAdjointSweep::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vecto
       // The gradient integrals: q' - (F_p^T lambda - g_p) = 0, one block of n_p per cost.
       const ResidualLinearization& full = self->at(t, view(y).head(n), view(yp).head(n), true);
       const int np = self->np_;
-      const int offset = n * self->nc_;
+      const int offset = self->adjoint_states();
       for (int c = 0; c < self->nc_; ++c) {
         auto r = out.segment(offset + c * np, np);
         r = rate.segment(offset + c * np, np) + full.g_p.row(c).transpose();
-        r.noalias() -= full.f_p.transpose() * lambda.segment(c * n, n);
+        r.noalias() -= full.f_p.transpose() * lambda.segment(c * b, n);
       }
     }
     return out.allFinite() ? 0 : 1;
@@ -192,19 +226,34 @@ int DaeAdjointSweep::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Ve
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
   return self->guarded([&] {
     const ResidualLinearization& lin = self->at(t, view(y).head(self->nx_), view(yp).head(self->nx_), false);
-    const int n = self->nx_;
+    const int n = self->nx_, b = self->block();
     const int nq = self->gradient_states();
-    const int size = n * self->nc_ + nq;
+    const int size = self->adjoint_states() + nq;
     Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(JB), size, size);
     jac.setZero();
     for (int c = 0; c < self->nc_; ++c) {
-      jac.block(c * n, c * n, n, n) = -lin.f_x.transpose() + cj * lin.f_xdot.transpose();
+      if (!self->conservative_) {
+        jac.block(c * n, c * n, n, n) = -lin.f_x.transpose() + cj * lin.f_xdot.transpose();
+        continue;
+      }
+      // Rows (lambda rows, xi rows), columns (lambda, xi) of the conservative residual.
+      for (int i = 0; i < n; ++i) {
+        const int k = self->rate_slot_[static_cast<size_t>(i)];
+        if (k < 0) {
+          jac.block(c * b + i, c * b, 1, n) = -lin.f_x.col(i).transpose();
+          continue;
+        }
+        jac.block(c * b + i, c * b, 1, n) = -lin.f_xdot.col(i).transpose();
+        jac(c * b + i, c * b + n + k) = 1.0;
+        jac.block(c * b + n + k, c * b, 1, n) = -lin.f_x.col(i).transpose();
+        jac(c * b + n + k, c * b + n + k) = cj;
+      }
     }
     if (nq > 0) {
       const ResidualLinearization& full = self->at(t, view(y).head(n), view(yp).head(n), true);
       const int np = self->np_;
-      const int offset = n * self->nc_;
-      for (int c = 0; c < self->nc_; ++c) jac.block(offset + c * np, c * n, np, n) = -full.f_p.transpose();
+      const int offset = self->adjoint_states();
+      for (int c = 0; c < self->nc_; ++c) jac.block(offset + c * np, c * b, np, n) = -full.f_p.transpose();
       jac.bottomRightCorner(nq, nq).diagonal().setConstant(cj);
     }
     return jac.allFinite() ? 0 : 1;
@@ -220,10 +269,10 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
     const ResidualLinearization& lin = self->at(t, view(y).head(self->nx_), view(yp).head(self->nx_), true);
     auto lambda = view(yB);
     auto out = view(qdot);
-    const int n = self->nx_, np = self->np_;
+    const int n = self->nx_, np = self->np_, b = self->block();
     for (int c = 0; c < self->nc_; ++c) {
       auto q = out.segment(c * np, np);
-      q.noalias() = lin.f_p.transpose() * lambda.segment(c * n, n);
+      q.noalias() = lin.f_p.transpose() * lambda.segment(c * b, n);
       q -= lin.g_p.row(c).transpose();
     }
     return out.allFinite() ? 0 : 1;
@@ -242,8 +291,19 @@ IdasBackwardSettings DaeAdjointSweep::settings() {
   s.jacobian = jacobian_cb;
   s.quadrature = quadrature_cb;
   if (gradient_states() > 0) {
-    s.state_atol.assign(static_cast<size_t>(nx_ * nc_), tol.atol);
+    s.state_atol.assign(static_cast<size_t>(adjoint_states()), tol.atol);
     for (double a : tol.quadrature_atol) s.state_atol.push_back(opt_.adjoint_quadrature_error_control ? a : 1e300);
+  }
+  if (conservative_) {
+    // lambda is algebraic here, fixed by xi through [F_ydot | F_z]^T; its equations read the
+    // forward rates (F_z depends on y-dot when F_ydot depends on z), which IDAS interpolates,
+    // so the lambda from the recorded consistent point differs from IDAS's by its interpolation
+    // error. In the error test that difference failed the first step at every step size
+    // (IDA_ERR_FAIL); xi and the gradients carry the error control.
+    s.differential.assign(static_cast<size_t>(adjoint_states() + gradient_states()), 1.0);
+    for (int c = 0; c < nc_; ++c) {
+      for (int i = 0; i < nx_; ++i) s.differential[static_cast<size_t>(c * block() + i)] = 0.0;
+    }
   }
   s.user_data = this;
   return s;
@@ -297,24 +357,55 @@ Eigen::MatrixXd DaeAdjointSweep::rate_weighted(int mode, double t, const Eigen::
   return lin.f_xdot.transpose() * lambda_;
 }
 
-void DaeAdjointSweep::require_constant_mass(const DaeSegment& seg) {
-  if (completed(seg.mode)) return;  // F_xdot = I
-  ResidualLinearization start, end;
-  linearize(pb_, seg.mode, seg.t_start, seg.start.x, seg.start.xdot, p_, start, ws_);
-  linearize(pb_, seg.mode, seg.t_end, seg.end.x, seg.end.xdot, p_, end, ws_);
-  const double change = (end.f_xdot - start.f_xdot).lpNorm<Eigen::Infinity>();
-  if (!(change <= kConstantMassTolerance * std::max(1.0, start.f_xdot.lpNorm<Eigen::Infinity>()))) {
-    throw InputError(fmt::format(
-        "the adjoint on IDAS needs dF/dx-dot constant within a mode, but in mode '{}' it changes by {:.3g} between "
-        "t = {:.17g} and t = {:.17g} (a state-dependent mass matrix); use forward sensitivities (docs/dae.md, "
-        "\"Limits\")",
-        pb_.mode(seg.mode).name, change, seg.t_start, seg.t_end));
+bool DaeAdjointSweep::mass_varies(const DaeSegment& seg) {
+  if (completed(seg.mode)) return false;  // F_xdot = I
+  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(nx_), zeros = Eigen::VectorXd::Zero(nx_);
+  Eigen::MatrixXd reference(nx_, nx_), other(nx_, nx_);
+  const auto mass = [&](double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot, Eigen::MatrixXd& out) {
+    residual_columns(pb_, seg.mode, t, x, xdot, p_, zeros, ones, out, ws_);
+  };
+  // A generic direction, as in RateCostFold::scan: a mass matrix that happens to agree at the
+  // segment's ends still changes under it.
+  const auto perturbed = [&](const Eigen::VectorXd& v) {
+    Eigen::VectorXd out = v;
+    for (int i = 0; i < nx_; ++i) out[i] += 1e-3 * (0.37 + 0.011 * i) * std::max(1.0, std::abs(v[i]));
+    return out;
+  };
+  mass(seg.t_start, seg.start.x, seg.start.xdot, reference);
+  const double scale = std::max(1.0, reference.lpNorm<Eigen::Infinity>());
+  const auto differs = [&] {
+    return !((other - reference).lpNorm<Eigen::Infinity>() <= kConstantMassTolerance * scale);
+  };
+  mass(seg.t_end, seg.end.x, seg.end.xdot, other);
+  if (differs()) return true;
+  mass(seg.t_start, perturbed(seg.start.x), perturbed(seg.start.xdot), other);
+  return differs();
+}
+
+void DaeAdjointSweep::conservative_residual(const ResidualLinearization& lin, int c,
+                                            const Eigen::Ref<const Eigen::VectorXd>& yB,
+                                            const Eigen::Ref<const Eigen::VectorXd>& ypB,
+                                            Eigen::Ref<Eigen::VectorXd> r) {
+  const auto lambda = yB.head(nx_);
+  const auto xi = yB.tail(ny_);
+  const auto xi_rate = ypB.tail(ny_);
+  work_x_.noalias() = lin.f_x.transpose() * lambda;
+  work_x_ -= lin.g_x.row(c).transpose();
+  work_e_.noalias() = lin.f_xdot.transpose() * lambda;
+  for (int i = 0; i < nx_; ++i) {
+    const int k = rate_slot_[static_cast<size_t>(i)];
+    if (k < 0) {
+      r[i] = -work_x_[i];  // F_z^T lambda - g_z^T = 0
+      continue;
+    }
+    r[i] = xi[k] - work_e_[i];                 // xi = F_ydot^T lambda
+    r[nx_ + k] = xi_rate[k] - work_x_[i];      // xi-dot = F_y^T lambda - g_y^T
   }
 }
 
 void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   if (!seg.advanced || !(seg.t_end > seg.t_start)) return;
-  require_constant_mass(seg);
+  conservative_ = mass_varies(seg);
   mode_ = seg.mode;
   run_.set_mode(seg.mode);  // IDAS recomputes forward steps of this segment
   linearize_with_costs(mode_, seg.t_end, seg.end.x, seg.end.xdot, lin_);  // F_xdot for the segment
@@ -328,17 +419,29 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   }
   IdasSession& session = *seg.session;
   sol_.adjoint.checkpoints += session.checkpoints();
-  const int nq = gradient_states();
-  Eigen::VectorXd yB0(nx_ * nc_ + nq), ypB0(nx_ * nc_ + nq);
-  yB0.head(nx_ * nc_) = lambda_.reshaped();
-  ypB0.head(nx_ * nc_) = rates.reshaped();
+  const int nq = gradient_states(), b = block(), na = adjoint_states();
+  Eigen::VectorXd yB0(na + nq), ypB0(na + nq);
+  for (int c = 0; c < nc_; ++c) {
+    yB0.segment(c * b, nx_) = lambda_.col(c);
+    ypB0.segment(c * b, nx_) = rates.col(c);  // the conservative form: a predictor for lambda only
+    if (!conservative_) continue;
+    // xi = F_ydot^T lambda, xi-dot = F_y^T lambda - g_y^T.
+    const Eigen::VectorXd weighted = lin.f_xdot.transpose() * lambda_.col(c);
+    const Eigen::VectorXd forcing = lin.f_x.transpose() * lambda_.col(c) - lin.g_x.row(c).transpose();
+    for (int i = 0; i < nx_; ++i) {
+      const int k = rate_slot_[static_cast<size_t>(i)];
+      if (k < 0) continue;
+      yB0[c * b + nx_ + k] = weighted[i];
+      ypB0[c * b + nx_ + k] = forcing[i];
+    }
+  }
   if (nq > 0) {
     yB0.tail(nq).setZero();
     for (int c = 0; c < nc_; ++c) {
-      ypB0.segment(nx_ * nc_ + c * np_, np_) = lin.f_p.transpose() * lambda_.col(c) - lin.g_p.row(c).transpose();
+      ypB0.segment(na + c * np_, np_) = lin.f_p.transpose() * lambda_.col(c) - lin.g_p.row(c).transpose();
     }
   }
-  session.start_backward(nx_ * nc_ + nq, nq > 0 ? 0 : np_ * nc_, settings(), seg.t_end, yB0, ypB0);
+  session.start_backward(na + nq, nq > 0 ? 0 : np_ * nc_, settings(), seg.t_end, yB0, ypB0);
   Eigen::VectorXd yB, qB;
   const int flag = session.integrate_backward(seg.t_start, yB, qB);
   session.add_backward_stats(sol_.adjoint.backward);
@@ -350,7 +453,7 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
                                   ida_flag_name(flag), seg.t_start, seg.t_end, pb_.mode(seg.mode).name));
   }
   if (nq > 0) qB = yB.tail(nq);
-  lambda_ = yB.head(nx_ * nc_).reshaped(nx_, nc_);
+  for (int c = 0; c < nc_; ++c) lambda_.col(c) = yB.segment(c * b, nx_);
   if (np_ > 0) grad_ += qB.reshaped(np_, nc_).transpose();
   seg.session.reset();  // the backward pass is done with this recording
 }

@@ -192,6 +192,15 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
     check_ida(flag, "IDASVtolerancesB");
   }
   check_ida(IDASetMaxNumStepsB(mem_, which_, settings.max_steps), "IDASetMaxNumStepsB");
+  if (!settings.differential.empty()) {
+    N_Vector id = N_VClone(yB_);
+    check_alloc(id, "the adjoint's differential components");
+    for (int i = 0; i < nB; ++i) NV_Ith_S(id, i) = settings.differential[static_cast<size_t>(i)];
+    const int flag = IDASetIdB(mem_, which_, id);
+    N_VDestroy(id);
+    check_ida(flag, "IDASetIdB");
+    check_ida(IDASetSuppressAlgB(mem_, which_, SUNTRUE), "IDASetSuppressAlgB");
+  }
   AB_ = SUNDenseMatrix(nB, nB, ctx_);
   check_alloc(AB_, "the adjoint Jacobian");
   LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);

@@ -31,6 +31,9 @@ struct IdasBackwardSettings {
   double atol = 1e-10;                  ///< adjoint states
   std::vector<double> state_atol;       ///< if not empty (size nB): replaces atol per state
   std::vector<double> quadrature_atol;  ///< per gradient quadrature
+  /// If not empty (size nB): 1 for differential, 0 for algebraic components, which IDAS then
+  /// leaves out of its error test (IDASetSuppressAlgB).
+  std::vector<double> differential;
   bool quadrature_error_control = true;
   long max_steps = 500000;
   IDAResFnB residual = nullptr;

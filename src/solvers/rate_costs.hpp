@@ -1,9 +1,9 @@
 #pragma once
 // Running costs that read rates, g(t, x, x-dot, p), in the adjoint on IDAS. The adjoint DAE
-// needs g as a function of the state: with F_xdot constant in a mode, the residual's rows with
-// rates D are affine in the differential rates,
-//     F_D = M_D,y y-dot + F_D(t, x, 0, p),   so   y-dot(x) = -M_D,y^-1 F_D(t, x, 0, p),
-// and the cost's linearization becomes g_x - B F_D,x and g_p - B F_D,p with B = g_ydot M_D,y^-1
+// needs g as a function of the state: the residual's rows with rates D determine the
+// differential rates, F_D(t, x, y-dot(x), p) = 0, so y-dot_x = -M_D,y^-1 F_D,x with
+// M_D,y = F_D,ydot and F_D,x taken at the point's rates (a state-dependent M_D,y included), and
+// the cost's linearization becomes g_x - B F_D,x and g_p - B F_D,p with B = g_ydot M_D,y^-1
 // (M_D,y^T B^T = g_ydot^T). On the solution the integrand is unchanged. Rates of algebraic states
 // (z-dot, which IDAS holds only approximately) are refused.
 // Modes with a completion do not come here: their adjoint reads the completion's rates
