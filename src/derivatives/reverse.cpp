@@ -115,6 +115,27 @@ TransposedProducts completion_products(const Problem& problem, int mode, double 
   return products(outputs, t_ad, x_ad, p_ad, weights);
 }
 
+TransposedProducts completed_cost_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                                           const Eigen::MatrixXd& weights) {
+  const Eigen::Index n = x.size(), nc = weights.cols();
+  begin_recording();
+  const Reverse t_ad = Reverse::independent(t);
+  const VectorX<Reverse> x_ad = independents(x);
+  const VectorX<Reverse> p_ad = independents(p);
+  VectorX<Reverse> xc = VectorX<Reverse>::Zero(n), xdot = VectorX<Reverse>::Zero(n);
+  problem.mode(mode).completion.reverse(t_ad, x_ad, p_ad, xc, xdot);
+  VectorX<Reverse> outputs(n + nc);
+  outputs.head(n) = xdot;
+  for (Eigen::Index c = 0; c < nc; ++c) {
+    const auto& g = problem.cost(static_cast<int>(c)).running;
+    outputs[n + c] = g ? g.reverse(t_ad, xc, xdot, p_ad) : Reverse(0.0);
+  }
+  Eigen::MatrixXd seeds = Eigen::MatrixXd::Zero(n + nc, nc);
+  seeds.topRows(n) = weights;
+  seeds.bottomRows(nc).setIdentity();
+  return products(outputs, t_ad, x_ad, p_ad, seeds);
+}
+
 ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p) {
   const auto& w = problem.cost(cost).terminal;

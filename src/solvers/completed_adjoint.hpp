@@ -19,7 +19,9 @@
 // the completion's transpose (transpose_completion), so that a cost reading a multiplier reads
 // the completed one, and the sensitivities it pairs with are the consistent ones.
 //
-// Cost: n_x + n_p tangents of the completion per backward point (forward-mode AD).
+// Cost: the backward residual takes one reverse sweep of the completion and the costs per point
+// (derivatives/reverse.hpp, completed_cost_products); the Jacobian, which IDAS asks for far less
+// often, n_x + n_p tangents of the completion (forward-mode AD, below).
 #include <saltus/core/problem.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 

@@ -42,6 +42,13 @@ TransposedProducts jump_products(const Problem& problem, int event, double t, In
 TransposedProducts completion_products(const Problem& problem, int mode, double t, In<double> x_guess,
                                        In<double> p, const Eigen::MatrixXd& weights);
 
+/// Products of a mode's completion followed by the running costs at the completed point: with
+/// (x_c, x-dot_c) = C(t, x, p) and G_c = g_c(t, x_c, x-dot_c, p) (n_c), for each column w_c of
+/// `weights` (n_x x n_c): x.col(c) = C_xdot,x^T w_c + G_c,x^T and p.col(c) = C_xdot,p^T w_c +
+/// G_c,p^T (the adjoint through the completion: R_x^T lambda + g~_x^T).
+TransposedProducts completed_cost_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                                           const Eigen::MatrixXd& weights);
+
 /// w_t, w_x and w_p of the terminal part of `cost` at (tf, x(tf), p); zero if it has none.
 ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p);
