@@ -101,39 +101,47 @@ TransposedProducts jump_products(const Problem& problem, int event, double t, In
   return products(y, t_ad, x_ad, p_ad, weights);
 }
 
-TransposedProducts completion_products(const Problem& problem, int mode, double t, In<double> x_guess,
-                                       In<double> p, const Eigen::MatrixXd& weights) {
+namespace {
+
+/// A recorded completion: the independents and the completed state and rates.
+struct RecordedCompletion {
+  Reverse t;
+  VectorX<Reverse> guess, p, x, xdot;
+};
+
+RecordedCompletion record_completion(const Problem& problem, int mode, double t, In<double> x_guess, In<double> p) {
   const Eigen::Index n = x_guess.size();
   begin_recording();
-  const Reverse t_ad = Reverse::independent(t);
-  const VectorX<Reverse> x_ad = independents(x_guess);
-  const VectorX<Reverse> p_ad = independents(p);
-  VectorX<Reverse> x = VectorX<Reverse>::Zero(n), xdot = VectorX<Reverse>::Zero(n);
-  problem.mode(mode).completion.reverse(t_ad, x_ad, p_ad, x, xdot);
-  VectorX<Reverse> outputs(2 * n);
-  outputs << x, xdot;
-  return products(outputs, t_ad, x_ad, p_ad, weights);
+  RecordedCompletion r{Reverse::independent(t), independents(x_guess), independents(p), VectorX<Reverse>::Zero(n),
+                       VectorX<Reverse>::Zero(n)};
+  problem.mode(mode).completion.reverse(r.t, r.guess, r.p, r.x, r.xdot);
+  return r;
+}
+
+}  // namespace
+
+TransposedProducts completion_products(const Problem& problem, int mode, double t, In<double> x_guess,
+                                       In<double> p, const Eigen::MatrixXd& weights) {
+  const RecordedCompletion r = record_completion(problem, mode, t, x_guess, p);
+  VectorX<Reverse> outputs(2 * x_guess.size());
+  outputs << r.x, r.xdot;
+  return products(outputs, r.t, r.guess, r.p, weights);
 }
 
 TransposedProducts completed_cost_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                                            const Eigen::MatrixXd& weights) {
   const Eigen::Index n = x.size(), nc = weights.cols();
-  begin_recording();
-  const Reverse t_ad = Reverse::independent(t);
-  const VectorX<Reverse> x_ad = independents(x);
-  const VectorX<Reverse> p_ad = independents(p);
-  VectorX<Reverse> xc = VectorX<Reverse>::Zero(n), xdot = VectorX<Reverse>::Zero(n);
-  problem.mode(mode).completion.reverse(t_ad, x_ad, p_ad, xc, xdot);
+  const RecordedCompletion r = record_completion(problem, mode, t, x, p);
   VectorX<Reverse> outputs(n + nc);
-  outputs.head(n) = xdot;
+  outputs.head(n) = r.xdot;
   for (Eigen::Index c = 0; c < nc; ++c) {
     const auto& g = problem.cost(static_cast<int>(c)).running;
-    outputs[n + c] = g ? g.reverse(t_ad, xc, xdot, p_ad) : Reverse(0.0);
+    outputs[n + c] = g ? g.reverse(r.t, r.x, r.xdot, r.p) : Reverse(0.0);
   }
   Eigen::MatrixXd seeds = Eigen::MatrixXd::Zero(n + nc, nc);
   seeds.topRows(n) = weights;
   seeds.bottomRows(nc).setIdentity();
-  return products(outputs, t_ad, x_ad, p_ad, seeds);
+  return products(outputs, r.t, r.guess, r.p, seeds);
 }
 
 ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
