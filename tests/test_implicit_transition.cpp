@@ -4,6 +4,7 @@
 // sets the rate after it from the rate before it and the algebraic state z = y^2 on both sides:
 //     T = y-dot+ + e y-dot- + kappa (z+ - z-) = 0.
 #include <saltus/core/error.hpp>
+#include <saltus/core/parameter_subset.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
@@ -142,6 +143,22 @@ TEST_P(ImplicitTransition, EveryMethodMatchesTheClosedForm) {
   expect_near_relative(cs.cost_gradient, reference.topRows(nc), 1e-7, "complex step");
   const GradientEstimate cd = central_differences(pb, p, pb.options());
   expect_near_relative(cd.cost_gradient, reference.topRows(nc), 1e-4, "central differences");
+}
+
+// Differentiating with respect to some parameters (the command's --wrt): the transition reads
+// every parameter still, and the columns are those of the full gradient.
+TEST_P(ImplicitTransition, ASubsetOfParametersGivesTheirColumns) {
+  const bool algebraic = GetParam();
+  const Problem full = relaxation(algebraic);
+  const Problem subset = with_free_parameters(full, {"e", "kappa"});
+  const Eigen::MatrixXd reference = closed_form_gradient(full.nominal_parameters(), algebraic);
+  const Eigen::Index nc = full.n_costs();
+  Eigen::MatrixXd columns(nc, 2);
+  columns << reference.topRows(nc).col(2), reference.topRows(nc).col(4);
+  expect_near_relative(forward_sensitivity(subset).cost_gradient, columns, 1e-7, "forward, subset");
+  expect_near_relative(adjoint(subset).cost_gradient, columns, 1e-7, "adjoint, subset");
+  const GradientEstimate cs = complex_step(subset, subset.nominal_parameters(), subset.options());
+  expect_near_relative(cs.cost_gradient, columns, 1e-7, "complex step, subset");
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ImplicitTransition, ::testing::Values(true, false),

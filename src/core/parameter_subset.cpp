@@ -100,6 +100,16 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
         embed->with_full<S>(p, [&](In<S> full) { jump.template get<S>()(t, x, full, x_plus); });
       });
     }
+    if (const auto tr = ev.transition; tr) {
+      ev.transition = Instantiated<TransitionFn>::from([tr, embed](auto t, const auto& x_plus, const auto& xdot_plus,
+                                                                   const auto& x_minus, const auto& xdot_minus,
+                                                                   const auto& p, auto residual) {
+        using S = ScalarOf<decltype(x_plus)>;
+        embed->with_full<S>(p, [&](In<S> full) {
+          tr.template get<S>()(t, x_plus, xdot_plus, x_minus, xdot_minus, full, residual);
+        });
+      });
+    }
   }
   for (Cost& cost : q.costs_) {
     if (const auto g = cost.running; g) {

@@ -198,6 +198,7 @@ ComplexConsistentPoint solve_transition_complex(const Problem& problem, int even
   // The imaginary parts by Newton with A at the real parts: the error contracts by about
   // |Im| |A'| ~ h per step, as in consistent_point_complex.
   constexpr int kComplexIterations = 10;
+  double previous = 0.0;
   for (int iteration = 0; iteration < kComplexIterations; ++iteration) {
     transition_residual(problem, event, t, point.x, point.xdot, before.x, before.xdot, p, t_residual);
     mode_residual(problem, mode_after, t, point.x, point.xdot, p, f_residual);
@@ -210,10 +211,17 @@ ComplexConsistentPoint solve_transition_complex(const Problem& problem, int even
     const Eigen::VectorXd delta_imag = lu.solve(residual.imag());
     VectorX<Complex> delta(system.size());
     for (Eigen::Index i = 0; i < delta.size(); ++i) delta[i] = Complex(delta_real[i], delta_imag[i]);
-    double size = 0.0;
     system.correct(delta, point);
-    for (Eigen::Index i = 0; i < nx; ++i) size = std::max(size, std::abs(point.x[i].imag()));
-    if (!(delta_imag.lpNorm<Eigen::Infinity>() > 1e-13 * size)) return point;
+    // Converged: the correction at round-off of the unknowns' imaginary parts (x+ and the rates
+    // after the event), or no longer shrinking (round-off, also where they are all zero: a
+    // parameter that moves neither).
+    double size = 0.0;
+    for (Eigen::Index i = 0; i < nx; ++i) {
+      size = std::max({size, std::abs(point.x[i].imag()), std::abs(point.xdot[i].imag())});
+    }
+    const double correction = delta_imag.lpNorm<Eigen::Infinity>();
+    if (!(correction > 1e-13 * size) || (iteration >= 1 && correction >= 0.5 * previous)) return point;
+    previous = correction;
   }
   throw ModelError(fmt::format("the complex-step run could not solve the transition of event '{}' at t = {:.17g}: "
                                "the imaginary parts did not converge",

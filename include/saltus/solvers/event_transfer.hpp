@@ -75,7 +75,7 @@ void require_transversal(const Problem& problem, const EventValues& event, doubl
                          const char* consequence);
 
 /// The Jacobians of an event's map x+ = phi(t, x-, p) when the event gives no jump to
-/// differentiate directly: a DAE's implicit transition (dae_transfer.hpp). With one, the
+/// differentiate directly: a DAE's implicit transition (src/solvers/implicit_transition.hpp). With one, the
 /// functions below use it in place of the jump's derivatives.
 struct JumpLinearization {
   Eigen::MatrixXd x;  ///< phi_x, n_x x n_x
