@@ -578,3 +578,70 @@ TEST(DaeAdjoint, AStateDependentMassMatrixTakesTheConservativeForm) {
     }
   }
 }
+
+namespace {
+/// A guard that reads a rate, written as an algebraic state: w = y-dot (the residual row
+/// w - y-dot = 0 reads the rate), and the guard w - v on it. y relaxes towards c; when its rate
+/// falls to v the target becomes d. p = (c, d, v, y0); cost G = integral of y dt.
+Problem rate_guard() {
+  Problem pb("rate_guard", "an event when the rate of y falls to v");
+  pb.set_states({"y", "w"});
+  pb.set_algebraic_states({"w"});
+  pb.add_parameter("c", 2.0);
+  pb.add_parameter("d", 0.5);
+  pb.add_parameter("v", 0.7);
+  pb.add_parameter("y0", 0.0);
+  pb.set_initial_state([](const auto& p, auto x0) {
+    x0[0] = p[3];
+    x0[1] = 0.0 * p[3];  // a guess
+  });
+  const auto mode = [](int target) {
+    return [target](auto, const auto& x, const auto& xdot, const auto& p, auto r) {
+      r[0] = xdot[0] - (p[target] - x[0]);
+      r[1] = x[1] - xdot[0];
+    };
+  };
+  const int a = pb.add_residual_mode("towards_c", mode(0));
+  const int b = pb.add_residual_mode("towards_d", mode(1));
+  pb.add_event("slow", Direction::Falling, [](auto, const auto& x, const auto& p) { return x[1] - p[2]; })
+      .only_in({a})
+      .switch_to(b);
+  pb.add_running_cost("G", [](auto, const auto& x, const auto&, const auto&) { return x[0]; });
+  pb.options().tf = 3.0;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+
+/// y-dot = (c - y0) e^-t falls to v at t_e = ln((c - y0) / v); then y = d + (y_e - d) e^-(t - t_e).
+std::pair<Complex, Complex> rate_guard_closed_form(Complex c, Complex d, Complex v, Complex y0) {
+  const Complex t_e = std::log((c - y0) / v), y_e = c - v, T = 3.0;
+  const Complex G = c * t_e + (y0 - c) * (1.0 - std::exp(-t_e)) + d * (T - t_e) + (y_e - d) * (1.0 - std::exp(-(T - t_e)));
+  return {G, t_e};
+}
+}  // namespace
+
+// Guards that read rates (docs/dae.md, "Events"): the crossing speed then reads w-dot = y-ddot,
+// which the differentiated equations give. Forward, adjoint and complex step against the closed
+// form differentiated by complex step.
+TEST(DaeEvents, AGuardOnARateThroughAnAlgebraicState) {
+  const Problem pb = rate_guard();
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const auto [G, t_e] = rate_guard_closed_form(p[0], p[1], p[2], p[3]);
+  const Solution fwd = forward_sensitivity(pb);
+  ASSERT_EQ(fwd.events.size(), 1u);
+  EXPECT_NEAR(fwd.events[0].time, t_e.real(), 1e-8);
+  EXPECT_NEAR(fwd.costs[0], G.real(), 1e-8);
+  const Solution adj = adjoint(pb);
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  for (int j = 0; j < 4; ++j) {
+    Complex q[4] = {p[0], p[1], p[2], p[3]};
+    q[j] += Complex(0.0, 1e-30);
+    const auto [dG, dt] = rate_guard_closed_form(q[0], q[1], q[2], q[3]);
+    const double g = dG.imag() / 1e-30, te = dt.imag() / 1e-30, tolerance = 1e-7 * std::max(1.0, std::abs(g));
+    EXPECT_NEAR(fwd.events[0].dtime_dp[j], te, 1e-7 * std::max(1.0, std::abs(te))) << j;
+    EXPECT_NEAR(fwd.cost_gradient(0, j), g, tolerance) << j;
+    EXPECT_NEAR(adj.cost_gradient(0, j), g, tolerance) << j;
+    EXPECT_NEAR(cs.cost_gradient(0, j), g, tolerance) << j;
+  }
+}
