@@ -5,6 +5,7 @@
 //     T = y-dot+ + e y-dot- + kappa (z+ - z-) = 0.
 #include <saltus/core/error.hpp>
 #include <saltus/core/parameter_subset.hpp>
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
@@ -165,6 +166,51 @@ INSTANTIATE_TEST_SUITE_P(Modes, ImplicitTransition, ::testing::Values(true, fals
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? std::string("Residual") : std::string("Explicit");
                          });
+
+// The same model as an equation file, the transition written with pre(): the same closed form.
+TEST(ImplicitTransitionFile, TheExampleMatchesTheClosedForm) {
+  const Problem pb =
+      equations::load_equation_problem(std::string(SALTUS_SOURCE_DIR) + "/examples/equations/relaxation_transition.yaml");
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Closed exact = closed_form(p.cast<Complex>(), true);
+  const Eigen::MatrixXd reference = closed_form_gradient(p, true);
+  const Solution fwd = forward_sensitivity(pb);
+  ASSERT_EQ(fwd.events.size(), 1u);
+  EXPECT_NEAR(fwd.events[0].time, exact.t_e.real(), 1e-9);
+  EXPECT_NEAR(fwd.costs[pb.cost_index("y_T")], exact.y_T.real(), 1e-8);
+  expect_near_relative(fwd.cost_gradient, reference.topRows(3), 1e-7, "forward, file");
+  expect_near_relative(adjoint(pb).cost_gradient, reference.topRows(3), 1e-7, "adjoint, file");
+}
+
+// pre() belongs to transitions; a transition has one equation per differential state and no
+// jump beside it: each is one line naming the field.
+TEST(ImplicitTransitionFile, BadTransitionsNameTheirField) {
+  const std::string base = R"(name: bad
+horizon: 1
+parameters: {e: {value: 0.5}}
+states: {y: 0, z: 0}
+algebraic: z
+modes:
+  m: {residual: ["der(y) - 1", "z - y"]}
+costs: {G: {running: y}}
+events:
+  e1:
+    guard: y - 0.5
+    direction: rising
+)";
+  expect_message([&] { equations::parse_equation_problem(base + "    jump: [pre(y), z]\n", "bad.yaml"); },
+                 "pre(...) is only available in an implicit transition");
+  expect_message([&] { equations::parse_equation_problem(base + "    transition: [\"y - pre(y)\", \"z\"]\n", "bad.yaml"); },
+                 "events.e1.transition: expected a list of 1 equations, one per differential state (y), got 2");
+  expect_message(
+      [&] { equations::parse_equation_problem(base + "    transition: [\"der(y) + pre(der(z))\"]\n", "bad.yaml"); },
+      "der(z): 'z' is an algebraic state");
+  expect_message(
+      [&] {
+        equations::parse_equation_problem(base + "    jump: [y, z]\n    transition: [\"y - pre(y)\"]\n", "bad.yaml");
+      },
+      "an event has a jump or a transition, not both");
+}
 
 // A transition that does not determine the state after the event (it reads neither x+ nor its
 // rate) is bad input naming the event, the mode and the time; so is an event with both a jump

@@ -71,6 +71,7 @@ std::string event_summary(const Problem& pb, const Event& e) {
   std::string s = fmt::format("{}, watched in {}", direction_name(e.direction), join(watched));
   if (!leads.empty()) s += ", switches " + join(leads);
   if (e.jump) s += ", with a jump";
+  if (e.transition) s += ", with an implicit transition";
   if (e.rest_event >= 0) {
     const Event& rest = pb.event(e.rest_event);
     s += fmt::format(", comes to rest in {}", pb.mode(rest.target_mode).name);

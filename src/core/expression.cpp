@@ -182,7 +182,8 @@ class ExpressionParser {
     const std::string word = identifier();
     skip_space();
     if (!at_end() && text_[pos_] == '(') {
-      if (word == "der") return derivative(start);
+      if (word == "der") return derivative(start, false);
+      if (word == "pre") return before_event(start);
       const auto f = std::find_if(std::begin(kFunctions), std::end(kFunctions),
                                   [&](const Function& fn) { return word == fn.name; });
       if (f == std::end(kFunctions)) {
@@ -204,7 +205,7 @@ class ExpressionParser {
       return add({f->op, 0.0, -1, -1, a, b});
     }
     for (size_t g = 0; g < groups_.size(); ++g) {
-      if (groups_[g].derivative) continue;
+      if (groups_[g].derivative || groups_[g].before) continue;
       const std::vector<std::string>& names = *groups_[g].names;
       const auto it = std::find(names.begin(), names.end(), word);
       if (it != names.end()) return name_node(static_cast<int>(g), static_cast<int>(it - names.begin()));
@@ -219,22 +220,54 @@ class ExpressionParser {
     return std::string(text_.substr(start, pos_ - start));
   }
 
-  /// der(name), after "der": the rate of a name of the derivative group.
-  int derivative(size_t start) {
-    const auto group = std::find_if(groups_.begin(), groups_.end(), [](const NameGroup& g) { return g.derivative; });
-    if (group == groups_.end()) fail(start, "der(...) is not available in this expression");
-    ++pos_;  // '('
+  /// The group marked (derivative, before), or groups_.end().
+  std::span<const NameGroup>::iterator group_of(bool derivative, bool before) const {
+    return std::find_if(groups_.begin(), groups_.end(),
+                        [&](const NameGroup& g) { return g.derivative == derivative && g.before == before; });
+  }
+
+  /// A name of `group` at the current position, up to and including the closing ')' of
+  /// `call` ("der", "pre").
+  int name_in(std::span<const NameGroup>::iterator group, const char* call) {
     skip_space();
     const size_t name_start = pos_;
     const std::string word = identifier();
     const std::vector<std::string>& names = *group->names;
     const auto it = std::find(names.begin(), names.end(), word);
     if (it == names.end()) {
-      fail(name_start, fmt::format("der(...) takes a name of the {} ({}), got '{}'", group->kind,
-                                   join(names), word));
+      fail(name_start, fmt::format("{}(...) takes a name of the {} ({}), got '{}'", call, group->kind, join(names),
+                                   word));
     }
-    if (!accept(')')) fail(pos_, "der(...) takes one name: expected ')'");
+    if (!accept(')')) fail(pos_, fmt::format("{}(...) takes one name: expected ')'", call));
     return name_node(static_cast<int>(group - groups_.begin()), static_cast<int>(it - names.begin()));
+  }
+
+  /// der(name), after "der": the rate of a name of the derivative group (before the event with
+  /// `before`, inside pre(...)).
+  int derivative(size_t start, bool before) {
+    const auto group = group_of(true, before);
+    if (group == groups_.end()) fail(start, "der(...) is not available in this expression");
+    ++pos_;  // '('
+    return name_in(group, "der");
+  }
+
+  /// pre(name) or pre(der(name)), after "pre": a value before the event.
+  int before_event(size_t start) {
+    if (group_of(false, true) == groups_.end()) {
+      fail(start, "pre(...) is only available in an implicit transition (the values before the event)");
+    }
+    ++pos_;  // '('
+    skip_space();
+    const size_t inner = pos_;
+    const std::string word = identifier();
+    skip_space();
+    if (word == "der" && !at_end() && text_[pos_] == '(') {
+      const int node = derivative(inner, true);
+      if (!accept(')')) fail(pos_, "pre(...) takes one name or der(name): expected ')'");
+      return node;
+    }
+    pos_ = inner;
+    return name_in(group_of(false, true), "pre");
   }
 
   static std::string join(const std::vector<std::string>& names) {
@@ -248,9 +281,11 @@ class ExpressionParser {
     std::string known;
     for (const NameGroup& g : groups_) {
       std::string names = join(*g.names);
-      if (g.derivative) {
+      if (g.derivative || g.before) {
+        const std::string open = std::string(g.before ? "pre(" : "") + (g.derivative ? "der(" : "");
+        const std::string close = std::string(g.derivative ? ")" : "") + (g.before ? ")" : "");
         names.clear();
-        for (const auto& n : *g.names) names += (names.empty() ? "der(" : ", der(") + n + ")";
+        for (const auto& n : *g.names) names += (names.empty() ? "" : ", ") + open + n + close;
         if (names.empty()) continue;
       }
       known += fmt::format("{}: {}; ", g.kind, names);

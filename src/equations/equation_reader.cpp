@@ -95,6 +95,8 @@ class Reader : yaml::Fields {
   /// As states_and_time, and the rates der(x) of the differential states (residuals, running
   /// costs).
   std::span<const NameGroup> with_rates() const { return {groups_.data(), 4}; }
+  /// As with_rates, and the values before the event, pre(x) and pre(der(x)) (transitions).
+  std::span<const NameGroup> with_values_before() const { return {groups_.data(), 6}; }
 
   Expression parse(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
     const std::string text = yaml::trim(scalar(n, field));
@@ -109,7 +111,9 @@ class Reader : yaml::Fields {
   /// der(z) of an algebraic state z is an error: its rate is not part of the model (a residual
   /// must not read it, and IDAS's value of it is only approximate).
   void check_rates(const YAML::Node& n, const std::string& field, const std::string& text, const Expression& e) const {
-    for (const int i : e.names_in(kRates)) {
+    std::vector<int> rates = e.names_in(kRates);
+    for (const int i : e.names_in(kRatesBefore)) rates.push_back(i);
+    for (const int i : rates) {
       if (!algebraic_[size_t(i)]) continue;
       const std::string& z = states_[size_t(i)];
       std::vector<std::string> differential;
@@ -145,6 +149,23 @@ class Reader : yaml::Fields {
     }
     std::vector<Expression> list;
     for (size_t i = 0; i < nx; ++i) list.push_back(parse(n[i], fmt::format("{}[{}]", field, i), groups));
+    return std::make_shared<const std::vector<Expression>>(std::move(list));
+  }
+
+  /// An implicit transition: one equation per differential state, over the values after the
+  /// event (names, der(name)) and before it (pre(name), pre(der(name))).
+  ExpressionList per_differential_state(const YAML::Node& n, const std::string& field) const {
+    std::vector<std::string> differential;
+    for (size_t i = 0; i < states_.size(); ++i) {
+      if (!algebraic_[i]) differential.push_back(states_[i]);
+    }
+    if (!n.IsSequence() || n.size() != differential.size()) {
+      fail(n, field, fmt::format("expected a list of {} equations, one per differential state ({}){}",
+                                 differential.size(), join(differential),
+                                 n.IsSequence() ? fmt::format(", got {}", n.size()) : ""));
+    }
+    std::vector<Expression> list;
+    for (size_t i = 0; i < n.size(); ++i) list.push_back(parse(n[i], fmt::format("{}[{}]", field, i), with_values_before()));
     return std::make_shared<const std::vector<Expression>>(std::move(list));
   }
 
@@ -321,7 +342,8 @@ class Reader : yaml::Fields {
 
   void read_event(Problem& pb, const std::string& name, const YAML::Node& n) {
     const std::string field = "events." + name;
-    check_keys(n, field, {"guard", "direction", "at", "jump", "next", "only_in", "rests_in", "starts_on_guard"});
+    check_keys(n, field,
+               {"guard", "direction", "at", "jump", "transition", "next", "only_in", "rests_in", "starts_on_guard"});
     if (static_cast<bool>(n["guard"]) == static_cast<bool>(n["at"])) {
       fail(n, field, "needs either a guard (with a direction) or a time 'at'");
     }
@@ -339,6 +361,11 @@ class Reader : yaml::Fields {
       // An algebraic entry is only a first guess: the state after the event does not depend on it.
       for (size_t i = 0; i < states_.size(); ++i) identity_jump &= algebraic_[i] || (*jump)[i].text() == states_[i];
       event->jump(vector_function(jump));
+    }
+    if (const YAML::Node tr = n["transition"]) {
+      if (n["jump"]) fail(tr, field + ".transition", "an event has a jump or a transition, not both");
+      event->transition(transition_function(per_differential_state(tr, field + ".transition")));
+      identity_jump = false;
     }
     std::vector<int> watched;
     if (const YAML::Node in = n["only_in"]) {
@@ -524,8 +551,12 @@ class Reader : yaml::Fields {
   std::vector<bool> algebraic_;  ///< per state, from `algebraic`
   const std::vector<std::string> time_ = {"t"};
   /// Expressions' name groups, in the order expression_functions.hpp evaluates them.
-  const std::array<NameGroup, 4> groups_ = {NameGroup{"parameters", &parameters_}, NameGroup{"states", &states_},
-                                            NameGroup{"time", &time_}, NameGroup{"rates", &states_, true}};
+  const std::array<NameGroup, 6> groups_ = {NameGroup{"parameters", &parameters_},
+                                            NameGroup{"states", &states_},
+                                            NameGroup{"time", &time_},
+                                            NameGroup{"rates", &states_, true},
+                                            NameGroup{"states before the event", &states_, false, true},
+                                            NameGroup{"rates before the event", &states_, true, true}};
 };
 
 }  // namespace

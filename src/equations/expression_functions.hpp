@@ -13,7 +13,7 @@
 
 namespace saltus::equations {
 
-enum Group : int { kParameters = 0, kStates = 1, kTime = 2, kRates = 3 };
+enum Group : int { kParameters = 0, kStates = 1, kTime = 2, kRates = 3, kStatesBefore = 4, kRatesBefore = 5 };
 
 /// The expressions of one vector-valued model function, shared by its four instantiations.
 using ExpressionList = std::shared_ptr<const std::vector<Expression>>;
@@ -35,6 +35,17 @@ inline auto residual_function(ExpressionList list) {
     using S = decltype(t);
     const S* values[] = {p.data(), x.data(), &t, xdot.data()};
     for (size_t i = 0; i < list->size(); ++i) res[static_cast<Eigen::Index>(i)] = (*list)[i].evaluate_in<S>(values, 4);
+  };
+}
+
+/// T(t, x+, x-dot+, x-, x-dot-, p), one expression per differential state: an implicit
+/// transition, whose expressions read x- as pre(name) and x-dot- as pre(der(name)).
+inline auto transition_function(ExpressionList list) {
+  return [list](auto t, const auto& x_plus, const auto& xdot_plus, const auto& x_minus, const auto& xdot_minus,
+                const auto& p, auto res) {
+    using S = decltype(t);
+    const S* values[] = {p.data(), x_plus.data(), &t, xdot_plus.data(), x_minus.data(), xdot_minus.data()};
+    for (size_t i = 0; i < list->size(); ++i) res[static_cast<Eigen::Index>(i)] = (*list)[i].evaluate_in<S>(values, 6);
   };
 }
 

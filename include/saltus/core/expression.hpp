@@ -16,7 +16,9 @@
 //   power      := primary ('^' unary)?
 //   primary    := number | name | function '(' expression (',' expression)* ')' | '(' expression ')'
 // Numbers: 2, 0.5, .5, 1e-3. Names: those of the groups given to parse(), and the constant pi;
-// der(name) reads the name's entry in a group marked `derivative` (the rate of a state).
+// der(name) reads the name's entry in a group marked `derivative` (the rate of a state);
+// pre(name) and pre(der(name)) read those of the groups marked `before` (the values before an
+// event, in an implicit transition).
 // Functions: sin cos tan asin acos atan sqrt exp log abs (one argument), atan2(y, x), min, max
 // (two). Angles are in radians.
 //
@@ -52,6 +54,9 @@ struct NameGroup {
   const std::vector<std::string>* names = nullptr;
   /// The names are written der(name) and read the rates of these names (of the states).
   bool derivative = false;
+  /// The names are written pre(name), or pre(der(name)) with `derivative`: the values before an
+  /// event (implicit transitions).
+  bool before = false;
 };
 
 class Expression {
