@@ -54,6 +54,24 @@ def test_dae_on_idas_agrees_with_the_published_gradient():
     assert [g["p1"], g["p2"], g["p3"]] == pytest.approx([7.6842e+05, -3.0691e+00, 5.1144e-04], rel=2e-4)
 
 
+def test_an_implicit_transition_from_a_file():
+    # examples/equations/relaxation_transition.yaml: T = y-dot+ + e y-dot- + kappa (z+ - z-); the
+    # closed form's y(3) and its derivative with respect to e, and the adjoint agreeing.
+    model = saltus.load(str(ROOT / "examples" / "equations" / "relaxation_transition.yaml"))
+    c, d, e, h, kappa = 2.0, 0.5, 0.6, 1.5, 0.1
+
+    def y_T(e):
+        q = d + e * (c - h) - kappa * h * h
+        y_plus = 2 * q / (1 + math.sqrt(1 - 4 * kappa * q))
+        return d + (y_plus - d) * math.exp(-(3 - math.log((c - 0.0) / (c - h))))
+
+    forward, adjoint = model.forward(), model.adjoint()
+    assert forward.costs["y_T"] == pytest.approx(y_T(e), rel=1e-8)
+    slope = (y_T(e + 1e-6) - y_T(e - 1e-6)) / 2e-6
+    assert forward.gradient["y_T"]["e"] == pytest.approx(slope, rel=1e-6)
+    assert adjoint.gradient["y_T"]["e"] == pytest.approx(forward.gradient["y_T"]["e"], rel=1e-7)
+
+
 def test_ggl_adjoint_gives_the_published_slider_crank_gradient():
     # idasSlCrank_FSA_dns (GGL on IDAS, rtol 1e-6, atol 1e-7): dG/d(k, c) = (3.3346e-01, -3.6375e-01)
     model = saltus.load(str(ROOT / "examples" / "slidercrank.yaml"), formulation="ggl")
