@@ -235,6 +235,8 @@ JumpLinearization linearize_transition(const Problem& problem, const EventValues
   const TransitionSystem system(problem, v.event, v.mode_after, v.time, before, p);
   const auto lu_a = system.factor(after, ws);
   const bool completed_before = problem.mode(v.mode_before).index2();
+  // M- is nonsingular here: the point before was made consistent by Newton with it
+  // (consistent_point, in the forward run and in recorded_dae_event), which checks it.
   Eigen::PartialPivLU<Eigen::MatrixXd> lu_m;
   if (!completed_before) {
     const Index1Weights w = index1_weights(problem);
