@@ -12,11 +12,11 @@
 
 #include <gtest/gtest.h>
 
-#include "support/expect_message.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <string>
+
+#include "support/expect_message.hpp"
 
 using namespace saltus;
 using saltus::test_support::expect_message;

@@ -5,12 +5,16 @@
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/named_outputs.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 #include <saltus/verify/gradient.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <string>
 
 namespace {
@@ -215,5 +219,48 @@ TEST(ElasticFloor, ForwardSensitivitiesKeepUsefulStepsAcrossImpacts) {
   ASSERT_GT(s.events.size(), 20u);
   for (size_t i = 1; i < s.events.size(); ++i) {
     EXPECT_GT(s.events[i].time - s.events[i - 1].time, 0.1) << "impacts " << i - 1 << " and " << i;
+  }
+}
+
+namespace {
+
+multibody::Model chain8() {
+  return multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/chain8.yaml");
+}
+
+}  // namespace
+
+// The chain of the benchmark list (examples/chain8.yaml, from examples/chain_yaml.py): its energy
+// is conserved until the floor impact and lost there (e < 1); index1 and maggi (independent
+// coordinates) give the same costs; forward, adjoint and complex step agree through the impact.
+TEST(Chain, TheBenchmarkChainConservesEnergyUntilItsImpactAndItsMethodsAgree) {
+  const multibody::Model model = chain8();
+  const Problem pb = multibody::make_problem(model);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution s = forward_sensitivity(pb);
+  ASSERT_EQ(s.events.size(), 1u);
+  const double impact = s.events[0].time;
+  const OutputTrajectory y = output_trajectory(pb, s, p);
+  const auto total = std::find(y.names.begin(), y.names.end(), "total_energy") - y.names.begin();
+  ASSERT_LT(total, static_cast<std::ptrdiff_t>(y.names.size()));
+  const double e0 = y.values(0, total);
+  for (Eigen::Index i = 0; i < y.values.rows(); ++i) {
+    if (s.times[static_cast<size_t>(i)] < impact) {
+      EXPECT_NEAR(y.values(i, total), e0, 1e-7) << "t = " << s.times[static_cast<size_t>(i)];
+    } else {
+      EXPECT_LT(y.values(i, total), e0 - 1e-3) << "t = " << s.times[static_cast<size_t>(i)];
+    }
+  }
+  multibody::FormulationSettings maggi = model.formulation;
+  maggi.type = FormulationType::Maggi;
+  const Solution m = simulate(multibody::make_problem(model, maggi));
+  for (int c = 0; c < pb.n_costs(); ++c) EXPECT_NEAR(m.costs[c], s.costs[c], 1e-6 * std::max(1.0, std::abs(s.costs[c])));
+  const Eigen::MatrixXd adj = adjoint(pb).cost_gradient;
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    const double scale = s.cost_gradient.row(c).cwiseAbs().maxCoeff();
+    EXPECT_LT((adj.row(c) - s.cost_gradient.row(c)).cwiseAbs().maxCoeff(), 1e-5 * scale) << pb.cost(c).name;
+    EXPECT_LT((cs.cost_gradient.row(c) - s.cost_gradient.row(c)).cwiseAbs().maxCoeff(), 1e-5 * scale)
+        << pb.cost(c).name;
   }
 }

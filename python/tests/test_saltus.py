@@ -72,6 +72,18 @@ def test_an_implicit_transition_from_a_file():
     assert adjoint.gradient["y_T"]["e"] == pytest.approx(forward.gradient["y_T"]["e"], rel=1e-7)
 
 
+def test_the_chain_file_is_what_its_generator_writes():
+    # examples/chain8.yaml comes from examples/chain_yaml.py (the chain of docs/benchmarks.md).
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chain_yaml", ROOT / "examples" / "chain_yaml.py")
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    assert generator.chain_yaml(8) == (ROOT / "examples" / "chain8.yaml").read_text()
+    model = saltus.load(str(ROOT / "examples" / "chain8.yaml"))
+    assert sorted(model.parameters) == ["e", "g", "m"]
+
+
 def test_ggl_adjoint_gives_the_published_slider_crank_gradient():
     # idasSlCrank_FSA_dns (GGL on IDAS, rtol 1e-6, atol 1e-7): dG/d(k, c) = (3.3346e-01, -3.6375e-01)
     model = saltus.load(str(ROOT / "examples" / "slidercrank.yaml"), formulation="ggl")

@@ -18,6 +18,8 @@
 //   first guess for z+): the transfer of event_transfer.hpp applied with f- = x-dot(t_e-) and
 //   f+ = x-dot(t_e+), then the consistent sensitivities above in the new mode. This is theory
 //   section 2 with T = y+ - phi_y(t, y-, z-, p).
+//   Events with an implicit transition (EventBuilder::transition): the same transfer with the
+//   transition's map and its Jacobians (src/solvers/implicit_transition.hpp) in place of phi.
 #include <saltus/core/problem.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/event_transfer.hpp>
