@@ -80,6 +80,8 @@ class DaeAdjointSweep {
   bool completed(int mode) const { return pb_.mode(mode).index2(); }
   /// F_xdot^T lambda at a point of `mode` (lambda itself in the completed form).
   Eigen::MatrixXd rate_weighted(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot);
+  /// F_xdot (n_x x n_x) of `mode` at (t, x, x-dot), without the rest of a linearization.
+  void rate_matrix(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot, Eigen::MatrixXd& f_xdot);
   /// In a mode with a completion, `weighted` (coefficients of the completed state) carried back
   /// through the completion's tangent taken at `x` (where the forward pass takes it); grad_ gets
   /// its parameter part.
@@ -374,17 +376,22 @@ Eigen::MatrixXd DaeAdjointSweep::completed_weights(int mode, double t, const Eig
 Eigen::MatrixXd DaeAdjointSweep::rate_weighted(int mode, double t, const Eigen::VectorXd& x,
                                                const Eigen::VectorXd& xdot) {
   if (completed(mode)) return lambda_;  // F_xdot = I
-  ResidualLinearization lin;
-  linearize(pb_, mode, t, x, xdot, p_, lin, ws_);
-  return lin.f_xdot.transpose() * lambda_;
+  Eigen::MatrixXd f_xdot(nx_, nx_);
+  rate_matrix(mode, t, x, xdot, f_xdot);
+  return f_xdot.transpose() * lambda_;
+}
+
+void DaeAdjointSweep::rate_matrix(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
+                                  Eigen::MatrixXd& f_xdot) {
+  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(nx_), zeros = Eigen::VectorXd::Zero(nx_);
+  residual_columns(pb_, mode, t, x, xdot, p_, zeros, ones, f_xdot, ws_);
 }
 
 bool DaeAdjointSweep::mass_varies(const DaeSegment& seg) {
   if (completed(seg.mode)) return false;  // F_xdot = I
-  const Eigen::VectorXd ones = Eigen::VectorXd::Ones(nx_), zeros = Eigen::VectorXd::Zero(nx_);
   Eigen::MatrixXd reference(nx_, nx_), other(nx_, nx_);
   const auto mass = [&](double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot, Eigen::MatrixXd& out) {
-    residual_columns(pb_, seg.mode, t, x, xdot, p_, zeros, ones, out, ws_);
+    rate_matrix(seg.mode, t, x, xdot, out);
   };
   // A generic direction, as in RateCostFold::scan: a mass matrix that happens to agree at the
   // segment's ends still changes under it.
