@@ -123,6 +123,7 @@ class DaeAdjointSweep {
   std::vector<int> rate_slot_;  // per state: its slot among the differential states, -1 if algebraic
   int mode_ = 0;
   bool conservative_ = false;   // the segment being integrated takes the conservative form
+  bool segment_completed_ = false;  // and whether its mode has a completion (read per callback)
   Eigen::VectorXd work_x_, work_e_;  // scratch of the conservative residual
   Eigen::MatrixXd weights_;          // lambda by cost, for completed_products
 
@@ -177,7 +178,7 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
     lin_t_ = t;
     lin_x_ = x;
     lin_xdot_ = xdot;
-    if (completed(mode_)) {
+    if (segment_completed_) {
       completed_.states(pb_, mode_, t, x, p_, lin_, ws_);
     } else {
       linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
@@ -190,7 +191,7 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
     lin_parameters_valid_ = false;
   }
   if (parameters && !lin_parameters_valid_) {
-    if (completed(mode_)) {
+    if (segment_completed_) {
       completed_.parameters(pb_, mode_, t, x, p_, lin_, ws_);
     } else {
       linearize_parameters(pb_, mode_, t, x, xdot, p_, lin_, ws_);
@@ -205,7 +206,7 @@ int DaeAdjointSweep::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vecto
                                  void* ptr) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
   return self->guarded([&] {
-    if (self->completed(self->mode_)) {
+    if (self->segment_completed_) {
       self->completed_residual(t, view(y).head(self->nx_), view(yB), view(ypB), view(rB));
       return view(rB).allFinite() ? 0 : 1;
     }
@@ -285,7 +286,7 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
                                    void* ptr) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
   return self->guarded([&] {
-    if (self->completed(self->mode_)) {
+    if (self->segment_completed_) {
       // -(R_p^T lambda + g~_p^T), by one reverse sweep per cost.
       view(qdot) = -self->completed_products(t, view(y).head(self->nx_), view(yB)).p.reshaped();
       return view(qdot).allFinite() ? 0 : 1;
@@ -452,6 +453,7 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   if (!seg.advanced || !(seg.t_end > seg.t_start)) return;
   conservative_ = mass_varies(seg);
   mode_ = seg.mode;
+  segment_completed_ = completed(mode_);
   run_.set_mode(seg.mode);  // IDAS recomputes forward steps of this segment
   linearize_with_costs(mode_, seg.t_end, seg.end.x, seg.end.xdot, lin_);  // F_xdot for the segment
   lin_valid_ = false;
