@@ -557,17 +557,6 @@ TEST(DaeAdjoint, AStateDependentMassMatrixTakesTheConservativeForm) {
   ASSERT_EQ(fwd.events.size(), 1u);
   EXPECT_NEAR(fwd.costs[0], G.real(), 1e-8);
   EXPECT_NEAR(fwd.costs[1], z_T.real(), 1e-8);
-  for (double tf : {0.1, 0.3, 0.5, 0.7}) {
-    Options o = pb.options();
-    o.tf = tf;
-    try {
-      const Solution a = adjoint(pb, p, o);
-      const Solution f = forward_sensitivity(pb, p, o);
-      std::cerr << "tf " << tf << " diff " << (a.cost_gradient - f.cost_gradient).cwiseAbs().maxCoeff() << "\n";
-    } catch (const std::exception& e) {
-      std::cerr << "tf " << tf << " " << e.what() << "\n";
-    }
-  }
   const Solution adj = adjoint(pb);
   for (int j = 0; j < 4; ++j) {
     Complex q[4] = {p[0], p[1], p[2], p[3]};
@@ -620,13 +609,10 @@ std::pair<Complex, Complex> rate_guard_closed_form(Complex c, Complex d, Complex
   const Complex G = c * t_e + (y0 - c) * (1.0 - std::exp(-t_e)) + d * (T - t_e) + (y_e - d) * (1.0 - std::exp(-(T - t_e)));
   return {G, t_e};
 }
-}  // namespace
 
-// Guards that read rates (docs/dae.md, "Events"): the crossing speed then reads w-dot = y-ddot,
-// which the differentiated equations give. Forward, adjoint and complex step against the closed
-// form differentiated by complex step.
-TEST(DaeEvents, AGuardOnARateThroughAnAlgebraicState) {
-  const Problem pb = rate_guard();
+/// Forward (event time and cost), adjoint, complex step and, with `differences`, central
+/// differences of a rate-guard problem against the closed form differentiated by complex step.
+void expect_rate_guard_closed_form(const Problem& pb, bool differences) {
   const Eigen::VectorXd p = pb.nominal_parameters();
   const auto [G, t_e] = rate_guard_closed_form(p[0], p[1], p[2], p[3]);
   const Solution fwd = forward_sensitivity(pb);
@@ -635,16 +621,85 @@ TEST(DaeEvents, AGuardOnARateThroughAnAlgebraicState) {
   EXPECT_NEAR(fwd.costs[0], G.real(), 1e-8);
   const Solution adj = adjoint(pb);
   const GradientEstimate cs = complex_step(pb, p, pb.options());
+  const GradientEstimate fd = differences ? central_differences(pb, p, pb.options()) : cs;
   for (int j = 0; j < 4; ++j) {
     Complex q[4] = {p[0], p[1], p[2], p[3]};
     q[j] += Complex(0.0, 1e-30);
     const auto [dG, dt] = rate_guard_closed_form(q[0], q[1], q[2], q[3]);
     const double g = dG.imag() / 1e-30, te = dt.imag() / 1e-30, tolerance = 1e-7 * std::max(1.0, std::abs(g));
-    EXPECT_NEAR(fwd.events[0].dtime_dp[j], te, 1e-7 * std::max(1.0, std::abs(te))) << j;
-    EXPECT_NEAR(fwd.cost_gradient(0, j), g, tolerance) << j;
-    EXPECT_NEAR(adj.cost_gradient(0, j), g, tolerance) << j;
-    EXPECT_NEAR(cs.cost_gradient(0, j), g, tolerance) << j;
+    EXPECT_NEAR(fwd.events[0].dtime_dp[j], te, 1e-7 * std::max(1.0, std::abs(te))) << pb.name() << j;
+    EXPECT_NEAR(fwd.cost_gradient(0, j), g, tolerance) << pb.name() << j;
+    EXPECT_NEAR(adj.cost_gradient(0, j), g, tolerance) << pb.name() << j;
+    EXPECT_NEAR(cs.cost_gradient(0, j), g, tolerance) << pb.name() << j;
+    EXPECT_NEAR(fd.cost_gradient(0, j), g, 1e-5 * std::max(1.0, std::abs(g))) << pb.name() << j;
   }
+}
+}  // namespace
+
+// Guards that read rates (docs/dae.md, "Events"): the crossing speed then reads w-dot = y-ddot,
+// which the differentiated equations give. Forward, adjoint and complex step against the closed
+// form differentiated by complex step.
+TEST(DaeEvents, AGuardOnARateThroughAnAlgebraicState) { expect_rate_guard_closed_form(rate_guard(), false); }
+
+namespace {
+/// rate_guard's motion with the guard reading the rate itself, r = y-dot - v (Problem::add_event
+/// with r(t, x, xdot, p)): no algebraic state. `residual` writes the modes as residuals; else
+/// they are explicit right-hand sides and the guard alone makes the problem a DAE.
+Problem direct_rate_guard(bool residual) {
+  Problem pb(residual ? "direct_rate_guard_residual" : "direct_rate_guard_explicit",
+             "an event when the rate of y falls to v, read by the guard");
+  pb.set_states({"y"});
+  pb.add_parameter("c", 2.0);
+  pb.add_parameter("d", 0.5);
+  pb.add_parameter("v", 0.7);
+  pb.add_parameter("y0", 0.0);
+  pb.set_initial_state([](const auto& p, auto x0) { x0[0] = p[3]; });
+  int a = 0, b = 0;
+  if (residual) {
+    const auto mode = [](int target) {
+      return [target](auto, const auto& x, const auto& xdot, const auto& p, auto r) { r[0] = xdot[0] - (p[target] - x[0]); };
+    };
+    a = pb.add_residual_mode("towards_c", mode(0));
+    b = pb.add_residual_mode("towards_d", mode(1));
+  } else {
+    const auto mode = [](int target) {
+      return [target](auto, const auto& x, const auto& p, auto xdot) { xdot[0] = p[target] - x[0]; };
+    };
+    a = pb.add_mode("towards_c", mode(0));
+    b = pb.add_mode("towards_d", mode(1));
+  }
+  pb.add_event("slow", Direction::Falling,
+               [](auto, const auto&, const auto& xdot, const auto& p) { return xdot[0] - p[2]; })
+      .only_in({a})
+      .switch_to(b);
+  pb.add_running_cost("G", [](auto, const auto& x, const auto&, const auto&) { return x[0]; });
+  pb.options().tf = 3.0;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+}  // namespace
+
+// A guard r(t, x, x-dot, p) (docs/dae.md, "Events"): the crossing speed reads y-ddot from the
+// differentiated residual, tau reads S-dot-, the adjoint folds tau's S-dot- coefficients into
+// lambda-. Forward, adjoint, complex step and central differences against the closed form
+// differentiated by complex step, with residual modes and with explicit ones.
+TEST(DaeEvents, AGuardThatReadsRatesDirectly) {
+  for (const bool residual : {true, false}) {
+    const Problem pb = direct_rate_guard(residual);
+    EXPECT_EQ(pb.kind(), ProblemKind::Residual);
+    expect_rate_guard_closed_form(pb, true);
+  }
+}
+
+// The index-2 transfer goes through the completion, which maps states: a guard reading rates
+// watched in an index-2 mode is refused with the event and the mode named.
+TEST(DaeEvents, AGuardThatReadsRatesIsRefusedInAnIndex2Mode) {
+  Problem pb = examples::circle_drift();
+  pb.add_event("fast", Direction::Rising, [](auto, const auto&, const auto& xdot, const auto&) { return xdot[0] - 10.0; })
+      .switch_to(0);
+  expect_message([&] { simulate(pb); }, "event 'fast' has a guard that reads rates and is watched in mode");
+  expect_message([&] { simulate(pb); }, "index 2");
 }
 
 // Beyond 64 gradient integrals (n_p n_c) the backward pass keeps them as IDAS quadratures

@@ -556,6 +556,42 @@ costs:
   EXPECT_NEAR(k.cost_gradient(1, 0), -a, 1e-8);
 }
 
+// A guard that reads a rate, der(y) - v, in a file of explicit modes: the model runs on IDAS.
+// y relaxes towards c until its rate falls to v at t_e = ln(c / v) (y0 = 0), then towards d:
+// G = integral of y over [0, 3] in closed form, its derivatives by complex step of that form.
+TEST(EquationModelDae, AGuardReadsARate) {
+  const Problem pb = equations::parse_equation_problem(R"yaml(
+horizon: 3
+tolerances: {rtol: 1e-10, atol: 1e-12}
+parameters: {c: 2, d: 0.5, v: 0.7}
+states: {y: 0}
+modes:
+  towards_c: {rhs: [c - y]}
+  towards_d: {rhs: [d - y]}
+events:
+  slow: {guard: der(y) - v, direction: falling, only_in: towards_c, next: towards_d}
+costs:
+  G: {running: y}
+)yaml", "rate_guard.yaml");
+  EXPECT_EQ(pb.kind(), ProblemKind::Residual);
+  const auto closed_form = [](Complex c, Complex d, Complex v) {
+    const Complex t_e = std::log(c / v), y_e = c - v, T = 3.0;
+    return c * t_e - c * (1.0 - std::exp(-t_e)) + d * (T - t_e) + (y_e - d) * (1.0 - std::exp(-(T - t_e)));
+  };
+  const Solution fwd = forward_sensitivity(pb);
+  const Solution adj = adjoint(pb);
+  ASSERT_EQ(fwd.events.size(), 1u);
+  EXPECT_NEAR(fwd.events[0].time, std::log(2.0 / 0.7), 1e-8);
+  EXPECT_NEAR(fwd.costs[0], closed_form(2.0, 0.5, 0.7).real(), 1e-8);
+  for (int j = 0; j < 3; ++j) {
+    Complex q[3] = {2.0, 0.5, 0.7};
+    q[j] += Complex(0.0, 1e-30);
+    const double g = closed_form(q[0], q[1], q[2]).imag() / 1e-30;
+    EXPECT_NEAR(fwd.cost_gradient(0, j), g, 1e-7 * std::max(1.0, std::abs(g))) << j;
+    EXPECT_NEAR(adj.cost_gradient(0, j), g, 1e-7 * std::max(1.0, std::abs(g))) << j;
+  }
+}
+
 /// The message of the InputError that parsing `text` throws ("" if none).
 std::string error_of(const std::string& text) {
   try {

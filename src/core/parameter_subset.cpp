@@ -93,7 +93,14 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
     });
   };
   for (Event& ev : q.events_) {
-    ev.guard = scalar_of_state(ev.guard);
+    if (const auto guard = ev.guard; guard) ev.guard = scalar_of_state(guard);
+    if (const auto guard = ev.rate_guard; guard) {
+      ev.rate_guard = Instantiated<RateGuardFn>::from([guard, embed](auto t, const auto& x, const auto& xdot,
+                                                                    const auto& p) {
+        using S = ScalarOf<decltype(x)>;
+        return embed->with_full<S>(p, [&](In<S> full) { return guard.template get<S>()(t, x, xdot, full); });
+      });
+    }
     if (const auto jump = ev.jump; jump) {
       ev.jump = Instantiated<JumpFn>::from([jump, embed](auto t, const auto& x, const auto& p, auto x_plus) {
         using S = ScalarOf<decltype(x)>;

@@ -141,7 +141,7 @@ ProblemKind Problem::kind() const {
     if (m.implicit()) return ProblemKind::Residual;
   }
   for (const auto& e : events_) {
-    if (e.transition) return ProblemKind::Residual;
+    if (e.transition || e.reads_rates()) return ProblemKind::Residual;
   }
   return ProblemKind::Explicit;
 }
@@ -185,6 +185,13 @@ EventBuilder Problem::add_event_impl(const std::string& name, Direction directio
   e.guard = std::move(guard);
   events_.push_back(std::move(e));
   return EventBuilder(*this, n_events() - 1);
+}
+
+EventBuilder Problem::add_rate_event_impl(const std::string& name, Direction direction,
+                                          Instantiated<RateGuardFn> guard) {
+  EventBuilder builder = add_event_impl(name, direction, {});
+  events_.back().rate_guard = std::move(guard);
+  return builder;
 }
 
 void Problem::add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection) {
@@ -361,6 +368,15 @@ void Problem::validate() const {
       if (m < 0 || m >= n_modes()) {
         fail(fmt::format("event '{}' is watched in mode {} but there are {} modes", e.name, m,
                          n_modes()));
+      }
+    }
+    for (int m = 0; m < n_modes() && e.reads_rates() && e.watched; ++m) {
+      // The index-2 transfer and adjoint go through the completion, which maps states, not
+      // rates: a guard reading rates there has no derivatives in Saltus.
+      if (e.active_in(m) && modes_[static_cast<size_t>(m)].index2()) {
+        fail(fmt::format("event '{}' has a guard that reads rates and is watched in mode '{}', which is index 2 "
+                         "(a completion): guards of index-2 modes read t, x and p only (docs/dae.md, \"Events\")",
+                         e.name, modes_[static_cast<size_t>(m)].name));
       }
     }
   }

@@ -85,6 +85,29 @@ ScalarGradient guard_gradient(const Problem& problem, int event, double t, In<do
   return scalar_gradient(r, t_ad, x_ad, p_ad);
 }
 
+GuardGradient guard_gradient(const Problem& problem, int event, double t, In<double> x, In<double> xdot,
+                             In<double> p) {
+  const Event& e = problem.event(event);
+  if (!e.reads_rates()) return {guard_gradient(problem, event, t, x, p), Eigen::RowVectorXd::Zero(x.size())};
+  begin_recording();
+  const Reverse t_ad = Reverse::independent(t);
+  const VectorX<Reverse> x_ad = independents(x);
+  const VectorX<Reverse> xdot_ad = independents(xdot);
+  const VectorX<Reverse> p_ad = independents(p);
+  const Reverse r = e.rate_guard.reverse(t_ad, x_ad, xdot_ad, p_ad);
+  std::vector<double> storage;
+  Sweeper sweeper(storage);
+  sweeper.seed_clear();
+  sweeper.seed(r, 1.0);
+  sweeper.run();
+  GuardGradient g{{sweeper.adjoint(t_ad), Eigen::RowVectorXd(x.size()), Eigen::RowVectorXd(p.size())},
+                  Eigen::RowVectorXd(x.size())};
+  sweeper.adjoints(x_ad, g.state.x.transpose());
+  sweeper.adjoints(xdot_ad, g.xdot.transpose());
+  sweeper.adjoints(p_ad, g.state.p.transpose());
+  return g;
+}
+
 TransposedProducts jump_products(const Problem& problem, int event, double t, In<double> x,
                                  In<double> p, const Eigen::MatrixXd& weights) {
   const Event& ev = problem.event(event);

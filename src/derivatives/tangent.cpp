@@ -25,6 +25,16 @@ double guard_tangent(const Problem& problem, int event, double t, In<double> x, 
   return problem.event(event).guard.dual(make_dual(t, dt), ws.t_x, ws.t_p).v[0];
 }
 
+double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> xdot, In<double> p,
+                     double dt, In<double> dx, In<double> dxdot, In<double> dp, TangentWorkspace& ws) {
+  const Event& e = problem.event(event);
+  if (!e.reads_rates()) return guard_tangent(problem, event, t, x, p, dt, dx, dp, ws);
+  seed(ws.t_x, x, dx);
+  seed(ws.t_xdot, xdot, dxdot);
+  seed(ws.t_p, p, dp);
+  return e.rate_guard.dual(make_dual(t, dt), ws.t_x, ws.t_xdot, ws.t_p).v[0];
+}
+
 void jump_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
                   double dt, In<double> dx, In<double> dp, Out<double> tangent,
                   TangentWorkspace& ws) {

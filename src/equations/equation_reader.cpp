@@ -93,7 +93,7 @@ class Reader : yaml::Fields {
   /// Over the parameters, the states and the time t (right-hand sides, guards, jumps).
   std::span<const NameGroup> states_and_time() const { return {groups_.data(), 3}; }
   /// As states_and_time, and the rates der(x) of the differential states (residuals, running
-  /// costs).
+  /// costs, guards).
   std::span<const NameGroup> with_rates() const { return {groups_.data(), 4}; }
   /// As with_rates, and the values before the event, pre(x) and pre(der(x)) (transitions).
   std::span<const NameGroup> with_values_before() const { return {groups_.data(), 6}; }
@@ -353,7 +353,13 @@ class Reader : yaml::Fields {
       event.emplace(pb.add_event(name, Direction::Rising, time_guard(parse(n["at"], field + ".at", parameters_only()))));
     } else {
       const Direction direction = read_direction(require(n, "direction", field), field + ".direction");
-      event.emplace(pb.add_event(name, direction, scalar_function(parse(n["guard"], field + ".guard", states_and_time()))));
+      // A guard may read the rates der(y) of differential states: the model then runs on IDAS.
+      const Expression guard = parse(n["guard"], field + ".guard", with_rates());
+      if (guard.names_in(kRates).empty()) {
+        event.emplace(pb.add_event(name, direction, scalar_function(guard)));
+      } else {
+        event.emplace(pb.add_event(name, direction, running_function(guard)));
+      }
     }
     bool identity_jump = true;
     if (const YAML::Node j = n["jump"]) {

@@ -5,7 +5,7 @@
 //
 // Every expression of an equation model is parsed with the name groups in this order, so that
 // one array of pointers serves them all: parameters, states, time, rates of the states (the
-// last only in residuals and running costs, as der(name)).
+// last only in residuals, running costs and guards, as der(name)).
 #include <saltus/core/expression.hpp>
 
 #include <memory>
@@ -76,7 +76,8 @@ inline auto time_guard(Expression at) {
   };
 }
 
-/// g(t, x, xdot, p), a running cost that may read the rates of the states.
+/// g(t, x, xdot, p), a running cost that may read the rates of the states, or a guard that
+/// reads them.
 inline auto running_function(Expression e) {
   return [e](auto t, const auto& x, const auto& xdot, const auto& p) {
     using S = decltype(t);

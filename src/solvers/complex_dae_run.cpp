@@ -236,7 +236,8 @@ int ComplexDaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype*
   auto* self = static_cast<ComplexDaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
     self->load(y, yp);
-    return evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->p_, g, self->model_error_);
+    return evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->xdotc_, self->p_, g,
+                                    self->model_error_);
   });
 }
 
@@ -266,7 +267,8 @@ void ComplexDaeRun::begin_segment(double t) {
   }
   ida_->start(t);
   watched_ = watched_events(pb_, mode_);
-  hold_guards_near_zero(pb_, watched_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_, opt_, ws_);
+  hold_guards_near_zero(pb_, watched_, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_,
+                        opt_, ws_);
   ida_->set_roots(watched_.directions);
 }
 
@@ -303,7 +305,7 @@ int ComplexDaeRun::resolve_rest(int k, double t) {
   bool rest = zeno_.accumulation(k, t).has_value();
   if (!rest) {
     const EventValues v = fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
-    rest = guard_rate(pb_, k, t, v.x_plus, p_real_, v.f_plus, ws_).grazing(opt_.grazing_tolerance);
+    rest = dae_guard_rate(pb_, k, v.mode_after, t, v.x_plus, v.f_plus, p_real_, ws_).grazing(opt_.grazing_tolerance);
   }
   zeno_.record(k, t, -1);
   return rest ? ev.rest_event : k;
@@ -315,7 +317,7 @@ void ComplexDaeRun::apply_event(int k, double t) {
   const EventValues real =
       fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
   require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
-  const Complex dt_c = -ev.guard.complex(Complex(t), xc_, p_) / real.guard_rate;
+  const Complex dt_c = -ev.guard_at<Complex>(Complex(t), xc_, xdotc_, p_) / real.guard_rate;
   const Complex tc = Complex(t) + dt_c;
   const VectorX<Complex> x_hat = xc_ + xdotc_ * dt_c;
   const std::string when = fmt::format("after event '{}'", ev.name);

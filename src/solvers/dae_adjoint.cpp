@@ -22,6 +22,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include <exception>
 
 #include "dae_adjoint.hpp"
@@ -72,10 +74,11 @@ class DaeAdjointSweep {
   void linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
                             ResidualLinearization& lin);
   void terminal_conditions();
-  /// lambda_ in mode_ from the coefficients ell (n_x x n_c) of x there (at (t, x)); grad_ gets
+  /// lambda_ in mode_ from the coefficients ell (n_x x n_c) of x there (at (t, x)), and those
+  /// of x-dot (`ell_rate`, n_x x n_c, or empty: an event whose guard reads rates); grad_ gets
   /// the parameter part of the reduction.
   void consistent_lambda(double t, const Eigen::VectorXd& x, const ResidualLinearization& lin,
-                         const Eigen::MatrixXd& ell);
+                         const Eigen::MatrixXd& ell, const Eigen::MatrixXd& ell_rate = {});
   /// Whether `mode` takes the adjoint through its completion (completed_adjoint.hpp).
   bool completed(int mode) const { return pb_.mode(mode).index2(); }
   /// F_xdot^T lambda at a point of `mode` (lambda itself in the completed form).
@@ -351,8 +354,10 @@ void DaeAdjointSweep::terminal_conditions() {
 }
 
 void DaeAdjointSweep::consistent_lambda(double t, const Eigen::VectorXd& x, const ResidualLinearization& lin,
-                                        const Eigen::MatrixXd& ell) {
+                                        const Eigen::MatrixXd& ell, const Eigen::MatrixXd& ell_rate) {
   if (completed(mode_)) {
+    // Problem::validate refuses guards that read rates in index-2 modes.
+    if (ell_rate.size() > 0) throw std::logic_error("consistent_lambda: rate coefficients in an index-2 mode");
     // Through the completion's transpose: lambda pairs with the ODE's sensitivities, ell with
     // the consistent ones, which the completion's tangent gives from them.
     lambda_ = completed_weights(mode_, t, x, ell);
@@ -360,7 +365,9 @@ void DaeAdjointSweep::consistent_lambda(double t, const Eigen::VectorXd& x, cons
   }
   lambda_.resize(nx_, nc_);
   for (int c = 0; c < nc_; ++c) {
-    const AdjointPoint a = consistent_adjoint(pb_, lin, ell.col(c), lin.g_x.row(c).transpose());
+    const AdjointPoint a =
+        ell_rate.size() > 0 ? consistent_adjoint(pb_, lin, ell.col(c), ell_rate.col(c), lin.g_x.row(c).transpose())
+                            : consistent_adjoint(pb_, lin, ell.col(c), lin.g_x.row(c).transpose());
     lambda_.col(c) = a.lambda;
     grad_.row(c) += a.gradient.transpose();
   }
@@ -522,7 +529,7 @@ void DaeAdjointSweep::transpose_event(const EventRecord& e) {
   ResidualLinearization before;
   mode_ = v.mode_before;
   linearize_with_costs(v.mode_before, v.time, v.x_minus, v.f_minus, before);
-  consistent_lambda(v.time, v.x_minus, before, transfer.lambda_minus);
+  consistent_lambda(v.time, v.x_minus, before, transfer.lambda_minus, transfer.rate_coefficients);
 }
 
 void DaeAdjointSweep::linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,

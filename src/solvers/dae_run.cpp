@@ -117,11 +117,11 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
   });
 }
 
-int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector, sunrealtype* g, void* self_ptr) {
+int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
-    return evaluate_guards<double>(self->pb_, self->watched_, t, view(y).head(self->nx_), self->p_, g,
-                                   self->model_error_);
+    return evaluate_guards<double>(self->pb_, self->watched_, t, view(y).head(self->nx_), view(yp).head(self->nx_),
+                                   self->p_, g, self->model_error_);
   });
 }
 
@@ -188,7 +188,7 @@ void DaeRun::begin_segment(double t) {
   }
   ida.start(t);
   watched_ = watched_events(pb_, mode_);
-  hold_guards_near_zero(pb_, watched_, t, point_.x, point_.xdot, p_, opt_, ws_);
+  hold_guards_near_zero(pb_, watched_, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
   ida.set_roots(watched_.directions);
 }
 
@@ -259,7 +259,7 @@ int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
   if (!rest) {
     // The jump would leave the state on the guard (restitution 0): the motion rests there.
     const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
-    if (guard_rate(pb_, k, t, v.x_plus, p_, v.f_plus, ws_).grazing(opt_.grazing_tolerance)) {
+    if (dae_guard_rate(pb_, k, v.mode_after, t, v.x_plus, v.f_plus, p_, ws_).grazing(opt_.grazing_tolerance)) {
       rest = Accumulation{t};
     }
   }
@@ -271,7 +271,7 @@ void DaeRun::apply_event(int k, double t, const std::optional<Accumulation>& res
   EventRecord rec = book_.open_event(v, rest);
   if (sens_) {
     require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
-    DaeSensitivityTransfer transfer = transfer_dae_sensitivities(pb_, v, p_, S_, ws_);
+    DaeSensitivityTransfer transfer = transfer_dae_sensitivities(pb_, v, p_, S_, S_dot_, ws_);
     book_.book_sensitivities(rec, transfer.transfer, S_, rest);
     S_ = std::move(transfer.transfer.s_plus);
     S_dot_ = std::move(transfer.s_dot_plus);

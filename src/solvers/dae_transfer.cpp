@@ -180,12 +180,13 @@ ComplexConsistentPoint consistent_point_complex(const Problem& problem, int mode
                                problem.mode(mode).name, when, t.real()));
 }
 
-Eigen::VectorXd algebraic_rates(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
-                                In<double> p, const std::string& when, TangentWorkspace& ws) {
-  Eigen::VectorXd rates = xdot;
-  if (problem.n_algebraic() == 0) return rates;
-  // d/dt F = F_t + F_x x-dot + F_xdot x-ddot = 0 with the unknowns (y-ddot, z-dot):
-  // M (y-ddot, z-dot) = -(F_t + F_x y-dot).
+namespace {
+
+/// The solution (y-ddot, z-dot) of M (y-ddot, z-dot) = -(F_t + F_x y-dot), d/dt F = 0 with
+/// y-dot the rates of the differential states only; laid out as M's columns (differential
+/// entries y-ddot, algebraic entries z-dot).
+Eigen::VectorXd second_rates(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                             In<double> p, const std::string& when, TangentWorkspace& ws) {
   Eigen::VectorXd differential_rates = xdot;
   for (int i = 0; i < problem.n_states(); ++i) {
     if (problem.is_algebraic(i)) differential_rates[i] = 0.0;
@@ -193,11 +194,34 @@ Eigen::VectorXd algebraic_rates(const Problem& problem, int mode, double t, In<d
   Eigen::VectorXd total(x.size());
   residual_tangent(problem, mode, t, x, xdot, p, 1.0, differential_rates, Eigen::VectorXd::Zero(x.size()),
                    Eigen::VectorXd::Zero(p.size()), total, ws);
-  const Eigen::VectorXd solution = factor_index1(problem, mode, t, x, xdot, p, when, ws).solve(-total);
+  return factor_index1(problem, mode, t, x, xdot, p, when, ws).solve(-total);
+}
+
+}  // namespace
+
+Eigen::VectorXd algebraic_rates(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                                In<double> p, const std::string& when, TangentWorkspace& ws) {
+  Eigen::VectorXd rates = xdot;
+  if (problem.n_algebraic() == 0) return rates;
+  const Eigen::VectorXd solution = second_rates(problem, mode, t, x, xdot, p, when, ws);
   for (int i = 0; i < problem.n_states(); ++i) {
     if (problem.is_algebraic(i)) rates[i] = solution[i];
   }
   return rates;
+}
+
+Eigen::VectorXd state_accelerations(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                                    In<double> p, TangentWorkspace& ws) {
+  if (problem.mode(mode).index2()) {
+    throw InputError(fmt::format("mode '{}' is index 2 (a completion): the rates of its rates, which a guard that "
+                                 "reads rates needs, are not available there (docs/dae.md, \"Events\")",
+                                 problem.mode(mode).name));
+  }
+  Eigen::VectorXd accelerations = second_rates(problem, mode, t, x, xdot, p, "for a guard that reads rates", ws);
+  for (int i = 0; i < problem.n_states(); ++i) {
+    if (problem.is_algebraic(i)) accelerations[i] = 0.0;
+  }
+  return accelerations;
 }
 
 void consistent_sensitivities(const Problem& problem, int mode, double t, const ConsistentPoint& point,
@@ -270,20 +294,27 @@ EventValues fire_dae_event(const Problem& problem, int event, int mode_before, d
   const ConsistentPoint after = state_after_event(problem, event, v.mode_after, t, before, p, ws);
   v.x_plus = after.x;
   v.f_plus = after.xdot;
-  const detail::GuardRate rate = detail::guard_rate(problem, event, t, v.x_minus, p, v.f_minus, ws);
+  if (problem.event(event).reads_rates()) {
+    v.xddot_minus = state_accelerations(problem, mode_before, t, v.x_minus, v.f_minus, p, ws);
+  }
+  const detail::GuardRate rate = v.xddot_minus.size() > 0
+                                     ? detail::guard_rate(problem, event, t, v.x_minus, p, v.f_minus, v.xddot_minus, ws)
+                                     : detail::guard_rate(problem, event, t, v.x_minus, p, v.f_minus, ws);
   v.guard_rate = rate.rate;
   v.guard_rate_scale = rate.scale;
   return v;
 }
 
 DaeSensitivityTransfer transfer_dae_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
-                                                  const Eigen::MatrixXd& s_minus, TangentWorkspace& ws) {
+                                                  const Eigen::MatrixXd& s_minus, const Eigen::MatrixXd& s_dot_minus,
+                                                  TangentWorkspace& ws) {
   // The explicit-reset transfer gives tau, the cost jumps and the differential rows of S+ (with
   // f- and f+ the consistent rates, z-dot- included); the algebraic rows follow in the new mode.
   // An implicit transition gives its map's Jacobians in place of the jump's.
   const bool implicit = static_cast<bool>(problem.event(event.event).transition);
   const JumpLinearization transition = implicit ? detail::linearize_transition(problem, event, p, ws) : JumpLinearization{};
-  DaeSensitivityTransfer out{transfer_sensitivities(problem, event, p, s_minus, ws, implicit ? &transition : nullptr), {}};
+  DaeSensitivityTransfer out{
+      transfer_sensitivities(problem, event, p, s_minus, ws, implicit ? &transition : nullptr, &s_dot_minus), {}};
   const ConsistentPoint after{event.x_plus, event.f_plus};
   consistent_sensitivities(problem, event.mode_after, event.time, after, p, out.transfer.s_plus, out.s_dot_plus, ws);
   return out;
@@ -295,6 +326,9 @@ EventValues recorded_dae_event(const Problem& problem, const EventRecord& record
   const Eigen::VectorXd no_rate = Eigen::VectorXd::Zero(v.x_minus.size());
   v.f_minus = consistent_point(problem, v.mode_before, v.time, v.x_minus, no_rate, p, "at an event", ws).xdot;
   v.f_plus = consistent_point(problem, v.mode_after, v.time, v.x_plus, no_rate, p, "after an event", ws).xdot;
+  if (problem.event(v.event).reads_rates()) {
+    v.xddot_minus = state_accelerations(problem, v.mode_before, v.time, v.x_minus, v.f_minus, p, ws);
+  }
   return v;
 }
 
@@ -363,17 +397,29 @@ void linearize(const Problem& problem, int mode, double t, In<double> x, In<doub
 
 AdjointPoint consistent_adjoint(const Problem& problem, const ResidualLinearization& lin, In<double> ell,
                                 In<double> g_x) {
+  return consistent_adjoint(problem, lin, ell, ell.head(0), g_x);
+}
+
+AdjointPoint consistent_adjoint(const Problem& problem, const ResidualLinearization& lin, In<double> ell,
+                                In<double> ell_rate, In<double> g_x) {
   const Eigen::Index nx = ell.size();
   const Eigen::PartialPivLU<Eigen::MatrixXd> lu(lin.index1_matrix(problem).transpose());
   Eigen::VectorXd reduced = ell;
   AdjointPoint out{Eigen::VectorXd(nx), Eigen::VectorXd::Zero(lin.f_p.cols())};
-  Eigen::VectorXd algebraic_part = Eigen::VectorXd::Zero(nx);
+  // The coefficients of the unknowns of M (S-dot_y, S_z): ell_rate on the differential rows,
+  // ell on the algebraic ones.
+  Eigen::VectorXd dependent_part = Eigen::VectorXd::Zero(nx);
   for (int i = 0; i < nx; ++i) {
-    if (problem.is_algebraic(i)) algebraic_part[i] = ell[i];
+    if (problem.is_algebraic(i)) {
+      dependent_part[i] = ell[i];
+    } else if (ell_rate.size() == nx) {
+      dependent_part[i] = ell_rate[i];
+    }
   }
-  if (!algebraic_part.isZero(0.0)) {
-    // ell_z S_z = mu^T F_z S_z = -mu^T (F_y S_y + F_p): S_z is not free.
-    const Eigen::VectorXd mu = lu.solve(algebraic_part);
+  if (!dependent_part.isZero(0.0)) {
+    // ell_z S_z + ell_rate_y S-dot_y = mu^T M (S-dot_y, S_z) = -mu^T (F_y S_y + F_p): neither
+    // is free.
+    const Eigen::VectorXd mu = lu.solve(dependent_part);
     reduced -= lin.f_x.transpose() * mu;
     out.gradient = -lin.f_p.transpose() * mu;
   }

@@ -47,8 +47,10 @@ void require_leaving_guards(const Problem& problem, const std::vector<int>& appl
     const int k = applied[i];
     const EventRecord& rec = log[log.size() - applied.size() + i];
     if (rec.grazing || rec.rest || !problem.event(k).active_in(mode)) continue;
-    const GuardRate after = guard_rate(problem, k, t, x, p, xdot, ws);
-    if (!after.grazing(grazing_tolerance) || off_guard(problem.event(k).guard.real(t, x, p), after)) continue;
+    const GuardRate after = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
+    if (!after.grazing(grazing_tolerance) || off_guard(problem.event(k).guard_at<double>(t, x, xdot, p), after)) {
+      continue;
+    }
     throw ZenoError(fmt::format(
         "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}): "
         "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno "

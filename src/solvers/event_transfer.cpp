@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "guard_rate.hpp"
 #include "run_support.hpp"
 
@@ -110,8 +112,13 @@ Eigen::VectorXd event_cost_values(const Problem& problem, const EventValues& eve
 
 SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
                                            const Eigen::MatrixXd& s_minus, TangentWorkspace& ws,
-                                           const JumpLinearization* jump) {
+                                           const JumpLinearization* jump, const Eigen::MatrixXd* s_dot_minus) {
   const Eigen::Index nx = event.x_minus.size(), np = p.size();
+  const bool rates = problem.event(event.event).reads_rates();
+  if (rates && (s_dot_minus == nullptr || event.xddot_minus.size() != nx)) {
+    throw std::logic_error("transfer_sensitivities: a guard that reads rates needs S-dot- and x-ddot-");
+  }
+  const Eigen::VectorXd no_rate = Eigen::VectorXd::Zero(nx);
   const Eigen::VectorXd c_e = reset_defect(problem, event, p, ws, jump);
   const Eigen::VectorXd cost_jump = running_cost_jump(problem, event, p);
   const Eigen::MatrixXd unit = Eigen::MatrixXd::Identity(np, np);
@@ -120,7 +127,8 @@ SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventVa
   out.s_plus.resize(nx, np);
   out.cost_integral_jump.resize(problem.n_costs(), np);
   for (Eigen::Index j = 0; j < np; ++j) {
-    out.tau[j] = -guard_tangent(problem, event.event, event.time, event.x_minus, p, 0.0, s_minus.col(j),
+    out.tau[j] = -guard_tangent(problem, event.event, event.time, event.x_minus, event.f_minus, p, 0.0,
+                                s_minus.col(j), rates ? In<double>(s_dot_minus->col(j)) : In<double>(no_rate),
                                 unit.col(j), ws) /
                  event.guard_rate;
     if (jump != nullptr) {
@@ -147,9 +155,14 @@ SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventVa
 AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& event, In<double> p,
                                  const Eigen::MatrixXd& lambda_plus, TangentWorkspace& ws,
                                  const JumpLinearization* jump) {
-  const ScalarGradient r = guard_gradient(problem, event.event, event.time, event.x_minus, p);
+  const bool rates = problem.event(event.event).reads_rates();
+  if (rates && event.xddot_minus.size() != event.x_minus.size()) {
+    throw std::logic_error("transfer_adjoint: a guard that reads rates needs x-ddot-");
+  }
+  const GuardGradient guard = guard_gradient(problem, event.event, event.time, event.x_minus, event.f_minus, p);
+  const ScalarGradient& r = guard.state;
   // The crossing speed from the same reverse sweep as r_x and r_p (f- is the recorded one).
-  const double r_dot = r.t + r.x.dot(event.f_minus);
+  const double r_dot = r.t + r.x.dot(event.f_minus) + (rates ? guard.xdot.dot(event.xddot_minus) : 0.0);
   const Eigen::RowVectorXd tau_x = -r.x / r_dot;
   const Eigen::RowVectorXd tau_p = -r.p / r_dot;
   const Eigen::VectorXd c_e = reset_defect(problem, event, p, ws, jump);
@@ -160,6 +173,7 @@ AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& even
   AdjointTransfer out;
   out.lambda_minus.resize(lambda_plus.rows(), lambda_plus.cols());
   out.gradient.resize(lambda_plus.cols(), p.size());
+  Eigen::RowVectorXd kappas(lambda_plus.cols());
   for (Eigen::Index c = 0; c < lambda_plus.cols(); ++c) {
     double kappa = c_e.dot(lambda_plus.col(c)) + cost_jump[c];  // d cost / d t_e
     out.gradient.row(c) = phi.p.col(c).transpose();
@@ -174,7 +188,10 @@ AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& even
     }
     out.gradient.row(c) += kappa * tau_p;
     out.lambda_minus.col(c) += tau_x.transpose() * kappa;
+    kappas[c] = kappa;
   }
+  // S-dot- enters tau through r_xdot: its coefficients tau_xdot^T kappa.
+  if (rates) out.rate_coefficients = (-guard.xdot / r_dot).transpose() * kappas;
   return out;
 }
 

@@ -1,9 +1,12 @@
 #include "guard_rate.hpp"
 
+#include <saltus/solvers/dae_transfer.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "run_support.hpp"
 
@@ -20,8 +23,10 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
                             In<double> p, TangentWorkspace& ws) {
   for (int k = 0; k < problem.n_events(); ++k) {
     const Event& e = problem.event(k);
-    if (!e.watched || !e.active_in(mode) || e.may_start_on_guard || e.guard.real(t0, x0, p) != 0.0) continue;
-    const double rate = guard_rate(problem, k, t0, x0, p, xdot, ws).rate;
+    if (!e.watched || !e.active_in(mode) || e.may_start_on_guard || e.guard_at<double>(t0, x0, xdot, p) != 0.0) {
+      continue;
+    }
+    const double rate = dae_guard_rate(problem, k, mode, t0, x0, xdot, p, ws).rate;
     const bool leaves = (e.direction == Direction::Falling && rate > 0.0) ||
                         (e.direction == Direction::Rising && rate < 0.0);
     if (leaves) continue;
@@ -54,37 +59,62 @@ bool jump_stays_on_guard(const Problem& problem, int event, int mode, double t, 
 
 GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      In<double> xdot, TangentWorkspace& ws) {
+  return guard_rate(problem, event, t, x, p, xdot, xdot.head(0), ws);
+}
+
+GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
+                     In<double> xdot, In<double> xddot, TangentWorkspace& ws) {
+  const bool rates = problem.event(event).reads_rates();
+  if (rates && xddot.size() != x.size()) {
+    throw std::logic_error("guard_rate: a guard that reads rates needs x-ddot");
+  }
   const Eigen::VectorXd zero_p = Eigen::VectorXd::Zero(p.size());
-  Eigen::VectorXd direction = Eigen::VectorXd::Zero(x.size());
+  const Eigen::VectorXd zero_x = Eigen::VectorXd::Zero(x.size());
+  Eigen::VectorXd direction = zero_x;
+  const auto tangent = [&](double dt, In<double> dx, In<double> dxdot) {
+    return guard_tangent(problem, event, t, x, xdot, p, dt, dx, dxdot, zero_p, ws);
+  };
   GuardRate r;
-  r.rate = guard_tangent(problem, event, t, x, p, 1.0, xdot, zero_p, ws);
-  const double r_t = guard_tangent(problem, event, t, x, p, 1.0, direction, zero_p, ws);
-  double r_x_norm2 = 0.0;
+  r.rate = tangent(1.0, xdot, rates ? xddot : In<double>(zero_x));
+  const double r_t = tangent(1.0, zero_x, zero_x);
+  double gradient_norm2 = 0.0;
+  // The partial derivatives along x, then (for a guard that reads rates) along x-dot.
+  const auto add_partial = [&](double partial, double value) {
+    gradient_norm2 += partial * partial;
+    r.reach += std::abs(partial * value);
+    r.gradient_l1 += std::abs(partial);
+  };
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     direction[i] = 1.0;
-    const double r_xi = guard_tangent(problem, event, t, x, p, 0.0, direction, zero_p, ws);
-    r_x_norm2 += r_xi * r_xi;
-    r.reach += std::abs(r_xi * x[i]);
-    r.gradient_l1 += std::abs(r_xi);
+    add_partial(tangent(0.0, direction, zero_x), x[i]);
+    if (rates) add_partial(tangent(0.0, zero_x, direction), xdot[i]);
     direction[i] = 0.0;
   }
-  r.gradient = std::sqrt(r_x_norm2);
-  r.scale = std::abs(r_t) + r.gradient * xdot.norm();
+  r.gradient = std::sqrt(gradient_norm2);
+  const double speed = rates ? std::hypot(xdot.norm(), xddot.norm()) : xdot.norm();
+  r.scale = std::abs(r_t) + r.gradient * speed;
   return r;
+}
+
+GuardRate dae_guard_rate(const Problem& problem, int event, int mode, double t, In<double> x, In<double> xdot,
+                         In<double> p, TangentWorkspace& ws) {
+  if (!problem.event(event).reads_rates()) return guard_rate(problem, event, t, x, p, xdot, ws);
+  const Eigen::VectorXd xddot = state_accelerations(problem, mode, t, x, xdot, p, ws);
+  return guard_rate(problem, event, t, x, p, xdot, xddot, ws);
 }
 
 bool off_guard(double r, const GuardRate& rate) { return std::abs(r) > 1e-8 * (1.0 + rate.reach); }
 
-void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, double t, In<double> x,
+void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,
                            In<double> xdot, In<double> p, const Options& options, TangentWorkspace& ws) {
   watched.held.assign(watched.events.size(), 0.0);
   // Guards far from zero need no rate (n_x tangents each): only those within a generous screen.
   const double screen = 1e-3 * (1.0 + x.cwiseAbs().maxCoeff());
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
-    const double r = problem.event(k).guard.real(t, x, p);
+    const double r = problem.event(k).guard_at<double>(t, x, xdot, p);
     if (!(std::abs(r) <= screen)) continue;
-    const GuardRate rate = guard_rate(problem, k, t, x, p, xdot, ws);
+    const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
     if (!rate.grazing(options.grazing_tolerance)) continue;
     const double atol = options.atol_per_state.empty()
                             ? options.atol
@@ -102,7 +132,7 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
                            In<double> p, const Options& options, TangentWorkspace& ws) {
   Eigen::VectorXd xdot(x.size());
   problem.mode(mode).rhs.real(t, x, p, xdot);
-  hold_guards_near_zero(problem, watched, t, x, xdot, p, options, ws);
+  hold_guards_near_zero(problem, watched, mode, t, x, xdot, p, options, ws);
 }
 
 }  // namespace saltus::detail

@@ -24,7 +24,8 @@ struct GuardRate {
 /// pass through the surface (a ball released on its floor would fall through it).
 void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> p,
                             TangentWorkspace& ws);
-/// As above with the initial rate x-dot(t0) given (a DAE's consistent rate).
+/// As above with the initial rate x-dot(t0) given (a DAE's consistent rate; a guard that reads
+/// rates takes x-ddot from the residual).
 void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot,
                             In<double> p, TangentWorkspace& ws);
 
@@ -37,8 +38,17 @@ bool stays_on_guard(const Problem& problem, int event, int mode_after, double t,
 bool jump_stays_on_guard(const Problem& problem, int event, int mode, double t, In<double> x, In<double> p,
                          double grazing_tolerance, TangentWorkspace& ws);
 
+/// The crossing speed of a guard r(t, x, p) at (t, x) moving at x-dot.
 GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      In<double> xdot, TangentWorkspace& ws);
+/// The crossing speed of any guard: r-dot = r_t + r_x x-dot + r_xdot x-ddot, with the scale
+/// |r_t| + |(r_x, r_xdot)| |(x-dot, x-ddot)| (x-ddot is read only by guards that read rates).
+GuardRate guard_rate(const Problem& problem, int event, double t, In<double> x, In<double> p,
+                     In<double> xdot, In<double> xddot, TangentWorkspace& ws);
+/// The crossing speed at a consistent point (x, x-dot) of DAE mode `mode`: a guard that reads
+/// rates takes x-ddot from the differentiated residual (dae_transfer.hpp, state_accelerations).
+GuardRate dae_guard_rate(const Problem& problem, int event, int mode, double t, In<double> x, In<double> xdot,
+                         In<double> p, TangentWorkspace& ws);
 
 /// Whether the guard value r is off zero by more than round-off of the guard's scale
 /// (1 + sum_i |r_x_i x_i|, times 1e-8; states the guard does not read do not count): a jump that
@@ -56,7 +66,7 @@ bool off_guard(double r, const GuardRate& rate);
 /// usual. The band is kHoldNoiseFactor times that noise, at least round-off (off_guard). A guard
 /// crossing with a rate is never held: it must fire at its exact time. Decided on the real
 /// state, so every run type takes the same events.
-void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, double t, In<double> x,
+void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,
                            In<double> xdot, In<double> p, const Options& options, TangentWorkspace& ws);
 /// As above in an explicit mode, its rate x-dot = f(t, x, p) evaluated here.
 void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,

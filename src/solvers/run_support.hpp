@@ -109,16 +109,17 @@ inline constexpr double kIndex2AlgebraicAtol = 1e100;
 /// Parameter scales for the sensitivity error weights (pbar).
 std::vector<double> parameter_scales(const Options& options, const Eigen::VectorXd& p);
 
-/// Writes the real parts of the watched guards at (t, x, p) into g (CVODES root function).
+/// Writes the real parts of the watched guards at (t, x, x-dot, p) into g (the integrators'
+/// root functions; x-dot is read by guards that read rates, which only IDAS runs see).
 /// A held guard (WatchedEvents::held) reads its band on its non-firing side while it stays
 /// within it, and is released (for the rest of the segment) once it leaves it.
 /// Returns 0, or -1 with `error` naming the event whose guard is not finite.
 template <class S>
-int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In<S> x,
+int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In<S> x, In<S> xdot,
                     In<S> p, double* g, std::string& error) {
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const Event& e = problem.event(watched.events[i]);
-    g[i] = real_part(e.guard.template get<S>()(S(t), x, p));  // events on the real part
+    g[i] = real_part(e.guard_at<S>(S(t), x, xdot, p));  // events on the real part
     if (!std::isfinite(g[i])) {
       error = "the guard of event '" + e.name + "' is not finite at t = " + std::to_string(t);
       return -1;
@@ -132,6 +133,13 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
     }
   }
   return 0;
+}
+
+/// As above for guards r(t, x, p) (an explicit problem: CVODES and the explicit integrators).
+template <class S>
+int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In<S> x, In<S> p, double* g,
+                    std::string& error) {
+  return evaluate_guards<S>(problem, watched, t, x, x.head(0), p, g, error);
 }
 
 /// Stops runs whose events pile up without time advancing.

@@ -62,6 +62,12 @@ void probe_all_directions(const Probe& probe, double t, const Eigen::VectorXd& x
 
 DerivativeCheck check_model_derivatives(const Problem& pb, double t, const Eigen::VectorXd& x,
                                         const Eigen::VectorXd& p, double h) {
+  if (pb.kind() != ProblemKind::Explicit) {
+    throw InputError(fmt::format("check_model_derivatives: problem '{}' is a DAE (a residual mode, an algebraic "
+                                 "state, an implicit transition or a guard that reads rates); it checks explicit "
+                                 "problems only",
+                                 pb.name()));
+  }
   TangentWorkspace ws;
   std::vector<Probe> probes;
   const auto nx = pb.n_states();

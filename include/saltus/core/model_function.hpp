@@ -27,6 +27,10 @@ using CompletionFn = std::function<void(S t, In<S> x_guess, In<S> p, Out<S> x, O
 /// Guard (event function) r(t, x, p); the event fires when r crosses zero.
 template <class S>
 using GuardFn = std::function<S(S t, In<S> x, In<S> p)>;
+/// Guard of a DAE event that reads rates, r(t, x, x-dot, p) (a velocity reversal, a flow
+/// changing sign). Like a residual, it must not read the rates of algebraic states.
+template <class S>
+using RateGuardFn = std::function<S(S t, In<S> x, In<S> xdot, In<S> p)>;
 /// Jump (reset) map x+ = phi(t, x-, p).
 template <class S>
 using JumpFn = std::function<void(S t, In<S> x_minus, In<S> p, Out<S> x_plus)>;

@@ -75,7 +75,11 @@ inline constexpr int kSameMode = -1;
 struct Event {
   std::string name;
   Direction direction = Direction::Either;
+  /// The guard r(t, x, p); empty when the guard reads rates (rate_guard).
   Instantiated<GuardFn> guard;
+  /// A guard r(t, x, x-dot, p) that reads rates (Problem::add_event with a four-argument
+  /// guard); empty otherwise. Such a problem runs on IDAS (ProblemKind::Residual).
+  Instantiated<RateGuardFn> rate_guard;
   Instantiated<JumpFn> jump;      ///< empty: the state is continuous (pure mode switch)
   /// An implicit transition (EventBuilder::transition) instead of a jump; empty if none.
   Instantiated<TransitionFn> transition;
@@ -91,6 +95,12 @@ struct Event {
   /// root there is ignored instead of refused as input.
   bool may_start_on_guard = false;
   bool active_in(int mode) const;
+  bool reads_rates() const { return static_cast<bool>(rate_guard); }
+  /// The guard's value at (t, x, x-dot, p), whichever form it has.
+  template <class S>
+  S guard_at(S t, In<S> x, In<S> xdot, In<S> p) const {
+    return reads_rates() ? rate_guard.template get<S>()(t, x, xdot, p) : guard.template get<S>()(t, x, p);
+  }
   /// The mode the event leads to from `mode`.
   int mode_after(int mode) const;
 };
@@ -252,10 +262,19 @@ class Problem {
   /// Throws InputError if the rule returns an index out of range.
   int initial_mode_for(In<double> x0, In<double> p) const;
   void set_jacobian(int mode, AnalyticJacobian jacobian);
-  /// Adds an event with guard `r(t, x, p)` that fires on crossings in `direction`.
+  /// Adds an event with guard `r(t, x, p)` that fires on crossings in `direction`. The guard
+  /// may also read the rates, `r(t, x, xdot, p)` (a generic lambda of four arguments): a
+  /// velocity reversal, a flow changing sign (theory/hybrid-dae.md section 1). The problem then
+  /// runs on IDAS (ProblemKind::Residual, explicit modes included); the crossing speed reads
+  /// x-ddot, which the differentiated residual gives. Such a guard must not read the rates of
+  /// algebraic states nor be watched in an index-2 mode (docs/dae.md, "Events").
   template <class F>
   EventBuilder add_event(const std::string& name, Direction direction, const F& r) {
-    return add_event_impl(name, direction, Instantiated<GuardFn>::from(r));
+    if constexpr (std::is_invocable_v<const F&, double, In<double>, In<double>, In<double>>) {
+      return add_rate_event_impl(name, direction, Instantiated<RateGuardFn>::from(r));
+    } else {
+      return add_event_impl(name, direction, Instantiated<GuardFn>::from(r));
+    }
   }
   /// Adds the cost psi = integral of g(t, x, xdot, p) dt (`rates`: whether g reads xdot).
   template <class G>
@@ -360,6 +379,7 @@ class Problem {
   void set_completion_impl(int mode, Instantiated<CompletionFn> completion);
   EventBuilder add_event_impl(const std::string& name, Direction direction,
                               Instantiated<GuardFn> guard);
+  EventBuilder add_rate_event_impl(const std::string& name, Direction direction, Instantiated<RateGuardFn> guard);
   void add_cost_impl(const std::string& name, RunningCostFunctions running,
                      Instantiated<TerminalCostFn> terminal, RateUse rates = RateUse::Reads);
   void add_event_cost_impl(const std::string& name, int event, Instantiated<GuardFn> c);

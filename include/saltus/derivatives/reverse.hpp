@@ -31,6 +31,15 @@ struct TransposedProducts {
 ScalarGradient guard_gradient(const Problem& problem, int event, double t, In<double> x,
                               In<double> p);
 
+/// The gradient of a guard at a point with rates: r_t, r_x, r_p, and r_xdot (zero for a guard
+/// r(t, x, p)).
+struct GuardGradient {
+  ScalarGradient state;    ///< r_t, r_x (1 x n_x), r_p (1 x n_p)
+  Eigen::RowVectorXd xdot; ///< r_xdot, 1 x n_x
+};
+GuardGradient guard_gradient(const Problem& problem, int event, double t, In<double> x, In<double> xdot,
+                             In<double> p);
+
 /// Products of the jump phi of `event` (identity if it has none) at (t, x-, p) with the
 /// columns of `weights` (n_x x m).
 TransposedProducts jump_products(const Problem& problem, int event, double t, In<double> x,

@@ -23,6 +23,10 @@ void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<do
 /// Tangent of the guard of `event`: r_t dt + r_x dx + r_p dp.
 double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      double dt, In<double> dx, In<double> dp, TangentWorkspace& ws);
+/// Tangent of the guard of `event` at a point with rates, whichever form the guard has:
+/// r_t dt + r_x dx + r_xdot dxdot + r_p dp (r_xdot = 0 for a guard r(t, x, p)).
+double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> xdot, In<double> p,
+                     double dt, In<double> dx, In<double> dxdot, In<double> dp, TangentWorkspace& ws);
 
 /// Tangent of the jump of `event` (identity if the event has no jump):
 /// phi_t dt + phi_x dx + phi_p dp.

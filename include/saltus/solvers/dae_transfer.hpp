@@ -63,6 +63,12 @@ ComplexConsistentPoint consistent_point_complex(const Problem& problem, int mode
 Eigen::VectorXd algebraic_rates(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
                                 In<double> p, const std::string& when, TangentWorkspace& ws);
 
+/// x-ddot at a consistent point: y-ddot from M (y-ddot, z-dot) = -(F_t + F_x y-dot), zero in
+/// the algebraic entries. What a guard that reads rates needs for its crossing speed. Throws
+/// InputError in an index-2 mode, like consistent_point where M is singular.
+Eigen::VectorXd state_accelerations(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                                    In<double> p, TangentWorkspace& ws);
+
 /// Consistent sensitivities at a consistent point: `s` (n_x x n_p) keeps its differential rows
 /// and receives S_z; `s_dot` (n_x x n_p) receives S-dot_y (zero algebraic rows).
 void consistent_sensitivities(const Problem& problem, int mode, double t, const ConsistentPoint& point,
@@ -75,13 +81,15 @@ EventValues fire_dae_event(const Problem& problem, int event, int mode_before, d
                            const ConsistentPoint& before, In<double> p, TangentWorkspace& ws);
 
 /// The forward transfer through a DAE event (see the notation above): tau, S+ (consistent in the
-/// new mode), the cost jumps, and S-dot+ (n_x x n_p).
+/// new mode), the cost jumps, and S-dot+ (n_x x n_p). `s_dot_minus` (n_x x n_p, consistent with
+/// s_minus) enters tau when the guard reads rates.
 struct DaeSensitivityTransfer {
   SensitivityTransfer transfer;
   Eigen::MatrixXd s_dot_plus;
 };
 DaeSensitivityTransfer transfer_dae_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
-                                                  const Eigen::MatrixXd& s_minus, TangentWorkspace& ws);
+                                                  const Eigen::MatrixXd& s_minus, const Eigen::MatrixXd& s_dot_minus,
+                                                  TangentWorkspace& ws);
 
 /// The values of a recorded firing with the consistent rates around it (from the modes'
 /// residuals at the recorded states): the adjoint's counterpart of recorded_event.
@@ -123,6 +131,11 @@ struct AdjointPoint {
   Eigen::VectorXd gradient;  ///< n_p
 };
 AdjointPoint consistent_adjoint(const Problem& problem, const ResidualLinearization& lin, In<double> ell, In<double> g_x);
+/// As above with coefficients `ell_rate` (n_x) of S-dot as well (an event whose guard reads
+/// rates): psi gets ell^T S + ell_rate^T S-dot; ell_rate's differential entries join ell_z in
+/// the right-hand side of the solve for mu (its algebraic entries are not read).
+AdjointPoint consistent_adjoint(const Problem& problem, const ResidualLinearization& lin, In<double> ell,
+                                In<double> ell_rate, In<double> g_x);
 
 /// The adjoint's rate at a point where lambda is consistent: the solution of
 /// F_xdot^T lambda-dot = F_x^T lambda - g_x^T on the differential components of lambda (rows of

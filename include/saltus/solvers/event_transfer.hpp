@@ -19,6 +19,9 @@
 //   lambda-_c = phi_x^T lambda+_c + tau_x^T kappa_c + c_x^T,
 //   grad_c += phi_p^T lambda+_c + kappa_c tau_p + c_p,
 //   with tau_x = -r_x / r-dot-, tau_p = -r_p / r-dot-.
+// A DAE guard may read rates, r(t, x, x-dot, p): then r-dot- = r_t + r_x f- + r_xdot x-ddot-,
+// tau_j gains -r_xdot S-dot-_j / r-dot-, and the adjoint gives the coefficients tau_xdot^T kappa
+// of S-dot- besides lambda- (theory/hybrid-dae.md section 2, (6b)).
 // Complex step: the event time is complex, t_e + dt_c with dt_c = -r(t_e, x-) / r-dot-, and the
 // state is carried through it: x+ = x_hat+ - f+ dt_c, x_hat+ = phi(t_e + dt_c, x- + f- dt_c);
 // a point cost is c(t_e + dt_c, x- + f- dt_c, p).
@@ -48,7 +51,10 @@ struct EventValues {
   Eigen::VectorXd f_minus;
   /// x-dot(t_e+), n_x: f_{m+}(t_e, x+, p), or the consistent rate after the event
   Eigen::VectorXd f_plus;
-  double guard_rate = 0.0;     ///< r-dot- = r_t + r_x f-
+  /// x-ddot(t_e-), n_x, for a guard that reads rates (dae_transfer.hpp, state_accelerations);
+  /// empty otherwise.
+  Eigen::VectorXd xddot_minus;
+  double guard_rate = 0.0;     ///< r-dot- = r_t + r_x f- (+ r_xdot x-ddot- for a guard reading rates)
   /// |r_t| + |r_x| |f-|: a crossing speed tiny against it means the motion grazes the guard.
   double guard_rate_scale = 0.0;
 
@@ -101,13 +107,19 @@ struct SensitivityTransfer {
   /// (g- - g+) tau plus the point costs' derivatives, n_c x n_p: add to d cost/dp.
   Eigen::MatrixXd cost_integral_jump;
 };
+/// `s_dot_minus` (n_x x n_p): S-dot(t_e-), required when the guard reads rates (tau then reads
+/// r_xdot S-dot-).
 SensitivityTransfer transfer_sensitivities(const Problem& problem, const EventValues& event, In<double> p,
                                            const Eigen::MatrixXd& s_minus, TangentWorkspace& ws,
-                                           const JumpLinearization* jump = nullptr);
+                                           const JumpLinearization* jump = nullptr,
+                                           const Eigen::MatrixXd* s_dot_minus = nullptr);
 
 /// The adjoint transfer through one event, backwards: lambda(t_e+) -> lambda(t_e-).
 struct AdjointTransfer {
   Eigen::MatrixXd lambda_minus;   ///< lambda(t_e-), n_x x n_c
+  /// For a guard that reads rates, the coefficients of S-dot(t_e-), n_x x n_c (tau_xdot^T
+  /// kappa); empty otherwise. A DAE folds them into lambda- (consistent_adjoint).
+  Eigen::MatrixXd rate_coefficients;
   Eigen::MatrixXd gradient;       ///< the event's contribution to d cost/dp, n_c x n_p
 };
 AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& event, In<double> p,
