@@ -10,6 +10,7 @@
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -210,6 +211,129 @@ events:
         equations::parse_equation_problem(base + "    jump: [y, z]\n    transition: [\"y - pre(y)\"]\n", "bad.yaml");
       },
       "an event has a jump or a transition, not both");
+}
+
+/// circle_drift (examples/builtin/circle_drift.cpp: a point held on |y| = R by the multiplier
+/// z, pushed by a drift a that reverses when x2 falls to h) with an implicit transition into
+/// the index-2 mode after the event: n_y - n_c = 2 - 1 = 1 equation,
+///     T = x1+ - x1- + s + kappa x1-dot+ = 0,
+/// the constraint |y+| = R the other. p = (a, R, theta0, h, s, kappa); costs G = integral of
+/// x1 dt, x2_T = x2(T), z_T = z(T).
+Problem circle_shift(double kappa) {
+  Problem pb("circle_shift", "circle_drift whose point moves along the circle at the reversal");
+  pb.set_states({"x1", "x2", "z"});
+  pb.set_algebraic_states({"z"});
+  for (const auto& [name, value] : {std::pair{"a", 1.0}, std::pair{"R", 1.0}, std::pair{"theta0", 2.0},
+                                    std::pair{"h", 0.5}, std::pair{"s", 0.3}, std::pair{"kappa", kappa}}) {
+    pb.add_parameter(name, value);
+  }
+  pb.set_initial_state([](const auto& p, auto x0) {
+    x0[0] = p[1] * cos(p[2]);
+    x0[1] = p[1] * sin(p[2]);
+    x0[2] = 0.0 * p[0];
+  });
+  const auto residual = [](double sign) {
+    return [sign](auto, const auto& x, const auto& xdot, const auto& p, auto r) {
+      r[0] = xdot[0] - (sign * p[0] + x[2] * x[0]);
+      r[1] = xdot[1] - x[2] * x[1];
+      r[2] = 0.5 * (x[0] * x[0] + x[1] * x[1] - p[1] * p[1]);
+    };
+  };
+  const auto completion = [](double sign) {  // radial projection, then the hidden constraint
+    return [sign](auto, const auto& guess, const auto& p, auto x, auto xdot) {
+      const auto scale = p[1] / sqrt(guess[0] * guess[0] + guess[1] * guess[1]);
+      x[0] = guess[0] * scale;
+      x[1] = guess[1] * scale;
+      x[2] = -sign * p[0] * x[0] / (p[1] * p[1]);
+      xdot[0] = sign * p[0] + x[2] * x[0];
+      xdot[1] = x[2] * x[1];
+      xdot[2] = -sign * p[0] * xdot[0] / (p[1] * p[1]);
+    };
+  };
+  const int push = pb.add_residual_mode("push", residual(+1.0));
+  const int back = pb.add_residual_mode("back", residual(-1.0));
+  pb.set_completion(push, completion(+1.0));
+  pb.set_completion(back, completion(-1.0));
+  pb.add_event("reverse", Direction::Falling, [](auto, const auto& x, const auto& p) { return x[1] - p[3]; })
+      .only_in({push})
+      .switch_to(back)
+      .transition([](auto, const auto& x_plus, const auto& xdot_plus, const auto& x_minus, const auto&,
+                     const auto& p, auto r) { r[0] = x_plus[0] - x_minus[0] + p[4] + p[5] * xdot_plus[0]; });
+  pb.add_running_cost("G", [](auto, const auto& x, const auto&, const auto&) { return x[0]; });
+  pb.add_terminal_cost("x2_T", [](const auto& x, const auto&) { return x[1]; });
+  pb.add_terminal_cost("z_T", [](const auto& x, const auto&) { return x[2]; });
+  pb.options().tf = kHorizon;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+
+/// circle_shift's closed form: tan(theta/2) = tan(theta0/2) e^{-a t / R} until R sin theta = h;
+/// then x1+ solves T = 0 with x1-dot+ = -a (1 - x1+^2 / R^2), the quadratic
+/// (kappa a / R^2) x1+^2 + x1+ - (R cos theta_e - s + kappa a) = 0 (its root near R cos theta_e
+/// - s), x2+ > 0, and tan(theta/2) grows like e^{+a (t - t_e) / R}. Rows G, x2_T, z_T, t_e.
+Eigen::Vector4<Complex> circle_shift_closed_form(const VectorX<Complex>& p) {
+  const Complex a = p[0], R = p[1], theta0 = p[2], h = p[3], s = p[4], kappa = p[5];
+  const Complex lambda = a / R;
+  const Complex u0 = std::tan(theta0 / 2.0), theta_e = std::asin(h / R), ue = std::tan(theta_e / 2.0);
+  const Complex te = std::log(u0 / ue) / lambda;
+  const Complex quadratic = kappa * a / (R * R), constant = R * std::cos(theta_e) - s + kappa * a;
+  const Complex x1_plus = 2.0 * constant / (1.0 + std::sqrt(1.0 + 4.0 * quadratic * constant));
+  const Complex u_plus = std::tan(std::acos(x1_plus / R) / 2.0);
+  const Complex uT = u_plus * std::exp(lambda * (kHorizon - te));
+  const auto F = [](Complex u) { return std::log(u) - std::log(1.0 + u * u); };
+  const Complex x1_T = R * (1.0 - uT * uT) / (1.0 + uT * uT);
+  return {R / lambda * (F(u0) - F(ue)) + R / lambda * (F(uT) - F(u_plus)), R * 2.0 * uT / (1.0 + uT * uT),
+          a * x1_T / (R * R), te};
+}
+
+// An implicit transition into an index-2 mode (docs/dae.md, "Implicit transitions"): T gives one
+// equation, the circle the other. The event time, the costs and every method's gradient against
+// the closed form differentiated by complex step, with kappa = 0 (T reads states) and 0.2 (T
+// reads the rate after the event, which the completion gives).
+TEST(ImplicitTransitionIndex2, ShiftAlongTheCircleMatchesTheClosedForm) {
+  for (const double kappa : {0.0, 0.2}) {
+    const Problem pb = circle_shift(kappa);
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    const Eigen::Vector4<Complex> exact = circle_shift_closed_form(p.cast<Complex>());
+    Eigen::MatrixXd reference(4, p.size());
+    for (Eigen::Index j = 0; j < p.size(); ++j) {
+      VectorX<Complex> q = p.cast<Complex>();
+      q[j] += Complex(0.0, 1e-30);
+      reference.col(j) = circle_shift_closed_form(q).imag() / 1e-30;
+    }
+    const std::string what = fmt::format("kappa {}: ", kappa);
+    const Solution fwd = forward_sensitivity(pb);
+    ASSERT_EQ(fwd.events.size(), 1u);
+    EXPECT_NEAR(fwd.events[0].time, exact[3].real(), 1e-9);
+    EXPECT_NEAR(fwd.events[0].state_after.head(2).norm(), 1.0, 1e-12);
+    if (kappa == 0.0) {
+      EXPECT_NEAR(fwd.events[0].state_after[0], std::cos(std::asin(0.5)) - 0.3, 1e-10);
+    }
+    for (int c = 0; c < 3; ++c) EXPECT_NEAR(fwd.costs[c], exact[c].real(), 1e-8) << what << c;
+    expect_near_relative(fwd.cost_gradient, reference.topRows(3), 1e-7, what + "forward");
+    for (Eigen::Index j = 0; j < p.size(); ++j) {
+      EXPECT_NEAR(fwd.events[0].dtime_dp[j], reference(3, j), 1e-7 * std::max(1.0, std::abs(reference(3, j))))
+          << what << j;
+    }
+    expect_near_relative(adjoint(pb).cost_gradient, reference.topRows(3), 1e-7, what + "adjoint");
+    expect_near_relative(complex_step(pb, p, pb.options()).cost_gradient, reference.topRows(3), 1e-7,
+                         what + "complex step");
+    expect_near_relative(central_differences(pb, p, pb.options()).cost_gradient, reference.topRows(3), 1e-5,
+                         what + "central differences");
+  }
+}
+
+// Into an index-2 mode T gives n_y - n_c equations: one that writes more is refused naming the
+// count.
+TEST(ImplicitTransitionIndex2, ATransitionWithTooManyEquationsIsRefused) {
+  Problem pb = circle_shift(0.0);
+  pb.add_event("again", Direction::Rising, [](auto t, const auto&, const auto&) { return t - 2.0; })
+      .transition([](auto, const auto& x_plus, const auto&, const auto& x_minus, const auto&, const auto&, auto r) {
+        r[0] = x_plus[0] - x_minus[0];
+        r[1] = x_plus[1] - x_minus[1];
+      });
+  expect_message([&] { simulate(pb); }, "the transition of event 'again' writes more than 1 equations");
 }
 
 // A transition that does not determine the state after the event (it reads neither x+ nor its

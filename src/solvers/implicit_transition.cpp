@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "index2_transition.hpp"
 #include "run_support.hpp"
 
 namespace saltus::detail {
@@ -129,19 +131,13 @@ class TransitionSystem {
   Eigen::Index nx_, ny_;
 };
 
-void require_index1_after(const Problem& problem, int event, int mode_after) {
-  if (!problem.mode(mode_after).index2()) return;
-  throw InputError(fmt::format("event '{}' has an implicit transition into mode '{}', which has a completion (index "
-                               "2): there a transition would give n_y - n_z equations with the constraints, which "
-                               "Saltus does not take; give the event a jump (docs/dae.md, \"Implicit transitions\")",
-                               problem.event(event).name, problem.mode(mode_after).name));
-}
-
 }  // namespace
 
 ConsistentPoint solve_transition(const Problem& problem, int event, int mode_after, double t,
                                  const ConsistentPoint& before, In<double> p, TangentWorkspace& ws) {
-  require_index1_after(problem, event, mode_after);
+  if (problem.mode(mode_after).index2()) {
+    return Index2Transition(problem, event, mode_after, t, before, p, ws).solve();
+  }
   const TransitionSystem system(problem, event, mode_after, t, before, p);
   ConsistentPoint after = before;  // the first guess: the state and its rates carry on
   double last_correction = 0.0, previous_correction = 0.0;
@@ -188,6 +184,9 @@ ComplexConsistentPoint solve_transition_complex(const Problem& problem, int even
                                                 TangentWorkspace& ws) {
   const Eigen::VectorXd p_real = p.real();
   const ConsistentPoint real_before{before.x.real(), before.xdot.real()};
+  if (problem.mode(mode_after).index2()) {
+    return Index2Transition(problem, event, mode_after, t.real(), real_before, p_real, ws).solve_complex(t, before, p);
+  }
   const ConsistentPoint real = solve_transition(problem, event, mode_after, t.real(), real_before, p_real, ws);
   const TransitionSystem system(problem, event, mode_after, t.real(), real_before, p_real);
   const auto lu = system.factor(real, ws);
@@ -233,7 +232,14 @@ JumpLinearization linearize_transition(const Problem& problem, const EventValues
   const Eigen::Index nx = problem.n_states(), np = p.size();
   const ConsistentPoint before{v.x_minus, v.f_minus}, after{v.x_plus, v.f_plus};
   const TransitionSystem system(problem, v.event, v.mode_after, v.time, before, p);
-  const auto lu_a = system.factor(after, ws);
+  const bool completed_after = problem.mode(v.mode_after).index2();
+  std::optional<Index2Transition> onto_constraints;
+  Eigen::PartialPivLU<Eigen::MatrixXd> lu_a;
+  if (completed_after) {
+    onto_constraints.emplace(problem, v.event, v.mode_after, v.time, before, p, ws);
+  } else {
+    lu_a = system.factor(after, ws);
+  }
   const bool completed_before = problem.mode(v.mode_before).index2();
   // M- is nonsingular here: the point before was made consistent by Newton with it
   // (consistent_point, in the forward run and in recorded_dae_event), which checks it.
@@ -262,6 +268,7 @@ JumpLinearization linearize_transition(const Problem& problem, const EventValues
       dxdot_minus.setZero();
       for (int i = 0; i < nx; ++i) (problem.is_algebraic(i) ? dx_minus : dxdot_minus)[i] = u[i];
     }
+    if (completed_after) return onto_constraints->tangent(after, dt, dx_minus, dxdot_minus, dp);
     transition_tangent(problem, v.event, at, TransitionDirection{dt, zero_x, zero_x, dx_minus, dxdot_minus, dp},
                        b.head(system.size() - nx));
     residual_tangent(problem, v.mode_after, v.time, v.x_plus, v.f_plus, p, dt, zero_x, zero_x, dp, b.tail(nx), ws);

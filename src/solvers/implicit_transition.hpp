@@ -22,9 +22,10 @@
 namespace saltus::detail {
 
 /// The consistent point after event `event` (into `mode_after`) from the consistent point
-/// `before`: Newton on A. Throws InputError naming the event, the time and the state when the
-/// new mode has a completion (index 2: T would need n_y - n_z equations), when A is singular at
-/// the start, or when Newton does not converge; ModelError when T or F is not finite.
+/// `before`: Newton on A, or into an index-2 mode Gauss-Newton on T with the completion's
+/// constraints (index2_transition.hpp; T then gives n_y - n_c equations). Throws InputError
+/// naming the event, the time and the state when A (or [T_y+; k_y]) is singular at the start or
+/// the iteration does not converge; ModelError when T or F is not finite.
 ConsistentPoint solve_transition(const Problem& problem, int event, int mode_after, double t,
                                  const ConsistentPoint& before, In<double> p, TangentWorkspace& ws);
 

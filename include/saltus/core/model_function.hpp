@@ -35,8 +35,9 @@ using RateGuardFn = std::function<S(S t, In<S> x, In<S> xdot, In<S> p)>;
 template <class S>
 using JumpFn = std::function<void(S t, In<S> x_minus, In<S> p, Out<S> x_plus)>;
 /// Implicit transition of a DAE event, T(t, x+, x-dot+, x-, x-dot-, p) = 0: n_y equations (one
-/// per differential state) between the values after and before the event (theory/hybrid-dae.md
-/// section 1). Like a residual, T must not read the rates of algebraic states (they are passed
+/// per differential state; into an index-2 mode n_y - n_c, the completion's constraints giving
+/// the rest) between the values after and before the event (theory/hybrid-dae.md sections 1
+/// and 4). Like a residual, T must not read the rates of algebraic states (they are passed
 /// as zero).
 template <class S>
 using TransitionFn = std::function<void(S t, In<S> x_plus, In<S> xdot_plus, In<S> x_minus, In<S> xdot_minus, In<S> p,

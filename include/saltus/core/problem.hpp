@@ -162,8 +162,9 @@ class EventBuilder {
   /// residual)` writes n_y = n_x - n_algebraic equations that, with the new mode's residual,
   /// determine x+ and its rates (theory/hybrid-dae.md sections 1-2; docs/dae.md, "Implicit
   /// transitions"). It may read the rates of the differential states before and after the
-  /// event (those of algebraic states come as zero). The problem then runs on IDAS; the mode
-  /// after the event must be index 1 (no completion).
+  /// event (those of algebraic states come as zero). The problem then runs on IDAS. Into an
+  /// index-2 mode (a completion) T writes only n_y - n_c equations, n_c the number of the
+  /// completion's constraints, which give the rest (docs/dae.md, "Implicit transitions").
   template <class F>
   EventBuilder& transition(const F& t);
   /// Switch to `mode` (an index returned by Problem::add_mode) when the event fires.
