@@ -8,6 +8,7 @@ packages=(
   cmake g++ make pkg-config
   libeigen3-dev          # linear algebra
   libsundials-dev        # CVODES and IDAS (integration, root finding, forward sensitivities)
+  libsuitesparse-dev     # KLU: sparse LU of large multibody matrices
   libceres-dev           # ceres::Jet, the forward-mode dual number the model templates run with
   libgtest-dev           # tests
   libbenchmark-dev       # bench/

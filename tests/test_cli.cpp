@@ -159,6 +159,22 @@ TEST(Cli, AdamsMethodGivesTheSameGradient) {
   EXPECT_NEAR(ja["gradient"]["G"]["p"].get<double>(), jb["gradient"]["G"]["p"].get<double>(), 1e-7);
 }
 
+// --linear-solver krylov: matrix-free GMRES, named in the report and the JSON; galan's gradient
+// (closed form -2.31195311) as with the dense LU. A value outside the list is a usage error.
+TEST(Cli, KrylovLinearSolverGivesTheSameGradient) {
+  const auto dir = temp_dir("krylov");
+  const Outcome r = saltus_cmd({"run", "galan", "--linear-solver", "krylov", "--json", (dir / "k.json").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Linear solver: GMRES (matrix-free)")) << r.out;
+  std::ifstream in(dir / "k.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["stats"]["linear_solver"], "GMRES (matrix-free)");
+  EXPECT_NEAR(j["gradient"]["G"]["p"].get<double>(), -2.31195311, 1e-6);
+  const Outcome bad = saltus_cmd({"run", "galan", "--linear-solver", "lu"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_TRUE(contains(bad.err, "--linear-solver")) << bad.err;
+}
+
 TEST(Cli, WarnsWhenFiniteDifferencesStraddleAnEventAtTheHorizon) {
   // ball1d with g = 8, h0 = 50 to T = 15: the 20th impact falls 5 ms before T and moves by
   // 39 s per unit of e, so central differences in e change the event count.

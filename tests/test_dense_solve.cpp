@@ -163,4 +163,87 @@ TEST(DenseSolve, NonFiniteMatrixIsNamed) {
   }
 }
 
+/// A KKT-like matrix of a chain, large and sparse enough for KLU: [M G^T; G 0] with M
+/// diagonal (n_q = 2 n_c coordinates) and G bidiagonal blocks, entries depending on p; and a
+/// right-hand side depending on p.
+template <class S>
+void chain_kkt(const VectorX<S>& p, int links, multibody::DenseMatrix<S>& A, VectorX<S>& b) {
+  const int nq = 2 * links, n = nq + links;
+  A = multibody::DenseMatrix<S>::Zero(n, n);
+  b = VectorX<S>::Zero(n);
+  for (int i = 0; i < nq; ++i) A(i, i) = S(1.0 + 0.01 * i) + p[0] * S(0.1);
+  for (int k = 0; k < links; ++k) {
+    const S angle = S(0.3 * k) + p[1] * S(0.05 * (k % 3));
+    // Link k joins point k-1 (the pin for k = 0) and point k: G rows d/dq of |q_k - q_{k-1}|^2 / 2.
+    const S cx = cos(angle), cy = sin(angle);
+    A(nq + k, 2 * k) = cx;
+    A(nq + k, 2 * k + 1) = cy;
+    A(2 * k, nq + k) = cx;
+    A(2 * k + 1, nq + k) = cy;
+    if (k > 0) {
+      A(nq + k, 2 * k - 2) = -cx;
+      A(nq + k, 2 * k - 1) = -cy;
+      A(2 * k - 2, nq + k) = -cx;
+      A(2 * k - 1, nq + k) = -cy;
+    }
+  }
+  for (int i = 0; i < n; ++i) b[i] = S(std::sin(1.0 + i)) + p[2] * S(0.2 * (i % 5));
+}
+
+// Large sparse matrices go to KLU (src/multibody/sparse_factorization.hpp): the solution, and
+// the dual tangent (factored once in double, then implicit differentiation), against the complex
+// step of the complex-arithmetic elimination, an independent computation; the matrix is sparse
+// enough and large enough to take that path.
+TEST(DenseSolve, LargeSparseMatricesSolveWithKlu) {
+  const int links = 40;  // 120 x 120, about 4 % nonzeros
+  VectorX<double> p(3);
+  p << 0.7, -0.4, 1.3;
+  multibody::DenseMatrix<double> A;
+  VectorX<double> b;
+  chain_kkt<double>(p, links, A, b);
+  ASSERT_GE(A.rows(), 64);
+  ASSERT_LT(static_cast<double>((A.array() != 0.0).count()) / static_cast<double>(A.size()), 0.15);
+  const Eigen::VectorXd x = solve_dense<double>(A, b, "chain KKT matrix").col(0);
+  EXPECT_LT((A * x - b).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + b.cwiseAbs().maxCoeff()));
+  EXPECT_LT((x - A.partialPivLu().solve(b)).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + x.cwiseAbs().maxCoeff()));
+  for (int k = 0; k < 3; ++k) {
+    VectorX<Dual> pd(3);
+    VectorX<Complex> pc(3);
+    for (int i = 0; i < 3; ++i) {
+      pd[i] = make_dual(p[i], i == k ? 1.0 : 0.0);
+      pc[i] = Complex(p[i], i == k ? 1e-30 : 0.0);
+    }
+    multibody::DenseMatrix<Dual> Ad;
+    VectorX<Dual> bd;
+    chain_kkt<Dual>(pd, links, Ad, bd);
+    multibody::DenseMatrix<Complex> Ac;
+    VectorX<Complex> bc;
+    chain_kkt<Complex>(pc, links, Ac, bc);
+    const VectorX<Dual> xd = solve_dense<Dual>(Ad, bd, "chain KKT matrix").col(0);
+    const VectorX<Complex> xc = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0);
+    for (int i = 0; i < A.rows(); ++i) {
+      EXPECT_NEAR(xd[i].a, x[i], 1e-12 * (1.0 + std::abs(x[i])));
+      const double reference = xc[i].imag() / 1e-30;
+      EXPECT_NEAR(xd[i].v[0], reference, 1e-10 * (1.0 + std::abs(reference))) << i << " " << k;
+    }
+  }
+}
+
+// A singular large sparse matrix (a link whose direction cannot be resolved: a zero row and
+// column) is named, as in the dense path.
+TEST(DenseSolve, SingularSparseMatrixIsNamed) {
+  VectorX<double> p = VectorX<double>::Zero(3);
+  multibody::DenseMatrix<double> A;
+  VectorX<double> b;
+  chain_kkt<double>(p, 40, A, b);
+  A.row(80 + 7).setZero();
+  A.col(80 + 7).setZero();
+  try {
+    solve_dense<double>(A, b, "chain KKT matrix");
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("the chain KKT matrix is singular"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

@@ -126,6 +126,9 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   if (!a.lmm.empty()) {
     options.method = a.lmm == "adams" ? LinearMultistep::Adams : LinearMultistep::BDF;
   }
+  if (a.linear_solver == "dense") options.linear_solver = LinearSolver::Dense;
+  if (a.linear_solver == "krylov") options.linear_solver = LinearSolver::Krylov;
+  if (a.linear_solver == "auto") options.linear_solver = LinearSolver::Automatic;
   if (!a.rtol.empty()) {
     options.rtol = parse_number(a.rtol, "--rtol");
     if (options.rtol <= 0.0) throw UsageError(fmt::format("--rtol must be positive, got {}", a.rtol));

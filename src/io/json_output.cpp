@@ -138,7 +138,9 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
                 {"jacobian_evals", s.stats.jacobian_evals},
                 {"root_evals", s.stats.root_evals},
                 {"error_test_failures", s.stats.error_test_failures},
-                {"sensitivity_rhs_evals", s.stats.sensitivity_rhs_evals}};
+                {"sensitivity_rhs_evals", s.stats.sensitivity_rhs_evals},
+                {"linear_solver", s.stats.linear_solver},
+                {"linear_iterations", s.stats.linear_iterations}};
   return j;
 }
 

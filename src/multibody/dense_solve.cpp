@@ -1,5 +1,7 @@
 #include <saltus/multibody/dense_solve.hpp>
 
+#include "sparse_factorization.hpp"
+
 #include <array>
 #include <cstring>
 
@@ -52,6 +54,12 @@ const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::Mat
   entry.valid = true;
   cache.next = (cache.next + 1) % cache.entries.size();
   return entry.lu;
+}
+
+Eigen::MatrixXd solve_factored(const Eigen::MatrixXd& matrix, const Eigen::MatrixXd& rhs, const char* what) {
+  Eigen::MatrixXd x;
+  if (sparse_solve(matrix, rhs, what, x)) return x;
+  return dense_factorization(matrix, what).solve(rhs);
 }
 
 }  // namespace saltus::multibody::detail

@@ -206,6 +206,12 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   // Likewise the forward sensitivities' stiff directions (Options::sensitivity_atol_from_states).
   o.adjoint_atol_from_costs = settings.type == FormulationType::Penalty;
   o.sensitivity_atol_from_states = settings.type == FormulationType::Penalty;
+  // The index-1 and Maggi forms solve their constraints inside the right-hand side: their Newton
+  // matrix is well conditioned, and matrix-free GMRES beats the dense LU from 64 states on
+  // (docs/benchmarks.md, the chain of rods). The penalty form is stiff: dense.
+  if (settings.type == FormulationType::Index1 || settings.type == FormulationType::Maggi) {
+    o.linear_solver = LinearSolver::Automatic;
+  }
   return pb;
 }
 

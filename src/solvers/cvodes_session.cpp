@@ -34,6 +34,18 @@ void forward_message(int error_code, const char*, const char* function, char* me
 
 }  // namespace
 
+bool uses_krylov(const Options& options, int n) {
+  switch (options.linear_solver) {
+    case LinearSolver::Dense:
+      return false;
+    case LinearSolver::Krylov:
+      return true;
+    case LinearSolver::Automatic:
+      break;
+  }
+  return n >= options.krylov_min_states;
+}
+
 CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
                              const CvodesCallbacks& cb, void* user_data,
                              const std::vector<double>& atol_state,
@@ -64,12 +76,22 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
   check_cvode(CVodeSVtolerances(mem_, options.rtol, atol_), "CVodeSVtolerances");
   check_cvode(CVodeSetMaxNumSteps(mem_, options.max_steps), "CVodeSetMaxNumSteps");
   check_cvode(CVodeSetStopTime(mem_, options.tf), "CVodeSetStopTime");
-  A_ = SUNDenseMatrix(n, n, ctx_);
-  check_alloc(A_, "the Jacobian matrix");
-  LS_ = SUNLinSol_Dense(y_, A_, ctx_);
-  check_alloc(LS_, "the dense linear solver");
-  check_cvode(CVodeSetLinearSolver(mem_, LS_, A_), "CVodeSetLinearSolver");
-  if (cb.jacobian) check_cvode(CVodeSetJacFn(mem_, cb.jacobian), "CVodeSetJacFn");
+  krylov_ = cb.jacobian_times != nullptr && uses_krylov(options, n);
+  if (krylov_) {
+    // GMRES with SUNDIALS' default Krylov dimension (5) and no preconditioner: each iteration
+    // one product f_x v by forward AD.
+    LS_ = SUNLinSol_SPGMR(y_, SUN_PREC_NONE, 0, ctx_);
+    check_alloc(LS_, "the GMRES linear solver");
+    check_cvode(CVodeSetLinearSolver(mem_, LS_, nullptr), "CVodeSetLinearSolver");
+    check_cvode(CVodeSetJacTimes(mem_, nullptr, cb.jacobian_times), "CVodeSetJacTimes");
+  } else {
+    A_ = SUNDenseMatrix(n, n, ctx_);
+    check_alloc(A_, "the Jacobian matrix");
+    LS_ = SUNLinSol_Dense(y_, A_, ctx_);
+    check_alloc(LS_, "the dense linear solver");
+    check_cvode(CVodeSetLinearSolver(mem_, LS_, A_), "CVodeSetLinearSolver");
+    if (cb.jacobian) check_cvode(CVodeSetJacFn(mem_, cb.jacobian), "CVodeSetJacFn");
+  }
   if (checkpoint_steps > 0) {
     // Hermite interpolation between stored steps: the adjoint needs y only, and the segment
     // never contains an event, so the cubic Hermite data are smooth.
@@ -294,6 +316,10 @@ void add_integrator_counters(void* mem, SolverStats& s) {
 void CvodesSession::add_stats(SolverStats& s) const {
   add_integrator_counters(mem_, s);
   long v = 0;
+  if (krylov_) {
+    s.linear_solver = "GMRES (matrix-free)";
+    if (CVodeGetNumLinIters(mem_, &v) == CV_SUCCESS) s.linear_iterations += v;
+  }
   if (ns_ > 0 && CVodeGetSensNumRhsEvals(mem_, &v) == CV_SUCCESS) s.sensitivity_rhs_evals += v;
 }
 

@@ -5,6 +5,7 @@
 #include <nvector/nvector_serial.h>
 #include <sundials/sundials_context.h>
 #include <sunlinsol/sunlinsol_dense.h>
+#include <sunlinsol/sunlinsol_spgmr.h>
 #include <sunmatrix/sunmatrix_dense.h>
 
 #include <Eigen/Core>
@@ -47,11 +48,16 @@ struct CheckpointUsage {
 struct CvodesCallbacks {
   CVRhsFn rhs = nullptr;
   CVLsJacFn jacobian = nullptr;
+  /// f_x v: with it the session may take the matrix-free Krylov solver (uses_krylov).
+  CVLsJacTimesVecFn jacobian_times = nullptr;
   CVRootFn roots = nullptr;
   CVQuadRhsFn quadrature = nullptr;
   CVSensRhsFn sensitivity = nullptr;
   CVQuadSensRhsFn quadrature_sensitivity = nullptr;
 };
+
+/// Whether a forward session of n states takes matrix-free GMRES (Options::linear_solver).
+bool uses_krylov(const Options& options, int n);
 
 /// One CVODES instance for a state of size n, with optional quadratures (nq) and forward
 /// sensitivities (ns parameters). Segments are started with start(); the root functions are
@@ -138,6 +144,8 @@ class CvodesSession {
   N_Vector q() { return q_; }
   N_Vector qS(int k) { return qS_[k]; }
   int ns() const { return ns_; }
+  /// Whether the Newton iterations solve with matrix-free GMRES rather than a dense LU.
+  bool krylov() const { return krylov_; }
   int nq() const { return nq_; }
 
  private:
@@ -163,6 +171,7 @@ class CvodesSession {
   bool vector_quadrature_atol_ = false;
   // Recording (CVodeAdjInit).
   bool recording_ = false;
+  bool krylov_ = false;
   bool adjoint_freed_ = false;  // stop_recording() freed the adjoint memory
   long checkpoints_ = 0;        // CVODES' count, without the initial check point
   long checkpoint_bytes_ = 0;   // all check points, the initial one included

@@ -37,6 +37,7 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
   // cost) on the recording of one segment at a time.
   backward_bytes_ = CvodesSession::backward_bytes(nx_ * nc_, np_ * nc_, opt_);
   identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
+  zero_p_ = Eigen::VectorXd::Zero(np_);
   xdot_.resize(nx_);
   fx_.resize(nx_, nx_);
   fp_.resize(nx_, np_);
@@ -75,6 +76,16 @@ int HybridRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, voi
   Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), self->nx_, self->nx_);
   rhs_state_jacobian(self->pb_, self->mode_, t, x, self->p_, jac, self->ws_);
   return jac.allFinite() ? 0 : 1;
+  });
+}
+
+int HybridRun::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector, void* self_ptr,
+                                 N_Vector) {
+  auto* self = static_cast<HybridRun*>(self_ptr);
+  return detail::guarded_callback(self->model_error_, [&]() -> int {
+    auto out = view(Jv);
+    rhs_tangent(self->pb_, self->mode_, t, view(y), self->p_, 0.0, view(v), self->zero_p_, out, self->ws_);
+    return out.allFinite() ? 0 : 1;
   });
 }
 
@@ -448,6 +459,7 @@ Solution HybridRun::run() {
 
   callbacks_.rhs = rhs_cb;
   callbacks_.jacobian = jacobian_cb;
+  callbacks_.jacobian_times = jacobian_times_cb;
   callbacks_.roots = roots_cb;
   callbacks_.quadrature = quadrature_cb;
   callbacks_.sensitivity = sensitivity_cb;

@@ -71,6 +71,9 @@ class HybridRun : private SegmentIntegrator {
   static int rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self);
   static int jacobian_cb(sunrealtype t, N_Vector y, N_Vector fy, SUNMatrix J, void* self,
                          N_Vector, N_Vector, N_Vector);
+  /// f_x v by forward AD (the matrix-free Krylov solver, Options::linear_solver).
+  static int jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector fy, void* self,
+                               N_Vector tmp);
   static int roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self);
   static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self);
   static int sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector ydot, N_Vector* yS,
@@ -115,6 +118,7 @@ class HybridRun : private SegmentIntegrator {
   bool segment_advanced_ = false;
 
   Eigen::MatrixXd identity_p_;
+  Eigen::VectorXd zero_p_;
   Eigen::VectorXd xdot_;
   Eigen::MatrixXd fx_, fp_;
   TangentWorkspace ws_;

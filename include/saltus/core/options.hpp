@@ -39,6 +39,20 @@ inline bool is_discrete(Integrator integrator) {
   return integrator == Integrator::Dopri5 || integrator == Integrator::Sdirk || integrator == Integrator::Rosenbrock;
 }
 
+/// The linear solver of CVODES's Newton iterations (explicit problems).
+enum class LinearSolver {
+  Automatic,  ///< Dense below Options::krylov_min_states states, Krylov from there on
+  /// Dense LU of the n x n Newton matrix I - gamma f_x, f_x from the model (forward AD, or the
+  /// mode's analytic Jacobian): O(n^2) memory, O(n^3) per factorization.
+  Dense,
+  /// Matrix-free GMRES (SUNDIALS SPGMR, no preconditioner) with the products f_x v by forward
+  /// AD, one right-hand side in dual numbers each: no n x n matrix is formed. For large models
+  /// whose Newton matrix is well conditioned (non-stiff: mechanisms with constraints solved in
+  /// the right-hand side). A stiff model (stiff springs, a penalty formulation) may need many
+  /// Krylov iterations; Dense is the choice there.
+  Krylov,
+};
+
 /// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).
 enum class SensitivityCorrector { Staggered, Simultaneous };
 
@@ -62,6 +76,14 @@ struct Options {
   Integrator integrator = Integrator::Automatic;
   LinearMultistep method = LinearMultistep::BDF;  ///< CVODES only (IDAS is BDF)
   SensitivityCorrector corrector = SensitivityCorrector::Staggered;
+  /// CVODES's linear solver (forward passes; the adjoint's backward problem is dense). Dense by
+  /// default: GMRES without a preconditioner suits only well-conditioned Newton matrices, which
+  /// the planar index-1 and Maggi formulations have (they set Automatic).
+  LinearSolver linear_solver = LinearSolver::Dense;
+  /// LinearSolver::Automatic takes Krylov from this many states on: the crossover measured on
+  /// the chain of rods (docs/benchmarks.md, the chain of rods; 32 states: dense 0.018 s, Krylov 0.022 s; 64
+  /// states: 0.109 s, 0.097 s).
+  int krylov_min_states = 64;
   /// Parameter scales for the sensitivity error weights (CVODES pbar); empty: |p_k|, or 1
   /// where p_k = 0.
   std::vector<double> parameter_scales;

@@ -48,6 +48,10 @@ struct SolverStats {
   long nonlinear_failures = 0;
   long sensitivity_rhs_evals = 0;
   int segments = 0;  ///< smooth pieces integrated (events + 1)
+  /// The Newton iterations' linear solver: "dense" (LU) or "GMRES (matrix-free)" (CVODES with
+  /// Options::linear_solver Krylov; linear_iterations counts its iterations).
+  std::string linear_solver = "dense";
+  long linear_iterations = 0;
 };
 
 /// What the adjoint stored and computed. Bytes are heap bytes as SUNDIALS and glibc allocate

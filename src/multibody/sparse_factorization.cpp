@@ -1,0 +1,149 @@
+// KLU factorizations of large sparse multibody matrices: sparse_factorization.hpp.
+#include "sparse_factorization.hpp"
+
+#include <saltus/core/error.hpp>
+
+#include <fmt/format.h>
+#include <klu.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace saltus::multibody::detail {
+
+namespace {
+
+/// The nonzero pattern of a matrix in compressed columns, with its values.
+struct CompressedColumns {
+  std::vector<int> starts;   ///< n + 1 column starts
+  std::vector<int> rows;     ///< row of each nonzero
+  std::vector<double> values;
+
+  /// Compresses `matrix`; false (and stops) once it has more than `limit` nonzeros. The vectors
+  /// keep their capacity, so repeated calls do not allocate.
+  bool assign(const Eigen::MatrixXd& matrix, size_t limit) {
+    const Eigen::Index n = matrix.cols();
+    starts.resize(static_cast<size_t>(n + 1));
+    starts[0] = 0;
+    rows.clear();
+    values.clear();
+    for (Eigen::Index j = 0; j < n; ++j) {
+      const double* column = matrix.data() + j * matrix.rows();
+      for (Eigen::Index i = 0; i < matrix.rows(); ++i) {
+        if (column[i] == 0.0) continue;
+        rows.push_back(static_cast<int>(i));
+        values.push_back(column[i]);
+      }
+      if (rows.size() > limit) return false;
+      starts[static_cast<size_t>(j + 1)] = static_cast<int>(rows.size());
+    }
+    return true;
+  }
+  bool same_pattern(const CompressedColumns& other) const { return starts == other.starts && rows == other.rows; }
+  bool same(const CompressedColumns& other) const { return values == other.values && same_pattern(other); }
+};
+
+/// KLU's settings and its objects, freed with it.
+struct KluCommon {
+  klu_common common{};
+  KluCommon() { klu_defaults(&common); }
+};
+
+struct SymbolicDeleter {
+  void operator()(klu_symbolic* s) const {
+    KluCommon c;
+    klu_free_symbolic(&s, &c.common);
+  }
+};
+struct NumericDeleter {
+  void operator()(klu_numeric* n) const {
+    KluCommon c;
+    klu_free_numeric(&n, &c.common);
+  }
+};
+
+/// One factored matrix: its nonzeros (to recognise it), KLU's analysis of their pattern and its
+/// numeric factors.
+struct SparseEntry {
+  CompressedColumns columns;
+  std::shared_ptr<klu_symbolic> symbolic;  // shared by the entries with one pattern
+  std::unique_ptr<klu_numeric, NumericDeleter> numeric;
+  bool valid = false;
+};
+
+/// As the dense cache (dense_solve.cpp): the two matrices a formulation solves per right-hand
+/// side and an impact matrix.
+struct SparseCache {
+  std::array<SparseEntry, 4> entries;
+  size_t next = 0;
+  KluCommon klu;
+  CompressedColumns scratch;  ///< the matrix being solved with
+};
+
+thread_local SparseCache cache;
+
+[[noreturn]] void throw_sparse_singular(const char* what, double rcond, Eigen::Index n) {
+  throw ModelError(fmt::format("the {} is singular (sparse LU of order {}: smallest pivot {:.1e} of the largest)",
+                               what, n, rcond));
+}
+
+/// The entry for the compressed matrix in cache.scratch, factored: a cached one, or the next
+/// slot factored now (its symbolic analysis reused from an entry with the same pattern).
+const SparseEntry& factored(Eigen::Index n, const char* what) {
+  const CompressedColumns& columns = cache.scratch;
+  for (const SparseEntry& entry : cache.entries) {
+    if (entry.valid && entry.columns.same(columns)) return entry;
+  }
+  for (const double v : columns.values) {
+    if (!std::isfinite(v)) {
+      throw ModelError(fmt::format("the {} has non-finite entries: the state it was evaluated at is not finite "
+                                   "(an overflow of the integration?)",
+                                   what));
+    }
+  }
+  SparseEntry& entry = cache.entries[cache.next];
+  entry.valid = false;
+  entry.numeric.reset();
+  entry.columns = columns;
+  std::shared_ptr<klu_symbolic> symbolic;
+  for (const SparseEntry& other : cache.entries) {
+    if (other.symbolic && &other != &entry && other.columns.same_pattern(entry.columns)) symbolic = other.symbolic;
+  }
+  klu_common& common = cache.klu.common;
+  if (!symbolic) {
+    klu_symbolic* s = klu_analyze(static_cast<int>(n), entry.columns.starts.data(), entry.columns.rows.data(), &common);
+    if (s == nullptr) throw ModelError(fmt::format("KLU could not analyse the {} (status {})", what, common.status));
+    symbolic.reset(s, SymbolicDeleter{});
+  }
+  entry.symbolic = symbolic;
+  entry.numeric.reset(klu_factor(entry.columns.starts.data(), entry.columns.rows.data(), entry.columns.values.data(),
+                                 symbolic.get(), &common));
+  if (!entry.numeric || common.status == KLU_SINGULAR) throw_sparse_singular(what, 0.0, n);
+  if (klu_rcond(symbolic.get(), entry.numeric.get(), &common) != 1 || !(common.rcond > 1e-13)) {
+    throw_sparse_singular(what, common.rcond, n);
+  }
+  entry.valid = true;
+  cache.next = (cache.next + 1) % cache.entries.size();
+  return entry;
+}
+
+}  // namespace
+
+bool sparse_solve(const Eigen::MatrixXd& matrix, const Eigen::MatrixXd& rhs, const char* what, Eigen::MatrixXd& x) {
+  if (matrix.rows() < kSparseMinSize || matrix.rows() != matrix.cols()) return false;
+  const auto limit = static_cast<size_t>(kSparseMaxDensity * static_cast<double>(matrix.size()));
+  if (!cache.scratch.assign(matrix, limit)) return false;
+  const SparseEntry& entry = factored(matrix.rows(), what);
+  x = rhs;
+  klu_common& common = cache.klu.common;
+  if (x.cols() > 0 && klu_solve(entry.symbolic.get(), entry.numeric.get(), static_cast<int>(matrix.rows()),
+                                static_cast<int>(x.cols()), x.data(), &common) != 1) {
+    throw ModelError(fmt::format("KLU could not solve with the {} (status {})", what, common.status));
+  }
+  return true;
+}
+
+}  // namespace saltus::multibody::detail

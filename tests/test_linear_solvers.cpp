@@ -1,0 +1,127 @@
+// CVODES's linear solvers (Options::linear_solver): matrix-free GMRES against the closed form of
+// a large linear system, and which solver Automatic takes for the planar mechanisms.
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/simulate.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+using namespace saltus;
+
+namespace {
+
+constexpr int kOscillators = 40;  // 80 states: above Options::krylov_min_states
+constexpr double kHorizon = 2.0;
+
+/// Oscillators x_i'' = -w_i^2 x_i, w_i = k (1 + 0.02 i), from x_i = a, v_i = 0; a falling
+/// crossing of x_0 through a / 2 adds v_0 there (an event cost) and G = sum_i x_i(T).
+Problem oscillators() {
+  Problem pb("oscillators", "independent oscillators with a common frequency scale k");
+  std::vector<std::string> names;
+  for (int i = 0; i < kOscillators; ++i) {
+    names.push_back("x" + std::to_string(i));
+    names.push_back("v" + std::to_string(i));
+  }
+  pb.set_states(names);
+  pb.add_parameter("k", 1.3);
+  pb.add_parameter("a", 0.8);
+  pb.set_initial_state([](const auto& p, auto x0) {
+    for (int i = 0; i < kOscillators; ++i) {
+      x0[2 * i] = p[1];
+      x0[2 * i + 1] = 0.0 * p[1];
+    }
+  });
+  pb.add_mode("free", [](auto, const auto& x, const auto& p, auto xdot) {
+    for (int i = 0; i < kOscillators; ++i) {
+      const auto w = p[0] * (1.0 + 0.02 * i);
+      xdot[2 * i] = x[2 * i + 1];
+      xdot[2 * i + 1] = -w * w * x[2 * i];
+    }
+  });
+  const int half = pb.add_event("half", Direction::Falling,
+                                [](auto, const auto& x, const auto& p) { return x[0] - 0.5 * p[1]; })
+                       .index();
+  pb.add_event_cost("v_half", half, [](auto, const auto& x, const auto&) { return x[1]; });
+  pb.add_terminal_cost("G", [](const auto& x, const auto&) {
+    auto sum = x[0];
+    for (int i = 1; i < kOscillators; ++i) sum += x[2 * i];
+    return sum;
+  });
+  pb.options().tf = kHorizon;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  return pb;
+}
+
+/// (G, dG/dk, dG/da) and (v_half, its derivatives): x_i(T) = a cos(w_i T); x_0 = a/2 at
+/// w_0 t = pi/3, where v_0 = -a w_0 sin(pi/3).
+struct Closed {
+  double G, G_k, G_a, v, v_k, v_a;
+};
+Closed closed_form(double k, double a) {
+  Closed c{0, 0, 0, 0, 0, 0};
+  for (int i = 0; i < kOscillators; ++i) {
+    const double s = 1.0 + 0.02 * i, w = k * s;
+    c.G += a * std::cos(w * kHorizon);
+    c.G_k += -a * s * kHorizon * std::sin(w * kHorizon);
+    c.G_a += std::cos(w * kHorizon);
+  }
+  c.v = -a * k * std::sin(M_PI / 3.0);
+  c.v_k = -a * std::sin(M_PI / 3.0);
+  c.v_a = -k * std::sin(M_PI / 3.0);
+  return c;
+}
+
+}  // namespace
+
+// GMRES (no n x n matrix; f_x v by forward AD) gives the closed form through an event, forward
+// and adjoint, as the dense LU does; Automatic takes it at 80 states only when asked.
+TEST(LinearSolvers, MatrixFreeGmresMatchesTheClosedForm) {
+  const Problem pb = oscillators();
+  const Closed c = closed_form(1.3, 0.8);
+  for (const LinearSolver solver : {LinearSolver::Krylov, LinearSolver::Automatic, LinearSolver::Dense}) {
+    Options o = pb.options();
+    o.linear_solver = solver;
+    const Solution fwd = forward_sensitivity(pb, pb.nominal_parameters(), o);
+    const Solution adj = adjoint(pb, pb.nominal_parameters(), o);
+    const std::string what = solver == LinearSolver::Dense ? "dense" : "krylov";
+    EXPECT_EQ(fwd.stats.linear_solver, solver == LinearSolver::Dense ? "dense" : "GMRES (matrix-free)") << what;
+    if (solver != LinearSolver::Dense) {
+      EXPECT_GT(fwd.stats.linear_iterations, 0) << what;
+      EXPECT_EQ(fwd.stats.jacobian_evals, 0) << what;
+    }
+    const int g = pb.cost_index("G"), v = pb.cost_index("v_half");
+    for (const Solution* s : {&fwd, &adj}) {
+      EXPECT_NEAR(s->costs[g], c.G, 1e-7) << what;
+      EXPECT_NEAR(s->costs[v], c.v, 1e-8) << what;
+      EXPECT_NEAR(s->cost_gradient(g, 0), c.G_k, 1e-6 * std::abs(c.G_k)) << what;
+      EXPECT_NEAR(s->cost_gradient(g, 1), c.G_a, 1e-7) << what;
+      EXPECT_NEAR(s->cost_gradient(v, 0), c.v_k, 1e-7) << what;
+      EXPECT_NEAR(s->cost_gradient(v, 1), c.v_a, 1e-7) << what;
+    }
+  }
+}
+
+// The planar index-1 and Maggi mechanisms take Automatic (GMRES from 64 states), the penalty one
+// the dense LU; a small mechanism runs dense either way.
+TEST(LinearSolvers, MechanismsChooseBySizeAndFormulation) {
+  const std::string source = std::string(SALTUS_SOURCE_DIR) + "/examples/chain8.yaml";
+  const multibody::Model model = multibody::load_model(source);
+  for (const auto& [type, expected] : {std::pair{multibody::FormulationType::Index1, LinearSolver::Automatic},
+                                       std::pair{multibody::FormulationType::Maggi, LinearSolver::Automatic},
+                                       std::pair{multibody::FormulationType::Penalty, LinearSolver::Dense}}) {
+    multibody::FormulationSettings settings;
+    settings.type = type;
+    const Problem pb = multibody::make_problem(model, settings);
+    EXPECT_EQ(pb.options().linear_solver, expected);
+  }
+  multibody::FormulationSettings settings;
+  settings.type = multibody::FormulationType::Index1;
+  const Problem pb = multibody::make_problem(model, settings);
+  ASSERT_LT(pb.n_states(), pb.options().krylov_min_states);
+  EXPECT_EQ(simulate(pb).stats.linear_solver, "dense");
+}
