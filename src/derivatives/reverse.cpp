@@ -290,4 +290,15 @@ void AdjointRhs::apply(int cost, In<double> lambda, Out<double> dx, Out<double> 
   if (dp.size() > 0) sweeper.adjoints(p_ad_, dp);
 }
 
+void AdjointRhs::state_product(In<double> v, Out<double> out) {
+  if (generation_ != ReverseTape::generation()) {
+    throw Error("AdjointRhs::state_product: the recording was recycled; call record() first");
+  }
+  Sweeper sweeper(adjoint_);
+  sweeper.seed_clear();
+  for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], v[i]);
+  sweeper.run();
+  sweeper.adjoints(x_ad_, out);
+}
+
 }  // namespace saltus

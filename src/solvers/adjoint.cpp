@@ -31,6 +31,8 @@ class AdjointSweep {
   static int jacobian_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector fyB, SUNMatrix JB,
                          void* self, N_Vector, N_Vector, N_Vector);
   static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector qBdot, void* self);
+  static int jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector yB, N_Vector fyB,
+                               void* self, N_Vector tmp);
 
   /// Sweeps the right-hand-side tape at (t, x) for every cost column of the stacked yB;
   /// fills dx_ (n_x x n_c) and dp_ (n_p x n_c).
@@ -155,6 +157,23 @@ int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUN
   return jac.allFinite() ? 0 : 1;
 }
 
+// -f_x^T v block by block (the matrix-free backward solver): one sweep of the point's recording
+// per cost.
+int AdjointSweep::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector, N_Vector,
+                                    void* ptr, N_Vector) {
+  auto* self = static_cast<AdjointSweep*>(ptr);
+  return self->guarded("Jacobian product", t, [&] {
+    self->rhs_.record(self->mode_, t, view(y));
+    auto in = view(v);
+    auto out = view(Jv);
+    const int n = self->nx_;
+    for (int c = 0; c < self->nc_; ++c) {
+      self->rhs_.state_product(in.segment(c * n, n), out.segment(c * n, n));
+      out.segment(c * n, n) *= -1.0;
+    }
+  });
+}
+
 detail::BackwardSettings AdjointSweep::settings() {
   const detail::AdjointTolerances tol = detail::adjoint_tolerances(opt_, p_, sol_.costs);
   detail::BackwardSettings s;
@@ -165,6 +184,7 @@ detail::BackwardSettings AdjointSweep::settings() {
   s.max_steps = opt_.max_steps;
   s.rhs = rhs_cb;
   s.jacobian = jacobian_cb;
+  s.jacobian_times = jacobian_times_cb;
   s.quadrature = quadrature_cb;
   s.user_data = this;
   return s;

@@ -401,12 +401,20 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   check_cvode(CVodeSStolerancesB(mem_, which_, s.rtol, s.atol), "CVodeSStolerancesB");
   check_cvode(CVodeSetUserDataB(mem_, which_, s.user_data), "CVodeSetUserDataB");
   check_cvode(CVodeSetMaxNumStepsB(mem_, which_, s.max_steps), "CVodeSetMaxNumStepsB");
-  AB_ = SUNDenseMatrix(nB, nB, ctx_);
-  check_alloc(AB_, "the adjoint Jacobian matrix");
-  LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);
-  check_alloc(LSB_, "the adjoint linear solver");
-  check_cvode(CVodeSetLinearSolverB(mem_, which_, LSB_, AB_), "CVodeSetLinearSolverB");
-  if (s.jacobian) check_cvode(CVodeSetJacFnB(mem_, which_, s.jacobian), "CVodeSetJacFnB");
+  if (krylov_ && s.jacobian_times != nullptr) {
+    // lambda' = -f_x^T lambda - g_x^T is as well conditioned as the forward problem.
+    LSB_ = SUNLinSol_SPGMR(yB_, SUN_PREC_NONE, 0, ctx_);
+    check_alloc(LSB_, "the adjoint GMRES linear solver");
+    check_cvode(CVodeSetLinearSolverB(mem_, which_, LSB_, nullptr), "CVodeSetLinearSolverB");
+    check_cvode(CVodeSetJacTimesB(mem_, which_, nullptr, s.jacobian_times), "CVodeSetJacTimesB");
+  } else {
+    AB_ = SUNDenseMatrix(nB, nB, ctx_);
+    check_alloc(AB_, "the adjoint Jacobian matrix");
+    LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);
+    check_alloc(LSB_, "the adjoint linear solver");
+    check_cvode(CVodeSetLinearSolverB(mem_, which_, LSB_, AB_), "CVodeSetLinearSolverB");
+    if (s.jacobian) check_cvode(CVodeSetJacFnB(mem_, which_, s.jacobian), "CVodeSetJacFnB");
+  }
   if (nqB > 0) {
     qB_ = N_VNew_Serial(nqB, ctx_);
     check_alloc(qB_, "the gradient quadrature vector");

@@ -35,6 +35,9 @@ struct BackwardSettings {
   long max_steps = 500000;
   CVRhsFnB rhs = nullptr;
   CVLsJacFnB jacobian = nullptr;
+  /// The backward Jacobian's products: with it, a session whose forward pass runs GMRES runs
+  /// the backward problem with GMRES too.
+  CVLsJacTimesVecFnB jacobian_times = nullptr;
   CVQuadRhsFnB quadrature = nullptr;
   void* user_data = nullptr;
 };

@@ -76,7 +76,8 @@ struct Options {
   Integrator integrator = Integrator::Automatic;
   LinearMultistep method = LinearMultistep::BDF;  ///< CVODES only (IDAS is BDF)
   SensitivityCorrector corrector = SensitivityCorrector::Staggered;
-  /// CVODES's linear solver (forward passes; the adjoint's backward problem is dense). Dense by
+  /// CVODES's linear solver (the adjoint's backward problem takes GMRES too when its forward
+  /// pass does, with products f_x^T v from the reverse recording). Dense by
   /// default: GMRES without a preconditioner suits only well-conditioned Newton matrices, which
   /// the planar index-1 and Maggi formulations have (they set Automatic).
   LinearSolver linear_solver = LinearSolver::Dense;

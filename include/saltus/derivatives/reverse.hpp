@@ -110,6 +110,8 @@ class AdjointRhs {
   /// Sweeps the recording for cost `cost` with adjoint vector `lambda` (n_x). `dp` may have
   /// size 0 to skip copying the parameter part.
   void apply(int cost, In<double> lambda, Out<double> dx, Out<double> dp);
+  /// f_x^T v (n_x) from the same recording (no cost term): the backward Jacobian's products.
+  void state_product(In<double> v, Out<double> out);
   /// Number of recordings made (diagnostics).
   long recordings() const { return recordings_; }
 
