@@ -180,6 +180,7 @@ py::dict result_dict(const Model& model, const Solution& sol, const std::string&
   stats["discrete"] = sol.stats.discrete;
   stats["steps"] = sol.stats.steps;
   stats["segments"] = sol.stats.segments;
+  stats["linear_solver"] = sol.stats.linear_solver;
   r["stats"] = stats;
   return r;
 }
@@ -222,11 +223,22 @@ void set_options(Model& m, const py::kwargs& kw) {
       } else {
         throw InputError("integrator must be 'cvodes', 'idas', 'dopri5', 'sdirk', 'rosenbrock' or 'auto', got '" + name + "'");
       }
+    } else if (key == "linear_solver") {
+      const auto name = value.cast<std::string>();
+      if (name == "dense") {
+        m.options.linear_solver = LinearSolver::Dense;
+      } else if (name == "krylov") {
+        m.options.linear_solver = LinearSolver::Krylov;
+      } else if (name == "auto") {
+        m.options.linear_solver = LinearSolver::Automatic;
+      } else {
+        throw InputError("linear_solver must be 'dense', 'krylov' or 'auto', got '" + name + "'");
+      }
     } else if (key == "outputs") {
       m.options.output_times.clear();
       m.options.n_outputs = value.cast<int>();
     } else {
-      throw InputError("unknown option '" + key + "' (known: tend, rtol, atol, integrator, outputs)");
+      throw InputError("unknown option '" + key + "' (known: tend, rtol, atol, integrator, linear_solver, outputs)");
     }
   }
   validate(m.options, m.problem.n_states(), m.problem.n_parameters());
@@ -361,6 +373,9 @@ PYBIND11_MODULE(_saltus, m) {
                           : x.options.integrator == Integrator::Rosenbrock ? "rosenbrock"
                           : runs_on_idas(x.problem, x.options)         ? "idas"
                                                                         : "cvodes";
+        d["linear_solver"] = x.options.linear_solver == LinearSolver::Dense    ? "dense"
+                             : x.options.linear_solver == LinearSolver::Krylov ? "krylov"
+                                                                               : "auto";
         return d;
       })
       .def("set_param", &set_param, py::arg("name"), py::arg("value"))

@@ -112,6 +112,18 @@ def test_discrete_integrator_gives_the_derivatives_of_its_steps():
         saltus.load("galan").set_options(integrator="rk45")
 
 
+def test_krylov_linear_solver_gives_the_same_gradient():
+    # Matrix-free GMRES for CVODES's Newton systems: galan's closed form as with the dense LU.
+    model = saltus.load("galan").set_options(linear_solver="krylov", rtol=1e-10, atol=1e-12)
+    assert model.options["linear_solver"] == "krylov"
+    forward, adjoint = model.forward(), model.adjoint()
+    assert forward.stats["linear_solver"] == "GMRES (matrix-free)"
+    assert forward.gradient["G"]["p"] == pytest.approx(-2.31195310744389, rel=1e-7)
+    assert adjoint.gradient["G"]["p"] == pytest.approx(-2.31195310744389, rel=1e-7)
+    with pytest.raises(saltus.InputError, match="linear_solver must be"):
+        saltus.load("galan").set_options(linear_solver="lu")
+
+
 def test_check_compares_the_methods():
     report = saltus.load("galan").check("all")
     methods = [e["method"] for e in report["estimates"]]
