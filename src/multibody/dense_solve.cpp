@@ -56,10 +56,13 @@ const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::Mat
   return entry.lu;
 }
 
-Eigen::MatrixXd solve_factored(const Eigen::MatrixXd& matrix, const Eigen::MatrixXd& rhs, const char* what) {
-  Eigen::MatrixXd x;
-  if (sparse_solve(matrix, rhs, what, x)) return x;
-  return dense_factorization(matrix, what).solve(rhs);
+FactoredMatrix::FactoredMatrix(const Eigen::MatrixXd& matrix, const char* what)
+    : what_(what), sparse_(sparse_factors(matrix, what)) {
+  if (sparse_ == nullptr) dense_ = &dense_factorization(matrix, what);
+}
+
+Eigen::MatrixXd FactoredMatrix::solve(const Eigen::MatrixXd& rhs) const {
+  return sparse_ != nullptr ? sparse_solve(*sparse_, rhs, what_) : dense_->solve(rhs);
 }
 
 }  // namespace saltus::multibody::detail

@@ -22,25 +22,27 @@ struct CompressedColumns {
   std::vector<int> rows;     ///< row of each nonzero
   std::vector<double> values;
 
-  /// Compresses `matrix`; false (and stops) once it has more than `limit` nonzeros. The vectors
-  /// keep their capacity, so repeated calls do not allocate.
-  bool assign(const Eigen::MatrixXd& matrix, size_t limit) {
-    const Eigen::Index n = matrix.cols();
+  /// Compresses `matrix`, which has `nonzeros` nonzero entries. The vectors keep their
+  /// capacity, so repeated calls do not allocate; the copy is branch-free (every entry is
+  /// written, and the position advances past the nonzero ones).
+  void assign(const Eigen::MatrixXd& matrix, Eigen::Index nonzeros) {
+    const Eigen::Index n = matrix.cols(), m = matrix.rows();
     starts.resize(static_cast<size_t>(n + 1));
+    rows.resize(static_cast<size_t>(nonzeros + 1));
+    values.resize(static_cast<size_t>(nonzeros + 1));
+    int k = 0;
     starts[0] = 0;
-    rows.clear();
-    values.clear();
     for (Eigen::Index j = 0; j < n; ++j) {
-      const double* column = matrix.data() + j * matrix.rows();
-      for (Eigen::Index i = 0; i < matrix.rows(); ++i) {
-        if (column[i] == 0.0) continue;
-        rows.push_back(static_cast<int>(i));
-        values.push_back(column[i]);
+      const double* column = matrix.data() + j * m;
+      for (Eigen::Index i = 0; i < m; ++i) {
+        rows[static_cast<size_t>(k)] = static_cast<int>(i);
+        values[static_cast<size_t>(k)] = column[i];
+        k += column[i] != 0.0;
       }
-      if (rows.size() > limit) return false;
-      starts[static_cast<size_t>(j + 1)] = static_cast<int>(rows.size());
+      starts[static_cast<size_t>(j + 1)] = k;
     }
-    return true;
+    rows.resize(static_cast<size_t>(k));
+    values.resize(static_cast<size_t>(k));
   }
   bool same_pattern(const CompressedColumns& other) const { return starts == other.starts && rows == other.rows; }
   bool same(const CompressedColumns& other) const { return values == other.values && same_pattern(other); }
@@ -65,9 +67,11 @@ struct NumericDeleter {
   }
 };
 
+}  // namespace
+
 /// One factored matrix: its nonzeros (to recognise it), KLU's analysis of their pattern and its
 /// numeric factors.
-struct SparseEntry {
+struct SparseFactors {
   CompressedColumns columns;
   std::shared_ptr<klu_symbolic> symbolic;  // shared by the entries with one pattern
   std::unique_ptr<klu_numeric, NumericDeleter> numeric;
@@ -76,8 +80,10 @@ struct SparseEntry {
 
 /// As the dense cache (dense_solve.cpp): the two matrices a formulation solves per right-hand
 /// side and an impact matrix.
+namespace {
+
 struct SparseCache {
-  std::array<SparseEntry, 4> entries;
+  std::array<SparseFactors, 4> entries;
   size_t next = 0;
   KluCommon klu;
   CompressedColumns scratch;  ///< the matrix being solved with
@@ -92,9 +98,9 @@ thread_local SparseCache cache;
 
 /// The entry for the compressed matrix in cache.scratch, factored: a cached one, or the next
 /// slot factored now (its symbolic analysis reused from an entry with the same pattern).
-const SparseEntry& factored(Eigen::Index n, const char* what) {
+const SparseFactors& factored(Eigen::Index n, const char* what) {
   const CompressedColumns& columns = cache.scratch;
-  for (const SparseEntry& entry : cache.entries) {
+  for (const SparseFactors& entry : cache.entries) {
     if (entry.valid && entry.columns.same(columns)) return entry;
   }
   for (const double v : columns.values) {
@@ -104,12 +110,12 @@ const SparseEntry& factored(Eigen::Index n, const char* what) {
                                    what));
     }
   }
-  SparseEntry& entry = cache.entries[cache.next];
+  SparseFactors& entry = cache.entries[cache.next];
   entry.valid = false;
   entry.numeric.reset();
   entry.columns = columns;
   std::shared_ptr<klu_symbolic> symbolic;
-  for (const SparseEntry& other : cache.entries) {
+  for (const SparseFactors& other : cache.entries) {
     if (other.symbolic && &other != &entry && other.columns.same_pattern(entry.columns)) symbolic = other.symbolic;
   }
   klu_common& common = cache.klu.common;
@@ -132,18 +138,22 @@ const SparseEntry& factored(Eigen::Index n, const char* what) {
 
 }  // namespace
 
-bool sparse_solve(const Eigen::MatrixXd& matrix, const Eigen::MatrixXd& rhs, const char* what, Eigen::MatrixXd& x) {
-  if (matrix.rows() < kSparseMinSize || matrix.rows() != matrix.cols()) return false;
-  const auto limit = static_cast<size_t>(kSparseMaxDensity * static_cast<double>(matrix.size()));
-  if (!cache.scratch.assign(matrix, limit)) return false;
-  const SparseEntry& entry = factored(matrix.rows(), what);
-  x = rhs;
+const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* what) {
+  if (matrix.rows() < kSparseMinSize || matrix.rows() != matrix.cols()) return nullptr;
+  const Eigen::Index nonzeros = (matrix.array() != 0.0).count();
+  if (static_cast<double>(nonzeros) > kSparseMaxDensity * static_cast<double>(matrix.size())) return nullptr;
+  cache.scratch.assign(matrix, nonzeros);
+  return &factored(matrix.rows(), what);
+}
+
+Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what) {
+  Eigen::MatrixXd x = rhs;
   klu_common& common = cache.klu.common;
-  if (x.cols() > 0 && klu_solve(entry.symbolic.get(), entry.numeric.get(), static_cast<int>(matrix.rows()),
+  if (x.cols() > 0 && klu_solve(factors.symbolic.get(), factors.numeric.get(), static_cast<int>(x.rows()),
                                 static_cast<int>(x.cols()), x.data(), &common) != 1) {
     throw ModelError(fmt::format("KLU could not solve with the {} (status {})", what, common.status));
   }
-  return true;
+  return x;
 }
 
 }  // namespace saltus::multibody::detail

@@ -1,7 +1,7 @@
 #pragma once
 // Sparse LU (SuiteSparse KLU) of the large, sparse matrices of the multibody formulations (a
 // chain's KKT matrix [M Phi_q^T; Phi_q 0] has about 7 nonzeros per row whatever its size).
-// The formulations still assemble them dense; solve_factored (dense_solve.hpp) hands every
+// The formulations still assemble them dense; FactoredMatrix (dense_solve.hpp) hands every
 // matrix here first, and when it is large and sparse enough KLU factors its nonzeros in time
 // that grows with them rather than with n^3. The symbolic analysis (ordering) is kept per
 // sparsity pattern and reused for every matrix with that pattern; the numeric factorization is
@@ -11,11 +11,16 @@
 
 namespace saltus::multibody::detail {
 
-/// X = A^-1 B with KLU (B n x k) when A has at least kSparseMinSize rows and at most
-/// kSparseMaxDensity of its entries nonzero; returns false (x untouched) when it does not. Throws
-/// ModelError naming `what` when A is not finite or is singular (KLU's reciprocal pivot growth
-/// estimate below 1e-13, or a zero pivot).
-bool sparse_solve(const Eigen::MatrixXd& matrix, const Eigen::MatrixXd& rhs, const char* what, Eigen::MatrixXd& x);
+struct SparseFactors;
+
+/// KLU's factors of `matrix` (from this thread's cache, or factored now) when it has at least
+/// kSparseMinSize rows and at most kSparseMaxDensity of its entries nonzero; nullptr when it
+/// does not. Valid until this thread's next factorization. Throws ModelError naming `what` when
+/// A is not finite or is singular (KLU's reciprocal pivot growth estimate below 1e-13, or a
+/// zero pivot).
+const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* what);
+/// X = A^-1 B (B n x k) with the factors.
+Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what);
 inline constexpr Eigen::Index kSparseMinSize = 64;
 inline constexpr double kSparseMaxDensity = 0.15;
 

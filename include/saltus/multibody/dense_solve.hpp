@@ -4,7 +4,7 @@
 // solve rather than the elimination.
 //
 //   - double: an LU factorization with partial pivoting (Eigen::PartialPivLU), or for large
-//             sparse matrices SuiteSparse KLU (solve_factored).
+//             sparse matrices SuiteSparse KLU (FactoredMatrix).
 //   - Dual:   the real parts are factored once (as for double) and the tangent follows by implicit
 //             differentiation, X' = A^-1 (B' - A' X): two triangular solves per column instead of
 //             an elimination in dual arithmetic. The factorization of the most recent matrices
@@ -42,11 +42,24 @@ namespace detail {
 /// matrix is not finite or singular.
 const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::MatrixXd& matrix, const char* what);
 
-/// X = A^-1 B in double: dense_factorization's LU, or for a large sparse A (at least 64 rows, at
-/// most 15 % nonzeros) SuiteSparse KLU with its symbolic analysis kept per sparsity pattern
-/// (src/multibody/sparse_factorization.hpp). Both keep recent factorizations per thread, so a
-/// second solve with the same matrix does not factor again. Throws like dense_factorization.
-Eigen::MatrixXd solve_factored(const Eigen::MatrixXd& matrix, const Eigen::MatrixXd& rhs, const char* what);
+struct SparseFactors;
+
+/// A double matrix factored: dense_factorization's LU, or for a large sparse matrix (at least 64
+/// rows, at most 15 % nonzeros) SuiteSparse KLU's factors with the symbolic analysis kept per
+/// sparsity pattern (src/multibody/sparse_factorization.hpp). Both come from per-thread caches
+/// of recent factorizations and stay valid until this thread's next factorization.
+class FactoredMatrix {
+ public:
+  /// Factors `matrix` (or finds it in the caches). Throws like dense_factorization.
+  FactoredMatrix(const Eigen::MatrixXd& matrix, const char* what);
+  /// X = A^-1 B.
+  Eigen::MatrixXd solve(const Eigen::MatrixXd& rhs) const;
+
+ private:
+  const char* what_;
+  const SparseFactors* sparse_ = nullptr;
+  const Eigen::PartialPivLU<Eigen::MatrixXd>* dense_ = nullptr;
+};
 
 /// Largest |real part| of the entries; throws ModelError naming `what` on a non-finite entry.
 template <class S>
@@ -110,11 +123,11 @@ template <class Rhs>
 DenseMatrix<Dual> solve_dense_dual(const DenseMatrix<Dual>& matrix, const Rhs& rhs, const char* what) {
   const DenseMatrix<Dual> B = rhs;
   const Eigen::MatrixXd A_value = matrix.unaryExpr([](const Dual& d) { return d.a; });
-  const Eigen::MatrixXd X_value =
-      solve_factored(A_value, Eigen::MatrixXd(B.unaryExpr([](const Dual& d) { return d.a; })), what);
+  const FactoredMatrix factored(A_value, what);
+  const Eigen::MatrixXd X_value = factored.solve(Eigen::MatrixXd(B.unaryExpr([](const Dual& d) { return d.a; })));
   const Eigen::MatrixXd A_tangent = matrix.unaryExpr([](const Dual& d) { return d.v[0]; });
   const Eigen::MatrixXd B_tangent = B.unaryExpr([](const Dual& d) { return d.v[0]; });
-  const Eigen::MatrixXd X_tangent = solve_factored(A_value, Eigen::MatrixXd(B_tangent - A_tangent * X_value), what);
+  const Eigen::MatrixXd X_tangent = factored.solve(Eigen::MatrixXd(B_tangent - A_tangent * X_value));
   DenseMatrix<Dual> X(X_value.rows(), X_value.cols());
   for (Eigen::Index j = 0; j < X.cols(); ++j) {
     for (Eigen::Index i = 0; i < X.rows(); ++i) X(i, j) = make_dual(X_value(i, j), X_tangent(i, j));
@@ -170,7 +183,7 @@ DenseMatrix<Reverse> solve_dense_reverse(const DenseMatrix<Reverse>& matrix, con
 template <class S, class Rhs>
 DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const char* what) {
   if constexpr (std::is_same_v<S, double>) {
-    return detail::solve_factored(matrix, Eigen::MatrixXd(rhs), what);
+    return detail::FactoredMatrix(matrix, what).solve(Eigen::MatrixXd(rhs));
   } else if constexpr (std::is_same_v<S, Dual>) {
     return detail::solve_dense_dual(matrix, rhs, what);
   } else if constexpr (std::is_same_v<S, Reverse>) {
