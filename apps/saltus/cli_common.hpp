@@ -29,7 +29,7 @@ struct RunArgs {
   std::string tend, rtol, atol;
   std::string method = "forward";
   std::string lmm;
-  std::string linear_solver;     // empty: automatic (dense below Options::krylov_min_states states)
+  std::string linear_solver;     // empty: the model's (Options::linear_solver)
   std::string integrator;        // empty: CVODES for explicit problems, IDAS for DAEs
   std::string json_path, out_dir;
   double fd_step = 0.0;  // 0: cbrt(rtol)

@@ -373,10 +373,16 @@ void Problem::validate() const {
     for (int m = 0; m < n_modes() && e.reads_rates() && e.watched; ++m) {
       // The index-2 transfer and adjoint go through the completion, which maps states, not
       // rates: a guard reading rates there has no derivatives in Saltus.
-      if (e.active_in(m) && modes_[static_cast<size_t>(m)].index2()) {
-        fail(fmt::format("event '{}' has a guard that reads rates and is watched in mode '{}', which is index 2 "
+      // Also the mode after a firing that may rest: whether the state stays on the guard there
+      // reads the guard's crossing speed in that mode.
+      const bool rests_into_index2 = e.rest_event >= 0 && modes_[static_cast<size_t>(e.mode_after(m))].index2();
+      if (e.active_in(m) && (modes_[static_cast<size_t>(m)].index2() || rests_into_index2)) {
+        fail(fmt::format("event '{}' has a guard that reads rates and is watched in mode '{}'{}, which is index 2 "
                          "(a completion): guards of index-2 modes read t, x and p only (docs/dae.md, \"Events\")",
-                         e.name, modes_[static_cast<size_t>(m)].name));
+                         e.name, modes_[static_cast<size_t>(m)].name,
+                         modes_[static_cast<size_t>(m)].index2()
+                             ? ""
+                             : fmt::format(" and may rest into mode '{}'", modes_[static_cast<size_t>(e.mode_after(m))].name)));
       }
     }
   }

@@ -77,6 +77,10 @@ ScalarGradient scalar_gradient(const Reverse& y, const Reverse& t, const VectorX
 
 ScalarGradient guard_gradient(const Problem& problem, int event, double t, In<double> x,
                               In<double> p) {
+  if (problem.event(event).reads_rates()) {
+    throw Error("guard_gradient: the guard of event '" + problem.event(event).name +
+                "' reads rates; call the overload with x-dot");
+  }
   begin_recording();
   const Reverse t_ad = Reverse::independent(t);
   const VectorX<Reverse> x_ad = independents(x);

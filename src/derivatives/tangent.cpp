@@ -1,3 +1,4 @@
+#include <saltus/core/error.hpp>
 #include <saltus/derivatives/tangent.hpp>
 
 #include "dual_seed.hpp"
@@ -20,6 +21,10 @@ void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<do
 
 double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      double dt, In<double> dx, In<double> dp, TangentWorkspace& ws) {
+  if (problem.event(event).reads_rates()) {
+    throw Error("guard_tangent: the guard of event '" + problem.event(event).name +
+                "' reads rates; call the overload with x-dot");
+  }
   seed(ws.t_x, x, dx);
   seed(ws.t_p, p, dp);
   return problem.event(event).guard.dual(make_dual(t, dt), ws.t_x, ws.t_p).v[0];

@@ -16,8 +16,9 @@ struct SparseFactors;
 /// KLU's factors of `matrix` (from this thread's cache, or factored now) when it has at least
 /// kSparseMinSize rows and at most kSparseMaxDensity of its entries nonzero; nullptr when it
 /// does not. Valid until this thread's next factorization. Throws ModelError naming `what` when
-/// A is not finite or is singular (KLU's reciprocal pivot growth estimate below 1e-13, or a
-/// zero pivot).
+/// A is not finite or is singular (a zero pivot, or KLU's klu_rcond, the smallest over the
+/// largest |U_kk| of the scaled matrix, below 1e-13; the dense path compares each pivot with the
+/// largest entry instead).
 const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* what);
 /// X = A^-1 B (B n x k) with the factors.
 Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what);

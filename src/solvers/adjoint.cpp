@@ -162,7 +162,7 @@ int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUN
 int AdjointSweep::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector, N_Vector,
                                     void* ptr, N_Vector) {
   auto* self = static_cast<AdjointSweep*>(ptr);
-  return self->guarded("Jacobian product", t, [&] {
+  const int flag = self->guarded("Jacobian product", t, [&] {
     self->rhs_.record(self->mode_, t, view(y));
     auto in = view(v);
     auto out = view(Jv);
@@ -172,6 +172,7 @@ int AdjointSweep::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Ve
       out.segment(c * n, n) *= -1.0;
     }
   });
+  return flag == 0 && !view(Jv).allFinite() ? 1 : flag;
 }
 
 detail::BackwardSettings AdjointSweep::settings() {

@@ -327,19 +327,19 @@ namespace {
 
 /// A session's own objects (this object, its context, y, atol, the Jacobian and linear solver
 /// it gives CVODES) and its CVODES integrator with quadratures, without adjoint memory.
-long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol) {
+long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol, bool krylov) {
   using namespace footprint;
-  long bytes = heap_block(sizeof(CvodesSession)) + context() + 2 * nvector(n) + dense_matrix(n) +
-               dense_solver(n) + integrator(n, bdf, true);
+  long bytes = heap_block(sizeof(CvodesSession)) + context() + 2 * nvector(n) +
+               (krylov ? gmres_solver(n) : dense_matrix(n) + dense_solver(n)) + integrator(n, bdf, true, krylov);
   if (nq > 0) bytes += nvector(nq) + quadratures(nq, bdf, vector_quadrature_atol);
   return bytes;
 }
 
 /// CVODES' backward problem plus the vectors, matrix and solver the session gives it.
-long backward_problem_bytes(int nB, int nqB, bool bdf) {
+long backward_problem_bytes(int nB, int nqB, bool bdf, bool krylov) {
   using namespace footprint;
-  return backward_problem(nB, nqB, bdf) + nvector(nB) + dense_matrix(nB) + dense_solver(nB) +
-         (nqB > 0 ? nvector(nqB) : 0);
+  return backward_problem(nB, nqB, bdf, krylov) + nvector(nB) +
+         (krylov ? gmres_solver(nB) : dense_matrix(nB) + dense_solver(nB)) + (nqB > 0 ? nvector(nqB) : 0);
 }
 
 bool bdf(const Options& options) { return options.method == LinearMultistep::BDF; }
@@ -354,11 +354,11 @@ int checkpointed_quadratures(int nq, const Options& options) {
 long CvodesSession::held_bytes() const {
   const bool bdf = lmm_ == CV_BDF;
   long bytes =
-      session_base_bytes(n_, nq_, bdf, vector_quadrature_atol_) + footprint::roots(n_roots_);
+      session_base_bytes(n_, nq_, bdf, vector_quadrature_atol_, krylov_) + footprint::roots(n_roots_);
   if (recording_) {
     bytes += footprint::hermite_adjoint_memory(n_, checkpoint_steps_) + checkpoint_bytes_;
   }
-  if (which_ >= 0) bytes += backward_problem_bytes(nB_, nqB_, bdf);
+  if (which_ >= 0) bytes += backward_problem_bytes(nB_, nqB_, bdf, krylov_backward_);
   return bytes;
 }
 
@@ -367,7 +367,7 @@ CheckpointUsage CvodesSession::checkpoint_usage() const {
 }
 
 long CvodesSession::plain_bytes(int n, int nq, const Options& options) {
-  return session_base_bytes(n, nq, bdf(options), false);
+  return session_base_bytes(n, nq, bdf(options), false, uses_krylov(options, n));
 }
 
 long CvodesSession::recording_bytes(int n, int nq, const Options& options, long checkpoint_steps) {
@@ -383,8 +383,8 @@ long CvodesSession::hermite_point_bytes(int n) {
   return footprint::hermite_adjoint_memory(n, 1) - footprint::hermite_adjoint_memory(n, 0);
 }
 
-long CvodesSession::backward_bytes(int nB, int nqB, const Options& options) {
-  return backward_problem_bytes(nB, nqB, bdf(options));
+long CvodesSession::backward_bytes(int nB, int nqB, const Options& options, int n) {
+  return backward_problem_bytes(nB, nqB, bdf(options), uses_krylov(options, n));
 }
 
 void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, double tB0,
@@ -401,7 +401,8 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   check_cvode(CVodeSStolerancesB(mem_, which_, s.rtol, s.atol), "CVodeSStolerancesB");
   check_cvode(CVodeSetUserDataB(mem_, which_, s.user_data), "CVodeSetUserDataB");
   check_cvode(CVodeSetMaxNumStepsB(mem_, which_, s.max_steps), "CVodeSetMaxNumStepsB");
-  if (krylov_ && s.jacobian_times != nullptr) {
+  krylov_backward_ = krylov_ && s.jacobian_times != nullptr;
+  if (krylov_backward_) {
     // lambda' = -f_x^T lambda - g_x^T is as well conditioned as the forward problem.
     LSB_ = SUNLinSol_SPGMR(yB_, SUN_PREC_NONE, 0, ctx_);
     check_alloc(LSB_, "the adjoint GMRES linear solver");

@@ -130,8 +130,9 @@ class CvodesSession {
   static long checkpoint_bytes(int n, int nq, const Options& options);
   /// Hermite data point: what each forward step between two check points holds.
   static long hermite_point_bytes(int n);
-  /// What start_backward(nB, nqB, ...) adds.
-  static long backward_bytes(int nB, int nqB, const Options& options);
+  /// What start_backward(nB, nqB, ...) adds to a session of n states (the backward problem
+  /// takes GMRES when the forward one does).
+  static long backward_bytes(int nB, int nqB, const Options& options, int n);
   /// Creates the backward problem of size nB with nqB quadratures, starting at tB0 from yB0
   /// with zero quadratures. One backward problem per session.
   void start_backward(int nB, int nqB, const BackwardSettings& settings, double tB0,
@@ -175,6 +176,7 @@ class CvodesSession {
   // Recording (CVodeAdjInit).
   bool recording_ = false;
   bool krylov_ = false;
+  bool krylov_backward_ = false;
   bool adjoint_freed_ = false;  // stop_recording() freed the adjoint memory
   long checkpoints_ = 0;        // CVODES' count, without the initial check point
   long checkpoint_bytes_ = 0;   // all check points, the initial one included

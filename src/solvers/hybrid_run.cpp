@@ -35,7 +35,7 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
   recorded_quadratures_ = has_running_cost_ ? nc_ : 0;
   // The backward pass integrates lambda (n_x per cost) with the gradient quadratures (n_p per
   // cost) on the recording of one segment at a time.
-  backward_bytes_ = CvodesSession::backward_bytes(nx_ * nc_, np_ * nc_, opt_);
+  backward_bytes_ = CvodesSession::backward_bytes(nx_ * nc_, np_ * nc_, opt_, nx_);
   identity_p_ = Eigen::MatrixXd::Identity(np_, np_);
   zero_p_ = Eigen::VectorXd::Zero(np_);
   xdot_.resize(nx_);

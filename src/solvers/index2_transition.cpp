@@ -85,9 +85,10 @@ Eigen::VectorXd Index2Transition::transition_rows(const ConsistentPoint& after) 
   transition_residual(pb_, event_, t_, after.x, after.xdot, before_.x, before_.xdot, p_, rows);
   if (!rows.tail(ny_ - n_t_).array().isNaN().all()) {
     throw ModelError(fmt::format(
-        "the transition of event '{}' writes more than {} equations: into mode '{}' (index 2, {} constraints) it "
-        "gives n_y - n_c = {} of them, the constraints give the rest (docs/dae.md, \"Implicit transitions\")",
-        event_name(), n_t_, pb_.mode(mode_after_).name, ny_ - n_t_, n_t_));
+        "the transition of event '{}' writes more than {} equations at t = {:.17g} (state {}): into mode '{}' (index "
+        "2, {} constraints) it gives n_y - n_c = {} of them, the constraints give the rest (docs/dae.md, \"Implicit "
+        "transitions\")",
+        event_name(), n_t_, t_, describe_state(pb_, after.x), pb_.mode(mode_after_).name, ny_ - n_t_, n_t_));
   }
   return rows.head(n_t_);
 }

@@ -12,7 +12,7 @@ namespace saltus::detail {
 bool runs_on_idas(const Problem& problem, const Options& options) {
   const bool residual = problem.kind() == ProblemKind::Residual;
   if (options.integrator == Integrator::Cvodes && residual) {
-    throw InputError(fmt::format("problem '{}' is a DAE (it has residual modes, algebraic states or implicit transitions): CVODES cannot "
+    throw InputError(fmt::format("problem '{}' is a DAE (it has residual modes, algebraic states, implicit transitions or guards that read rates): CVODES cannot "
                                  "integrate it; use IDAS (the default for DAE problems)",
                                  problem.name()));
   }
@@ -23,7 +23,7 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
 bool runs_discrete(const Problem& problem, const Options& options) {
   if (!is_discrete(options.integrator)) return false;
   if (problem.kind() == ProblemKind::Residual) {
-    throw InputError(fmt::format("problem '{}' is a DAE (it has residual modes, algebraic states or implicit transitions): the {} "
+    throw InputError(fmt::format("problem '{}' is a DAE (it has residual modes, algebraic states, implicit transitions or guards that read rates): the {} "
                                  "integrator runs explicit problems only; use IDAS (the default for DAE problems)",
                                  problem.name(),
                                  options.integrator == Integrator::Sdirk        ? "sdirk"

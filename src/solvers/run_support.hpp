@@ -135,10 +135,16 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
   return 0;
 }
 
-/// As above for guards r(t, x, p) (an explicit problem: CVODES and the explicit integrators).
+/// As above for guards r(t, x, p) (an explicit problem: CVODES and the explicit integrators,
+/// which never see a guard that reads rates: Problem::kind sends those problems to IDAS).
 template <class S>
 int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In<S> x, In<S> p, double* g,
                     std::string& error) {
+  for (const int k : watched.events) {
+    if (!problem.event(k).reads_rates()) continue;
+    error = "the guard of event '" + problem.event(k).name + "' reads rates, which this integrator does not give";
+    return -1;
+  }
   return evaluate_guards<S>(problem, watched, t, x, x.head(0), p, g, error);
 }
 

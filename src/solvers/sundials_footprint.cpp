@@ -6,6 +6,7 @@
 #include <sundials/sundials_matrix.h>
 #include <sundials/sundials_nonlinearsolver.h>
 #include <sunlinsol/sunlinsol_dense.h>
+#include <sunlinsol/sunlinsol_spgmr.h>
 #include <sunmatrix/sunmatrix_dense.h>
 #include <sunnonlinsol/sunnonlinsol_newton.h>
 
@@ -84,6 +85,16 @@ long dense_solver(long n) {
          heap_block(n * static_cast<long>(sizeof(sunindextype)));
 }
 
+long gmres_solver(long n) {
+  const long maxl = kGmresKrylovDimension;
+  return generic_object<_generic_SUNLinearSolver, _generic_SUNLinearSolver_Ops>() +
+         heap_block(sizeof(_SUNLinearSolverContent_SPGMR)) + 2 * nvector(n) +    // xcor, vtemp
+         heap_block((maxl + 1) * kPointer) + (maxl + 1) * nvector(n) +           // V
+         heap_block((maxl + 1) * kPointer) + (maxl + 1) * heap_block(maxl * kReal) +  // Hes
+         heap_block(2 * maxl * kReal) + 2 * heap_block((maxl + 1) * kReal) +     // givens, yg, cv
+         heap_block((maxl + 1) * kPointer);                                      // Xv
+}
+
 long context() {
   return heap_block(kSUNContext) + heap_block(kSUNLogger) + heap_block(kSUNHashMap) +
          heap_block(kLoggerFileSlots * kPointer);
@@ -91,11 +102,11 @@ long context() {
 
 int max_order(bool bdf) { return bdf ? 5 : 12; }
 
-long integrator(long n, bool bdf, bool vector_atol) {
+long integrator(long n, bool bdf, bool vector_atol, bool krylov) {
   const long history = max_order(bdf) + 1;
   const long vectors = kIntegratorWorkVectors + history + (vector_atol ? 1 : 0);
   // CVodeSetLinearSolver: its memory, two work vectors (ytemp, x) and the saved Jacobian.
-  const long linear_solver_interface = heap_block(kCVLsMemRec) + 2 * nvector(n) + dense_matrix(n);
+  const long linear_solver_interface = heap_block(kCVLsMemRec) + 2 * nvector(n) + (krylov ? 0 : dense_matrix(n));
   return heap_block(kCVodeMemRec) + vectors * nvector(n) +
          kFusedWorkArrays * heap_block(kLMax * kReal) + newton_solver(n) + linear_solver_interface;
 }
@@ -132,10 +143,10 @@ long largest_checkpoint(long n, long nq, bool bdf) {
   return checkpoint(n, nq, max_order(bdf), bdf, false);
 }
 
-long backward_problem(long nB, long nqB, bool bdf) {
+long backward_problem(long nB, long nqB, bool bdf, bool krylov) {
   // CVodeCreateB's record, the backward CVODES integrator (scalar tolerances), the copy of yB0
   // CVodeInitB keeps, the quadratures with vector tolerances and CVodeSetLinearSolverB's record.
-  return heap_block(kCVodeBMemRec) + integrator(nB, bdf, false) + nvector(nB) +
+  return heap_block(kCVodeBMemRec) + integrator(nB, bdf, false, krylov) + nvector(nB) +
          quadratures(nqB, bdf, true) + heap_block(kCVLsMemRecB);
 }
 

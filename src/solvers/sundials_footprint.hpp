@@ -22,6 +22,13 @@ long dense_matrix(long n);
 /// A dense SUNLinearSolver for n unknowns: structs and the pivots.
 long dense_solver(long n);
 
+/// SUNLinSol_SPGMR for n unknowns with SUNDIALS' default Krylov dimension (5), after the
+/// SUNLinSolInitialize of the first solve: structs, content, xcor and vtemp, the Krylov basis
+/// V (maxl + 1 vectors and their pointer array), the Hessenberg rows, the Givens rotations, yg,
+/// and cv and Xv for the fused vector operations (sunlinsol_spgmr.c).
+long gmres_solver(long n);
+inline constexpr long kGmresKrylovDimension = 5;
+
 /// A SUNContext: the context, its (inactive) logger and the logger's file table.
 long context();
 
@@ -30,8 +37,8 @@ int max_order(bool bdf);
 
 /// One CVODES integrator of n states after CVodeCreate, CVodeInit, the default Newton solver,
 /// CVodeSetLinearSolver with a dense matrix (the saved Jacobian it clones, not the matrix it is
-/// given) and, if vector_atol, CVodeSVtolerances.
-long integrator(long n, bool bdf, bool vector_atol);
+/// given; none for a matrix-free `krylov` solver) and, if vector_atol, CVodeSVtolerances.
+long integrator(long n, bool bdf, bool vector_atol, bool krylov = false);
 
 /// CVodeQuadInit's vectors for nq quadratures, plus the tolerance vector of
 /// CVodeQuadSVtolerances if vector_atol.
@@ -51,9 +58,9 @@ long checkpoint(long n, long nq, int order, bool bdf, bool initial);
 /// The largest check point (q = qmax): what the next one may cost.
 long largest_checkpoint(long n, long nq, bool bdf);
 
-/// A backward problem (CVodeCreateB, CVodeInitB, dense linear solver, CVodeQuadInitB with
-/// vector tolerances) of nB adjoint states and nqB quadratures, without the vectors and the
-/// matrix the caller passes in.
-long backward_problem(long nB, long nqB, bool bdf);
+/// A backward problem (CVodeCreateB, CVodeInitB, dense or matrix-free linear solver interface,
+/// CVodeQuadInitB with vector tolerances) of nB adjoint states and nqB quadratures, without the
+/// vectors, the matrix and the linear solver the caller passes in.
+long backward_problem(long nB, long nqB, bool bdf, bool krylov = false);
 
 }  // namespace saltus::detail::footprint

@@ -82,8 +82,8 @@ struct Options {
   /// the planar index-1 and Maggi formulations have (they set Automatic).
   LinearSolver linear_solver = LinearSolver::Dense;
   /// LinearSolver::Automatic takes Krylov from this many states on: the crossover measured on
-  /// the chain of rods (docs/benchmarks.md, the chain of rods; 32 states: dense 0.018 s, Krylov 0.022 s; 64
-  /// states: 0.109 s, 0.097 s).
+  /// the chain of rods (docs/benchmarks.md, the chain of rods; 32 states: dense 0.018 s, Krylov
+  /// 0.022 s; 64 states: 0.108 s, 0.098 s).
   int krylov_min_states = 64;
   /// Parameter scales for the sensitivity error weights (CVODES pbar); empty: |p_k|, or 1
   /// where p_k = 0.
