@@ -297,9 +297,8 @@ EventValues fire_dae_event(const Problem& problem, int event, int mode_before, d
   if (problem.event(event).reads_rates()) {
     v.xddot_minus = state_accelerations(problem, mode_before, t, v.x_minus, v.f_minus, p, ws);
   }
-  const detail::GuardRate rate = v.xddot_minus.size() > 0
-                                     ? detail::guard_rate(problem, event, t, v.x_minus, p, v.f_minus, v.xddot_minus, ws)
-                                     : detail::guard_rate(problem, event, t, v.x_minus, p, v.f_minus, ws);
+  // x-ddot is read only by a guard that reads rates (empty otherwise).
+  const detail::GuardRate rate = detail::guard_rate(problem, event, t, v.x_minus, p, v.f_minus, v.xddot_minus, ws);
   v.guard_rate = rate.rate;
   v.guard_rate_scale = rate.scale;
   return v;

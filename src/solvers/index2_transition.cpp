@@ -187,10 +187,14 @@ ComplexConsistentPoint Index2Transition::solve_complex(Complex t, const ComplexC
   // per step, as in consistent_point_complex.
   constexpr int kComplexIterations = 10;
   double previous = 0.0;
-  for (int iteration = 0; iteration < kComplexIterations; ++iteration) {
+  // The completion at the differential states y (the other entries of the guess as in start_).
+  const auto complete_at = [&](const VectorX<Complex>& y_now) {
     VectorX<Complex> guess = start_.cast<Complex>();
-    for (Eigen::Index k = 0; k < ny_; ++k) guess[differential_[static_cast<size_t>(k)]] = y[k];
+    for (Eigen::Index k = 0; k < ny_; ++k) guess[differential_[static_cast<size_t>(k)]] = y_now[k];
     completion.complex(t, guess, p, point.x, point.xdot);
+  };
+  for (int iteration = 0; iteration < kComplexIterations; ++iteration) {
+    complete_at(y);
     transition_residual(pb_, event_, t, point.x, point.xdot, before.x, before.xdot, p, rows);
     r.head(n_t_) = rows.head(n_t_);
     for (Eigen::Index k = 0; k < ny_; ++k) r[n_t_ + k] = y[k] - point.x[differential_[static_cast<size_t>(k)]];
@@ -205,9 +209,7 @@ ComplexConsistentPoint Index2Transition::solve_complex(Complex t, const ComplexC
     for (Eigen::Index k = 0; k < ny_; ++k) size = std::max(size, std::abs(y[k].imag()));
     const double correction = delta_imag.lpNorm<Eigen::Infinity>();
     if (!(correction > 1e-13 * size) || (iteration >= 1 && correction >= 0.5 * previous)) {
-      VectorX<Complex> guess_final = start_.cast<Complex>();
-      for (Eigen::Index k = 0; k < ny_; ++k) guess_final[differential_[static_cast<size_t>(k)]] = y[k];
-      completion.complex(t, guess_final, p, point.x, point.xdot);
+      complete_at(y);
       return point;
     }
     previous = correction;
