@@ -69,7 +69,7 @@ TEST(MultibodyElements, ConstraintJacobianTimePartialAndBiasMatchComplexStep) {
   for (int j = 0; j < n; ++j) {
     const ConstraintSet<Complex> cj = constraints<Complex>(m, state(m, t, ih, Eigen::VectorXd::Unit(n, j), 0.0), p);
     for (Eigen::Index i = 0; i < c.phi.size(); ++i) {
-      EXPECT_NEAR(c.jac(i, j).real(), cj.phi[i].imag() / kStep, 1e-12) << "Phi_q row " << i << " col " << j;
+      EXPECT_NEAR(c.jac.coeff(i, j).real(), cj.phi[i].imag() / kStep, 1e-12) << "Phi_q row " << i << " col " << j;
     }
   }
   // Phi_t: perturb time only.
@@ -156,7 +156,7 @@ costs: {c: {terminal: [{signal: x, of: a}]}}
 )",
                               "rod");
   const Eigen::VectorXd p(0);
-  const Eigen::MatrixXd M = mass_matrix<double>(m, p);
+  const Eigen::MatrixXd M(mass_matrix<double>(m, p));
   const Eigen::Vector2d va(0.3, -0.8), vb(-0.4, 0.9);  // velocities of the ends (rigid: ignore)
   Eigen::VectorXd v(4);
   v << va, vb;
@@ -193,7 +193,7 @@ TEST(MultibodyElements, RotationalSpringRateAndGradientMatchComplexStep) {
     for (int j = 0; j < n; ++j) {
       const Rotation<Complex> along_j =
           relative_rotation<Complex>(m, e, state(m, 0.2, ih, Eigen::VectorXd::Unit(n, j), 0.0), p);
-      EXPECT_NEAR(r.jac[j].real(), along_j.angle.imag() / kStep, 1e-12) << e.name << " coordinate " << j;
+      EXPECT_NEAR(dense_row(r.jac, n)[j].real(), along_j.angle.imag() / kStep, 1e-12) << e.name << " coordinate " << j;
     }
     ++checked;
   }

@@ -52,7 +52,7 @@ void describe_start(const Model& model, const std::vector<int>& active, ModelChe
       detail::select(part, model.initial_velocities()), p);
   const MotionState<double> start{model.t0, q, v};
   const ConstraintSet<double> cs = constraints<double>(model, start, p);
-  out.rank = cs.jac.rows() > 0 ? static_cast<int>(Eigen::FullPivLU<Eigen::MatrixXd>(cs.jac).rank()) : 0;
+  out.rank = cs.jac.rows() > 0 ? static_cast<int>(Eigen::FullPivLU<Eigen::MatrixXd>(cs.dense_real_jacobian()).rank()) : 0;
   out.degrees_of_freedom = part.n - out.rank;
   out.assembly_residual = cs.phi.size() > 0 ? cs.phi.cwiseAbs().maxCoeff() : 0.0;
   for (Eigen::Index k = 0; k < q.size(); ++k) {

@@ -56,7 +56,8 @@ ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const Moti
   if (c.kind == ContactKind::AngleStop) {
     const Rotation<S> r = relative_rotation(m, c.joint, st, p);
     g.gap.value = c.side * (r.angle - limit);
-    g.gap.jac = c.side * r.jac;
+    g.gap.jac = r.jac;
+    g.gap.jac *= S(c.side);
     g.gap.rate = c.side * r.rate;
     g.gap.phi_t = S(0.0);
     g.gap.bias = c.side * r.bias;
@@ -68,7 +69,7 @@ ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const Moti
     const Kin2<S> direction = body_vector<S>(m, st, c.joint.body_a, Vec2<S>(dx / length, dy / length), false);
     g.gap = dot(direction, difference(point_kinematics(m, st, c.joint.a, p), point_kinematics(m, st, c.joint.b, p)));
     g.gap.value = c.side * (g.gap.value - limit);
-    g.gap.jac *= c.side;
+    g.gap.jac *= S(c.side);
     g.gap.rate *= c.side;
     g.gap.bias *= c.side;
     return g;
@@ -101,17 +102,19 @@ template <class S>
 ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const ContactSet& set, const MotionState<S>& st,
                                In<S> p) {
   if (set.empty()) return cs;
+  const int n = m.n_coordinates();
   const Eigen::Index rows = cs.phi.size(), k = static_cast<Eigen::Index>(set.active.size());
   const Eigen::Index total = rows + set.rows();
   cs.phi.conservativeResize(total);
   cs.phi_t.conservativeResize(total);
   cs.bias.conservativeResize(total);
-  cs.jac.conservativeResize(total, m.n_coordinates());
-  const auto put = [&cs](Eigen::Index row, const KinRow<S>& r) {
+  SparseRowStack<S> jac(n);
+  jac.push(cs.jac);
+  const auto put = [&cs, &jac](Eigen::Index row, const KinRow<S>& r) {
     cs.phi[row] = r.value;
     cs.phi_t[row] = r.phi_t;
     cs.bias[row] = r.bias;
-    cs.jac.row(row) = r.jac.transpose();
+    jac.push(r.jac);
   };
   bool slides = false;
   for (Eigen::Index i = 0; i < k; ++i) {
@@ -123,17 +126,52 @@ ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const Contac
     row.value = S(0.0);
     put(rows + k + static_cast<Eigen::Index>(j), row);
   }
+  cs.jac = jac.matrix();
   if (slides) {
-    cs.force = cs.jac;
+    // A sliding contact's normal row carries its friction: r_q - mu_f sigma s_q.
+    SparseRowStack<S> force(n);
+    force.push(SparseMat<S>(cs.jac.topRows(rows)));
     for (Eigen::Index i = 0; i < k; ++i) {
       const double sigma = set.sliding[static_cast<size_t>(i)];
-      if (sigma == 0.0) continue;
       const Contact& c = m.contacts[static_cast<size_t>(set.active[static_cast<size_t>(i)])];
-      const KinRow<S> slip = tangential_row(m, c, st, p);
-      cs.force.row(rows + i) -= (value_of<S>(c.friction, p) * S(sigma)) * slip.jac.transpose();
+      RowJacobian<S> row = contact_geometry(m, c, st, p).gap.jac;
+      if (sigma != 0.0) {
+        const S along = value_of<S>(c.friction, p) * S(sigma);
+        row.add_mapped(tangential_row(m, c, st, p).jac, [&along](const S& entry) { return S(-along * entry); });
+      }
+      force.push(row);
     }
+    force.push(SparseMat<S>(cs.jac.bottomRows(static_cast<Eigen::Index>(set.sticking.size()))));
+    cs.force = force.matrix();
   }
   return cs;
+}
+
+/// [M force^T; jac 0] (n + m square, sparse), with `extra` rows and columns appended as
+/// [M force^T extra; jac 0 0; extra^T 0 0] (impacting contacts' gradients; k x n).
+template <class S>
+SparseMat<S> kkt_matrix(const SparseMat<S>& M, const SparseMat<S>& force, const SparseMat<S>& jac,
+                        const SparseMat<S>& extra = SparseMat<S>()) {
+  const int n = static_cast<int>(M.rows()), rows = static_cast<int>(jac.rows()), k = static_cast<int>(extra.rows());
+  const int size = n + rows + k;
+  std::vector<Eigen::Triplet<S, int>> entries;
+  entries.reserve(static_cast<size_t>(M.nonZeros() + force.nonZeros() + jac.nonZeros() + 2 * extra.nonZeros()));
+  for (int i = 0; i < n; ++i) {
+    for (typename SparseMat<S>::InnerIterator it(M, i); it; ++it) entries.emplace_back(i, it.col(), it.value());
+  }
+  for (int r = 0; r < rows; ++r) {
+    for (typename SparseMat<S>::InnerIterator it(force, r); it; ++it) entries.emplace_back(it.col(), n + r, it.value());
+    for (typename SparseMat<S>::InnerIterator it(jac, r); it; ++it) entries.emplace_back(n + r, it.col(), it.value());
+  }
+  for (int r = 0; r < k; ++r) {
+    for (typename SparseMat<S>::InnerIterator it(extra, r); it; ++it) {
+      entries.emplace_back(it.col(), n + rows + r, it.value());
+      entries.emplace_back(n + rows + r, it.col(), it.value());
+    }
+  }
+  SparseMat<S> K(size, size);
+  K.setFromTriplets(entries.begin(), entries.end());
+  return K;
 }
 
 /// Solves the KKT system of the rows of `cs`, [M force^T; Phi_q 0] [y; mu] = [top; bottom]
@@ -142,13 +180,10 @@ template <class S>
 std::pair<VectorX<S>, VectorX<S>> kkt_solve(const Model& m, const ConstraintSet<S>& cs, In<S> p, const VectorX<S>& top,
                                             const VectorX<S>& bottom, const char* what) {
   const int n = m.n_coordinates(), rows = static_cast<int>(cs.phi.size());
-  MatX<S> K = MatX<S>::Zero(n + rows, n + rows);
-  K.topLeftCorner(n, n) = mass_matrix<S>(m, p);
-  K.topRightCorner(n, rows) = cs.force_directions().transpose();
-  K.bottomLeftCorner(rows, n) = cs.jac;
+  const SparseMat<S> K = kkt_matrix<S>(mass_matrix<S>(m, p), cs.force_directions(), cs.jac);
   VectorX<S> rhs(n + rows);
   rhs << top, bottom;
-  const VectorX<S> sol = solve_dense<S>(K, rhs, what).col(0);
+  const VectorX<S> sol = solve_sparse<S>(K, rhs, what).col(0);
   return {sol.head(n), sol.tail(rows)};
 }
 
@@ -185,8 +220,7 @@ std::vector<int> simultaneous_contacts(const Model& m, const Contact& c, const M
     const Contact& other = m.contacts[j];
     if (&other != &c && (other.law != ImpactLaw::Impulse || held.slot(static_cast<int>(j)) >= 0)) continue;
     const ContactGeometry<S> g = contact_geometry(m, other, st, p);
-    S rate(0.0);
-    for (Eigen::Index i = 0; i < st.v.size(); ++i) rate += g.gap.jac[i] * st.v[i];
+    const S rate = g.gap.jac.times(st.v);
     const bool approaching = real_part(rate) < 0.0;
     if (&other == &c) {
       if (!approaching) return {};
@@ -209,25 +243,20 @@ VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const 
   const int n = m.n_coordinates(), k = static_cast<int>(impact.size());
   const ConstraintSet<S> cs = with_contacts(m, constraints(m, st, p), held.normals(), st, p);
   const int rows = static_cast<int>(cs.phi.size());
-  const MatX<S> M = mass_matrix<S>(m, p);
-  MatX<S> K = MatX<S>::Zero(n + rows + k, n + rows + k);
-  K.topLeftCorner(n, n) = M;
-  K.block(0, n, n, rows) = cs.jac.transpose();
-  K.block(n, 0, rows, n) = cs.jac;
+  const SparseMat<S> M = mass_matrix<S>(m, p);
   VectorX<S> rhs(n + rows + k);
   rhs.head(n) = M * st.v;
   rhs.segment(n, rows) = -cs.phi_t;
+  SparseRowStack<S> gradients(n);
   for (int i = 0; i < k; ++i) {
     const int index = impact[static_cast<size_t>(i)];
     const Contact& contact = m.contacts[static_cast<size_t>(index)];
-    const VectorX<S> r_q = contact_geometry(m, contact, st, p).gap.jac;
-    K.block(0, n + rows + i, n, 1) = r_q;
-    K.block(n + rows + i, 0, 1, n) = r_q.transpose();
-    S normal_velocity(0.0);
-    for (int j = 0; j < n; ++j) normal_velocity += r_q[j] * st.v[j];
+    const RowJacobian<S> r_q = contact_geometry(m, contact, st, p).gap.jac;
+    gradients.push(r_q);
     const S e = index == plastic ? S(0.0) : value_of<S>(contact.restitution, p);
-    rhs[n + rows + i] = -e * normal_velocity;
+    rhs[n + rows + i] = -e * r_q.times(st.v);
   }
+  const SparseMat<S> K = kkt_matrix<S>(M, cs.jac, cs.jac, gradients.matrix());
   std::string what = "impact (KKT impulse) matrix";
   if (k > 1 || !held.empty()) {
     std::vector<std::string> names;
@@ -237,7 +266,7 @@ VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const 
                        "are dependent and the impulses not unique)",
                        fmt::join(names, ", "));
   }
-  const MatX<S> sol = solve_dense<S>(K, rhs, what.c_str());
+  const MatX<S> sol = solve_sparse<S>(K, rhs, what.c_str());
   return sol.col(0).head(n);
 }
 

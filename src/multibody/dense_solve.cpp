@@ -61,6 +61,15 @@ FactoredMatrix::FactoredMatrix(const Eigen::MatrixXd& matrix, const char* what)
   if (sparse_ == nullptr) dense_ = &dense_factorization(matrix, what);
 }
 
+FactoredMatrix::FactoredMatrix(const Eigen::SparseMatrix<double, Eigen::RowMajor, int>& matrix, const char* what)
+    : what_(what) {
+  if (matrix.rows() >= kSparseMinSize) {
+    sparse_ = &sparse_factors(Eigen::SparseMatrix<double, Eigen::ColMajor, int>(matrix), what);
+  } else {
+    dense_ = &dense_factorization(Eigen::MatrixXd(matrix), what);
+  }
+}
+
 Eigen::MatrixXd FactoredMatrix::solve(const Eigen::MatrixXd& rhs) const {
   return sparse_ != nullptr ? sparse_solve(*sparse_, rhs, what_) : dense_->solve(rhs);
 }

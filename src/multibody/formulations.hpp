@@ -168,7 +168,7 @@ struct FormBase {
   template <class S>
   Partition law_partition(int c, const MotionState<S>& st, In<S> p) const {
     const MotionState<double> real{real_part(st.t), real_parts<S>(st.q), Eigen::VectorXd::Zero(n)};
-    const Eigen::MatrixXd jac = constraints<double>(*model, real, real_parts<S>(p)).jac;
+    const Eigen::MatrixXd jac = constraints<double>(*model, real, real_parts<S>(p)).dense_real_jacobian();
     if (jac.rows() == 0 || partition_gain(part, jac) <= kRepartitionGain) return part;
     // Keep the coordinates the law reverses: the point's along the normal's non-zero components.
     const int o = model->point_offset(contact(c).point.index);
@@ -423,11 +423,12 @@ struct CartesianForm : FullCoordinateForm {
     // Phi'' + 2 xi omega Phi' + omega^2 Phi = 0 is Phi_q a + target = 0.
     const VectorX<S> target = cs.bias + S(2.0 * xi * omega) * cs.rate(st.v) + S(omega * omega) * cs.phi;
     if (penalty) {
-      const MatX<S>& force = cs.force_directions();
+      const SparseMat<S>& force = cs.force_directions();
       const S alpha(settings.penalty_alpha);
-      const MatX<S> M_alpha = mass_matrix<S>(*model, p) + alpha * force.transpose() * cs.jac;
-      const VectorX<S> a = solve_dense<S>(M_alpha, applied_forces(*model, st, p) - alpha * (force.transpose() * target),
-                                          "penalty mass matrix M + Phi_q^T alpha Phi_q");
+      const SparseMat<S> penalty_term = force.transpose() * cs.jac;
+      const SparseMat<S> M_alpha = mass_matrix<S>(*model, p) + alpha * penalty_term;
+      const VectorX<S> a = solve_sparse<S>(M_alpha, applied_forces(*model, st, p) - alpha * (force.transpose() * target),
+                                           "penalty mass matrix M + Phi_q^T alpha Phi_q");
       const VectorX<S> mu = alpha * (cs.jac * a + target);
       return {a, mu};
     }
@@ -608,7 +609,7 @@ struct MaggiForm : FormBase {
     MatX<S> rhs = MatX<S>::Zero(n, f() + 1);
     rhs.bottomLeftCorner(f(), f()) = MatX<S>::Identity(f(), f());
     rhs.col(f()).head(rows) = -k.cs.bias;  // Phi_q a = c = -bias
-    const MatX<S> sol = solve_dense<S>(augmented_jacobian(set, k.cs.jac), rhs, "Maggi matrix [Phi_q; B]");
+    const MatX<S> sol = solve_sparse<S>(augmented_jacobian(set, k.cs.jac), rhs, "Maggi matrix [Phi_q; B]");
     k.R = sol.leftCols(f());
     k.s_c = sol.col(f());
     return k;
@@ -643,11 +644,7 @@ struct MaggiForm : FormBase {
   template <class S>
   void repartition(const S& t, In<S> x, In<S> p, Out<S> x_plus) const {
     const Kinematics<S> k = kinematics(t, x, p);
-    Eigen::MatrixXd jac(k.cs.jac.rows(), k.cs.jac.cols());
-    for (Eigen::Index j = 0; j < jac.cols(); ++j) {
-      for (Eigen::Index i = 0; i < jac.rows(); ++i) jac(i, j) = real_part(k.cs.jac(i, j));
-    }
-    Partition next = pivot_partition(jac);
+    Partition next = pivot_partition(k.cs.dense_real_jacobian());
     if (next.f() != f()) next = partition_of<S>(x);  // a singular configuration: keep the set
     x_plus = x;
     write_partition<S>(next, k.st, x_plus);
@@ -657,22 +654,24 @@ struct MaggiForm : FormBase {
   template <class S>
   std::pair<VectorX<S>, VectorX<S>> independent_accelerations(const Kinematics<S>& k, In<S> p,
                                                               const ContactSet& set) const {
-    const MatX<S> M = mass_matrix<S>(*model, p);
+    const SparseMat<S> M = mass_matrix<S>(*model, p);
     const VectorX<S> F = applied_forces(*model, k.st, p);
-    const MatX<S> M_bar = k.R.transpose() * M * k.R;
+    const MatX<S> MR = M * k.R;
+    const MatX<S> M_bar = k.R.transpose() * MR;
     const VectorX<S> F_bar = k.R.transpose() * (F - M * k.s_c);
     if (set.empty()) return {solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R"), VectorX<S>()};
     const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
-    const MatX<S>& force = cs.force_directions();
     const int a = set.rows();
+    const SparseMat<S> contact_force = cs.force_directions().bottomRows(a);
+    const SparseMat<S> contact_jac = cs.jac.bottomRows(a);
     MatX<S> K = MatX<S>::Zero(f() + a, f() + a);
     K.topLeftCorner(f(), f()) = M_bar;
-    K.topRightCorner(f(), a) = k.R.transpose() * force.bottomRows(a).transpose();
-    K.bottomLeftCorner(a, f()) = cs.jac.bottomRows(a) * k.R;
+    K.topRightCorner(f(), a) = (contact_force * k.R).transpose();
+    K.bottomLeftCorner(a, f()) = contact_jac * k.R;
     VectorX<S> rhs(f() + a);
     rhs.head(f()) = F_bar;
     const double xi = settings.baumgarte_xi, omega = settings.baumgarte_omega;
-    rhs.tail(a) = -(cs.jac.bottomRows(a) * k.s_c + cs.bias.tail(a) + S(2.0 * xi * omega) * cs.rate(k.st.v).tail(a) +
+    rhs.tail(a) = -(contact_jac * k.s_c + cs.bias.tail(a) + S(2.0 * xi * omega) * cs.rate(k.st.v).tail(a) +
                     S(omega * omega) * cs.phi.tail(a));
     const VectorX<S> sol =
         solve_dense<S>(K, rhs, "reduced KKT matrix of the active contacts [R^T M R, (G R)^T; G R, 0]").col(0);
@@ -711,12 +710,12 @@ struct MaggiForm : FormBase {
       // [Phi_q; G]^T mu = F - M a, solved in the least-squares sense on the rows of Phi_q and
       // of the active contacts.
       const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
-      const MatX<S>& force = cs.force_directions();
-      const MatX<S> M = mass_matrix<S>(*model, p);
-      const VectorX<S> residual = applied_forces(*model, k.st, p) - M * fs.a;
-      fs.mu = cs.phi.size() == 0 ? VectorX<S>()
-                                 : VectorX<S>(solve_dense<S>(MatX<S>(force * force.transpose()), force * residual,
-                                                             "Gram matrix Phi_q Phi_q^T").col(0));
+      const SparseMat<S>& force = cs.force_directions();
+      const VectorX<S> residual = applied_forces(*model, k.st, p) - mass_matrix<S>(*model, p) * fs.a;
+      const SparseMat<S> gram = force * force.transpose();
+      fs.mu = cs.phi.size() == 0
+                  ? VectorX<S>()
+                  : VectorX<S>(solve_sparse<S>(gram, VectorX<S>(force * residual), "Gram matrix Phi_q Phi_q^T").col(0));
     }
     return fs;
   }
@@ -832,7 +831,6 @@ struct DaeForm : FullCoordinateForm {
     const MotionState<S> st = motion(t, x);
     const ContactSet set = contact_set<S>(x);
     const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
-    const MatX<S>& force = cs.force_directions();
     const Eigen::Index positions = m + static_cast<Eigen::Index>(set.active.size());
     if (index3()) {
       index3_residual<S>(st, xdot, x.segment(2 * n, slots), p, set, cs, r);
@@ -850,14 +848,17 @@ struct DaeForm : FullCoordinateForm {
     r.head(n) = xdot.head(n) - st.v;
     r.segment(n, n) = mass_matrix<S>(*model, p) * xdot.segment(n, n) - applied_forces(*model, st, p);
     const VectorX<S> rate = cs.rate(st.v);
+    VectorX<S> velocity_row_w(cs.phi.size()), position_row_w = VectorX<S>::Zero(cs.phi.size());
     for (Eigen::Index row = 0; row < cs.phi.size(); ++row) {
       const int k = row_slot(set, row);
-      r.segment(n, n) += force.row(row).transpose() * velocity_w[k];
+      velocity_row_w[row] = velocity_w[k];
       r[velocity_rows + k] = rate[row];
       if (row >= positions) continue;
-      r.head(n) += cs.jac.row(row).transpose() * position_w[k];
+      position_row_w[row] = position_w[k];
       r[position_rows + k] = cs.phi[row];
     }
+    r.segment(n, n) += cs.force_directions().transpose() * velocity_row_w;
+    r.head(n) += cs.jac.transpose() * position_row_w;
     r.tail(n_flags()) = xdot.tail(n_flags());
   }
 
@@ -867,16 +868,17 @@ struct DaeForm : FullCoordinateForm {
   void index3_residual(const MotionState<S>& st, In<S> xdot, In<S> lambda, In<S> p, const ContactSet& set,
                        const ConstraintSet<S>& cs, Out<S> r) const {
     const Eigen::Index positions = m + static_cast<Eigen::Index>(set.active.size());
-    const MatX<S>& force = cs.force_directions();
     r.head(n) = xdot.head(n) - st.v;
     r.segment(n, n) = mass_matrix<S>(*model, p) * xdot.segment(n, n) - applied_forces(*model, st, p);
     r.segment(2 * n, slots) = lambda;
     const VectorX<S> rate = cs.rate(st.v);
+    VectorX<S> row_lambda(cs.phi.size());
     for (Eigen::Index row = 0; row < cs.phi.size(); ++row) {
       const int k = row_slot(set, row);
-      r.segment(n, n) += force.row(row).transpose() * lambda[k];
+      row_lambda[row] = lambda[k];
       r[2 * n + k] = row < positions ? cs.phi[row] : rate[row];
     }
+    r.segment(n, n) += cs.force_directions().transpose() * row_lambda;
     r.tail(n_flags()) = xdot.tail(n_flags());
   }
 
@@ -931,8 +933,8 @@ struct DaeForm : FullCoordinateForm {
   VectorX<S> projected_positions(const S& t, const VectorX<S>& q, In<S> p, const ContactSet& set) const {
     const MotionState<S> st{t, q, VectorX<S>::Zero(n)};
     const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set.normals(), st, p);
-    const MatX<S> JJt = cs.jac * cs.jac.transpose();
-    return q - cs.jac.transpose() * solve_dense<S>(JJt, cs.phi, "position projection matrix Phi_q Phi_q^T").col(0);
+    const SparseMat<S> JJt = cs.jac * cs.jac.transpose();
+    return q - cs.jac.transpose() * solve_sparse<S>(JJt, cs.phi, "position projection matrix Phi_q Phi_q^T").col(0);
   }
 
   /// The velocities nearest v in the kinetic metric that satisfy every row in force:

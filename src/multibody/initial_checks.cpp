@@ -176,7 +176,7 @@ std::vector<std::string> assembly_correction_notes(const Model& model, const Eig
 
 void report_singular_start(const Model& model, const std::string& formulation, const std::string& what,
                            const Eigen::VectorXd& p) {
-  const Eigen::MatrixXd M = mass_matrix<double>(model, p);
+  const Eigen::MatrixXd M(mass_matrix<double>(model, p));
   const std::vector<std::string> names = model.coordinate_names();
   std::vector<std::string> massless;
   std::string at = model_label(model);

@@ -97,13 +97,14 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
   }
   const ConstraintSet<double> c =
       constraints<double>(model, MotionState<double>{model.t0, model.initial_positions(), Eigen::VectorXd::Zero(part.n)}, p);
-  part = pivot_partition(c.jac);
+  const Eigen::MatrixXd jac = c.dense_real_jacobian();
+  part = pivot_partition(jac);
   if (part.f() != f) {
     throw InputError(fmt::format("{}: model '{}': the constraint Jacobian at the initial guess has rank {} < {} "
                                  "constraint rows: redundant or conflicting constraints, or a singular "
                                  "configuration; dependent rows: {}",
                                  model.source.empty() ? "model" : model.source, model.name, part.n - part.f(), m,
-                                 describe_dependent_rows(model, c.jac)));
+                                 describe_dependent_rows(model, jac)));
   }
   return part;
 }
@@ -161,7 +162,7 @@ Eigen::VectorXd solve_positions(const Model& model, const Partition& part, doubl
     if (!std::isfinite(residual_norm)) break;
     const double scale = 1.0 + q.cwiseAbs().maxCoeff();
     if (residual_norm <= settings.newton_tolerance * scale * scale) return q;
-    Eigen::PartialPivLU<Eigen::MatrixXd> lu(augmented_jacobian(part, c.jac));
+    Eigen::PartialPivLU<Eigen::MatrixXd> lu(augmented_jacobian(part, c.dense_real_jacobian()));
     if (!(lu.rcond() > 1e-13)) break;
     q -= lu.solve(residual);
   }

@@ -54,11 +54,20 @@ Partition pivot_partition_keeping(const Eigen::MatrixXd& jac, const std::vector<
 
 /// [Phi_q; B] for a constraint Jacobian.
 template <class S>
-MatX<S> augmented_jacobian(const Partition& part, const MatX<S>& jac) {
-  const Eigen::Index m = jac.rows();
-  MatX<S> A = MatX<S>::Zero(m + part.f(), part.n);
-  A.topRows(m) = jac;
-  for (int j = 0; j < part.f(); ++j) A(m + j, part.independent[static_cast<size_t>(j)]) = S(1.0);
+SparseMat<S> augmented_jacobian(const Partition& part, const SparseMat<S>& jac) {
+  SparseRowStack<S> A(part.n);
+  A.push(jac);
+  for (int j = 0; j < part.f(); ++j) {
+    RowJacobian<S> unit;
+    unit.add(part.independent[static_cast<size_t>(j)], S(1.0));
+    A.push(unit);
+  }
+  return A.matrix();
+}
+inline Eigen::MatrixXd augmented_jacobian(const Partition& part, const Eigen::MatrixXd& jac) {
+  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(jac.rows() + part.f(), part.n);
+  A.topRows(jac.rows()) = jac;
+  for (int j = 0; j < part.f(); ++j) A(jac.rows() + j, part.independent[static_cast<size_t>(j)]) = 1.0;
   return A;
 }
 
@@ -87,7 +96,7 @@ VectorX<S> refine_positions(const Model& model, const Partition& part, const S& 
     const ConstraintSet<S> c = constraints(model, st, p);
     VectorX<S> residual(c.phi.size() + part.f());
     residual << c.phi, select(part, st.q) - u;
-    st.q -= solve_dense<S>(augmented_jacobian(part, c.jac), residual, "position-analysis matrix [Phi_q; B]");
+    st.q -= solve_sparse<S>(augmented_jacobian(part, c.jac), residual, "position-analysis matrix [Phi_q; B]");
   }
   return st.q;
 }
@@ -100,7 +109,7 @@ VectorX<S> velocities_from_independent(const Model& model, const Partition& part
   const ConstraintSet<S> c = constraints(model, at_rest, p);
   VectorX<S> rhs(c.phi.size() + part.f());
   rhs << -c.phi_t, u_dot;
-  return solve_dense<S>(augmented_jacobian(part, c.jac), rhs, "velocity-analysis matrix [Phi_q; B]");
+  return solve_sparse<S>(augmented_jacobian(part, c.jac), rhs, "velocity-analysis matrix [Phi_q; B]");
 }
 
 }  // namespace saltus::multibody::detail

@@ -44,6 +44,22 @@ struct CompressedColumns {
     rows.resize(static_cast<size_t>(k));
     values.resize(static_cast<size_t>(k));
   }
+  /// Copies the compressed arrays of `matrix` (every stored entry, zeros included: the pattern is
+  /// the assembly's, the same at every evaluation).
+  void assign(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix) {
+    const Eigen::Index n = matrix.outerSize();
+    starts.resize(static_cast<size_t>(n + 1));
+    rows.clear();
+    values.clear();
+    starts[0] = 0;
+    for (Eigen::Index j = 0; j < n; ++j) {
+      for (Eigen::SparseMatrix<double, Eigen::ColMajor, int>::InnerIterator it(matrix, j); it; ++it) {
+        rows.push_back(static_cast<int>(it.row()));
+        values.push_back(it.value());
+      }
+      starts[static_cast<size_t>(j + 1)] = static_cast<int>(rows.size());
+    }
+  }
   bool same_pattern(const CompressedColumns& other) const { return starts == other.starts && rows == other.rows; }
   bool same(const CompressedColumns& other) const { return values == other.values && same_pattern(other); }
 };
@@ -144,6 +160,14 @@ const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* w
   if (static_cast<double>(nonzeros) > kSparseMaxDensity * static_cast<double>(matrix.size())) return nullptr;
   cache.scratch.assign(matrix, nonzeros);
   return &factored(matrix.rows(), what);
+}
+
+const SparseFactors& sparse_factors(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix, const char* what) {
+  if (matrix.rows() != matrix.cols()) {
+    throw ModelError(fmt::format("the {} is not square ({} x {})", what, matrix.rows(), matrix.cols()));
+  }
+  cache.scratch.assign(matrix);
+  return factored(matrix.rows(), what);
 }
 
 Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what) {

@@ -1,13 +1,15 @@
 #pragma once
 // Sparse LU (SuiteSparse KLU) of the large, sparse matrices of the multibody formulations (a
 // chain's KKT matrix [M Phi_q^T; Phi_q 0] has about 7 nonzeros per row whatever its size).
-// The formulations still assemble them dense; FactoredMatrix (dense_solve.hpp) hands every
-// matrix here first, and when it is large and sparse enough KLU factors its nonzeros in time
-// that grows with them rather than with n^3. The symbolic analysis (ordering) is kept per
+// Matrices assembled sparse (the KKT, impact and penalty matrices, [Phi_q; B]) come here
+// directly from their compressed form when they are large (kSparseMinSize rows); a dense matrix
+// handed to FactoredMatrix (dense_solve.hpp) comes here when it is large and sparse enough.
+// KLU factors the nonzeros in time that grows with them rather than with n^3. The symbolic analysis (ordering) is kept per
 // sparsity pattern and reused for every matrix with that pattern; the numeric factorization is
 // kept for the last matrices, as the dense path keeps its LU, so that the columns of a Jacobian
 // and the parameter directions at one state solve with one factorization.
 #include <Eigen/Core>
+#include <Eigen/SparseCore>
 
 namespace saltus::multibody::detail {
 
@@ -20,6 +22,9 @@ struct SparseFactors;
 /// largest |U_kk| of the scaled matrix, below 1e-13; the dense path compares each pivot with the
 /// largest entry instead).
 const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* what);
+/// KLU's factors of a matrix assembled sparse (square; from the cache, or factored now), whatever
+/// its size: the caller chose the sparse path. Throws like the dense overload.
+const SparseFactors& sparse_factors(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix, const char* what);
 /// X = A^-1 B (B n x k) with the factors.
 Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what);
 inline constexpr Eigen::Index kSparseMinSize = 64;

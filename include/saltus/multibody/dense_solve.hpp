@@ -4,7 +4,8 @@
 // solve rather than the elimination.
 //
 //   - double: an LU factorization with partial pivoting (Eigen::PartialPivLU), or for large
-//             sparse matrices SuiteSparse KLU (FactoredMatrix).
+//             sparse matrices SuiteSparse KLU (FactoredMatrix). A matrix assembled sparse
+//             (solve_sparse) goes to KLU from 64 rows without being formed dense.
 //   - Dual:   the real parts are factored once (as for double) and the tangent follows by implicit
 //             differentiation, X' = A^-1 (B' - A' X): two triangular solves per column instead of
 //             an elimination in dual arithmetic. The factorization of the most recent matrices
@@ -23,6 +24,7 @@
 
 #include <Eigen/Core>
 #include <Eigen/LU>
+#include <Eigen/SparseCore>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,6 +54,9 @@ class FactoredMatrix {
  public:
   /// Factors `matrix` (or finds it in the caches). Throws like dense_factorization.
   FactoredMatrix(const Eigen::MatrixXd& matrix, const char* what);
+  /// Factors a matrix assembled sparse: KLU from its compressed form if it has at least
+  /// kSparseMinSize (64) rows, otherwise the dense LU of its dense form (faster when small).
+  FactoredMatrix(const Eigen::SparseMatrix<double, Eigen::RowMajor, int>& matrix, const char* what);
   /// X = A^-1 B.
   Eigen::MatrixXd solve(const Eigen::MatrixXd& rhs) const;
 
@@ -175,6 +180,25 @@ DenseMatrix<Reverse> solve_dense_reverse(const DenseMatrix<Reverse>& matrix, con
   return X;
 }
 
+/// The sparse counterpart of solve_dense_dual: the tangent's residual B' - A' X costs O(nnz(A)).
+template <class Rhs>
+DenseMatrix<Dual> solve_sparse_dual(const Eigen::SparseMatrix<Dual, Eigen::RowMajor, int>& matrix, const Rhs& rhs,
+                                    const char* what) {
+  using Real = Eigen::SparseMatrix<double, Eigen::RowMajor, int>;
+  const DenseMatrix<Dual> B = rhs;
+  const Real A_value = matrix.unaryExpr([](const Dual& d) { return d.a; });
+  const FactoredMatrix factored(A_value, what);
+  const Eigen::MatrixXd X_value = factored.solve(Eigen::MatrixXd(B.unaryExpr([](const Dual& d) { return d.a; })));
+  const Real A_tangent = matrix.unaryExpr([](const Dual& d) { return d.v[0]; });
+  const Eigen::MatrixXd B_tangent = B.unaryExpr([](const Dual& d) { return d.v[0]; });
+  const Eigen::MatrixXd X_tangent = factored.solve(Eigen::MatrixXd(B_tangent - A_tangent * X_value));
+  DenseMatrix<Dual> X(X_value.rows(), X_value.cols());
+  for (Eigen::Index j = 0; j < X.cols(); ++j) {
+    for (Eigen::Index i = 0; i < X.rows(); ++i) X(i, j) = make_dual(X_value(i, j), X_tangent(i, j));
+  }
+  return X;
+}
+
 }  // namespace detail
 
 /// Solves A X = B for square A (n x n) and B (n x k) in the scalar type S (see the file comment
@@ -190,6 +214,22 @@ DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const c
     return detail::solve_dense_reverse(matrix, rhs, what);
   } else {
     return detail::eliminate_dense<S>(matrix, rhs, what);
+  }
+}
+
+/// Solves A X = B for a square A assembled sparse (n x n, compressed rows) and B (n x k) in the
+/// scalar type S: double and Dual factor the values sparse (KLU from 64 rows, dense LU below);
+/// Reverse, Complex and HyperDual solve the dense form as solve_dense does. Throws like
+/// solve_dense.
+template <class S, class Rhs>
+DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& matrix, const Rhs& rhs,
+                            const char* what) {
+  if constexpr (std::is_same_v<S, double>) {
+    return detail::FactoredMatrix(matrix, what).solve(Eigen::MatrixXd(rhs));
+  } else if constexpr (std::is_same_v<S, Dual>) {
+    return detail::solve_sparse_dual(matrix, rhs, what);
+  } else {
+    return solve_dense<S>(DenseMatrix<S>(matrix), rhs, what);
   }
 }
 

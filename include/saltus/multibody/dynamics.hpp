@@ -18,24 +18,25 @@
 
 namespace saltus::multibody {
 
-/// M(p), n x n.
+/// M(p), n x n, sparse: every mass element adds its block on its own coordinates.
 template <class S>
-MatX<S> mass_matrix(const Model& m, In<S> p) {
+SparseMat<S> mass_matrix(const Model& m, In<S> p) {
   const int n = m.n_coordinates();
-  MatX<S> M = MatX<S>::Zero(n, n);
+  std::vector<Eigen::Triplet<S, int>> entries;
+  entries.reserve(static_cast<size_t>(3 * m.bodies.size() + 4 * m.elements.size()));
   for (size_t b = 0; b < m.bodies.size(); ++b) {
     const int o = m.body_offset(static_cast<int>(b));
     const S mass = value_of<S>(m.bodies[b].mass, p);
-    M(o, o) += mass;
-    M(o + 1, o + 1) += mass;
-    M(o + 2, o + 2) += value_of<S>(m.bodies[b].inertia, p);
+    entries.emplace_back(o, o, mass);
+    entries.emplace_back(o + 1, o + 1, mass);
+    entries.emplace_back(o + 2, o + 2, value_of<S>(m.bodies[b].inertia, p));
   }
   for (const Element& e : m.elements) {
     if (e.type == ElementType::PointMass) {
       const int o = m.point_offset(e.a.index);
       const S mass = value_of<S>(e.mass, p);
-      M(o, o) += mass;
-      M(o + 1, o + 1) += mass;
+      entries.emplace_back(o, o, mass);
+      entries.emplace_back(o + 1, o + 1, mass);
     } else if (e.type == ElementType::Bar) {
       // Uniform rod in natural coordinates: (m/6) [[2I, I], [I, 2I]]; a fixed end drops out.
       const S rod = value_of<S>(e.mass, p) / S(6.0);
@@ -44,15 +45,17 @@ MatX<S> mass_matrix(const Model& m, In<S> p) {
       const int oa = a_moves ? m.point_offset(e.a.index) : -1;
       const int ob = b_moves ? m.point_offset(e.b.index) : -1;
       for (int i = 0; i < 2; ++i) {
-        if (a_moves) M(oa + i, oa + i) += S(2.0) * rod;
-        if (b_moves) M(ob + i, ob + i) += S(2.0) * rod;
+        if (a_moves) entries.emplace_back(oa + i, oa + i, S(2.0) * rod);
+        if (b_moves) entries.emplace_back(ob + i, ob + i, S(2.0) * rod);
         if (a_moves && b_moves) {
-          M(oa + i, ob + i) += rod;
-          M(ob + i, oa + i) += rod;
+          entries.emplace_back(oa + i, ob + i, rod);
+          entries.emplace_back(ob + i, oa + i, rod);
         }
       }
     }
   }
+  SparseMat<S> M(n, n);
+  M.setFromTriplets(entries.begin(), entries.end());
   return M;
 }
 
@@ -88,7 +91,7 @@ SpringState<S> spring_state(const Model& m, const Element& e, const MotionState<
 template <class S>
 struct Rotation {
   S angle, rate;
-  VectorX<S> jac;
+  RowJacobian<S> jac;
   S bias = S(0.0);
 };
 
@@ -115,7 +118,7 @@ Kin2<S> bar_vector(const Model& m, int bar, const MotionState<S>& st, In<S> p) {
 /// |w|^2) with respect to u and (u.w (-u_y, u_x) - (u x w) u) / (|u|^2 |w|^2) to w.
 template <class S>
 Rotation<S> relative_rotation(const Model& m, const Element& e, const MotionState<S>& st, In<S> p) {
-  Rotation<S> r{S(0.0), S(0.0), VectorX<S>::Zero(m.n_coordinates())};
+  Rotation<S> r{S(0.0), S(0.0), {}};
   if (e.bar_a >= 0) {
     const Kin2<S> u = bar_vector(m, e.bar_a, st, p), w = bar_vector(m, e.bar_b, st, p);
     const S cross = u.value[0] * w.value[1] - u.value[1] * w.value[0];
@@ -127,18 +130,19 @@ Rotation<S> relative_rotation(const Model& m, const Element& e, const MotionStat
     r.angle = expression_detail::atan2_of(cross, dot);
     const Vec2<S> d_u((dot * w.value[1] - cross * w.value[0]) / size, (-dot * w.value[0] - cross * w.value[1]) / size);
     const Vec2<S> d_w((-dot * u.value[1] - cross * u.value[0]) / size, (dot * u.value[0] - cross * u.value[1]) / size);
-    r.jac = u.jac.transpose() * d_u + w.jac.transpose() * d_w;
+    const auto along = [](const Vec2<S>& d) {
+      return [&d](const Vec2<S>& c) { return S(c[0] * d[0] + c[1] * d[1]); };
+    };
+    r.jac.add_mapped(u.jac, along(d_u));
+    r.jac.add_mapped(w.jac, along(d_w));
     r.rate = d_u[0] * u.rate[0] + d_u[1] * u.rate[1] + d_w[0] * w.rate[0] + d_w[1] * w.rate[1];
     r.bias = direction_angle_bias(w) - direction_angle_bias(u);  // the angle is theta_w - theta_u
     return r;
   }
-  if (e.body_b >= 0) r.jac[m.body_offset(e.body_b) + 2] += S(1.0);
-  if (e.body_a >= 0) r.jac[m.body_offset(e.body_a) + 2] -= S(1.0);
-  for (Eigen::Index i = 0; i < r.jac.size(); ++i) {
-    if (real_part(r.jac[i]) == 0.0) continue;
-    r.angle += r.jac[i] * st.q[i];
-    r.rate += r.jac[i] * st.v[i];
-  }
+  if (e.body_b >= 0) r.jac.add(m.body_offset(e.body_b) + 2, S(1.0));
+  if (e.body_a >= 0) r.jac.add(m.body_offset(e.body_a) + 2, S(-1.0));
+  r.angle = r.jac.times(st.q);
+  r.rate = r.jac.times(st.v);
   return r;
 }
 
@@ -152,7 +156,7 @@ S rotational_spring_torque(const Element& e, const Rotation<S>& r, In<S> p) {
 /// T = v^T M v / 2 [J].
 template <class S>
 S kinetic_energy(const Model& m, const MotionState<S>& st, In<S> p) {
-  const VectorX<S> Mv = mass_matrix<S>(m, p) * st.v;
+  const VectorX<S> Mv = mass_matrix<S>(m, p) * st.v;  // sparse: O(n)
   S e(0.0);
   for (Eigen::Index i = 0; i < Mv.size(); ++i) e += st.v[i] * Mv[i];
   return S(0.5) * e;
@@ -161,7 +165,7 @@ S kinetic_energy(const Model& m, const MotionState<S>& st, In<S> p) {
 /// Adds J^T f to the generalized forces (a force f applied at a point with Jacobian J).
 template <class S>
 void add_point_force(VectorX<S>& F, const Kin2<S>& at, const Vec2<S>& f) {
-  F += at.jac.transpose() * f;
+  at.jac.add_transposed(F, f);
 }
 
 /// F(t, q, v, p), n: gravity, springs, dampers, actuators and applied forces.
@@ -204,7 +208,7 @@ VectorX<S> applied_forces(const Model& m, const MotionState<S>& st, In<S> p) {
       }
       case ElementType::RotationalSpring: {
         const Rotation<S> r = relative_rotation(m, e, st, p);
-        F -= rotational_spring_torque(e, r, p) * r.jac;  // the torque works against the angle: -dV/dq
+        r.jac.add_transposed(F, S(-rotational_spring_torque(e, r, p)));  // against the angle: -dV/dq
         break;
       }
       case ElementType::Force: {
@@ -277,8 +281,7 @@ S signal_value(const Model& m, const CostTerm& term, const FullState<S>& fs, In<
       const int axis = (term.signal == Signal::X || term.signal == Signal::VX || term.signal == Signal::AX) ? 0 : 1;
       if (term.signal == Signal::X || term.signal == Signal::Y) return k.value[axis];
       if (term.signal == Signal::VX || term.signal == Signal::VY) return k.rate[axis];
-      const VectorX<S> ja = k.jac.row(axis) * fs.a;
-      return ja[0] + k.bias[axis];
+      return k.jac.times(fs.a)[axis] + k.bias[axis];
     }
     case Signal::Theta:
       return st.q[m.body_offset(term.body) + 2];

@@ -4,7 +4,7 @@
 //
 // A kinematic quantity w(t, q) carries, along a motion with velocity v:
 //   value  w,
-//   jac    w_q               (rows x n),
+//   jac    w_q               (rows x n, held sparse: the few coordinates w depends on),
 //   rate   w_q v + w_t       (w-dot),
 //   bias   w-ddot - w_q a    (everything in the second derivative but the acceleration term:
 //                             (w_q v)_q v + 2 w_tq v + w_tt).
@@ -17,8 +17,13 @@
 #include <saltus/multibody/model.hpp>
 
 #include <Eigen/Core>
+#include <Eigen/SparseCore>
 
+#include <array>
 #include <cmath>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
 
 namespace saltus::multibody {
 
@@ -26,6 +31,87 @@ template <class S>
 using Vec2 = Eigen::Matrix<S, 2, 1>;
 template <class S>
 using MatX = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+/// The sparse matrices of a model (Phi_q, M, the KKT matrices): compressed rows.
+template <class S>
+using SparseMat = Eigen::SparseMatrix<S, Eigen::RowMajor, int>;
+
+/// The Jacobian of a kinematic quantity over the few coordinates it depends on: entries
+/// (coordinate, coefficient), the coefficient d w / d q_coordinate (a Vec2 for a vector
+/// quantity, a scalar for a row). A coordinate may appear in several entries (they add), so
+/// sums and products of quantities concatenate their entries. Fixed storage: at most Capacity
+/// entries, no allocation; a body point depends on 3 coordinates, a difference of two on 6, a
+/// product of two differences on 12.
+template <class Coefficient, int Capacity>
+class LocalJacobian {
+ public:
+  int size() const { return size_; }
+  int coordinate(int k) const { return coordinates_[static_cast<size_t>(k)]; }
+  const Coefficient& coefficient(int k) const { return coefficients_[static_cast<size_t>(k)]; }
+
+  void add(int coordinate, const Coefficient& coefficient) {
+    if (size_ == Capacity) throw std::logic_error("LocalJacobian: more entries than its capacity");
+    coordinates_[static_cast<size_t>(size_)] = coordinate;
+    coefficients_[static_cast<size_t>(size_)] = coefficient;
+    ++size_;
+  }
+  /// Adds factor * other's entries (factor maps other's coefficient to this one's).
+  template <class OtherCoefficient, int OtherCapacity, class Factor>
+  void add_mapped(const LocalJacobian<OtherCoefficient, OtherCapacity>& other, const Factor& map) {
+    for (int k = 0; k < other.size(); ++k) add(other.coordinate(k), map(other.coefficient(k)));
+  }
+  template <class Scalar>
+  LocalJacobian& operator*=(const Scalar& factor) {
+    for (int k = 0; k < size_; ++k) coefficients_[static_cast<size_t>(k)] *= factor;
+    return *this;
+  }
+  /// J x for a full vector x (n).
+  template <class V>
+  Coefficient times(const V& x) const {
+    Coefficient sum = zero();
+    for (int k = 0; k < size_; ++k) sum += coefficient(k) * x[coordinate(k)];
+    return sum;
+  }
+  /// y += J^T f (y full, n): a force f on the quantity as generalized forces.
+  template <class V, class F>
+  void add_transposed(V& y, const F& f) const {
+    for (int k = 0; k < size_; ++k) y[coordinate(k)] += inner(coefficient(k), f);
+  }
+
+ private:
+  static Coefficient zero() {
+    if constexpr (std::is_arithmetic_v<Coefficient> || !requires { Coefficient::Zero(); }) {
+      return Coefficient(0.0);
+    } else {
+      return Coefficient::Zero();
+    }
+  }
+  template <class F>
+  static auto inner(const Coefficient& c, const F& f) {
+    if constexpr (requires { c.size(); }) {
+      return c[0] * f[0] + c[1] * f[1];
+    } else {
+      return c * f;
+    }
+  }
+  std::array<int, Capacity> coordinates_{};
+  std::array<Coefficient, Capacity> coefficients_{};
+  int size_ = 0;
+};
+
+/// d w / dq of a planar vector quantity (2 x n, sparse).
+template <class S>
+using VectorJacobian = LocalJacobian<Vec2<S>, 6>;
+/// d w / dq of a scalar quantity (1 x n, sparse).
+template <class S>
+using RowJacobian = LocalJacobian<S, 16>;
+
+/// The dense form of a row Jacobian (n entries): for tests and small dense paths.
+template <class S>
+VectorX<S> dense_row(const RowJacobian<S>& jac, int n) {
+  VectorX<S> row = VectorX<S>::Zero(n);
+  jac.add_transposed(row, S(1.0));
+  return row;
+}
 
 template <class S>
 S value_of(const Value& v, In<S> p) {
@@ -43,7 +129,7 @@ struct MotionState {
 template <class S>
 struct Kin2 {
   Vec2<S> value, rate, bias;
-  Eigen::Matrix<S, 2, Eigen::Dynamic> jac;
+  VectorJacobian<S> jac;
 };
 
 template <class S>
@@ -65,9 +151,7 @@ Vec2<S> rotate(const S& theta, const Vec2<S>& w) {
 template <class S>
 Kin2<S> body_vector(const Model& m, const MotionState<S>& st, int body, const Vec2<S>& w,
                     bool with_origin) {
-  const int n = m.n_coordinates();
   Kin2<S> k;
-  k.jac = Eigen::Matrix<S, 2, Eigen::Dynamic>::Zero(2, n);
   if (body < 0) {
     k.value = w;
     k.rate.setZero();
@@ -81,12 +165,12 @@ Kin2<S> body_vector(const Model& m, const MotionState<S>& st, int body, const Ve
   k.value = aw;
   k.rate = omega * daw;
   k.bias = -(omega * omega) * aw;
-  k.jac.col(o + 2) = daw;
+  k.jac.add(o + 2, daw);
   if (with_origin) {
     k.value += Vec2<S>(st.q[o], st.q[o + 1]);
     k.rate += Vec2<S>(st.v[o], st.v[o + 1]);
-    k.jac(0, o) = S(1.0);
-    k.jac(1, o + 1) = S(1.0);
+    k.jac.add(o, Vec2<S>(S(1.0), S(0.0)));
+    k.jac.add(o + 1, Vec2<S>(S(0.0), S(1.0)));
   }
   return k;
 }
@@ -103,12 +187,11 @@ Kin2<S> point_kinematics(const Model& m, const MotionState<S>& st, const PointRe
     case PointRef::Kind::Point: {
       Kin2<S> k;
       const int o = m.point_offset(r.index);
-      k.jac = Eigen::Matrix<S, 2, Eigen::Dynamic>::Zero(2, m.n_coordinates());
       k.value = Vec2<S>(st.q[o], st.q[o + 1]);
       k.rate = Vec2<S>(st.v[o], st.v[o + 1]);
       k.bias.setZero();
-      k.jac(0, o) = S(1.0);
-      k.jac(1, o + 1) = S(1.0);
+      k.jac.add(o, Vec2<S>(S(1.0), S(0.0)));
+      k.jac.add(o + 1, Vec2<S>(S(0.0), S(1.0)));
       return k;
     }
   }
@@ -117,14 +200,16 @@ Kin2<S> point_kinematics(const Model& m, const MotionState<S>& st, const PointRe
 
 template <class S>
 Kin2<S> difference(const Kin2<S>& a, const Kin2<S>& b) {
-  return Kin2<S>{a.value - b.value, a.rate - b.rate, a.bias - b.bias, a.jac - b.jac};
+  Kin2<S> d{a.value - b.value, a.rate - b.rate, a.bias - b.bias, a.jac};
+  d.jac.add_mapped(b.jac, [](const Vec2<S>& c) { return Vec2<S>(-c); });
+  return d;
 }
 
 /// One scalar constraint row (or any scalar kinematic quantity).
 template <class S>
 struct KinRow {
   S value;
-  VectorX<S> jac;  ///< n
+  RowJacobian<S> jac;  ///< 1 x n, sparse
   S rate;          ///< jac v + phi_t
   S phi_t;
   S bias;
@@ -135,7 +220,11 @@ template <class S>
 KinRow<S> dot(const Kin2<S>& a, const Kin2<S>& b) {
   KinRow<S> r;
   r.value = a.value[0] * b.value[0] + a.value[1] * b.value[1];
-  r.jac = (a.jac.transpose() * b.value + b.jac.transpose() * a.value);
+  const auto along = [](const Vec2<S>& w) {
+    return [&w](const Vec2<S>& c) { return S(c[0] * w[0] + c[1] * w[1]); };
+  };
+  r.jac.add_mapped(a.jac, along(b.value));
+  r.jac.add_mapped(b.jac, along(a.value));
   r.rate = a.rate[0] * b.value[0] + a.rate[1] * b.value[1] + a.value[0] * b.rate[0] +
            a.value[1] * b.rate[1];
   r.phi_t = S(0.0);
@@ -148,7 +237,9 @@ KinRow<S> dot(const Kin2<S>& a, const Kin2<S>& b) {
 /// One component of a vector quantity as a row.
 template <class S>
 KinRow<S> component(const Kin2<S>& a, int i) {
-  return KinRow<S>{a.value[i], a.jac.row(i).transpose(), a.rate[i], S(0.0), a.bias[i]};
+  KinRow<S> r{a.value[i], {}, a.rate[i], S(0.0), a.bias[i]};
+  r.jac.add_mapped(a.jac, [i](const Vec2<S>& c) { return c[i]; });
+  return r;
 }
 
 /// f(t), f'(t), f''(t) of a driving function.
@@ -168,17 +259,53 @@ TimeValue<S> evaluate(const TimeFunction& fn, const S& t, In<S> p) {
                       value_of<S>(fn.rate, p) + a * w * c, -a * w * w * s};
 }
 
+/// Sparse rows stacked into a matrix: whole sparse matrices and row Jacobians, top to bottom.
+template <class S>
+class SparseRowStack {
+ public:
+  explicit SparseRowStack(int columns) : columns_(columns) {}
+  void push(const RowJacobian<S>& row) {
+    for (int k = 0; k < row.size(); ++k) entries_.emplace_back(rows_, row.coordinate(k), row.coefficient(k));
+    ++rows_;
+  }
+  void push(const SparseMat<S>& matrix) {
+    for (int i = 0; i < matrix.outerSize(); ++i) {
+      for (typename SparseMat<S>::InnerIterator it(matrix, i); it; ++it) entries_.emplace_back(rows_ + i, it.col(), it.value());
+    }
+    rows_ += static_cast<int>(matrix.rows());
+  }
+  int rows() const { return rows_; }
+  /// The stacked matrix; entries on one coordinate of a row are added.
+  SparseMat<S> matrix() const {
+    SparseMat<S> stacked(rows_, columns_);
+    stacked.setFromTriplets(entries_.begin(), entries_.end());
+    return stacked;
+  }
+
+ private:
+  int columns_, rows_ = 0;
+  std::vector<Eigen::Triplet<S, int>> entries_;
+};
+
 /// Phi, Phi_q, Phi_t and the acceleration bias of every constraint, stacked in element order.
 template <class S>
 struct ConstraintSet {
   VectorX<S> phi, phi_t, bias;
-  MatX<S> jac;  ///< m x n
+  SparseMat<S> jac;  ///< m x n
   /// m x n: the rows' generalized force directions (the constraint force is -force^T mu) where
   /// they differ from jac (a persistent contact sliding with friction); empty: jac.
-  MatX<S> force;
+  SparseMat<S> force;
   /// Phi-dot = Phi_q v + Phi_t.
   VectorX<S> rate(const VectorX<S>& v) const { return jac * v + phi_t; }
-  const MatX<S>& force_directions() const { return force.size() > 0 ? force : jac; }
+  const SparseMat<S>& force_directions() const { return force.rows() > 0 ? force : jac; }
+  /// Phi_q dense (m x n): for the small dense analyses (rank, partitions).
+  Eigen::MatrixXd dense_real_jacobian() const {
+    Eigen::MatrixXd dense = Eigen::MatrixXd::Zero(jac.rows(), jac.cols());
+    for (int i = 0; i < jac.outerSize(); ++i) {
+      for (typename SparseMat<S>::InnerIterator it(jac, i); it; ++it) dense(it.row(), it.col()) += real_part(it.value());
+    }
+    return dense;
+  }
 };
 
 template <class S>
@@ -211,7 +338,6 @@ void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<
       rows.push_back(dot(normal, d));
       if (e.type == ElementType::Prismatic) {
         KinRow<S> r;
-        r.jac = VectorX<S>::Zero(m.n_coordinates());
         r.value = -value_of<S>(e.angle, p);
         r.rate = S(0.0);
         r.phi_t = S(0.0);
@@ -220,13 +346,13 @@ void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<
           const int ob = m.body_offset(e.body_b) + 2;
           r.value += st.q[ob];
           r.rate += st.v[ob];
-          r.jac[ob] = S(1.0);
+          r.jac.add(ob, S(1.0));
         }
         if (e.body_a >= 0) {
           const int oa = m.body_offset(e.body_a) + 2;
           r.value -= st.q[oa];
           r.rate -= st.v[oa];
-          r.jac[oa] = S(-1.0);
+          r.jac.add(oa, S(-1.0));
         }
         rows.push_back(r);
       }
@@ -235,8 +361,7 @@ void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<
     case ElementType::CoordinateDriver: {
       const TimeValue<S> f = evaluate(e.drive, st.t, p);
       KinRow<S> r;
-      r.jac = VectorX<S>::Zero(m.n_coordinates());
-      r.jac[e.coordinate] = S(1.0);
+      r.jac.add(e.coordinate, S(1.0));
       r.value = st.q[e.coordinate] - f.f;
       r.phi_t = -f.df;
       r.rate = st.v[e.coordinate] + r.phi_t;
@@ -269,14 +394,15 @@ ConstraintSet<S> constraints(const Model& m, const MotionState<S>& st, In<S> p) 
   c.phi.resize(rows_n);
   c.phi_t.resize(rows_n);
   c.bias.resize(rows_n);
-  c.jac.resize(rows_n, m.n_coordinates());
+  SparseRowStack<S> jac(m.n_coordinates());
   for (int i = 0; i < rows_n; ++i) {
     const KinRow<S>& r = rows[static_cast<size_t>(i)];
     c.phi[i] = r.value;
     c.phi_t[i] = r.phi_t;
     c.bias[i] = r.bias;
-    c.jac.row(i) = r.jac.transpose();
+    jac.push(r.jac);
   }
+  c.jac = jac.matrix();
   return c;
 }
 
