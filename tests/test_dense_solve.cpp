@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <complex>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -243,6 +244,109 @@ TEST(DenseSolve, SingularSparseMatrixIsNamed) {
     FAIL() << "no error";
   } catch (const ModelError& e) {
     EXPECT_NE(std::string(e.what()).find("the chain KKT matrix is singular"), std::string::npos) << e.what();
+  }
+}
+
+/// A dense matrix in the compressed-rows form the formulations assemble (its nonzeros only).
+template <class S>
+Eigen::SparseMatrix<S, Eigen::RowMajor, int> compressed(const multibody::DenseMatrix<S>& A) {
+  std::vector<Eigen::Triplet<S, int>> entries;
+  for (int i = 0; i < A.rows(); ++i) {
+    for (int j = 0; j < A.cols(); ++j) {
+      if (real_part(A(i, j)) != 0.0) entries.emplace_back(i, j, A(i, j));
+    }
+  }
+  Eigen::SparseMatrix<S, Eigen::RowMajor, int> sparse(A.rows(), A.cols());
+  sparse.setFromTriplets(entries.begin(), entries.end());
+  return sparse;
+}
+
+// Matrices assembled sparse (solve_sparse): a large one goes to KLU from its compressed form, a
+// small one to the dense LU; values and dual tangents against the complex step of the
+// complex-arithmetic elimination (an independent computation), reverse gradients too.
+TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
+  for (const int links : {40, 2}) {  // 120 x 120 (KLU) and 6 x 6 (dense LU)
+    const std::string size = std::to_string(links) + " links";
+    VectorX<double> p(3);
+    p << 0.7, -0.4, 1.3;
+    multibody::DenseMatrix<double> A;
+    VectorX<double> b;
+    chain_kkt<double>(p, links, A, b);
+    const Eigen::VectorXd x = multibody::solve_sparse<double>(compressed(A), b, "chain KKT matrix").col(0);
+    EXPECT_LT((A * x - b).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + b.cwiseAbs().maxCoeff())) << size;
+    for (int k = 0; k < 3; ++k) {
+      VectorX<Dual> pd(3);
+      VectorX<Complex> pc(3);
+      for (int i = 0; i < 3; ++i) {
+        pd[i] = make_dual(p[i], i == k ? 1.0 : 0.0);
+        pc[i] = Complex(p[i], i == k ? 1e-30 : 0.0);
+      }
+      multibody::DenseMatrix<Dual> Ad;
+      VectorX<Dual> bd;
+      chain_kkt<Dual>(pd, links, Ad, bd);
+      multibody::DenseMatrix<Complex> Ac;
+      VectorX<Complex> bc;
+      chain_kkt<Complex>(pc, links, Ac, bc);
+      const VectorX<Dual> xd = multibody::solve_sparse<Dual>(compressed(Ad), bd, "chain KKT matrix").col(0);
+      const VectorX<Complex> xc = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0);
+      for (int i = 0; i < A.rows(); ++i) {
+        EXPECT_NEAR(xd[i].a, x[i], 1e-12 * (1.0 + std::abs(x[i]))) << size;
+        const double reference = xc[i].imag() / 1e-30;
+        EXPECT_NEAR(xd[i].v[0], reference, 1e-10 * (1.0 + std::abs(reference))) << size << ", " << i << ", " << k;
+      }
+    }
+    // Reverse: the gradient of sum_i x_i against the complex step.
+    ReverseTape::clear();
+    VectorX<Reverse> pr(3);
+    for (int i = 0; i < 3; ++i) pr[i] = Reverse::independent(p[i]);
+    multibody::DenseMatrix<Reverse> Ar;
+    VectorX<Reverse> br;
+    chain_kkt<Reverse>(pr, links, Ar, br);
+    const VectorX<Reverse> xr = multibody::solve_sparse<Reverse>(compressed(Ar), br, "chain KKT matrix").col(0);
+    Reverse total(0.0);
+    for (int i = 0; i < xr.size(); ++i) total += xr[i];
+    std::vector<double> adjoint(ReverseTape::nodes().size(), 0.0);
+    adjoint[static_cast<size_t>(total.node())] = 1.0;
+    ReverseTape::sweep(adjoint);
+    ReverseTape::clear();
+    for (int k = 0; k < 3; ++k) {
+      const double gradient_k = adjoint[static_cast<size_t>(pr[k].node())];
+      VectorX<Complex> pc(3);
+      for (int i = 0; i < 3; ++i) pc[i] = Complex(p[i], i == k ? 1e-30 : 0.0);
+      multibody::DenseMatrix<Complex> Ac;
+      VectorX<Complex> bc;
+      chain_kkt<Complex>(pc, links, Ac, bc);
+      const double reference = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0).sum().imag() / 1e-30;
+      EXPECT_NEAR(gradient_k, reference, 1e-10 * (1.0 + std::abs(reference))) << size << ", " << k;
+    }
+  }
+}
+
+// A singular or non-finite matrix assembled sparse is named, on the KKT path and the dense one.
+TEST(DenseSolve, SingularOrNonFiniteSparseMatricesAreNamed) {
+  for (const int links : {40, 2}) {
+    VectorX<double> p = VectorX<double>::Zero(3);
+    multibody::DenseMatrix<double> A;
+    VectorX<double> b;
+    chain_kkt<double>(p, links, A, b);
+    multibody::DenseMatrix<double> singular = A;
+    singular.row(2 * links + 1).setZero();
+    singular.col(2 * links + 1).setZero();
+    try {
+      multibody::solve_sparse<double>(compressed(singular), b, "chain KKT matrix");
+      FAIL() << "no error for " << links << " links";
+    } catch (const ModelError& e) {
+      EXPECT_NE(std::string(e.what()).find("the chain KKT matrix is singular"), std::string::npos) << e.what();
+    }
+    multibody::DenseMatrix<double> infinite = A;
+    infinite(1, 1) = std::numeric_limits<double>::infinity();
+    try {
+      multibody::solve_sparse<double>(compressed(infinite), b, "chain KKT matrix");
+      FAIL() << "no error for " << links << " links";
+    } catch (const ModelError& e) {
+      EXPECT_NE(std::string(e.what()).find("the chain KKT matrix has non-finite entries"), std::string::npos)
+          << e.what();
+    }
   }
 }
 

@@ -125,3 +125,70 @@ TEST(LinearSolvers, MechanismsChooseBySizeAndFormulation) {
   ASSERT_LT(pb.n_states(), pb.options().krylov_min_states);
   EXPECT_EQ(simulate(pb).stats.linear_solver, "dense");
 }
+
+namespace {
+
+/// A chain of `rods` uniform rods pinned at the origin (as bench/multibody_bench's).
+std::string chain_yaml(int rods) {
+  std::string points, elements;
+  for (int k = 1; k <= rods; ++k) {
+    points += "  p" + std::to_string(k) + ": {position: [\"" + std::to_string(k) + "*L/" + std::to_string(rods) + "\", 0]}\n";
+    const std::string from = k == 1 ? "O" : "p" + std::to_string(k - 1);
+    elements += "  - {type: bar, from: " + from + ", to: p" + std::to_string(k) + ", length: L/" + std::to_string(rods) +
+                ", mass: m/" + std::to_string(rods) + "}\n";
+  }
+  return "name: chain\nhorizon: 1\nformulation: index1\nparameters: {L: 2, m: 1}\ngravity: [0, -9.81]\n"
+         "ground: {O: [0, 0]}\npoints:\n" +
+         points + "elements:\n" + elements + "costs:\n  tip: {terminal: [{signal: y, of: p" + std::to_string(rods) + "}]}\n";
+}
+
+}  // namespace
+
+// A right-hand side is a function of its arguments alone, bit for bit, whatever the factorization
+// caches hold: CVODES's adjoint recomputes stretches of the forward solution from check points
+// and overruns its step store when they take other steps (a crash in CVodeB). The chain's KKT
+// matrix (80 rows) goes to KLU; the right-hand sides at x_a, at six other states (more than the
+// caches hold), then at x_a again (double and dual) must repeat exactly, with reverse
+// recordings (whose solves keep their factors) in between.
+TEST(LinearSolvers, MechanismRightHandSidesArePureFunctions) {
+  const multibody::Model model = multibody::parse_model(chain_yaml(20), "chain20");
+  const Problem pb = multibody::make_problem(model);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  Eigen::VectorXd x_a(pb.n_states());
+  pb.initial_state().real(p, x_a);
+  const Mode& mode = pb.mode(pb.initial_mode());
+  const auto real_rhs = [&](const Eigen::VectorXd& x) {
+    Eigen::VectorXd xdot(x.size());
+    mode.rhs.real(0.1, x, p, xdot);
+    return xdot;
+  };
+  const auto dual_rhs = [&](const Eigen::VectorXd& x) {
+    VectorX<Dual> xd(x.size()), pd(p.size()), xdot(x.size());
+    for (Eigen::Index i = 0; i < x.size(); ++i) xd[i] = make_dual(x[i], std::cos(static_cast<double>(i)));
+    for (Eigen::Index i = 0; i < p.size(); ++i) pd[i] = Dual(p[i]);
+    mode.rhs.dual(Dual(0.1), xd, pd, xdot);
+    Eigen::MatrixXd out(x.size(), 2);
+    for (Eigen::Index i = 0; i < x.size(); ++i) out.row(i) << xdot[i].a, xdot[i].v[0];
+    return out;
+  };
+  const auto record_reverse = [&](const Eigen::VectorXd& x) {
+    ReverseTape::clear();
+    VectorX<Reverse> xr(x.size()), pr(p.size()), xdot(x.size());
+    for (Eigen::Index i = 0; i < x.size(); ++i) xr[i] = Reverse::independent(x[i]);
+    for (Eigen::Index i = 0; i < p.size(); ++i) pr[i] = Reverse::independent(p[i]);
+    mode.rhs.reverse(Reverse(0.1), xr, pr, xdot);
+  };
+  const Eigen::VectorXd first = real_rhs(x_a);
+  const Eigen::MatrixXd first_dual = dual_rhs(x_a);
+  for (int k = 1; k <= 6; ++k) {
+    Eigen::VectorXd x_b = x_a;
+    for (Eigen::Index i = 0; i < x_b.size(); ++i) x_b[i] += 1e-3 * k * std::sin(1.0 + static_cast<double>(i));
+    record_reverse(x_b);
+    real_rhs(x_b);
+    dual_rhs(x_b);
+  }
+  record_reverse(x_a);
+  EXPECT_EQ(real_rhs(x_a), first);
+  EXPECT_EQ(dual_rhs(x_a), first_dual);
+  ReverseTape::clear();
+}

@@ -4,6 +4,7 @@ namespace saltus {
 
 namespace {
 thread_local std::vector<ReverseTape::Node> tape_nodes;
+thread_local std::vector<std::unique_ptr<ReverseOperation>> tape_operations;
 thread_local long tape_generation = 0;
 }  // namespace
 
@@ -11,17 +12,32 @@ std::vector<ReverseTape::Node>& ReverseTape::nodes() { return tape_nodes; }
 
 void ReverseTape::clear() {
   tape_nodes.clear();  // keeps the capacity: recordings of one size do not allocate
+  tape_operations.clear();
   ++tape_generation;
 }
 
 long ReverseTape::generation() { return tape_generation; }
 
+std::int32_t ReverseTape::push_operation(std::unique_ptr<ReverseOperation> operation, std::int32_t outputs) {
+  const auto index = static_cast<std::int32_t>(tape_operations.size());
+  tape_operations.push_back(std::move(operation));
+  const auto first = static_cast<std::int32_t>(tape_nodes.size());
+  for (std::int32_t k = 0; k < outputs; ++k) tape_nodes.push_back({kOperationOutput, index, k + 1 == outputs ? 1.0 : 0.0, 0.0});
+  return first;
+}
+
 void ReverseTape::sweep(std::vector<double>& adjoint) {
   const Node* node = tape_nodes.data();
   for (std::int32_t i = static_cast<std::int32_t>(tape_nodes.size()) - 1; i >= 0; --i) {
+    const Node& n = node[i];
+    if (n.a == kOperationOutput) {
+      // The operation's outputs are consecutive and all their uses come after them: at its
+      // last output every output's adjoint is complete.
+      if (n.da != 0.0) tape_operations[static_cast<size_t>(n.b)]->backward(adjoint);
+      continue;
+    }
     const double a = adjoint[static_cast<size_t>(i)];
     if (a == 0.0) continue;
-    const Node& n = node[i];
     if (n.a >= 0) adjoint[static_cast<size_t>(n.a)] += n.da * a;
     if (n.b >= 0) adjoint[static_cast<size_t>(n.b)] += n.db * a;
   }

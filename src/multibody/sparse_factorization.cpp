@@ -1,7 +1,10 @@
 // KLU factorizations of large sparse multibody matrices: sparse_factorization.hpp.
 #include "sparse_factorization.hpp"
 
+#include <saltus/multibody/dense_solve.hpp>
+
 #include <saltus/core/error.hpp>
+#include <saltus/core/reverse_scalar.hpp>
 
 #include <fmt/format.h>
 #include <klu.h>
@@ -99,7 +102,9 @@ struct SparseFactors {
 namespace {
 
 struct SparseCache {
-  std::array<SparseFactors, 4> entries;
+  /// Shared: a solve recorded on the reverse tape keeps its factors (record_sparse_solve); the
+  /// cache then factors into a fresh entry instead of overwriting them.
+  std::array<std::shared_ptr<SparseFactors>, 4> entries;
   size_t next = 0;
   KluCommon klu;
   CompressedColumns scratch;  ///< the matrix being solved with
@@ -112,12 +117,29 @@ thread_local SparseCache cache;
                                what, n, rcond));
 }
 
+/// Numeric factors of entry.columns with `symbolic`: always a full factorization with
+/// pivoting. KLU's refactorization (the previous matrix's pivot order) would halve this, but
+/// its rounding then depends on which matrix came before: a right-hand side must be a function
+/// of its arguments alone, or CVODES's recomputation of a stretch of the forward solution in
+/// the adjoint takes other steps than the recording and overruns its step store (a crash in
+/// CVodeB, measured on the chains of 24 to 64 rods).
+void factor_numeric(SparseFactors& entry, const std::shared_ptr<klu_symbolic>& symbolic, Eigen::Index n,
+                    const char* what) {
+  klu_common& common = cache.klu.common;
+  CompressedColumns& c = entry.columns;  // KLU's C interface takes non-const arrays
+  entry.numeric.reset(klu_factor(c.starts.data(), c.rows.data(), c.values.data(), symbolic.get(), &common));
+  if (!entry.numeric || common.status == KLU_SINGULAR) throw_sparse_singular(what, 0.0, n);
+  if (klu_rcond(symbolic.get(), entry.numeric.get(), &common) != 1 || !(common.rcond > 1e-13)) {
+    throw_sparse_singular(what, common.rcond, n);
+  }
+}
+
 /// The entry for the compressed matrix in cache.scratch, factored: a cached one, or the next
 /// slot factored now (its symbolic analysis reused from an entry with the same pattern).
-const SparseFactors& factored(Eigen::Index n, const char* what) {
+const std::shared_ptr<SparseFactors>& factored(Eigen::Index n, const char* what) {
   const CompressedColumns& columns = cache.scratch;
-  for (const SparseFactors& entry : cache.entries) {
-    if (entry.valid && entry.columns.same(columns)) return entry;
+  for (const std::shared_ptr<SparseFactors>& entry : cache.entries) {
+    if (entry && entry->valid && entry->columns.same(columns)) return entry;
   }
   for (const double v : columns.values) {
     if (!std::isfinite(v)) {
@@ -126,31 +148,88 @@ const SparseFactors& factored(Eigen::Index n, const char* what) {
                                    what));
     }
   }
-  SparseFactors& entry = cache.entries[cache.next];
+  std::shared_ptr<SparseFactors>& slot = cache.entries[cache.next];
+  if (!slot || slot.use_count() > 1) slot = std::make_shared<SparseFactors>();
+  SparseFactors& entry = *slot;
+  const bool same_pattern = entry.symbolic && entry.columns.same_pattern(columns);
   entry.valid = false;
   entry.numeric.reset();
   entry.columns = columns;
-  std::shared_ptr<klu_symbolic> symbolic;
-  for (const SparseFactors& other : cache.entries) {
-    if (other.symbolic && &other != &entry && other.columns.same_pattern(entry.columns)) symbolic = other.symbolic;
+  std::shared_ptr<klu_symbolic> symbolic = same_pattern ? entry.symbolic : nullptr;
+  for (const std::shared_ptr<SparseFactors>& other : cache.entries) {
+    if (!symbolic && other && other.get() != &entry && other->symbolic && other->columns.same_pattern(entry.columns)) {
+      symbolic = other->symbolic;
+    }
   }
-  klu_common& common = cache.klu.common;
   if (!symbolic) {
+    klu_common& common = cache.klu.common;
     klu_symbolic* s = klu_analyze(static_cast<int>(n), entry.columns.starts.data(), entry.columns.rows.data(), &common);
     if (s == nullptr) throw ModelError(fmt::format("KLU could not analyse the {} (status {})", what, common.status));
     symbolic.reset(s, SymbolicDeleter{});
   }
   entry.symbolic = symbolic;
-  entry.numeric.reset(klu_factor(entry.columns.starts.data(), entry.columns.rows.data(), entry.columns.values.data(),
-                                 symbolic.get(), &common));
-  if (!entry.numeric || common.status == KLU_SINGULAR) throw_sparse_singular(what, 0.0, n);
-  if (klu_rcond(symbolic.get(), entry.numeric.get(), &common) != 1 || !(common.rcond > 1e-13)) {
-    throw_sparse_singular(what, common.rcond, n);
-  }
+  factor_numeric(entry, symbolic, n, what);
   entry.valid = true;
   cache.next = (cache.next + 1) % cache.entries.size();
-  return entry;
+  return slot;
 }
+
+/// X = A^-T B or A^-1 B in place with the factors.
+void solve_in_place(const SparseFactors& factors, Eigen::MatrixXd& x, bool transposed, const char* what) {
+  klu_common& common = cache.klu.common;
+  if (x.cols() == 0) return;
+  const int n = static_cast<int>(x.rows()), k = static_cast<int>(x.cols());
+  const int ok = transposed ? klu_tsolve(factors.symbolic.get(), factors.numeric.get(), n, k, x.data(), &common)
+                            : klu_solve(factors.symbolic.get(), factors.numeric.get(), n, k, x.data(), &common);
+  if (ok != 1) throw ModelError(fmt::format("KLU could not solve with the {} (status {})", what, common.status));
+}
+
+/// X = A^-1 B on the reverse tape as one operation: with the outputs' adjoints X-bar, B-bar =
+/// A^-T X-bar (one transposed solve with the factors kept from the recording) and A-bar =
+/// -B-bar X^T on A's stored entries only.
+class SparseSolveOperation : public ReverseOperation {
+ public:
+  SparseSolveOperation(std::shared_ptr<const SparseFactors> factors, const char* what)
+      : factors_(std::move(factors)), what_(what) {}
+
+  void backward(std::vector<double>& adjoint) const override {
+    const Eigen::Index n = values_.rows(), k = values_.cols();
+    Eigen::MatrixXd bar(n, k);
+    bool any = false;
+    for (Eigen::Index j = 0; j < k; ++j) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        bar(i, j) = adjoint[static_cast<size_t>(first_output_ + j * n + i)];
+        any = any || bar(i, j) != 0.0;
+      }
+    }
+    if (!any) return;
+    solve_in_place(*factors_, bar, true, what_);  // now B-bar
+    for (Eigen::Index j = 0; j < k; ++j) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const std::int32_t node = rhs_nodes_[static_cast<size_t>(j * n + i)];
+        if (node >= 0) adjoint[static_cast<size_t>(node)] += bar(i, j);
+      }
+    }
+    for (const MatrixEntry& e : matrix_entries_) {
+      double sum = 0.0;
+      for (Eigen::Index j = 0; j < k; ++j) sum += bar(e.row, j) * values_(e.col, j);
+      adjoint[static_cast<size_t>(e.node)] -= sum;
+    }
+  }
+
+  struct MatrixEntry {
+    int row, col;
+    std::int32_t node;
+  };
+  std::vector<MatrixEntry> matrix_entries_;  ///< A's entries that are on the tape
+  std::vector<std::int32_t> rhs_nodes_;      ///< B's nodes, column-major (-1: constant)
+  Eigen::MatrixXd values_;                   ///< X
+  std::int32_t first_output_ = 0;
+
+ private:
+  std::shared_ptr<const SparseFactors> factors_;
+  const char* what_;
+};
 
 }  // namespace
 
@@ -159,10 +238,11 @@ const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* w
   const Eigen::Index nonzeros = (matrix.array() != 0.0).count();
   if (static_cast<double>(nonzeros) > kSparseMaxDensity * static_cast<double>(matrix.size())) return nullptr;
   cache.scratch.assign(matrix, nonzeros);
-  return &factored(matrix.rows(), what);
+  return factored(matrix.rows(), what).get();
 }
 
-const SparseFactors& sparse_factors(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix, const char* what) {
+std::shared_ptr<const SparseFactors> sparse_factors(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix,
+                                                    const char* what) {
   if (matrix.rows() != matrix.cols()) {
     throw ModelError(fmt::format("the {} is not square ({} x {})", what, matrix.rows(), matrix.cols()));
   }
@@ -172,12 +252,42 @@ const SparseFactors& sparse_factors(const Eigen::SparseMatrix<double, Eigen::Col
 
 Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what) {
   Eigen::MatrixXd x = rhs;
-  klu_common& common = cache.klu.common;
-  if (x.cols() > 0 && klu_solve(factors.symbolic.get(), factors.numeric.get(), static_cast<int>(x.rows()),
-                                static_cast<int>(x.cols()), x.data(), &common) != 1) {
-    throw ModelError(fmt::format("KLU could not solve with the {} (status {})", what, common.status));
-  }
+  solve_in_place(factors, x, false, what);
   return x;
+}
+
+DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& matrix,
+                                         const DenseMatrix<Reverse>& rhs, const char* what) {
+  using Real = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
+  const Real values = Eigen::SparseMatrix<double, Eigen::RowMajor, int>(
+      matrix.unaryExpr([](const Reverse& r) { return r.value(); }));
+  const std::shared_ptr<const SparseFactors> factors = sparse_factors(values, what);
+  auto operation = std::make_unique<SparseSolveOperation>(factors, what);
+  const Eigen::Index n = rhs.rows(), k = rhs.cols();
+  Eigen::MatrixXd x(n, k);
+  operation->rhs_nodes_.resize(static_cast<size_t>(n * k));
+  for (Eigen::Index j = 0; j < k; ++j) {
+    for (Eigen::Index i = 0; i < n; ++i) {
+      x(i, j) = rhs(i, j).value();
+      operation->rhs_nodes_[static_cast<size_t>(j * n + i)] = rhs(i, j).node();
+    }
+  }
+  for (int i = 0; i < matrix.outerSize(); ++i) {
+    for (Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
+      if (!it.value().is_constant()) operation->matrix_entries_.push_back({i, static_cast<int>(it.col()), it.value().node()});
+    }
+  }
+  solve_in_place(*factors, x, false, what);
+  operation->values_ = x;
+  const Eigen::Index outputs = n * k;
+  SparseSolveOperation& recorded = *operation;
+  const std::int32_t first = ReverseTape::push_operation(std::move(operation), static_cast<std::int32_t>(outputs));
+  recorded.first_output_ = first;
+  DenseMatrix<Reverse> X(n, k);
+  for (Eigen::Index j = 0; j < k; ++j) {
+    for (Eigen::Index i = 0; i < n; ++i) X(i, j) = Reverse::output(x(i, j), first + static_cast<std::int32_t>(j * n + i));
+  }
+  return X;
 }
 
 }  // namespace saltus::multibody::detail

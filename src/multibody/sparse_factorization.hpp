@@ -8,8 +8,12 @@
 // sparsity pattern and reused for every matrix with that pattern; the numeric factorization is
 // kept for the last matrices, as the dense path keeps its LU, so that the columns of a Jacobian
 // and the parameter directions at one state solve with one factorization.
+#include <saltus/multibody/dense_solve.hpp>
+
 #include <Eigen/Core>
 #include <Eigen/SparseCore>
+
+#include <memory>
 
 namespace saltus::multibody::detail {
 
@@ -24,10 +28,13 @@ struct SparseFactors;
 const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* what);
 /// KLU's factors of a matrix assembled sparse (square; from the cache, or factored now), whatever
 /// its size: the caller chose the sparse path. Throws like the dense overload.
-const SparseFactors& sparse_factors(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix, const char* what);
+/// Shared: the cache keeps them for the next solves; a solve recorded on the reverse tape keeps
+/// them until the tape is cleared (record_sparse_solve).
+std::shared_ptr<const SparseFactors> sparse_factors(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix,
+                                                    const char* what);
 /// X = A^-1 B (B n x k) with the factors.
 Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what);
-inline constexpr Eigen::Index kSparseMinSize = 64;
+inline constexpr Eigen::Index kSparseMinSize = kSparseSolveMinRows;
 inline constexpr double kSparseMaxDensity = 0.15;
 
 }  // namespace saltus::multibody::detail

@@ -16,9 +16,21 @@
 // The tape is thread-local: one recording at a time per thread (ReverseTape).
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace saltus {
+
+/// An operation recorded on the tape as one block (a linear solve): its outputs are consecutive
+/// nodes, and the sweep calls `backward` once, when it reaches the last of them, to add its
+/// inputs' adjoints from its outputs'. Its cost then follows the operation's own structure (two
+/// sparse triangular solves) instead of one node per scalar operation of an elimination.
+class ReverseOperation {
+ public:
+  virtual ~ReverseOperation() = default;
+  /// Adds to adjoint[input] for every input node, reading adjoint[output] of its outputs.
+  virtual void backward(std::vector<double>& adjoint) const = 0;
+};
 
 /// The tape of the current thread.
 class ReverseTape {
@@ -36,6 +48,12 @@ class ReverseTape {
     return static_cast<std::int32_t>(n.size() - 1);
   }
   static std::vector<Node>& nodes();
+  /// Appends `outputs` nodes for the outputs of `operation` (kept until clear()) and returns the
+  /// first one's index.
+  static std::int32_t push_operation(std::unique_ptr<ReverseOperation> operation, std::int32_t outputs);
+  /// Node::a of an operation's output node (Node::b is the operation's index, Node::da 1 on its
+  /// last output).
+  static constexpr std::int32_t kOperationOutput = -2;
   /// Number of clear() calls so far: a recording made in generation g is valid while
   /// generation() == g.
   static long generation();
@@ -52,6 +70,8 @@ class Reverse {
   static Reverse independent(double value) {
     return Reverse(value, ReverseTape::push(-1, 0.0, -1, 0.0));
   }
+  /// The value of output node `node` (ReverseTape::push_operation).
+  static Reverse output(double value, std::int32_t node) { return Reverse(value, node); }
   double value() const { return value_; }
   std::int32_t node() const { return node_; }
   bool is_constant() const { return node_ < 0; }

@@ -14,7 +14,8 @@
 //             forward sensitivities at one state: a Jacobian then costs one factorization, not
 //             one per column.
 //   - Reverse: recorded on the tape as a solve (the residual and two triangular solves with the
-//             double factors), not as an elimination (solve_dense_reverse).
+//             double factors), not as an elimination (solve_dense_reverse); a large matrix
+//             assembled sparse as one tape operation whose sweep is a transposed KLU solve.
 //   - Complex: Gaussian elimination in complex arithmetic, pivoting on the real parts, so the
 //             complex step stays an independent check of the dual and reverse paths.
 // Every path throws ModelError naming `what` for a non-finite or singular matrix (a pivot below
@@ -35,6 +36,11 @@ namespace saltus::multibody {
 
 template <class S>
 using DenseMatrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+
+/// From this many rows a matrix assembled sparse is factored by KLU (solve_sparse), and a dense
+/// one with at most 15 % nonzeros too; below it the dense LU is faster (measured on the chain's
+/// KKT matrices).
+inline constexpr Eigen::Index kSparseSolveMinRows = 64;
 
 namespace detail {
 
@@ -180,6 +186,12 @@ DenseMatrix<Reverse> solve_dense_reverse(const DenseMatrix<Reverse>& matrix, con
   return X;
 }
 
+/// X = A^-1 B recorded on the reverse tape as one operation (ReverseOperation): the values from
+/// KLU's factors of A's values, which the tape keeps for its sweeps; a sweep costs one transposed
+/// sparse solve and O(nnz(A)) (src/multibody/sparse_factorization.cpp).
+DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& matrix,
+                                         const DenseMatrix<Reverse>& rhs, const char* what);
+
 /// The sparse counterpart of solve_dense_dual: the tangent's residual B' - A' X costs O(nnz(A)).
 template <class Rhs>
 DenseMatrix<Dual> solve_sparse_dual(const Eigen::SparseMatrix<Dual, Eigen::RowMajor, int>& matrix, const Rhs& rhs,
@@ -219,7 +231,8 @@ DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const c
 
 /// Solves A X = B for a square A assembled sparse (n x n, compressed rows) and B (n x k) in the
 /// scalar type S: double and Dual factor the values sparse (KLU from 64 rows, dense LU below);
-/// Reverse, Complex and HyperDual solve the dense form as solve_dense does. Throws like
+/// Reverse records one tape operation from 64 rows (record_sparse_solve), the dense recording
+/// below; Complex and HyperDual eliminate the dense form as solve_dense does. Throws like
 /// solve_dense.
 template <class S, class Rhs>
 DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& matrix, const Rhs& rhs,
@@ -228,6 +241,9 @@ DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& 
     return detail::FactoredMatrix(matrix, what).solve(Eigen::MatrixXd(rhs));
   } else if constexpr (std::is_same_v<S, Dual>) {
     return detail::solve_sparse_dual(matrix, rhs, what);
+  } else if constexpr (std::is_same_v<S, Reverse>) {
+    if (matrix.rows() >= kSparseSolveMinRows) return detail::record_sparse_solve(matrix, DenseMatrix<Reverse>(rhs), what);
+    return detail::solve_dense_reverse(DenseMatrix<Reverse>(matrix), rhs, what);
   } else {
     return solve_dense<S>(DenseMatrix<S>(matrix), rhs, what);
   }
