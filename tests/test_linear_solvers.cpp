@@ -124,6 +124,8 @@ TEST(LinearSolvers, MechanismsChooseBySizeAndFormulation) {
   const Problem pb = multibody::make_problem(model, settings);
   ASSERT_LT(pb.n_states(), pb.options().krylov_min_states);
   EXPECT_EQ(simulate(pb).stats.linear_solver, "dense");
+  // The report's description names the formulation's matrix and its path (8 rods: 24 rows).
+  EXPECT_NE(pb.description().find("KKT matrix 24 x 24 dense (LU)"), std::string::npos) << pb.description();
 }
 
 namespace {
@@ -146,13 +148,14 @@ std::string chain_yaml(int rods) {
 
 // A right-hand side is a function of its arguments alone, bit for bit, whatever the factorization
 // caches hold: CVODES's adjoint recomputes stretches of the forward solution from check points
-// and overruns its step store when they take other steps (a crash in CVodeB). The chain's KKT
-// matrix (80 rows) goes to KLU; the right-hand sides at x_a, at six other states (more than the
+// and overruns its step store when they take other steps (a crash in CVodeB, seen on the adjoint
+// of this chain with KLU refactorizations). The chain's KKT matrix (72 rows) goes to KLU; the right-hand sides at x_a, at six other states (more than the
 // caches hold), then at x_a again (double and dual) must repeat exactly, with reverse
 // recordings (whose solves keep their factors) in between.
 TEST(LinearSolvers, MechanismRightHandSidesArePureFunctions) {
-  const multibody::Model model = multibody::parse_model(chain_yaml(20), "chain20");
+  const multibody::Model model = multibody::parse_model(chain_yaml(24), "chain24");
   const Problem pb = multibody::make_problem(model);
+  ASSERT_NE(pb.description().find("KKT matrix 72 x 72 sparse (KLU)"), std::string::npos) << pb.description();
   const Eigen::VectorXd p = pb.nominal_parameters();
   Eigen::VectorXd x_a(pb.n_states());
   pb.initial_state().real(p, x_a);

@@ -147,31 +147,40 @@ ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const Contac
   return cs;
 }
 
-/// [M force^T; jac 0] (n + m square, sparse), with `extra` rows and columns appended as
-/// [M force^T extra; jac 0 0; extra^T 0 0] (impacting contacts' gradients; k x n).
-template <class S>
-SparseMat<S> kkt_matrix(const SparseMat<S>& M, const SparseMat<S>& force, const SparseMat<S>& jac,
-                        const SparseMat<S>& extra = SparseMat<S>()) {
+/// Solves [M force^T extra^T; jac 0 0; extra 0 0] X = rhs (n + m + k square; `extra` the
+/// impacting contacts' gradients, k x n, may be empty): assembled sparse for KLU from
+/// kSparseSolveMinRows rows, straight into a dense matrix below (as fast as the dense LU is).
+template <class S, class Rhs>
+MatX<S> solve_kkt(const SparseMat<S>& M, const SparseMat<S>& force, const SparseMat<S>& jac, const SparseMat<S>& extra,
+                  const Rhs& rhs, const char* what) {
   const int n = static_cast<int>(M.rows()), rows = static_cast<int>(jac.rows()), k = static_cast<int>(extra.rows());
   const int size = n + rows + k;
+  const auto scatter = [&](auto&& put) {
+    for (int i = 0; i < n; ++i) {
+      for (typename SparseMat<S>::InnerIterator it(M, i); it; ++it) put(i, static_cast<int>(it.col()), it.value());
+    }
+    for (int r = 0; r < rows; ++r) {
+      for (typename SparseMat<S>::InnerIterator it(force, r); it; ++it) put(static_cast<int>(it.col()), n + r, it.value());
+      for (typename SparseMat<S>::InnerIterator it(jac, r); it; ++it) put(n + r, static_cast<int>(it.col()), it.value());
+    }
+    for (int r = 0; r < k; ++r) {
+      for (typename SparseMat<S>::InnerIterator it(extra, r); it; ++it) {
+        put(static_cast<int>(it.col()), n + rows + r, it.value());
+        put(n + rows + r, static_cast<int>(it.col()), it.value());
+      }
+    }
+  };
+  if (size < kSparseSolveMinRows) {
+    MatX<S> K = MatX<S>::Zero(size, size);
+    scatter([&K](int i, int j, const S& v) { K(i, j) += v; });
+    return solve_dense<S>(K, rhs, what);
+  }
   std::vector<Eigen::Triplet<S, int>> entries;
   entries.reserve(static_cast<size_t>(M.nonZeros() + force.nonZeros() + jac.nonZeros() + 2 * extra.nonZeros()));
-  for (int i = 0; i < n; ++i) {
-    for (typename SparseMat<S>::InnerIterator it(M, i); it; ++it) entries.emplace_back(i, it.col(), it.value());
-  }
-  for (int r = 0; r < rows; ++r) {
-    for (typename SparseMat<S>::InnerIterator it(force, r); it; ++it) entries.emplace_back(it.col(), n + r, it.value());
-    for (typename SparseMat<S>::InnerIterator it(jac, r); it; ++it) entries.emplace_back(n + r, it.col(), it.value());
-  }
-  for (int r = 0; r < k; ++r) {
-    for (typename SparseMat<S>::InnerIterator it(extra, r); it; ++it) {
-      entries.emplace_back(it.col(), n + rows + r, it.value());
-      entries.emplace_back(n + rows + r, it.col(), it.value());
-    }
-  }
+  scatter([&entries](int i, int j, const S& v) { entries.emplace_back(i, j, v); });
   SparseMat<S> K(size, size);
   K.setFromTriplets(entries.begin(), entries.end());
-  return K;
+  return solve_sparse<S>(K, rhs, what);
 }
 
 /// Solves the KKT system of the rows of `cs`, [M force^T; Phi_q 0] [y; mu] = [top; bottom]
@@ -180,10 +189,9 @@ template <class S>
 std::pair<VectorX<S>, VectorX<S>> kkt_solve(const Model& m, const ConstraintSet<S>& cs, In<S> p, const VectorX<S>& top,
                                             const VectorX<S>& bottom, const char* what) {
   const int n = m.n_coordinates(), rows = static_cast<int>(cs.phi.size());
-  const SparseMat<S> K = kkt_matrix<S>(mass_matrix<S>(m, p), cs.force_directions(), cs.jac);
   VectorX<S> rhs(n + rows);
   rhs << top, bottom;
-  const VectorX<S> sol = solve_sparse<S>(K, rhs, what).col(0);
+  const VectorX<S> sol = solve_kkt<S>(mass_matrix<S>(m, p), cs.force_directions(), cs.jac, SparseMat<S>(0, n), rhs, what).col(0);
   return {sol.head(n), sol.tail(rows)};
 }
 
@@ -256,7 +264,6 @@ VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const 
     const S e = index == plastic ? S(0.0) : value_of<S>(contact.restitution, p);
     rhs[n + rows + i] = -e * r_q.times(st.v);
   }
-  const SparseMat<S> K = kkt_matrix<S>(M, cs.jac, cs.jac, gradients.matrix());
   std::string what = "impact (KKT impulse) matrix";
   if (k > 1 || !held.empty()) {
     std::vector<std::string> names;
@@ -266,7 +273,7 @@ VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const 
                        "are dependent and the impulses not unique)",
                        fmt::join(names, ", "));
   }
-  const MatX<S> sol = solve_sparse<S>(K, rhs, what.c_str());
+  const MatX<S> sol = solve_kkt<S>(M, cs.jac, cs.jac, gradients.matrix(), rhs, what.c_str());
   return sol.col(0).head(n);
 }
 

@@ -160,9 +160,20 @@ void add_repartition_event(Problem& pb, const std::shared_ptr<const detail::Magg
       });
 }
 
+/// The formulation's main linear system and how it is solved: sparse by KLU from
+/// kSparseSolveMinRows rows, else dense LU (active persistent contacts add rows to a KKT matrix).
+std::string matrix_path(const Model& model, FormulationType type) {
+  const int n = model.n_coordinates();
+  const bool reduced = type == FormulationType::Penalty || type == FormulationType::Maggi;
+  const int rows = reduced ? n : n + model.n_constraints();
+  const char* name = type == FormulationType::Penalty ? "penalty matrix" : type == FormulationType::Maggi ? "matrix [Phi_q; B]" : "KKT matrix";
+  return fmt::format("{} {} x {} {}", name, rows, rows, rows >= kSparseSolveMinRows ? "sparse (KLU)" : "dense (LU)");
+}
+
 template <class Form>
 Problem build(const Model& model, std::shared_ptr<const Form> form, const FormulationSettings& settings) {
-  Problem pb(model.name, fmt::format("planar multibody model ({} formulation{})", to_string(settings.type),
+  Problem pb(model.name, fmt::format("planar multibody model ({} formulation, {}{})", to_string(settings.type),
+                                     matrix_path(model, settings.type),
                                      model.source.empty() ? "" : ", from " + model.source));
   pb.set_states(form->state_names());
   for (const Parameter& par : model.parameters) pb.add_parameter(par.name, par.nominal);

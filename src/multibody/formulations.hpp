@@ -425,10 +425,18 @@ struct CartesianForm : FullCoordinateForm {
     if (penalty) {
       const SparseMat<S>& force = cs.force_directions();
       const S alpha(settings.penalty_alpha);
-      const SparseMat<S> penalty_term = force.transpose() * cs.jac;
-      const SparseMat<S> M_alpha = mass_matrix<S>(*model, p) + alpha * penalty_term;
-      const VectorX<S> a = solve_sparse<S>(M_alpha, applied_forces(*model, st, p) - alpha * (force.transpose() * target),
-                                           "penalty mass matrix M + Phi_q^T alpha Phi_q");
+      const VectorX<S> rhs = applied_forces(*model, st, p) - alpha * (force.transpose() * target);
+      const char* what = "penalty mass matrix M + Phi_q^T alpha Phi_q";
+      VectorX<S> a;
+      if (n < kSparseSolveMinRows) {  // small: the dense product and LU are faster
+        const MatX<S> force_dense(force), jac_dense(cs.jac);
+        MatX<S> M_alpha(mass_matrix<S>(*model, p));
+        M_alpha.noalias() += alpha * (force_dense.transpose() * jac_dense);
+        a = solve_dense<S>(M_alpha, rhs, what);
+      } else {
+        const SparseMat<S> penalty_term = force.transpose() * cs.jac;
+        a = solve_sparse<S>(SparseMat<S>(mass_matrix<S>(*model, p) + alpha * penalty_term), rhs, what);
+      }
       const VectorX<S> mu = alpha * (cs.jac * a + target);
       return {a, mu};
     }
@@ -609,7 +617,7 @@ struct MaggiForm : FormBase {
     MatX<S> rhs = MatX<S>::Zero(n, f() + 1);
     rhs.bottomLeftCorner(f(), f()) = MatX<S>::Identity(f(), f());
     rhs.col(f()).head(rows) = -k.cs.bias;  // Phi_q a = c = -bias
-    const MatX<S> sol = solve_sparse<S>(augmented_jacobian(set, k.cs.jac), rhs, "Maggi matrix [Phi_q; B]");
+    const MatX<S> sol = solve_augmented<S>(set, k.cs.jac, rhs, "Maggi matrix [Phi_q; B]");
     k.R = sol.leftCols(f());
     k.s_c = sol.col(f());
     return k;

@@ -55,7 +55,7 @@ Partition pivot_partition_keeping(const Eigen::MatrixXd& jac, const std::vector<
 /// [Phi_q; B] for a constraint Jacobian.
 template <class S>
 SparseMat<S> augmented_jacobian(const Partition& part, const SparseMat<S>& jac) {
-  SparseRowStack<S> A(part.n);
+  SparseRowStack<S> A(part.n, static_cast<int>(jac.rows()) + part.f());
   A.push(jac);
   for (int j = 0; j < part.f(); ++j) {
     RowJacobian<S> unit;
@@ -69,6 +69,19 @@ inline Eigen::MatrixXd augmented_jacobian(const Partition& part, const Eigen::Ma
   A.topRows(jac.rows()) = jac;
   for (int j = 0; j < part.f(); ++j) A(jac.rows() + j, part.independent[static_cast<size_t>(j)]) = 1.0;
   return A;
+}
+
+/// X = [Phi_q; B]^-1 rhs: sparse (KLU) from kSparseSolveMinRows rows, assembled straight into a
+/// dense matrix below.
+template <class S, class Rhs>
+MatX<S> solve_augmented(const Partition& part, const SparseMat<S>& jac, const Rhs& rhs, const char* what) {
+  if (part.n >= kSparseSolveMinRows) return solve_sparse<S>(augmented_jacobian(part, jac), rhs, what);
+  MatX<S> A = MatX<S>::Zero(jac.rows() + part.f(), part.n);
+  for (int i = 0; i < jac.outerSize(); ++i) {
+    for (typename SparseMat<S>::InnerIterator it(jac, i); it; ++it) A(i, it.col()) += it.value();
+  }
+  for (int j = 0; j < part.f(); ++j) A(jac.rows() + j, part.independent[static_cast<size_t>(j)]) = S(1.0);
+  return solve_dense<S>(A, rhs, what);
 }
 
 template <class S>
@@ -96,7 +109,7 @@ VectorX<S> refine_positions(const Model& model, const Partition& part, const S& 
     const ConstraintSet<S> c = constraints(model, st, p);
     VectorX<S> residual(c.phi.size() + part.f());
     residual << c.phi, select(part, st.q) - u;
-    st.q -= solve_sparse<S>(augmented_jacobian(part, c.jac), residual, "position-analysis matrix [Phi_q; B]");
+    st.q -= solve_augmented<S>(part, c.jac, residual, "position-analysis matrix [Phi_q; B]");
   }
   return st.q;
 }
@@ -109,7 +122,7 @@ VectorX<S> velocities_from_independent(const Model& model, const Partition& part
   const ConstraintSet<S> c = constraints(model, at_rest, p);
   VectorX<S> rhs(c.phi.size() + part.f());
   rhs << -c.phi_t, u_dot;
-  return solve_sparse<S>(augmented_jacobian(part, c.jac), rhs, "velocity-analysis matrix [Phi_q; B]");
+  return solve_augmented<S>(part, c.jac, rhs, "velocity-analysis matrix [Phi_q; B]");
 }
 
 }  // namespace saltus::multibody::detail

@@ -19,6 +19,7 @@
 #include <Eigen/Core>
 #include <Eigen/SparseCore>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <stdexcept>
@@ -259,32 +260,68 @@ TimeValue<S> evaluate(const TimeFunction& fn, const S& t, In<S> p) {
                       value_of<S>(fn.rate, p) + a * w * c, -a * w * w * s};
 }
 
-/// Sparse rows stacked into a matrix: whole sparse matrices and row Jacobians, top to bottom.
+/// Sparse rows stacked into a matrix: whole sparse matrices and row Jacobians, top to bottom,
+/// written straight into compressed rows (a row Jacobian's entries sorted by coordinate, those on
+/// one coordinate added): no triplets, no sort of the whole matrix.
 template <class S>
 class SparseRowStack {
  public:
-  explicit SparseRowStack(int columns) : columns_(columns) {}
-  void push(const RowJacobian<S>& row) {
-    for (int k = 0; k < row.size(); ++k) entries_.emplace_back(rows_, row.coordinate(k), row.coefficient(k));
-    ++rows_;
+  explicit SparseRowStack(int columns, int expected_rows = 0) : columns_(columns) {
+    starts_.reserve(static_cast<size_t>(expected_rows + 1));
+    columns_of_.reserve(static_cast<size_t>(6 * expected_rows));
+    values_.reserve(static_cast<size_t>(6 * expected_rows));
+    starts_.push_back(0);
+  }
+  template <int Capacity>
+  void push(const LocalJacobian<S, Capacity>& row) {
+    std::array<int, Capacity> order;
+    for (int k = 0; k < row.size(); ++k) order[static_cast<size_t>(k)] = k;
+    // Insertion sort of a handful of entries by coordinate.
+    for (int k = 1; k < row.size(); ++k) {
+      const int entry = order[static_cast<size_t>(k)];
+      int at = k;
+      for (; at > 0 && row.coordinate(order[static_cast<size_t>(at - 1)]) > row.coordinate(entry); --at) {
+        order[static_cast<size_t>(at)] = order[static_cast<size_t>(at - 1)];
+      }
+      order[static_cast<size_t>(at)] = entry;
+    }
+    const size_t row_start = columns_of_.size();
+    for (int k = 0; k < row.size(); ++k) {
+      const int entry = order[static_cast<size_t>(k)];
+      const int coordinate = row.coordinate(entry);
+      if (columns_of_.size() > row_start && columns_of_.back() == coordinate) {
+        values_.back() += row.coefficient(entry);
+      } else {
+        columns_of_.push_back(coordinate);
+        values_.push_back(row.coefficient(entry));
+      }
+    }
+    starts_.push_back(static_cast<int>(columns_of_.size()));
   }
   void push(const SparseMat<S>& matrix) {
     for (int i = 0; i < matrix.outerSize(); ++i) {
-      for (typename SparseMat<S>::InnerIterator it(matrix, i); it; ++it) entries_.emplace_back(rows_ + i, it.col(), it.value());
+      for (typename SparseMat<S>::InnerIterator it(matrix, i); it; ++it) {
+        columns_of_.push_back(static_cast<int>(it.col()));
+        values_.push_back(it.value());
+      }
+      starts_.push_back(static_cast<int>(columns_of_.size()));
     }
-    rows_ += static_cast<int>(matrix.rows());
   }
-  int rows() const { return rows_; }
-  /// The stacked matrix; entries on one coordinate of a row are added.
+  int rows() const { return static_cast<int>(starts_.size()) - 1; }
+  /// The stacked matrix (compressed rows).
   SparseMat<S> matrix() const {
-    SparseMat<S> stacked(rows_, columns_);
-    stacked.setFromTriplets(entries_.begin(), entries_.end());
+    SparseMat<S> stacked(rows(), columns_);
+    stacked.resizeNonZeros(static_cast<Eigen::Index>(values_.size()));
+    std::copy(starts_.begin(), starts_.end(), stacked.outerIndexPtr());
+    std::copy(columns_of_.begin(), columns_of_.end(), stacked.innerIndexPtr());
+    std::copy(values_.begin(), values_.end(), stacked.valuePtr());
     return stacked;
   }
 
  private:
-  int columns_, rows_ = 0;
-  std::vector<Eigen::Triplet<S, int>> entries_;
+  int columns_;
+  std::vector<int> starts_, columns_of_;
+  std::vector<S> values_;
 };
 
 /// Phi, Phi_q, Phi_t and the acceleration bias of every constraint, stacked in element order.
@@ -388,13 +425,14 @@ void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<
 template <class S>
 ConstraintSet<S> constraints(const Model& m, const MotionState<S>& st, In<S> p) {
   std::vector<KinRow<S>> rows;
+  rows.reserve(static_cast<size_t>(m.n_constraints()));
   for (const Element& e : m.elements) append_rows(e, m, st, p, rows);
   const int rows_n = static_cast<int>(rows.size());
   ConstraintSet<S> c;
   c.phi.resize(rows_n);
   c.phi_t.resize(rows_n);
   c.bias.resize(rows_n);
-  SparseRowStack<S> jac(m.n_coordinates());
+  SparseRowStack<S> jac(m.n_coordinates(), rows_n);
   for (int i = 0; i < rows_n; ++i) {
     const KinRow<S>& r = rows[static_cast<size_t>(i)];
     c.phi[i] = r.value;
