@@ -1,9 +1,8 @@
 // Multibody benchmark, ratios measured in one run (medians):
 //  1. fivebar_floor: forward sensitivity / simulation and adjoint / simulation per formulation;
-//  2. the chain of N rods of issue 12 (N = 8 ... 64, index-1): simulation time per step, and the
+//  2. the chain of N rods of issue 12 (N = 8 ... 256, index-1): simulation time per step, and the
 //     gradient cost (forward for L, m, g; adjoint for all four parameters) relative to
-//     simulation. Gradients stop at N = max_gradient_n (default 32): the dense KKT matrix makes
-//     each step grow like N^2 - N^3 until the sparse path lands.
+//     simulation, up to N = max_gradient_n (default 64; the forward runs grow fastest).
 // Usage: build/bench/saltus_multibody_bench [path/to/examples] [max_gradient_n]
 //        build/bench/saltus_multibody_bench --chain-yaml N   (prints the chain's model file)
 #include <saltus/core/heap_settings.hpp>
@@ -77,7 +76,7 @@ void chain_table(int max_gradient_n) {
   fmt::print("\nchain of N rods (issue 12; index-1, rtol 1e-6, 1 s, tip hits the floor; forward for L, m, g)\n");
   fmt::print("{:>4} {:>6} {:>8} {:>10} {:>12} {:>10} {:>12} {:>12}\n", "N", "states", "steps", "sim s", "sim ms/step",
              "forward s", "forward/sim", "adjoint/sim");
-  for (int rods : {8, 16, 32, 64}) {
+  for (int rods : {8, 16, 32, 64, 128, 256}) {
     const Problem pb = multibody::make_problem(multibody::parse_model(chain_yaml(rods), "chain"));
     const int reps = rods <= 8 ? 5 : 1;
     Solution sim;
@@ -105,7 +104,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::string examples = argc > 1 ? argv[1] : "examples";
-  const int max_gradient_n = argc > 2 ? std::atoi(argv[2]) : 32;
+  const int max_gradient_n = argc > 2 ? std::atoi(argv[2]) : 64;
   fivebar_table(examples);
   chain_table(max_gradient_n);
   return 0;

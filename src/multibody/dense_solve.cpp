@@ -64,7 +64,7 @@ FactoredMatrix::FactoredMatrix(const Eigen::MatrixXd& matrix, const char* what)
 FactoredMatrix::FactoredMatrix(const Eigen::SparseMatrix<double, Eigen::RowMajor, int>& matrix, const char* what)
     : what_(what) {
   if (matrix.rows() >= kSparseMinSize) {
-    sparse_ = sparse_factors(Eigen::SparseMatrix<double, Eigen::ColMajor, int>(matrix), what).get();
+    sparse_ = sparse_factors(matrix, what).get();
   } else {
     dense_ = &dense_factorization(Eigen::MatrixXd(matrix), what);
   }

@@ -223,7 +223,7 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
 void Model::validate() const {
   if (n_coordinates() == 0) throw InputError(fmt::format("{}: the model has no points and no bodies", where(*this)));
   if (n_coordinates() > max_coordinates) {
-    throw InputError(fmt::format("{}: the model has {} coordinates ({} points, {} bodies); Saltus's dense "
+    throw InputError(fmt::format("{}: the model has {} coordinates ({} points, {} bodies); Saltus's "
                                  "formulations take at most {} (docs/multibody.md, \"Limits\")",
                                  where(*this), n_coordinates(), points.size(), bodies.size(), max_coordinates));
   }

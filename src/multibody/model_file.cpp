@@ -232,7 +232,7 @@ class Reader : yaml::Fields {
     if (n <= Model::max_coordinates) return;
     const char* field = model_.points.empty() ? "bodies" : "points";
     fail(root_[field], field,
-         fmt::format("the model has {} coordinates ({} points, {} bodies); Saltus's dense formulations take at "
+         fmt::format("the model has {} coordinates ({} points, {} bodies); Saltus's formulations take at "
                      "most {} (docs/multibody.md, \"Limits\")",
                      n, model_.points.size(), model_.bodies.size(), Model::max_coordinates));
   }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <klu.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -46,24 +47,40 @@ struct CompressedColumns {
     }
     rows.resize(static_cast<size_t>(k));
     values.resize(static_cast<size_t>(k));
+    of_transpose = false;
   }
-  /// Copies the compressed arrays of `matrix` (every stored entry, zeros included: the pattern is
-  /// the assembly's, the same at every evaluation).
-  void assign(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix) {
-    const Eigen::Index n = matrix.outerSize();
-    starts.resize(static_cast<size_t>(n + 1));
-    rows.clear();
-    values.clear();
-    starts[0] = 0;
-    for (Eigen::Index j = 0; j < n; ++j) {
-      for (Eigen::SparseMatrix<double, Eigen::ColMajor, int>::InnerIterator it(matrix, j); it; ++it) {
-        rows.push_back(static_cast<int>(it.row()));
-        values.push_back(it.value());
+  /// Copies the compressed rows of `matrix` (every stored entry, zeros included: the pattern is
+  /// the assembly's, the same at every evaluation), which are the compressed columns of its
+  /// transpose: KLU then factors A^T, and a solve with A is its transposed solve.
+  void assign(const Eigen::SparseMatrix<double, Eigen::RowMajor, int>& matrix) {
+    const auto n = static_cast<size_t>(matrix.outerSize());
+    const auto nonzeros = static_cast<size_t>(matrix.nonZeros());
+    starts.resize(n + 1);
+    rows.resize(nonzeros);
+    values.resize(nonzeros);
+    if (matrix.isCompressed()) {
+      std::copy(matrix.outerIndexPtr(), matrix.outerIndexPtr() + n + 1, starts.begin());
+      std::copy(matrix.innerIndexPtr(), matrix.innerIndexPtr() + nonzeros, rows.begin());
+      std::copy(matrix.valuePtr(), matrix.valuePtr() + nonzeros, values.begin());
+    } else {
+      size_t k = 0;
+      starts[0] = 0;
+      for (size_t i = 0; i < n; ++i) {
+        for (Eigen::SparseMatrix<double, Eigen::RowMajor, int>::InnerIterator it(matrix, static_cast<Eigen::Index>(i)); it;
+             ++it, ++k) {
+          rows[k] = static_cast<int>(it.col());
+          values[k] = it.value();
+        }
+        starts[i + 1] = static_cast<int>(k);
       }
-      starts[static_cast<size_t>(j + 1)] = static_cast<int>(rows.size());
     }
+    of_transpose = true;
   }
-  bool same_pattern(const CompressedColumns& other) const { return starts == other.starts && rows == other.rows; }
+  /// The arrays are the compressed columns of A^T (assigned from compressed rows).
+  bool of_transpose = false;
+  bool same_pattern(const CompressedColumns& other) const {
+    return of_transpose == other.of_transpose && starts == other.starts && rows == other.rows;
+  }
   bool same(const CompressedColumns& other) const { return values == other.values && same_pattern(other); }
 };
 
@@ -179,6 +196,7 @@ void solve_in_place(const SparseFactors& factors, Eigen::MatrixXd& x, bool trans
   klu_common& common = cache.klu.common;
   if (x.cols() == 0) return;
   const int n = static_cast<int>(x.rows()), k = static_cast<int>(x.cols());
+  transposed = transposed != factors.columns.of_transpose;  // KLU holds A^T's factors
   const int ok = transposed ? klu_tsolve(factors.symbolic.get(), factors.numeric.get(), n, k, x.data(), &common)
                             : klu_solve(factors.symbolic.get(), factors.numeric.get(), n, k, x.data(), &common);
   if (ok != 1) throw ModelError(fmt::format("KLU could not solve with the {} (status {})", what, common.status));
@@ -241,7 +259,7 @@ const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* w
   return factored(matrix.rows(), what).get();
 }
 
-std::shared_ptr<const SparseFactors> sparse_factors(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix,
+std::shared_ptr<const SparseFactors> sparse_factors(const Eigen::SparseMatrix<double, Eigen::RowMajor, int>& matrix,
                                                     const char* what) {
   if (matrix.rows() != matrix.cols()) {
     throw ModelError(fmt::format("the {} is not square ({} x {})", what, matrix.rows(), matrix.cols()));
@@ -258,9 +276,8 @@ Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd
 
 DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& matrix,
                                          const DenseMatrix<Reverse>& rhs, const char* what) {
-  using Real = Eigen::SparseMatrix<double, Eigen::ColMajor, int>;
-  const Real values = Eigen::SparseMatrix<double, Eigen::RowMajor, int>(
-      matrix.unaryExpr([](const Reverse& r) { return r.value(); }));
+  const Eigen::SparseMatrix<double, Eigen::RowMajor, int> values =
+      matrix.unaryExpr([](const Reverse& r) { return r.value(); });
   const std::shared_ptr<const SparseFactors> factors = sparse_factors(values, what);
   auto operation = std::make_unique<SparseSolveOperation>(factors, what);
   const Eigen::Index n = rhs.rows(), k = rhs.cols();

@@ -30,7 +30,7 @@ const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* w
 /// its size: the caller chose the sparse path. Throws like the dense overload.
 /// Shared: the cache keeps them for the next solves; a solve recorded on the reverse tape keeps
 /// them until the tape is cleared (record_sparse_solve).
-std::shared_ptr<const SparseFactors> sparse_factors(const Eigen::SparseMatrix<double, Eigen::ColMajor, int>& matrix,
+std::shared_ptr<const SparseFactors> sparse_factors(const Eigen::SparseMatrix<double, Eigen::RowMajor, int>& matrix,
                                                     const char* what);
 /// X = A^-1 B (B n x k) with the factors.
 Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what);

@@ -237,10 +237,11 @@ struct Model {
   std::map<std::string, std::string> locations;
 
   int n_coordinates() const { return 2 * static_cast<int>(points.size()) + 3 * static_cast<int>(bodies.size()); }
-  /// The most coordinates validate() accepts. The formulations are dense: O((n + m)^3) per
-  /// evaluation and O(n^4) per AD Jacobian (docs/multibody.md, "Limits"); larger models would
-  /// only stall in make_problem.
-  static constexpr int max_coordinates = 200;
+  /// The most coordinates validate() accepts: the chain of 256 rods (512) and some room. The
+  /// index-1 and penalty forms are sparse (O(nnz) per evaluation), but Maggi's reduced mass
+  /// matrix and IDAS's Jacobians in the DAE formulations stay dense, O(n^3) per factorization
+  /// (docs/multibody.md, "Limits"): far larger models would only stall.
+  static constexpr int max_coordinates = 600;
   /// The most contacts validate() accepts: each is an event whose guard every step evaluates
   /// (in Maggi with a position analysis of its own).
   static constexpr int max_contacts = 1000;
