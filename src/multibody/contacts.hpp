@@ -151,14 +151,12 @@ ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const Contac
 /// impacting contacts' gradients, k x n, may be empty): assembled sparse for KLU from
 /// kSparseSolveMinRows rows, straight into a dense matrix below (as fast as the dense LU is).
 template <class S, class Rhs>
-MatX<S> solve_kkt(const SparseMat<S>& M, const SparseMat<S>& force, const SparseMat<S>& jac, const SparseMat<S>& extra,
+MatX<S> solve_kkt(const Model& m, In<S> p, const SparseMat<S>& force, const SparseMat<S>& jac, const SparseMat<S>& extra,
                   const Rhs& rhs, const char* what) {
-  const int n = static_cast<int>(M.rows()), rows = static_cast<int>(jac.rows()), k = static_cast<int>(extra.rows());
+  const int n = m.n_coordinates(), rows = static_cast<int>(jac.rows()), k = static_cast<int>(extra.rows());
   const int size = n + rows + k;
   const auto scatter = [&](auto&& put) {
-    for (int i = 0; i < n; ++i) {
-      for (typename SparseMat<S>::InnerIterator it(M, i); it; ++it) put(i, static_cast<int>(it.col()), it.value());
-    }
+    for_each_mass_entry<S>(m, p, put);
     for (int r = 0; r < rows; ++r) {
       for (typename SparseMat<S>::InnerIterator it(force, r); it; ++it) put(static_cast<int>(it.col()), n + r, it.value());
       for (typename SparseMat<S>::InnerIterator it(jac, r); it; ++it) put(n + r, static_cast<int>(it.col()), it.value());
@@ -177,6 +175,7 @@ MatX<S> solve_kkt(const SparseMat<S>& M, const SparseMat<S>& force, const Sparse
   }
   // Large: compressed rows straight from the pieces; each row's columns come sorted (M's, then
   // force^T's from n, then extra^T's from n + m).
+  const SparseMat<S> M = mass_matrix<S>(m, p);
   const SparseMat<S> force_t = force.transpose(), extra_t = extra.transpose();
   SparseMat<S> K(size, size);
   K.resizeNonZeros(M.nonZeros() + force.nonZeros() + jac.nonZeros() + 2 * extra.nonZeros());
@@ -216,7 +215,7 @@ std::pair<VectorX<S>, VectorX<S>> kkt_solve(const Model& m, const ConstraintSet<
   const int n = m.n_coordinates(), rows = static_cast<int>(cs.phi.size());
   VectorX<S> rhs(n + rows);
   rhs << top, bottom;
-  const VectorX<S> sol = solve_kkt<S>(mass_matrix<S>(m, p), cs.force_directions(), cs.jac, SparseMat<S>(0, n), rhs, what).col(0);
+  const VectorX<S> sol = solve_kkt<S>(m, p, cs.force_directions(), cs.jac, SparseMat<S>(0, n), rhs, what).col(0);
   return {sol.head(n), sol.tail(rows)};
 }
 
@@ -276,9 +275,8 @@ VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const 
   const int n = m.n_coordinates(), k = static_cast<int>(impact.size());
   const ConstraintSet<S> cs = with_contacts(m, constraints(m, st, p), held.normals(), st, p);
   const int rows = static_cast<int>(cs.phi.size());
-  const SparseMat<S> M = mass_matrix<S>(m, p);
   VectorX<S> rhs(n + rows + k);
-  rhs.head(n) = M * st.v;
+  rhs.head(n) = mass_times_vector<S>(m, p, st.v);
   rhs.segment(n, rows) = -cs.phi_t;
   SparseRowStack<S> gradients(n);
   for (int i = 0; i < k; ++i) {
@@ -298,7 +296,7 @@ VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const 
                        "are dependent and the impulses not unique)",
                        fmt::join(names, ", "));
   }
-  const MatX<S> sol = solve_kkt<S>(M, cs.jac, cs.jac, gradients.matrix(), rhs, what.c_str());
+  const MatX<S> sol = solve_kkt<S>(m, p, cs.jac, cs.jac, gradients.matrix(), rhs, what.c_str());
   return sol.col(0).head(n);
 }
 

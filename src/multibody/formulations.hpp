@@ -430,7 +430,8 @@ struct CartesianForm : FullCoordinateForm {
       VectorX<S> a;
       if (n < kSparseSolveMinRows) {  // small: the dense product and LU are faster
         const MatX<S> force_dense(force), jac_dense(cs.jac);
-        MatX<S> M_alpha(mass_matrix<S>(*model, p));
+        MatX<S> M_alpha = MatX<S>::Zero(n, n);
+        for_each_mass_entry<S>(*model, p, [&M_alpha](int i, int j, const S& v) { M_alpha(i, j) += v; });
         M_alpha.noalias() += alpha * (force_dense.transpose() * jac_dense);
         a = solve_dense<S>(M_alpha, rhs, what);
       } else {
@@ -662,11 +663,10 @@ struct MaggiForm : FormBase {
   template <class S>
   std::pair<VectorX<S>, VectorX<S>> independent_accelerations(const Kinematics<S>& k, In<S> p,
                                                               const ContactSet& set) const {
-    const SparseMat<S> M = mass_matrix<S>(*model, p);
     const VectorX<S> F = applied_forces(*model, k.st, p);
-    const MatX<S> MR = M * k.R;
+    const MatX<S> MR = mass_times<S>(*model, p, k.R);
     const MatX<S> M_bar = k.R.transpose() * MR;
-    const VectorX<S> F_bar = k.R.transpose() * (F - M * k.s_c);
+    const VectorX<S> F_bar = k.R.transpose() * (F - mass_times_vector<S>(*model, p, k.s_c));
     if (set.empty()) return {solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R"), VectorX<S>()};
     const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
     const int a = set.rows();
@@ -719,7 +719,7 @@ struct MaggiForm : FormBase {
       // of the active contacts.
       const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
       const SparseMat<S>& force = cs.force_directions();
-      const VectorX<S> residual = applied_forces(*model, k.st, p) - mass_matrix<S>(*model, p) * fs.a;
+      const VectorX<S> residual = applied_forces(*model, k.st, p) - mass_times_vector<S>(*model, p, fs.a);
       const SparseMat<S> gram = force * force.transpose();
       fs.mu = cs.phi.size() == 0
                   ? VectorX<S>()
@@ -952,7 +952,7 @@ struct DaeForm : FullCoordinateForm {
   VectorX<S> projected_velocities(const MotionState<S>& st, In<S> p, const ContactSet& set) const {
     ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
     cs.force.resize(0, 0);  // a projection in the kinetic metric: the symmetric [M Phi_q^T; Phi_q 0]
-    const VectorX<S> top = mass_matrix<S>(*model, p) * st.v;
+    const VectorX<S> top = mass_times_vector<S>(*model, p, st.v);
     return kkt_solve<S>(*model, cs, p, top, VectorX<S>(-cs.phi_t), "velocity projection matrix [M Phi_q^T; Phi_q 0]").first;
   }
 

@@ -18,25 +18,25 @@
 
 namespace saltus::multibody {
 
-/// M(p), n x n, sparse: every mass element adds its block on its own coordinates.
-template <class S>
-SparseMat<S> mass_matrix(const Model& m, In<S> p) {
-  const int n = m.n_coordinates();
-  std::vector<Eigen::Triplet<S, int>> entries;
-  entries.reserve(static_cast<size_t>(3 * m.bodies.size() + 4 * m.elements.size()));
+/// Calls put(i, j, value) for every entry of M(p) that a mass element adds on its own
+/// coordinates (bodies' and point masses' diagonals, a bar's 2 x 2 blocks; an entry may come
+/// from several elements: they add). M(p) is built, multiplied or scattered into a larger
+/// matrix from this one list.
+template <class S, class Put>
+void for_each_mass_entry(const Model& m, In<S> p, Put&& put) {
   for (size_t b = 0; b < m.bodies.size(); ++b) {
     const int o = m.body_offset(static_cast<int>(b));
     const S mass = value_of<S>(m.bodies[b].mass, p);
-    entries.emplace_back(o, o, mass);
-    entries.emplace_back(o + 1, o + 1, mass);
-    entries.emplace_back(o + 2, o + 2, value_of<S>(m.bodies[b].inertia, p));
+    put(o, o, mass);
+    put(o + 1, o + 1, mass);
+    put(o + 2, o + 2, value_of<S>(m.bodies[b].inertia, p));
   }
   for (const Element& e : m.elements) {
     if (e.type == ElementType::PointMass) {
       const int o = m.point_offset(e.a.index);
       const S mass = value_of<S>(e.mass, p);
-      entries.emplace_back(o, o, mass);
-      entries.emplace_back(o + 1, o + 1, mass);
+      put(o, o, mass);
+      put(o + 1, o + 1, mass);
     } else if (e.type == ElementType::Bar) {
       // Uniform rod in natural coordinates: (m/6) [[2I, I], [I, 2I]]; a fixed end drops out.
       const S rod = value_of<S>(e.mass, p) / S(6.0);
@@ -45,18 +45,42 @@ SparseMat<S> mass_matrix(const Model& m, In<S> p) {
       const int oa = a_moves ? m.point_offset(e.a.index) : -1;
       const int ob = b_moves ? m.point_offset(e.b.index) : -1;
       for (int i = 0; i < 2; ++i) {
-        if (a_moves) entries.emplace_back(oa + i, oa + i, S(2.0) * rod);
-        if (b_moves) entries.emplace_back(ob + i, ob + i, S(2.0) * rod);
+        if (a_moves) put(oa + i, oa + i, S(2.0) * rod);
+        if (b_moves) put(ob + i, ob + i, S(2.0) * rod);
         if (a_moves && b_moves) {
-          entries.emplace_back(oa + i, ob + i, rod);
-          entries.emplace_back(ob + i, oa + i, rod);
+          put(oa + i, ob + i, rod);
+          put(ob + i, oa + i, rod);
         }
       }
     }
   }
-  SparseMat<S> M(n, n);
+}
+
+/// M(p), n x n, sparse.
+template <class S>
+SparseMat<S> mass_matrix(const Model& m, In<S> p) {
+  std::vector<Eigen::Triplet<S, int>> entries;
+  entries.reserve(static_cast<size_t>(3 * m.bodies.size() + 8 * m.elements.size()));
+  for_each_mass_entry<S>(m, p, [&entries](int i, int j, const S& v) { entries.emplace_back(i, j, v); });
+  SparseMat<S> M(m.n_coordinates(), m.n_coordinates());
   M.setFromTriplets(entries.begin(), entries.end());
   return M;
+}
+
+/// M(p) X for X with n rows (a vector or a matrix), without forming M.
+template <class S, class X>
+MatX<S> mass_times(const Model& m, In<S> p, const X& x) {
+  MatX<S> y = MatX<S>::Zero(x.rows(), x.cols());
+  for_each_mass_entry<S>(m, p, [&y, &x](int i, int j, const S& v) { y.row(i) += v * x.row(j); });
+  return y;
+}
+
+/// M(p) v for a velocity-shaped vector, without forming M.
+template <class S, class V>
+VectorX<S> mass_times_vector(const Model& m, In<S> p, const V& v) {
+  VectorX<S> y = VectorX<S>::Zero(v.size());
+  for_each_mass_entry<S>(m, p, [&y, &v](int i, int j, const S& value) { y[i] += value * v[j]; });
+  return y;
 }
 
 /// Length, rate and tension of a Spring element.
@@ -156,7 +180,7 @@ S rotational_spring_torque(const Element& e, const Rotation<S>& r, In<S> p) {
 /// T = v^T M v / 2 [J].
 template <class S>
 S kinetic_energy(const Model& m, const MotionState<S>& st, In<S> p) {
-  const VectorX<S> Mv = mass_matrix<S>(m, p) * st.v;  // sparse: O(n)
+  const VectorX<S> Mv = mass_times_vector<S>(m, p, st.v);
   S e(0.0);
   for (Eigen::Index i = 0; i < Mv.size(); ++i) e += st.v[i] * Mv[i];
   return S(0.5) * e;

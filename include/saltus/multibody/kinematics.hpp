@@ -345,9 +345,9 @@ struct ConstraintSet {
   }
 };
 
-template <class S>
-void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<S> p,
-                 std::vector<KinRow<S>>& rows) {
+/// Appends element e's constraint rows to `rows` (anything with push_back(KinRow<S>)).
+template <class S, class Rows>
+void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<S> p, Rows& rows) {
   switch (e.type) {
     case ElementType::Bar: {
       const Kin2<S> d = difference(point_kinematics(m, st, e.a, p), point_kinematics(m, st, e.b, p));
@@ -424,22 +424,28 @@ void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<
 
 template <class S>
 ConstraintSet<S> constraints(const Model& m, const MotionState<S>& st, In<S> p) {
-  std::vector<KinRow<S>> rows;
-  rows.reserve(static_cast<size_t>(m.n_constraints()));
-  for (const Element& e : m.elements) append_rows(e, m, st, p, rows);
-  const int rows_n = static_cast<int>(rows.size());
+  // Each row goes straight into the set: its values, and its Jacobian into compressed rows.
+  struct Sink {
+    ConstraintSet<S>& set;
+    SparseRowStack<S>& jac;
+    void push_back(const KinRow<S>& r) {
+      const int i = jac.rows();
+      if (i >= set.phi.size()) throw std::logic_error("constraints: more rows than Model::n_constraints()");
+      set.phi[i] = r.value;
+      set.phi_t[i] = r.phi_t;
+      set.bias[i] = r.bias;
+      jac.push(r.jac);
+    }
+  };
+  const int rows_n = m.n_constraints();
   ConstraintSet<S> c;
   c.phi.resize(rows_n);
   c.phi_t.resize(rows_n);
   c.bias.resize(rows_n);
   SparseRowStack<S> jac(m.n_coordinates(), rows_n);
-  for (int i = 0; i < rows_n; ++i) {
-    const KinRow<S>& r = rows[static_cast<size_t>(i)];
-    c.phi[i] = r.value;
-    c.phi_t[i] = r.phi_t;
-    c.bias[i] = r.bias;
-    jac.push(r.jac);
-  }
+  Sink sink{c, jac};
+  for (const Element& e : m.elements) append_rows(e, m, st, p, sink);
+  if (jac.rows() != rows_n) throw std::logic_error("constraints: fewer rows than Model::n_constraints()");
   c.jac = jac.matrix();
   return c;
 }
