@@ -199,3 +199,40 @@ TEST(MultibodyElements, RotationalSpringRateAndGradientMatchComplexStep) {
   }
   EXPECT_EQ(checked, 2);
 }
+
+namespace {
+
+// Row Jacobians carry entries in any order and may name a coordinate twice (a difference of two
+// points on one body); the stacked compressed rows are sorted with those entries added, as KLU
+// and Eigen's sparse products need, and a whole sparse matrix stacks below unchanged.
+TEST(SparseRows, RowsAreSortedAndRepeatedCoordinatesAdded) {
+  using namespace saltus::multibody;
+  RowJacobian<double> row;
+  row.add(5, 1.5);
+  row.add(2, -2.0);
+  row.add(5, 0.25);
+  row.add(0, 3.0);
+  RowJacobian<double> empty;
+  SparseRowStack<double> top(7);
+  top.push(row);
+  top.push(empty);
+  const SparseMat<double> first = top.matrix();
+  SparseRowStack<double> stack(7);
+  stack.push(first);
+  stack.push(row);
+  const SparseMat<double> A = stack.matrix();
+  Eigen::MatrixXd expected = Eigen::MatrixXd::Zero(3, 7);
+  expected.row(0) << 3.0, 0, -2.0, 0, 0, 1.75, 0;
+  expected.row(2) = expected.row(0);
+  EXPECT_EQ(Eigen::MatrixXd(A), expected);
+  ASSERT_TRUE(A.isCompressed());
+  for (int i = 0; i < A.outerSize(); ++i) {
+    for (int k = A.outerIndexPtr()[i] + 1; k < A.outerIndexPtr()[i + 1]; ++k) {
+      EXPECT_LT(A.innerIndexPtr()[k - 1], A.innerIndexPtr()[k]) << "row " << i;
+    }
+  }
+  // The dense form of a row adds its repeated entries too.
+  EXPECT_EQ(dense_row(row, 7), Eigen::VectorXd(expected.row(0).transpose()));
+}
+
+}  // namespace

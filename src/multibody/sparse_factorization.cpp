@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace saltus::multibody::detail {
@@ -207,6 +208,7 @@ void solve_in_place(const SparseFactors& factors, Eigen::MatrixXd& x, bool trans
 /// -B-bar X^T on A's stored entries only.
 class SparseSolveOperation : public ReverseOperation {
  public:
+  /// `what` is copied: the sweep may come after the caller's string is gone.
   SparseSolveOperation(std::shared_ptr<const SparseFactors> factors, const char* what)
       : factors_(std::move(factors)), what_(what) {}
 
@@ -221,7 +223,7 @@ class SparseSolveOperation : public ReverseOperation {
       }
     }
     if (!any) return;
-    solve_in_place(*factors_, bar, true, what_);  // now B-bar
+    solve_in_place(*factors_, bar, true, what_.c_str());  // now B-bar
     for (Eigen::Index j = 0; j < k; ++j) {
       for (Eigen::Index i = 0; i < n; ++i) {
         const std::int32_t node = rhs_nodes_[static_cast<size_t>(j * n + i)];
@@ -246,7 +248,7 @@ class SparseSolveOperation : public ReverseOperation {
 
  private:
   std::shared_ptr<const SparseFactors> factors_;
-  const char* what_;
+  std::string what_;
 };
 
 }  // namespace
