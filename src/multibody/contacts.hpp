@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -155,6 +156,10 @@ MatX<S> solve_kkt(const Model& m, In<S> p, const SparseMat<S>& force, const Spar
                   const Rhs& rhs, const char* what) {
   const int n = m.n_coordinates(), rows = static_cast<int>(jac.rows()), k = static_cast<int>(extra.rows());
   const int size = n + rows + k;
+  if (force.rows() != jac.rows() || force.cols() != n || jac.cols() != n || (k > 0 && extra.cols() != n)) {
+    throw std::logic_error("solve_kkt: the force directions, Phi_q and the impact rows must have the model's columns "
+                           "and as many force as constraint rows");
+  }
   const auto scatter = [&](auto&& put) {
     for_each_mass_entry<S>(m, p, put);
     for (int r = 0; r < rows; ++r) {

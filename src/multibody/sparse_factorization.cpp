@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -197,6 +198,10 @@ void solve_in_place(const SparseFactors& factors, Eigen::MatrixXd& x, bool trans
   klu_common& common = cache.klu.common;
   if (x.cols() == 0) return;
   const int n = static_cast<int>(x.rows()), k = static_cast<int>(x.cols());
+  if (factors.columns.starts.size() != static_cast<size_t>(n) + 1) {
+    throw std::logic_error(fmt::format("sparse solve with the {}: {} right-hand-side rows for a matrix of order {}", what,
+                                       n, factors.columns.starts.size() - 1));
+  }
   transposed = transposed != factors.columns.of_transpose;  // KLU holds A^T's factors
   const int ok = transposed ? klu_tsolve(factors.symbolic.get(), factors.numeric.get(), n, k, x.data(), &common)
                             : klu_solve(factors.symbolic.get(), factors.numeric.get(), n, k, x.data(), &common);
