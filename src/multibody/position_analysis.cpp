@@ -162,6 +162,15 @@ Eigen::VectorXd solve_positions(const Model& model, const Partition& part, doubl
     if (!std::isfinite(residual_norm)) break;
     const double scale = 1.0 + q.cwiseAbs().maxCoeff();
     if (residual_norm <= settings.newton_tolerance * scale * scale) return q;
+    if (part.n >= kSparseSolveMinRows) {
+      // Large: KLU on the sparse [Phi_q; B]; a singular one ends Newton as the dense test does.
+      try {
+        q -= FactoredMatrix(augmented_jacobian(part, c.jac), "position-analysis matrix [Phi_q; B]").solve(residual);
+      } catch (const ModelError&) {
+        break;
+      }
+      continue;
+    }
     Eigen::PartialPivLU<Eigen::MatrixXd> lu(augmented_jacobian(part, c.dense_real_jacobian()));
     if (!(lu.rcond() > 1e-13)) break;
     q -= lu.solve(residual);
