@@ -191,6 +191,35 @@ void chain_kkt(const VectorX<S>& p, int links, multibody::DenseMatrix<S>& A, Vec
   for (int i = 0; i < n; ++i) b[i] = S(std::sin(1.0 + i)) + p[2] * S(0.2 * (i % 5));
 }
 
+/// For each parameter direction: the dual solve `solve` of the chain's system (value against x,
+/// tangent against the complex step of the complex-arithmetic elimination, an independent
+/// computation).
+template <class Solve>
+void expect_dual_solve_matches_complex_step(const VectorX<double>& p, int links, const Eigen::VectorXd& x,
+                                            const Solve& solve) {
+  for (int k = 0; k < 3; ++k) {
+    VectorX<Dual> pd(3);
+    VectorX<Complex> pc(3);
+    for (int i = 0; i < 3; ++i) {
+      pd[i] = make_dual(p[i], i == k ? 1.0 : 0.0);
+      pc[i] = Complex(p[i], i == k ? 1e-30 : 0.0);
+    }
+    multibody::DenseMatrix<Dual> Ad;
+    VectorX<Dual> bd;
+    chain_kkt<Dual>(pd, links, Ad, bd);
+    multibody::DenseMatrix<Complex> Ac;
+    VectorX<Complex> bc;
+    chain_kkt<Complex>(pc, links, Ac, bc);
+    const VectorX<Dual> xd = solve(Ad, bd);
+    const VectorX<Complex> xc = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0);
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+      EXPECT_NEAR(xd[i].a, x[i], 1e-12 * (1.0 + std::abs(x[i]))) << links << " links, " << i;
+      const double reference = xc[i].imag() / 1e-30;
+      EXPECT_NEAR(xd[i].v[0], reference, 1e-10 * (1.0 + std::abs(reference))) << links << " links, " << i << ", " << k;
+    }
+  }
+}
+
 // Large sparse matrices go to KLU (src/multibody/sparse_factorization.hpp): the solution, and
 // the dual tangent (factored once in double, then implicit differentiation), against the complex
 // step of the complex-arithmetic elimination, an independent computation; the matrix is sparse
@@ -207,27 +236,9 @@ TEST(DenseSolve, LargeSparseMatricesSolveWithKlu) {
   const Eigen::VectorXd x = solve_dense<double>(A, b, "chain KKT matrix").col(0);
   EXPECT_LT((A * x - b).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + b.cwiseAbs().maxCoeff()));
   EXPECT_LT((x - A.partialPivLu().solve(b)).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + x.cwiseAbs().maxCoeff()));
-  for (int k = 0; k < 3; ++k) {
-    VectorX<Dual> pd(3);
-    VectorX<Complex> pc(3);
-    for (int i = 0; i < 3; ++i) {
-      pd[i] = make_dual(p[i], i == k ? 1.0 : 0.0);
-      pc[i] = Complex(p[i], i == k ? 1e-30 : 0.0);
-    }
-    multibody::DenseMatrix<Dual> Ad;
-    VectorX<Dual> bd;
-    chain_kkt<Dual>(pd, links, Ad, bd);
-    multibody::DenseMatrix<Complex> Ac;
-    VectorX<Complex> bc;
-    chain_kkt<Complex>(pc, links, Ac, bc);
-    const VectorX<Dual> xd = solve_dense<Dual>(Ad, bd, "chain KKT matrix").col(0);
-    const VectorX<Complex> xc = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0);
-    for (int i = 0; i < A.rows(); ++i) {
-      EXPECT_NEAR(xd[i].a, x[i], 1e-12 * (1.0 + std::abs(x[i])));
-      const double reference = xc[i].imag() / 1e-30;
-      EXPECT_NEAR(xd[i].v[0], reference, 1e-10 * (1.0 + std::abs(reference))) << i << " " << k;
-    }
-  }
+  expect_dual_solve_matches_complex_step(p, links, x, [](const multibody::DenseMatrix<Dual>& Ad, const VectorX<Dual>& bd) {
+    return VectorX<Dual>(solve_dense<Dual>(Ad, bd, "chain KKT matrix").col(0));
+  });
 }
 
 // A singular large sparse matrix (a link whose direction cannot be resolved: a zero row and
@@ -274,27 +285,10 @@ TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
     chain_kkt<double>(p, links, A, b);
     const Eigen::VectorXd x = multibody::solve_sparse<double>(compressed(A), b, "chain KKT matrix").col(0);
     EXPECT_LT((A * x - b).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + b.cwiseAbs().maxCoeff())) << size;
-    for (int k = 0; k < 3; ++k) {
-      VectorX<Dual> pd(3);
-      VectorX<Complex> pc(3);
-      for (int i = 0; i < 3; ++i) {
-        pd[i] = make_dual(p[i], i == k ? 1.0 : 0.0);
-        pc[i] = Complex(p[i], i == k ? 1e-30 : 0.0);
-      }
-      multibody::DenseMatrix<Dual> Ad;
-      VectorX<Dual> bd;
-      chain_kkt<Dual>(pd, links, Ad, bd);
-      multibody::DenseMatrix<Complex> Ac;
-      VectorX<Complex> bc;
-      chain_kkt<Complex>(pc, links, Ac, bc);
-      const VectorX<Dual> xd = multibody::solve_sparse<Dual>(compressed(Ad), bd, "chain KKT matrix").col(0);
-      const VectorX<Complex> xc = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0);
-      for (int i = 0; i < A.rows(); ++i) {
-        EXPECT_NEAR(xd[i].a, x[i], 1e-12 * (1.0 + std::abs(x[i]))) << size;
-        const double reference = xc[i].imag() / 1e-30;
-        EXPECT_NEAR(xd[i].v[0], reference, 1e-10 * (1.0 + std::abs(reference))) << size << ", " << i << ", " << k;
-      }
-    }
+    expect_dual_solve_matches_complex_step(
+        p, links, x, [](const multibody::DenseMatrix<Dual>& Ad, const VectorX<Dual>& bd) {
+          return VectorX<Dual>(multibody::solve_sparse<Dual>(compressed(Ad), bd, "chain KKT matrix").col(0));
+        });
     // Reverse: the gradient of sum_i x_i against the complex step.
     ReverseTape::clear();
     VectorX<Reverse> pr(3);

@@ -118,8 +118,13 @@ ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const Contac
     jac.push(r.jac);
   };
   bool slides = false;
+  std::vector<RowJacobian<S>> gap_jacobians;  // the active contacts' r_q, for their force rows
+  gap_jacobians.reserve(static_cast<size_t>(k));
   for (Eigen::Index i = 0; i < k; ++i) {
-    put(rows + i, contact_geometry(m, m.contacts[static_cast<size_t>(set.active[static_cast<size_t>(i)])], st, p).gap);
+    const KinRow<S> gap =
+        contact_geometry(m, m.contacts[static_cast<size_t>(set.active[static_cast<size_t>(i)])], st, p).gap;
+    put(rows + i, gap);
+    gap_jacobians.push_back(gap.jac);
     slides = slides || set.sliding[static_cast<size_t>(i)] != 0.0;
   }
   for (size_t j = 0; j < set.sticking.size(); ++j) {
@@ -135,7 +140,7 @@ ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const Contac
     for (Eigen::Index i = 0; i < k; ++i) {
       const double sigma = set.sliding[static_cast<size_t>(i)];
       const Contact& c = m.contacts[static_cast<size_t>(set.active[static_cast<size_t>(i)])];
-      RowJacobian<S> row = contact_geometry(m, c, st, p).gap.jac;
+      RowJacobian<S> row = gap_jacobians[static_cast<size_t>(i)];
       if (sigma != 0.0) {
         const S along = value_of<S>(c.friction, p) * S(sigma);
         row.add_mapped(tangential_row(m, c, st, p).jac, [&along](const S& entry) { return S(-along * entry); });

@@ -129,14 +129,16 @@ DenseMatrix<S> eliminate_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, con
   return B;
 }
 
-/// X and its tangent from the double factorization of A's values (see the file comment).
-template <class Rhs>
-DenseMatrix<Dual> solve_dense_dual(const DenseMatrix<Dual>& matrix, const Rhs& rhs, const char* what) {
+/// X and its tangent from the double factorization of A's values (see the file comment), for a
+/// dense A or one assembled sparse (RealMatrix: the matching double type; the tangent residual
+/// B' - A' X then costs O(nnz)).
+template <class RealMatrix, class Matrix, class Rhs>
+DenseMatrix<Dual> solve_dual(const Matrix& matrix, const Rhs& rhs, const char* what) {
   const DenseMatrix<Dual> B = rhs;
-  const Eigen::MatrixXd A_value = matrix.unaryExpr([](const Dual& d) { return d.a; });
+  const RealMatrix A_value = matrix.unaryExpr([](const Dual& d) { return d.a; });
   const FactoredMatrix factored(A_value, what);
   const Eigen::MatrixXd X_value = factored.solve(Eigen::MatrixXd(B.unaryExpr([](const Dual& d) { return d.a; })));
-  const Eigen::MatrixXd A_tangent = matrix.unaryExpr([](const Dual& d) { return d.v[0]; });
+  const RealMatrix A_tangent = matrix.unaryExpr([](const Dual& d) { return d.v[0]; });
   const Eigen::MatrixXd B_tangent = B.unaryExpr([](const Dual& d) { return d.v[0]; });
   const Eigen::MatrixXd X_tangent = factored.solve(Eigen::MatrixXd(B_tangent - A_tangent * X_value));
   DenseMatrix<Dual> X(X_value.rows(), X_value.cols());
@@ -192,25 +194,6 @@ DenseMatrix<Reverse> solve_dense_reverse(const DenseMatrix<Reverse>& matrix, con
 DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& matrix,
                                          const DenseMatrix<Reverse>& rhs, const char* what);
 
-/// The sparse counterpart of solve_dense_dual: the tangent's residual B' - A' X costs O(nnz(A)).
-template <class Rhs>
-DenseMatrix<Dual> solve_sparse_dual(const Eigen::SparseMatrix<Dual, Eigen::RowMajor, int>& matrix, const Rhs& rhs,
-                                    const char* what) {
-  using Real = Eigen::SparseMatrix<double, Eigen::RowMajor, int>;
-  const DenseMatrix<Dual> B = rhs;
-  const Real A_value = matrix.unaryExpr([](const Dual& d) { return d.a; });
-  const FactoredMatrix factored(A_value, what);
-  const Eigen::MatrixXd X_value = factored.solve(Eigen::MatrixXd(B.unaryExpr([](const Dual& d) { return d.a; })));
-  const Real A_tangent = matrix.unaryExpr([](const Dual& d) { return d.v[0]; });
-  const Eigen::MatrixXd B_tangent = B.unaryExpr([](const Dual& d) { return d.v[0]; });
-  const Eigen::MatrixXd X_tangent = factored.solve(Eigen::MatrixXd(B_tangent - A_tangent * X_value));
-  DenseMatrix<Dual> X(X_value.rows(), X_value.cols());
-  for (Eigen::Index j = 0; j < X.cols(); ++j) {
-    for (Eigen::Index i = 0; i < X.rows(); ++i) X(i, j) = make_dual(X_value(i, j), X_tangent(i, j));
-  }
-  return X;
-}
-
 }  // namespace detail
 
 /// Solves A X = B for square A (n x n) and B (n x k) in the scalar type S (see the file comment
@@ -221,7 +204,7 @@ DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const c
   if constexpr (std::is_same_v<S, double>) {
     return detail::FactoredMatrix(matrix, what).solve(Eigen::MatrixXd(rhs));
   } else if constexpr (std::is_same_v<S, Dual>) {
-    return detail::solve_dense_dual(matrix, rhs, what);
+    return detail::solve_dual<Eigen::MatrixXd>(matrix, rhs, what);
   } else if constexpr (std::is_same_v<S, Reverse>) {
     return detail::solve_dense_reverse(matrix, rhs, what);
   } else {
@@ -240,7 +223,7 @@ DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& 
   if constexpr (std::is_same_v<S, double>) {
     return detail::FactoredMatrix(matrix, what).solve(Eigen::MatrixXd(rhs));
   } else if constexpr (std::is_same_v<S, Dual>) {
-    return detail::solve_sparse_dual(matrix, rhs, what);
+    return detail::solve_dual<Eigen::SparseMatrix<double, Eigen::RowMajor, int>>(matrix, rhs, what);
   } else if constexpr (std::is_same_v<S, Reverse>) {
     if (matrix.rows() >= kSparseSolveMinRows) return detail::record_sparse_solve(matrix, DenseMatrix<Reverse>(rhs), what);
     return detail::solve_dense_reverse(DenseMatrix<Reverse>(matrix), rhs, what);
