@@ -229,10 +229,12 @@ void set_options(Model& m, const py::kwargs& kw) {
         m.options.linear_solver = LinearSolver::Dense;
       } else if (name == "krylov") {
         m.options.linear_solver = LinearSolver::Krylov;
+      } else if (name == "sparse") {
+        m.options.linear_solver = LinearSolver::Sparse;
       } else if (name == "auto") {
         m.options.linear_solver = LinearSolver::Automatic;
       } else {
-        throw InputError("linear_solver must be 'dense', 'krylov' or 'auto', got '" + name + "'");
+        throw InputError("linear_solver must be 'dense', 'krylov', 'sparse' or 'auto', got '" + name + "'");
       }
     } else if (key == "outputs") {
       m.options.output_times.clear();
@@ -375,6 +377,7 @@ PYBIND11_MODULE(_saltus, m) {
                                                                         : "cvodes";
         d["linear_solver"] = x.options.linear_solver == LinearSolver::Dense    ? "dense"
                              : x.options.linear_solver == LinearSolver::Krylov ? "krylov"
+                             : x.options.linear_solver == LinearSolver::Sparse ? "sparse"
                                                                                : "auto";
         return d;
       })

@@ -128,6 +128,7 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   }
   if (a.linear_solver == "dense") options.linear_solver = LinearSolver::Dense;
   if (a.linear_solver == "krylov") options.linear_solver = LinearSolver::Krylov;
+  if (a.linear_solver == "sparse") options.linear_solver = LinearSolver::Sparse;
   if (a.linear_solver == "auto") options.linear_solver = LinearSolver::Automatic;
   if (!a.rtol.empty()) {
     options.rtol = parse_number(a.rtol, "--rtol");

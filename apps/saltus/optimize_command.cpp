@@ -50,9 +50,7 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
                   "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 | index3 (default: the file's)");
   cmd->add_option("--lmm", a.run.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
-  cmd->add_option("--linear-solver", a.run.linear_solver,
-                  "CVODES Newton solver: dense | krylov (matrix-free GMRES) | auto (krylov from 64 states) (default: the model's: auto for index1 and maggi mechanisms, dense otherwise)")
-      ->check(CLI::IsMember({"dense", "krylov", "auto"}));
+  cmd->add_option("--linear-solver", a.run.linear_solver, kLinearSolverHelp)->check(CLI::IsMember(kLinearSolvers));
   cmd->add_option("--integrator", a.run.integrator,
                   "cvodes | idas | dopri5 | sdirk | rosenbrock (default: cvodes for ODEs, idas for DAEs; dopri5, sdirk, rosenbrock: "
                   "gradients of the computed "

@@ -192,8 +192,10 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
                   "error-test failures\n",
              s.stats.integrator, s.stats.segments, s.stats.steps, s.stats.rhs_evals, s.stats.integrator == "IDAS" ? "residual" : "f", s.stats.jacobian_evals,
              s.stats.root_evals, s.stats.error_test_failures);
-  if (s.stats.linear_solver != "dense") {
+  if (s.stats.linear_solver.starts_with("GMRES")) {
     fmt::print(out, "Linear solver: {}, {} iterations\n", s.stats.linear_solver, s.stats.linear_iterations);
+  } else if (s.stats.linear_solver != "dense") {
+    fmt::print(out, "Linear solver: {}\n", s.stats.linear_solver);
   }
   fmt::print(out, "Time:");
   if (r.simulation_seconds >= 0.0) fmt::print(out, "  simulation {:.3f} s", r.simulation_seconds);

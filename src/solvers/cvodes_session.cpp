@@ -42,6 +42,9 @@ bool uses_krylov(const Options& options, int n) {
       return true;
     case LinearSolver::Automatic:
       break;
+    case LinearSolver::Sparse:
+      throw InputError(
+          "linear solver 'sparse' is for IDAS runs (--integrator idas, or a DAE); CVODES takes dense, krylov or auto");
   }
   return n >= options.krylov_min_states;
 }

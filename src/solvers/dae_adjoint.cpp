@@ -461,7 +461,7 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   conservative_ = mass_varies(seg);
   mode_ = seg.mode;
   segment_completed_ = completed(mode_);
-  run_.set_mode(seg.mode);  // IDAS recomputes forward steps of this segment
+  run_.recompute_segment(seg);  // IDAS recomputes forward steps of this segment
   linearize_with_costs(mode_, seg.t_end, seg.end.x, seg.end.xdot, lin_);  // F_xdot for the segment
   lin_valid_ = false;
   const ResidualLinearization& lin = lin_;

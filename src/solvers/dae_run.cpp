@@ -90,6 +90,11 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
                         void* self_ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
+    if (self->sparse_) {
+      const auto x = view(y).head(self->nx_);
+      const auto xdot = view(yp).head(self->nx_);
+      return self->sparse_->fill(t, x, xdot, self->p_, cj, J) ? 0 : 1;
+    }
     // dF/dx + cj dF/dx-dot, one AD tangent per column; for the cost integrals the rows
     // -(g_x + cj g_xdot) and cj I.
     const int n = self->nx_, nq = self->nq_;
@@ -151,6 +156,17 @@ int DaeRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vec
   });
 }
 
+int DaeRun::select_sparse_pattern(double t) {
+  if (!sparse_) return 0;
+  sparse_->select(mode_, t, point_.x, point_.xdot, p_);
+  return sparse_->nonzeros();
+}
+
+void DaeRun::recompute_segment(const DaeSegment& segment) {
+  mode_ = segment.mode;
+  if (sparse_) sparse_->activate(segment.sparse_pattern);
+}
+
 void DaeRun::begin_segment(double t) {
   if (kind_ == RunKind::AdjointRecording) {
     // A session of its own per segment, so that its check points end at this segment's event.
@@ -160,11 +176,15 @@ void DaeRun::begin_segment(double t) {
     seg.start = point_;
     seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
     seg.events_end = book_.solution().events.size();
+    const int nonzeros = select_sparse_pattern(t);
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
                                                 component_atol(), std::vector<double>{}, opt_.checkpoint_steps,
-                                                std::vector<double>{}, pb_.has_index2_modes());
+                                                std::vector<double>{}, pb_.has_index2_modes(), nonzeros);
+    seg.sparse_pattern = sparse_ ? sparse_->active_id() : -1;
     ida_ = seg.session.get();
     segments_.push_back(std::move(seg));
+  } else {
+    select_sparse_pattern(t);  // the session's matrix follows in the Jacobian callback
   }
   IdasSession& ida = *ida_;
   view(ida.y()).head(nx_) = point_.x;
@@ -321,15 +341,24 @@ Solution DaeRun::run() {
   callbacks_.jacobian = jacobian_cb;
   callbacks_.roots = roots_cb;
   callbacks_.sensitivity = sensitivity_cb;
+  if (uses_sparse_iteration_matrix(opt_, nx_ + nq_)) {
+    sparse_ = std::make_unique<SparseIterationMatrix>(pb_, nq_, kind_ == RunKind::AdjointRecording);
+  }
   if (kind_ != RunKind::AdjointRecording) {
     session_ = std::make_unique<IdasSession>(nx_ + nq_, 0, sens_ ? np_ : 0, differential_components(), opt_,
                                              callbacks_, this, component_atol(), parameter_scales(opt_, p_), 0,
-                                             std::vector<double>{}, pb_.has_index2_modes());
+                                             std::vector<double>{}, pb_.has_index2_modes(), select_sparse_pattern(opt_.t0));
     ida_ = session_.get();
   }
   const std::vector<double> grid = output_grid(opt_);
   book_.start(grid.size());
   drive_segments(*this, grid, opt_.t0);
+  if (sparse_) {
+    const ColouredJacobian& first = sparse_->active();
+    book_.solution().stats.linear_solver =
+        fmt::format("KLU on the sparse Newton matrix ({0} x {0}, {1} nonzeros, {2} tangents per evaluation)",
+                    first.pattern().cols, first.pattern().nonzeros(), first.colours());
+  }
   return std::move(book_.solution());
 }
 

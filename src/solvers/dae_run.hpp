@@ -17,6 +17,7 @@
 #include "run_book.hpp"
 #include "run_support.hpp"
 #include "segment_driver.hpp"
+#include "sparse_iteration_matrix.hpp"
 
 namespace saltus::detail {
 
@@ -31,6 +32,7 @@ struct DaeSegment {
   size_t events_begin = 0;
   size_t events_end = 0;
   bool advanced = false;  ///< IDAS took at least one step
+  int sparse_pattern = -1;  ///< its sparse Newton matrix's pattern (SparseIterationMatrix::select)
   ConsistentPoint start, end;  ///< the consistent points at t_start and t_end
 };
 
@@ -44,7 +46,8 @@ class DaeRun : private SegmentIntegrator {
   std::vector<DaeSegment>& segments() { return segments_; }
   /// The mode whose residual the forward callbacks evaluate; the backward pass sets it to the
   /// segment it integrates, because IDAS recomputes forward steps from check points.
-  void set_mode(int mode) { mode_ = mode; }
+  /// The segment's sparse Newton pattern too.
+  void recompute_segment(const DaeSegment& segment);
 
  private:
   static int residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self);
@@ -70,6 +73,9 @@ class DaeRun : private SegmentIntegrator {
   /// The IDAS components: the states, then the running-cost integrals (differential).
   std::vector<bool> differential_components() const;
   std::vector<double> component_atol() const;
+  /// Selects the sparse Newton pattern of a segment starting at t in the current mode
+  /// (SparseIterationMatrix::select) and returns its nonzeros; 0 for a dense run.
+  int select_sparse_pattern(double t);
 
   const Problem& pb_;
   Eigen::VectorXd p_;
@@ -93,6 +99,7 @@ class DaeRun : private SegmentIntegrator {
   std::string model_error_;
   int non_finite_evaluations_ = 0;
   static constexpr int kMaxNonFiniteEvaluations = 50;
+  std::unique_ptr<SparseIterationMatrix> sparse_;  // a sparse Newton matrix (Options::linear_solver)
   IdasCallbacks callbacks_;
   std::unique_ptr<IdasSession> session_;  // simulation and forward runs
   std::vector<DaeSegment> segments_;      // adjoint recordings

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "klu_newton_solver.hpp"
 #include "nvector_view.hpp"
 
 namespace saltus::detail {
@@ -42,8 +43,9 @@ N_Vector* zero_vectors(int count, N_Vector like, const char* what) {
 IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
                          const IdasCallbacks& cb, void* user_data, const std::vector<double>& atol_state,
                          const std::vector<double>& parameter_scales, long checkpoint_steps,
-                         const std::vector<double>& atol_quadrature, bool suppress_algebraic)
-    : n_(n), nq_(nq), ns_(ns), roots_fn_(cb.roots), tf_(options.tf) {
+                         const std::vector<double>& atol_quadrature, bool suppress_algebraic,
+                         int sparse_nonzeros)
+    : n_(n), nq_(nq), ns_(ns), sparse_(sparse_nonzeros > 0), roots_fn_(cb.roots), tf_(options.tf) {
   check_ida(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
   y_ = N_VNew_Serial(n, ctx_);
   check_alloc(y_, "the state vector");
@@ -69,10 +71,17 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
   if (suppress_algebraic) check_ida(IDASetSuppressAlg(mem_, SUNTRUE), "IDASetSuppressAlg");
   check_ida(IDASetMaxNumSteps(mem_, options.max_steps), "IDASetMaxNumSteps");
   check_ida(IDASetStopTime(mem_, options.tf), "IDASetStopTime");
-  A_ = SUNDenseMatrix(n, n, ctx_);
-  check_alloc(A_, "the Jacobian matrix");
-  LS_ = SUNLinSol_Dense(y_, A_, ctx_);
-  check_alloc(LS_, "the dense linear solver");
+  if (sparse_) {
+    A_ = SUNSparseMatrix(n, n, sparse_nonzeros, CSC_MAT, ctx_);
+    check_alloc(A_, "the sparse Jacobian matrix");
+    LS_ = make_klu_newton_solver(ctx_);
+    check_alloc(LS_, "the KLU linear solver");
+  } else {
+    A_ = SUNDenseMatrix(n, n, ctx_);
+    check_alloc(A_, "the Jacobian matrix");
+    LS_ = SUNLinSol_Dense(y_, A_, ctx_);
+    check_alloc(LS_, "the dense linear solver");
+  }
   check_ida(IDASetLinearSolver(mem_, LS_, A_), "IDASetLinearSolver");
   if (cb.jacobian) check_ida(IDASetJacFn(mem_, cb.jacobian), "IDASetJacFn");
   if (checkpoint_steps > 0) {
@@ -272,6 +281,7 @@ void IdasSession::load_quadrature_sensitivities(double t) {
 
 void IdasSession::add_stats(SolverStats& s) const {
   s.integrator = "IDAS";
+  if (sparse_) s.linear_solver = "KLU (sparse Newton matrix)";
   long v = 0;
   check_ida(IDAGetNumSteps(mem_, &v), "IDAGetNumSteps");
   s.steps += v;

@@ -1,5 +1,5 @@
 #pragma once
-// RAII ownership of one IDAS integrator (dense direct linear solver) for the residual form
+// RAII ownership of one IDAS integrator (dense LU, or KLU on a sparse matrix) for the residual form
 // F(t, x, x-dot, p) = 0, with root finding, cost quadratures and staggered forward
 // sensitivities: the DAE counterpart of cvodes_session.hpp. The SUNDIALS types stay in
 // src/solvers.
@@ -8,6 +8,7 @@
 #include <sundials/sundials_context.h>
 #include <sunlinsol/sunlinsol_dense.h>
 #include <sunmatrix/sunmatrix_dense.h>
+#include <sunmatrix/sunmatrix_sparse.h>
 
 #include <Eigen/Core>
 
@@ -57,19 +58,24 @@ struct IdasCallbacks {
 /// with checkpoint_steps > 0 records its forward steps (IDAAdjInit, Hermite interpolation) for
 /// one backward problem. `atol_quadrature` (size nq), if given, replaces the cost tolerance per
 /// quadrature. `suppress_algebraic` leaves the algebraic components out of the error test (index
-/// 2: IDASetSuppressAlg).
+/// 2: IDASetSuppressAlg). `sparse_nonzeros` > 0 makes the Newton matrix a compressed-column
+/// sparse matrix of that many nonzeros solved by KLU (klu_newton_solver.hpp), whose Jacobian callback
+/// writes the pattern and the values (and may reallocate the matrix for another pattern, which the
+/// solver then analyses); 0 keeps the dense LU.
 class IdasSession {
  public:
   IdasSession(int n, int nq, int ns, const std::vector<bool>& differential, const Options& options,
               const IdasCallbacks& callbacks, void* user_data, const std::vector<double>& atol_state,
               const std::vector<double>& parameter_scales, long checkpoint_steps = 0,
-              const std::vector<double>& atol_quadrature = {}, bool suppress_algebraic = false);
+              const std::vector<double>& atol_quadrature = {}, bool suppress_algebraic = false,
+              int sparse_nonzeros = 0);
   ~IdasSession();
   IdasSession(const IdasSession&) = delete;
   IdasSession& operator=(const IdasSession&) = delete;
 
   /// Starts (or restarts) integration at t from the current vectors.
   void start(double t);
+  bool sparse() const { return sparse_; }
   /// Watches `directions.size()` root functions with direction flags (+1, -1, 0).
   void set_roots(const std::vector<int>& directions);
   /// Advances towards tout; returns the IDAS flag (IDA_SUCCESS, IDA_TSTOP_RETURN,
@@ -121,6 +127,7 @@ class IdasSession {
   SUNMatrix A_ = nullptr;
   SUNLinearSolver LS_ = nullptr;
   int n_, nq_, ns_;
+  bool sparse_ = false;
   IDARootFn roots_fn_;
   double tf_;
   int ism_ = IDA_STAGGERED;

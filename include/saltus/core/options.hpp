@@ -39,9 +39,11 @@ inline bool is_discrete(Integrator integrator) {
   return integrator == Integrator::Dopri5 || integrator == Integrator::Sdirk || integrator == Integrator::Rosenbrock;
 }
 
-/// The linear solver of CVODES's Newton iterations (explicit problems).
+/// The linear solver of the integrator's Newton iterations.
 enum class LinearSolver {
-  Automatic,  ///< Dense below Options::krylov_min_states states, Krylov from there on
+  /// CVODES: Dense below Options::krylov_min_states states, Krylov from there on. IDAS: Dense
+  /// below Options::sparse_min_states components, Sparse from there on.
+  Automatic,
   /// Dense LU of the n x n Newton matrix I - gamma f_x, f_x from the model (forward AD, or the
   /// mode's analytic Jacobian): O(n^2) memory, O(n^3) per factorization.
   Dense,
@@ -49,8 +51,14 @@ enum class LinearSolver {
   /// AD, one right-hand side in dual numbers each: no n x n matrix is formed. For large models
   /// whose Newton matrix is well conditioned (non-stiff: mechanisms with constraints solved in
   /// the right-hand side). A stiff model (stiff springs, a penalty formulation) may need many
-  /// Krylov iterations; Dense is the choice there.
+  /// Krylov iterations; Dense is the choice there. IDAS takes it as Dense.
   Krylov,
+  /// IDAS only: KLU on the sparse Newton matrix F_x + c_j F_xdot, whose nonzero pattern is
+  /// probed once per mode (one AD tangent per column at a few points) and whose columns are
+  /// grouped into structurally orthogonal colours, so that an evaluation costs one tangent per
+  /// colour instead of one per column. For large models whose residual couples few states per
+  /// equation (the DAE mechanism formulations). CVODES runs refuse it.
+  Sparse,
 };
 
 /// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).
@@ -85,6 +93,10 @@ struct Options {
   /// the chain of rods (docs/benchmarks.md, the chain of rods; 32 states: dense 0.018 s, Krylov
   /// 0.022 s; 64 states: 0.108 s, 0.098 s).
   int krylov_min_states = 64;
+  /// LinearSolver::Automatic on IDAS takes Sparse from this many components (states and cost
+  /// integrals) on: the crossover measured on the chain of rods in the GGL formulation
+  /// (docs/benchmarks.md).
+  int sparse_min_states = 14;
   /// Parameter scales for the sensitivity error weights (CVODES pbar); empty: |p_k|, or 1
   /// where p_k = 0.
   std::vector<double> parameter_scales;

@@ -48,8 +48,10 @@ struct SolverStats {
   long nonlinear_failures = 0;
   long sensitivity_rhs_evals = 0;
   int segments = 0;  ///< smooth pieces integrated (events + 1)
-  /// The Newton iterations' linear solver: "dense" (LU) or "GMRES (matrix-free)" (CVODES with
-  /// Options::linear_solver Krylov; linear_iterations counts its iterations).
+  /// The Newton iterations' linear solver: "dense" (LU), "GMRES (matrix-free)" (CVODES with
+  /// Options::linear_solver Krylov; linear_iterations counts its iterations) or "KLU on the
+  /// sparse Newton matrix (...)" (IDAS with Options::linear_solver Sparse: its size, nonzeros and
+  /// tangents per evaluation).
   std::string linear_solver = "dense";
   long linear_iterations = 0;
 };

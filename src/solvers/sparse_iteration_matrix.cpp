@@ -1,0 +1,209 @@
+// The sparse IDAS Newton matrix by probed pattern and column colouring: sparse_iteration_matrix.hpp.
+#include "sparse_iteration_matrix.hpp"
+
+#include <saltus/core/error.hpp>
+#include <saltus/derivatives/residual.hpp>
+
+#include <sunmatrix/sunmatrix_sparse.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace saltus::detail {
+
+bool uses_sparse_iteration_matrix(const Options& options, int n) {
+  switch (options.linear_solver) {
+    case LinearSolver::Sparse:
+      return true;
+    case LinearSolver::Automatic:
+      return n >= options.sparse_min_states;
+    case LinearSolver::Dense:
+    case LinearSolver::Krylov:
+      break;
+  }
+  return false;
+}
+
+namespace {
+
+/// The weight of dG/dy-dot while probing: irrational, so that no entry of dG/dy cancels one of
+/// dG/dy-dot by accident.
+constexpr double kProbeRateWeight = 0.7548776662466927;
+
+/// A check whose difference is below this fraction of the row's |values| |d| is round-off.
+constexpr double kCheckTolerance = 1e-10;
+
+/// Checks whose new probe found no new entry (round-off above kCheckTolerance, or an entry the
+/// probes cannot see) before a mode's pattern is no longer checked: they cost a probe each.
+constexpr int kMaxFalseAlarms = 3;
+
+/// Entries of size 0.5 to 1 with random signs.
+Eigen::VectorXd random_signs(Eigen::Index n, std::mt19937& random) {
+  std::uniform_real_distribution<double> size(0.5, 1.0);
+  Eigen::VectorXd out(n);
+  for (Eigen::Index i = 0; i < n; ++i) out[i] = ((random() & 1U) ? 1.0 : -1.0) * size(random);
+  return out;
+}
+
+/// v moved off by a relative 1e-3 in a random direction per entry (a fixed seed: the pattern is
+/// the same at every run), so that entries which vanish at v itself (terms in a velocity at
+/// rest, a sine at zero) show up.
+Eigen::VectorXd moved_off(In<double> v, std::mt19937& random) {
+  return v + 1e-3 * random_signs(v.size(), random).cwiseProduct((1.0 + v.array().abs()).matrix());
+}
+
+}  // namespace
+
+SparseIterationMatrix::SparseIterationMatrix(const Problem& problem, int n_cost_integrals,
+                                             bool grow_between_segments_only)
+    : pb_(problem),
+      nx_(problem.n_states()),
+      nq_(n_cost_integrals),
+      grow_between_segments_only_(grow_between_segments_only),
+      rate_direction_(Eigen::VectorXd::Zero(problem.n_states())),
+      zero_p_(Eigen::VectorXd::Zero(problem.n_parameters())),
+      cost_tangents_(Eigen::VectorXd::Zero(problem.n_costs())),
+      check_product_(Eigen::VectorXd::Zero(nx_ + nq_)),
+      check_values_(Eigen::VectorXd::Zero(nx_ + nq_)),
+      check_scale_(Eigen::VectorXd::Zero(nx_ + nq_)) {}
+
+void SparseIterationMatrix::product(int mode, double t, In<double> x, In<double> xdot, In<double> p, double w,
+                                    const Eigen::VectorXd& d, Eigen::Ref<Eigen::VectorXd> out) {
+  const auto dx = d.head(nx_);
+  rate_direction_ = w * dx;
+  residual_tangent(pb_, mode, t, x, xdot, p, 0.0, dx, rate_direction_, zero_p_, out.head(nx_), ws_);
+  if (nq_ > 0) {
+    running_cost_tangents_at_rate(pb_, t, x, xdot, p, 0.0, dx, rate_direction_, zero_p_, cost_tangents_, ws_);
+    out.tail(nq_) = w * d.tail(nq_) - cost_tangents_.head(nq_);
+  }
+}
+
+SparsePattern SparseIterationMatrix::probe(int mode, double t, In<double> x, In<double> xdot, In<double> p) {
+  std::mt19937 random(20261126U + static_cast<unsigned>(mode));
+  const Eigen::VectorXd x0 = x, xdot0 = xdot, p0 = p;
+  const std::vector<Eigen::VectorXd> xs{x0, moved_off(x0, random), moved_off(x0, random)};
+  const std::vector<Eigen::VectorXd> xdots{xdot0, moved_off(xdot0, random), moved_off(xdot0, random)};
+  std::vector<JacobianProduct> probes;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    probes.emplace_back([this, mode, t, &x = xs[k], &xdot = xdots[k], &p0](const Eigen::VectorXd& d,
+                                                                            Eigen::Ref<Eigen::VectorXd> out) {
+      product(mode, t, x, xdot, p0, kProbeRateWeight, d, out);
+    });
+  }
+  return probe_pattern(nx_ + nq_, nx_ + nq_, probes);
+}
+
+int SparseIterationMatrix::add(int mode, SparsePattern pattern) {
+  std::mt19937 random(7U + static_cast<unsigned>(patterns_.size()));
+  patterns_.push_back(ModePattern{mode, ColouredJacobian(std::move(pattern)), random_signs(nx_ + nq_, random), 0});
+  const int id = static_cast<int>(patterns_.size()) - 1;
+  latest_[mode] = id;
+  return id;
+}
+
+SparsePattern SparseIterationMatrix::grown(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p,
+                                           double w, const double* values) {
+  if (m.false_alarms >= kMaxFalseAlarms) return {};
+  product(m.mode, t, x, xdot, p, w, m.check_direction, check_product_);
+  check_values_.setZero();
+  check_scale_.setZero();
+  const SparsePattern& pattern = m.jacobian.pattern();
+  for (int j = 0; j < pattern.cols; ++j) {
+    const double d = m.check_direction[j];
+    for (int e = pattern.starts[static_cast<size_t>(j)]; e < pattern.starts[static_cast<size_t>(j) + 1]; ++e) {
+      const auto row = static_cast<Eigen::Index>(pattern.indices[static_cast<size_t>(e)]);
+      check_values_[row] += values[e] * d;
+      check_scale_[row] += std::abs(values[e] * d);
+    }
+  }
+  bool misses = false;
+  for (Eigen::Index i = 0; i < check_product_.size() && !misses; ++i) {
+    const double scale = std::max(check_scale_[i], std::abs(check_product_[i]));
+    misses = std::abs(check_product_[i] - check_values_[i]) > kCheckTolerance * scale;
+  }
+  if (!misses) return {};
+  SparsePattern merged = merge_patterns(pattern, probe(m.mode, t, x, xdot, p));
+  if (merged.nonzeros() == pattern.nonzeros()) {
+    ++m.false_alarms;
+    return {};
+  }
+  ++reprobes_;
+  return merged;
+}
+
+int SparseIterationMatrix::select(int mode, double t, In<double> x, In<double> xdot, In<double> p) {
+  const auto latest = latest_.find(mode);
+  if (latest == latest_.end()) {
+    active_ = add(mode, probe(mode, t, x, xdot, p));
+    return active_;
+  }
+  ModePattern& m = patterns_[static_cast<size_t>(latest->second)];
+  scratch_values_.resize(static_cast<size_t>(m.jacobian.pattern().nonzeros()));
+  m.jacobian.evaluate(
+      [&](const Eigen::VectorXd& d, Eigen::Ref<Eigen::VectorXd> out) {
+        product(mode, t, x, xdot, p, kProbeRateWeight, d, out);
+      },
+      scratch_values_.data());
+  SparsePattern bigger = grown(m, t, x, xdot, p, kProbeRateWeight, scratch_values_.data());
+  active_ = bigger.cols > 0 ? add(mode, std::move(bigger)) : latest->second;
+  return active_;
+}
+
+void SparseIterationMatrix::activate(int id) {
+  if (id < 0 || id >= static_cast<int>(patterns_.size())) {
+    throw SolverError(fmt::format("no sparse Newton pattern {} (there are {})", id, patterns_.size()));
+  }
+  active_ = id;
+}
+
+const ColouredJacobian& SparseIterationMatrix::active() const {
+  if (active_ < 0) throw SolverError("no sparse Newton pattern selected");
+  return patterns_[static_cast<size_t>(active_)].jacobian;
+}
+
+int SparseIterationMatrix::nonzeros() const { return std::max(1, active().pattern().nonzeros()); }
+
+void SparseIterationMatrix::write(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double cj,
+                                  SUNMatrix J) {
+  const SparsePattern& pattern = m.jacobian.pattern();
+  if (SM_COLUMNS_S(J) != pattern.cols) {
+    throw SolverError(fmt::format("the sparse Newton matrix has {} columns; mode '{}' has {}", SM_COLUMNS_S(J),
+                                  pb_.mode(m.mode).name, pattern.cols));
+  }
+  if (SM_NNZ_S(J) < pattern.nonzeros() && SUNSparseMatrix_Reallocate(J, pattern.nonzeros()) != SUNMAT_SUCCESS) {
+    throw SolverError(fmt::format("SUNDIALS could not reallocate the sparse Newton matrix to {} nonzeros",
+                                  pattern.nonzeros()));
+  }
+  sunindextype* starts = SM_INDEXPTRS_S(J);
+  sunindextype* rows = SM_INDEXVALS_S(J);
+  for (int j = 0; j <= pattern.cols; ++j) starts[j] = pattern.starts[static_cast<size_t>(j)];
+  for (int e = 0; e < pattern.nonzeros(); ++e) rows[e] = pattern.indices[static_cast<size_t>(e)];
+  m.jacobian.evaluate(
+      [&](const Eigen::VectorXd& d, Eigen::Ref<Eigen::VectorXd> out) { product(m.mode, t, x, xdot, p, cj, d, out); },
+      SM_DATA_S(J));
+}
+
+bool SparseIterationMatrix::fill(double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J) {
+  if (active_ < 0) throw SolverError("no sparse Newton pattern selected");
+  ModePattern& m = patterns_[static_cast<size_t>(active_)];
+  write(m, t, x, xdot, p, cj, J);
+  const auto finite = [&] {
+    return std::all_of(SM_DATA_S(J), SM_DATA_S(J) + m.jacobian.pattern().nonzeros(),
+                       [](double v) { return std::isfinite(v); });
+  };
+  if (!finite()) return false;
+  if (!grow_between_segments_only_) {
+    SparsePattern bigger = grown(m, t, x, xdot, p, cj, SM_DATA_S(J));
+    if (bigger.cols > 0) {
+      m.jacobian = ColouredJacobian(std::move(bigger));
+      write(m, t, x, xdot, p, cj, J);
+    }
+  }
+  return finite();
+}
+
+}  // namespace saltus::detail
