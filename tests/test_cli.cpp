@@ -175,6 +175,18 @@ TEST(Cli, KrylovLinearSolverGivesTheSameGradient) {
   EXPECT_TRUE(contains(bad.err, "--linear-solver")) << bad.err;
 }
 
+// --linear-solver sparse: KLU on IDAS's sparse Newton matrix, named in the report; galan run on
+// IDAS gives its closed-form gradient. CVODES refuses it with one line (exit 2).
+TEST(Cli, SparseLinearSolverRunsOnIdasOnly) {
+  const Outcome r = saltus_cmd({"run", "galan", "--integrator", "idas", "--linear-solver", "sparse"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Linear solver: KLU on the sparse Newton matrix (")) << r.out;
+  EXPECT_TRUE(contains(r.out, "-2.311953e+00")) << r.out;
+  const Outcome cvodes = saltus_cmd({"run", "galan", "--linear-solver", "sparse"});
+  EXPECT_EQ(cvodes.status, 2);
+  EXPECT_TRUE(contains(cvodes.err, "linear solver 'sparse' is for IDAS runs")) << cvodes.err;
+}
+
 TEST(Cli, WarnsWhenFiniteDifferencesStraddleAnEventAtTheHorizon) {
   // ball1d with g = 8, h0 = 50 to T = 15: the 20th impact falls 5 ms before T and moves by
   // 39 s per unit of e, so central differences in e change the event count.

@@ -124,6 +124,17 @@ def test_krylov_linear_solver_gives_the_same_gradient():
         saltus.load("galan").set_options(linear_solver="lu")
 
 
+def test_sparse_linear_solver_runs_on_idas():
+    # KLU on IDAS's sparse Newton matrix: galan's closed form; CVODES refuses it.
+    model = saltus.load("galan").set_options(linear_solver="sparse", integrator="idas", rtol=1e-10, atol=1e-12)
+    assert model.options["linear_solver"] == "sparse"
+    forward = model.forward()
+    assert forward.stats["linear_solver"].startswith("KLU on the sparse Newton matrix")
+    assert forward.gradient["G"]["p"] == pytest.approx(-2.31195310744389, rel=1e-7)
+    with pytest.raises(saltus.InputError, match="is for IDAS runs"):
+        saltus.load("galan").set_options(linear_solver="sparse").forward()
+
+
 def test_check_compares_the_methods():
     report = saltus.load("galan").check("all")
     methods = [e["method"] for e in report["estimates"]]
