@@ -343,21 +343,25 @@ Solution DaeRun::run() {
   callbacks_.sensitivity = sensitivity_cb;
   if (uses_sparse_iteration_matrix(opt_, nx_ + nq_)) {
     sparse_ = std::make_unique<SparseIterationMatrix>(pb_, nq_, kind_ == RunKind::AdjointRecording);
+    // Automatic keeps the dense LU where colouring saves little: a residual, or a running cost,
+    // that reads most states makes most columns clash.
+    sparse_->select(mode_, opt_.t0, point_.x, point_.xdot, p_);
+    if (opt_.linear_solver == LinearSolver::Automatic && 2 * sparse_->active().colours() > nx_ + nq_) sparse_.reset();
   }
   if (kind_ != RunKind::AdjointRecording) {
     session_ = std::make_unique<IdasSession>(nx_ + nq_, 0, sens_ ? np_ : 0, differential_components(), opt_,
                                              callbacks_, this, component_atol(), parameter_scales(opt_, p_), 0,
-                                             std::vector<double>{}, pb_.has_index2_modes(), select_sparse_pattern(opt_.t0));
+                                             std::vector<double>{}, pb_.has_index2_modes(), sparse_ ? sparse_->nonzeros() : 0);
     ida_ = session_.get();
   }
   const std::vector<double> grid = output_grid(opt_);
   book_.start(grid.size());
   drive_segments(*this, grid, opt_.t0);
   if (sparse_) {
-    const ColouredJacobian& first = sparse_->active();
+    const ColouredJacobian& last = sparse_->active();
     book_.solution().stats.linear_solver =
         fmt::format("KLU on the sparse Newton matrix ({0} x {0}, {1} nonzeros, {2} tangents per evaluation)",
-                    first.pattern().cols, first.pattern().nonzeros(), first.colours());
+                    last.pattern().cols, last.pattern().nonzeros(), last.colours());
   }
   return std::move(book_.solution());
 }

@@ -38,7 +38,8 @@ constexpr double kProbeRateWeight = 0.7548776662466927;
 constexpr double kCheckTolerance = 1e-10;
 
 /// Checks whose new probe found no new entry (round-off above kCheckTolerance, or an entry the
-/// probes cannot see) before a mode's pattern is no longer checked: they cost a probe each.
+/// probes cannot see) before a pattern is no longer checked at every evaluation (a probe costs
+/// one tangent per column); segment starts check it always.
 constexpr int kMaxFalseAlarms = 3;
 
 /// Entries of size 0.5 to 1 with random signs.
@@ -87,11 +88,14 @@ SparsePattern SparseIterationMatrix::probe(int mode, double t, In<double> x, In<
   const Eigen::VectorXd x0 = x, xdot0 = xdot, p0 = p;
   const std::vector<Eigen::VectorXd> xs{x0, moved_off(x0, random), moved_off(x0, random)};
   const std::vector<Eigen::VectorXd> xdots{xdot0, moved_off(xdot0, random), moved_off(xdot0, random)};
+  // The moved points move in time too (entries in sin(w t) at t = 0), forwards and backwards.
+  const double dt = 1e-3 * (1.0 + std::abs(t));
+  const std::vector<double> ts{t, t + dt, t - dt};
   std::vector<JacobianProduct> probes;
   for (size_t k = 0; k < xs.size(); ++k) {
-    probes.emplace_back([this, mode, t, &x = xs[k], &xdot = xdots[k], &p0](const Eigen::VectorXd& d,
-                                                                            Eigen::Ref<Eigen::VectorXd> out) {
-      product(mode, t, x, xdot, p0, kProbeRateWeight, d, out);
+    probes.emplace_back([this, mode, tk = ts[k], &x = xs[k], &xdot = xdots[k], &p0](const Eigen::VectorXd& d,
+                                                                                     Eigen::Ref<Eigen::VectorXd> out) {
+      product(mode, tk, x, xdot, p0, kProbeRateWeight, d, out);
     });
   }
   return probe_pattern(nx_ + nq_, nx_ + nq_, probes);
@@ -106,8 +110,8 @@ int SparseIterationMatrix::add(int mode, SparsePattern pattern) {
 }
 
 SparsePattern SparseIterationMatrix::grown(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p,
-                                           double w, const double* values) {
-  if (m.false_alarms >= kMaxFalseAlarms) return {};
+                                           double w, const double* values, bool segment_start) {
+  if (!segment_start && m.false_alarms >= kMaxFalseAlarms) return {};
   product(m.mode, t, x, xdot, p, w, m.check_direction, check_product_);
   check_values_.setZero();
   check_scale_.setZero();
@@ -148,7 +152,7 @@ int SparseIterationMatrix::select(int mode, double t, In<double> x, In<double> x
         product(mode, t, x, xdot, p, kProbeRateWeight, d, out);
       },
       scratch_values_.data());
-  SparsePattern bigger = grown(m, t, x, xdot, p, kProbeRateWeight, scratch_values_.data());
+  SparsePattern bigger = grown(m, t, x, xdot, p, kProbeRateWeight, scratch_values_.data(), true);
   active_ = bigger.cols > 0 ? add(mode, std::move(bigger)) : latest->second;
   return active_;
 }
@@ -174,9 +178,12 @@ void SparseIterationMatrix::write(ModePattern& m, double t, In<double> x, In<dou
     throw SolverError(fmt::format("the sparse Newton matrix has {} columns; mode '{}' has {}", SM_COLUMNS_S(J),
                                   pb_.mode(m.mode).name, pattern.cols));
   }
-  if (SM_NNZ_S(J) < pattern.nonzeros() && SUNSparseMatrix_Reallocate(J, pattern.nonzeros()) != SUNMAT_SUCCESS) {
-    throw SolverError(fmt::format("SUNDIALS could not reallocate the sparse Newton matrix to {} nonzeros",
-                                  pattern.nonzeros()));
+  if (SM_NNZ_S(J) < pattern.nonzeros()) {
+    // SUNSparseMatrix_Reallocate reports success even when realloc fails: check the arrays.
+    if (SUNSparseMatrix_Reallocate(J, pattern.nonzeros()) != SUNMAT_SUCCESS || !SM_DATA_S(J) || !SM_INDEXVALS_S(J)) {
+      throw SolverError(fmt::format("SUNDIALS could not reallocate the sparse Newton matrix to {} nonzeros",
+                                    pattern.nonzeros()));
+    }
   }
   sunindextype* starts = SM_INDEXPTRS_S(J);
   sunindextype* rows = SM_INDEXVALS_S(J);
@@ -197,7 +204,7 @@ bool SparseIterationMatrix::fill(double t, In<double> x, In<double> xdot, In<dou
   };
   if (!finite()) return false;
   if (!grow_between_segments_only_) {
-    SparsePattern bigger = grown(m, t, x, xdot, p, cj, SM_DATA_S(J));
+    SparsePattern bigger = grown(m, t, x, xdot, p, cj, SM_DATA_S(J), false);
     if (bigger.cols > 0) {
       m.jacobian = ColouredJacobian(std::move(bigger));
       write(m, t, x, xdot, p, cj, J);

@@ -46,7 +46,7 @@ class SparseIterationMatrix {
   int active_id() const { return active_; }
   /// The active pattern's nonzeros.
   int nonzeros() const;
-  /// The active pattern, for the report.
+  /// The active pattern (the last segment's, for the report).
   const ColouredJacobian& active() const;
 
   /// Writes the pattern and the values of the active pattern's dG/dy + cj dG/dy-dot at
@@ -74,10 +74,10 @@ class SparseIterationMatrix {
   int add(int mode, SparsePattern pattern);
   /// Whether m's pattern misses entries at (t, x, x-dot): one tangent in m's random direction
   /// against its values (`values`, pattern order, for weight w) times that direction. A miss
-  /// that a new probe does not confirm counts as a false alarm; after a few, m is trusted.
-  /// Returns the grown pattern (empty if none).
+  /// that a new probe does not confirm counts as a false alarm; after a few, only segment starts
+  /// check m. Returns the grown pattern (empty if none).
   SparsePattern grown(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double w,
-                      const double* values);
+                      const double* values, bool segment_start);
   /// Pattern and values of m into J.
   void write(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
 

@@ -57,7 +57,8 @@ enum class LinearSolver {
   /// probed once per mode (one AD tangent per column at a few points) and whose columns are
   /// grouped into structurally orthogonal colours, so that an evaluation costs one tangent per
   /// colour instead of one per column. For large models whose residual couples few states per
-  /// equation (the DAE mechanism formulations). CVODES runs refuse it.
+  /// equation (the DAE mechanism formulations). CVODES runs refuse it; the Runge-Kutta
+  /// integrators (dopri5, sdirk, rosenbrock) keep their own dense solves.
   Sparse,
 };
 
@@ -94,8 +95,9 @@ struct Options {
   /// 0.022 s; 64 states: 0.108 s, 0.098 s).
   int krylov_min_states = 64;
   /// LinearSolver::Automatic on IDAS takes Sparse from this many components (states and cost
-  /// integrals) on: the crossover measured on the chain of rods in the GGL formulation
-  /// (docs/benchmarks.md).
+  /// integrals) on, unless the colouring needs more than half as many tangents as columns: the
+  /// sparse matrix was as fast or faster on every mechanism from 14 components (paddle) up
+  /// (docs/benchmarks.md, the chain in the DAE formulations).
   int sparse_min_states = 14;
   /// Parameter scales for the sensitivity error weights (CVODES pbar); empty: |p_k|, or 1
   /// where p_k = 0.

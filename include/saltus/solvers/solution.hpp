@@ -50,8 +50,8 @@ struct SolverStats {
   int segments = 0;  ///< smooth pieces integrated (events + 1)
   /// The Newton iterations' linear solver: "dense" (LU), "GMRES (matrix-free)" (CVODES with
   /// Options::linear_solver Krylov; linear_iterations counts its iterations) or "KLU on the
-  /// sparse Newton matrix (...)" (IDAS with Options::linear_solver Sparse: its size, nonzeros and
-  /// tangents per evaluation).
+  /// sparse Newton matrix (...)" (IDAS with Options::linear_solver Sparse: the last segment's
+  /// size, nonzeros and tangents per evaluation).
   std::string linear_solver = "dense";
   long linear_iterations = 0;
 };
