@@ -75,7 +75,6 @@ class IdasSession {
 
   /// Starts (or restarts) integration at t from the current vectors.
   void start(double t);
-  bool sparse() const { return sparse_; }
   /// Watches `directions.size()` root functions with direction flags (+1, -1, 0).
   void set_roots(const std::vector<int>& directions);
   /// Advances towards tout; returns the IDAS flag (IDA_SUCCESS, IDA_TSTOP_RETURN,

@@ -135,7 +135,6 @@ SparsePattern SparseIterationMatrix::grown(ModePattern& m, double t, In<double> 
     ++m.false_alarms;
     return {};
   }
-  ++reprobes_;
   return merged;
 }
 
@@ -203,13 +202,11 @@ bool SparseIterationMatrix::fill(double t, In<double> x, In<double> xdot, In<dou
                        [](double v) { return std::isfinite(v); });
   };
   if (!finite()) return false;
-  if (!grow_between_segments_only_) {
-    SparsePattern bigger = grown(m, t, x, xdot, p, cj, SM_DATA_S(J), false);
-    if (bigger.cols > 0) {
-      m.jacobian = ColouredJacobian(std::move(bigger));
-      write(m, t, x, xdot, p, cj, J);
-    }
-  }
+  if (grow_between_segments_only_) return true;
+  SparsePattern bigger = grown(m, t, x, xdot, p, cj, SM_DATA_S(J), false);
+  if (bigger.cols == 0) return true;
+  m.jacobian = ColouredJacobian(std::move(bigger));
+  write(m, t, x, xdot, p, cj, J);
   return finite();
 }
 

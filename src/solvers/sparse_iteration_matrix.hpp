@@ -54,9 +54,6 @@ class SparseIterationMatrix {
   /// (reallocated if the pattern needs more room). Returns false if a value is not finite.
   bool fill(double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
 
-  /// How many times a pattern was probed again because a check found it incomplete.
-  int reprobes() const { return reprobes_; }
-
  private:
   struct ModePattern {
     int mode = 0;
@@ -87,7 +84,6 @@ class SparseIterationMatrix {
   std::vector<ModePattern> patterns_;
   std::map<int, int> latest_;  // mode -> id of its latest pattern
   int active_ = -1;
-  int reprobes_ = 0;
   std::vector<double> scratch_values_;
   Eigen::VectorXd rate_direction_, zero_p_, cost_tangents_, check_product_, check_values_, check_scale_;
   TangentWorkspace ws_;
