@@ -134,13 +134,28 @@ struct FormBase {
     for (int c : persistent) set_flags<S>(c, x0, contains(active, c));
   }
 
-  /// Assembled positions for independent coordinates u at time t (double Newton from
-  /// `start`, then one step in S).
+  /// Assembled positions for independent coordinates u (of the set `set`, the model's by
+  /// default) at time t (double Newton from `start`, then one step in S).
   template <class S>
   VectorX<S> assemble(const S& t, const VectorX<S>& u, In<S> p, const Eigen::VectorXd& start) const {
+    return assemble<S>(part, t, u, p, start);
+  }
+  template <class S>
+  VectorX<S> assemble(const Partition& set, const S& t, const VectorX<S>& u, In<S> p, const Eigen::VectorXd& start) const {
     const Eigen::VectorXd q_star =
-        solve_positions(*model, part, real_part(t), real_parts<S>(u), real_parts<S>(p), start, settings);
-    return refine_positions<S>(*model, part, t, u, p, q_star);
+        solve_positions(*model, set, real_part(t), real_parts<S>(u), real_parts<S>(p), start, settings);
+    return refine_positions<S>(*model, set, t, u, p, q_star);
+  }
+
+  /// The independent set that a completion uses at configuration q (decided on real parts):
+  /// the model's own while it is well conditioned there, else the best-conditioned set of Phi_q
+  /// at q (position_analysis.hpp). A function of the point, so that every evaluation there (the
+  /// forward run's, the adjoint's recomputations) completes it the same way. On consistent
+  /// states every set gives the same positions and velocities; only the directions along which
+  /// an inconsistent state is completed differ.
+  template <class S>
+  Partition completion_partition(const S& t, const VectorX<S>& q, In<S> p) const {
+    return detail::completion_partition(*model, part, real_part(t), real_parts<S>(q), real_parts<S>(p));
   }
 
   template <class S, class V>
@@ -762,8 +777,9 @@ struct MaggiForm : FormBase {
 /// with `force` the rows' force directions (Phi_q but for sliding friction on a normal row). A
 /// slot without a row in force has the residual w = 0 (ggl) or w' = 0 (stabilized), so the
 /// state keeps its size through every contact regime.
-/// Their completion keeps the independent coordinates and velocities of a guess, solves the
-/// dependent ones from the model's constraints, moves the positions onto the active gaps,
+/// Their completion keeps the independent coordinates and velocities of a guess (the model's
+/// set, or where it has degraded the best-conditioned set there: completion_partition), solves
+/// the dependent ones from the model's constraints, moves the positions onto the active gaps,
 /// projects the velocities onto the contact rows in force (mass-weighted) and solves the accelerations and reactions from the KKT system
 /// [M force^T; Phi_q 0]. The multiplier blocks are left out of IDAS's error test (they are the
 /// problem's "algebraic" states).
@@ -907,10 +923,12 @@ struct DaeForm : FullCoordinateForm {
   void completion(const S& t, In<S> guess, In<S> p, Out<S> x, Out<S> xdot) const {
     const ContactSet set = contact_set<S>(guess);
     const VectorX<S> q_guess_s = guess.head(n);
-    VectorX<S> q = assemble(t, select(part, q_guess_s), p, real_parts<S>(q_guess_s));
+    const Partition independent = completion_partition<S>(t, q_guess_s, p);
+    VectorX<S> q = assemble(independent, t, select(independent, q_guess_s), p, real_parts<S>(q_guess_s));
     if (!set.empty()) q = projected_positions<S>(t, q, p, set);
     const MotionState<S> at_q{t, q, VectorX<S>::Zero(n)};
-    VectorX<S> v = velocities_from_independent(*model, part, at_q, select(part, VectorX<S>(guess.segment(n, n))), p);
+    VectorX<S> v =
+        velocities_from_independent(*model, independent, at_q, select(independent, VectorX<S>(guess.segment(n, n))), p);
     if (!set.empty()) v = projected_velocities<S>(MotionState<S>{t, q, v}, p, set);
     const MotionState<S> st{t, q, v};
     const auto [a, lambda] = accelerations<S>(st, p, set);

@@ -146,6 +146,39 @@ Partition pivot_partition(const Eigen::MatrixXd& jac) {
   return part;
 }
 
+namespace {
+
+/// The last answer of completion_partition on this thread.
+struct CompletionPartitionMemo {
+  const Model* model = nullptr;
+  std::vector<int> preferred;
+  Eigen::VectorXd key;  // t, q, p
+  Partition answer;
+};
+thread_local CompletionPartitionMemo completion_memo;
+
+}  // namespace
+
+Partition completion_partition(const Model& model, const Partition& preferred, double t, const Eigen::VectorXd& q,
+                               const Eigen::VectorXd& p) {
+  Eigen::VectorXd key(1 + q.size() + p.size());
+  key << t, q, p;
+  CompletionPartitionMemo& memo = completion_memo;
+  if (memo.model == &model && memo.preferred == preferred.independent && memo.key.size() == key.size() &&
+      memo.key == key) {
+    return memo.answer;
+  }
+  const Eigen::MatrixXd jac =
+      constraints<double>(model, MotionState<double>{t, q, Eigen::VectorXd::Zero(q.size())}, p).dense_real_jacobian();
+  Partition answer = preferred;
+  if (jac.rows() > 0 && partition_gain(preferred, jac) > kRepartitionGain) {
+    Partition best = pivot_partition(jac);
+    if (best.f() == preferred.f()) answer = std::move(best);
+  }
+  memo = CompletionPartitionMemo{&model, preferred.independent, std::move(key), answer};
+  return answer;
+}
+
 Eigen::VectorXd solve_positions(const Model& model, const Partition& part, double t,
                                 const Eigen::VectorXd& u, const Eigen::VectorXd& p,
                                 const Eigen::VectorXd& guess, const FormulationSettings& settings) {
