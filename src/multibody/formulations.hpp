@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 #include <utility>
+#include <tuple>
 
 namespace saltus::multibody::detail {
 
@@ -134,28 +135,18 @@ struct FormBase {
     for (int c : persistent) set_flags<S>(c, x0, contains(active, c));
   }
 
-  /// Assembled positions for independent coordinates u (of the set `set`, the model's by
-  /// default) at time t (double Newton from `start`, then one step in S).
+  /// Assembled positions for independent coordinates u at time t (double Newton from
+  /// `start`, then one step in S).
   template <class S>
   VectorX<S> assemble(const S& t, const VectorX<S>& u, In<S> p, const Eigen::VectorXd& start) const {
     return assemble<S>(part, t, u, p, start);
   }
+  /// The same for the independent coordinates u of the set `set`.
   template <class S>
   VectorX<S> assemble(const Partition& set, const S& t, const VectorX<S>& u, In<S> p, const Eigen::VectorXd& start) const {
     const Eigen::VectorXd q_star =
         solve_positions(*model, set, real_part(t), real_parts<S>(u), real_parts<S>(p), start, settings);
     return refine_positions<S>(*model, set, t, u, p, q_star);
-  }
-
-  /// The independent set that a completion uses at configuration q (decided on real parts):
-  /// the model's own while it is well conditioned there, else the best-conditioned set of Phi_q
-  /// at q (position_analysis.hpp). A function of the point, so that every evaluation there (the
-  /// forward run's, the adjoint's recomputations) completes it the same way. On consistent
-  /// states every set gives the same positions and velocities; only the directions along which
-  /// an inconsistent state is completed differ.
-  template <class S>
-  Partition completion_partition(const S& t, const VectorX<S>& q, In<S> p) const {
-    return detail::completion_partition(*model, part, real_part(t), real_parts<S>(q), real_parts<S>(p));
   }
 
   template <class S, class V>
@@ -777,10 +768,10 @@ struct MaggiForm : FormBase {
 /// with `force` the rows' force directions (Phi_q but for sliding friction on a normal row). A
 /// slot without a row in force has the residual w = 0 (ggl) or w' = 0 (stabilized), so the
 /// state keeps its size through every contact regime.
-/// Their completion keeps the independent coordinates and velocities of a guess (the model's
-/// set, or where it has degraded the best-conditioned set there: completion_partition), solves
-/// the dependent ones from the model's constraints, moves the positions onto the active gaps,
-/// projects the velocities onto the contact rows in force (mass-weighted) and solves the accelerations and reactions from the KKT system
+/// Their completion projects a guess onto the constraints in the kinetic metric: the positions
+/// onto the position rows in force (the model's and the active gaps), the velocities onto every
+/// row in force (index3 keeps independent coordinates instead: completed_by_independent_set),
+/// then solves the accelerations and reactions from the KKT system
 /// [M force^T; Phi_q 0]. The multiplier blocks are left out of IDAS's error test (they are the
 /// problem's "algebraic" states).
 struct DaeForm : FullCoordinateForm {
@@ -922,14 +913,13 @@ struct DaeForm : FullCoordinateForm {
   template <class S>
   void completion(const S& t, In<S> guess, In<S> p, Out<S> x, Out<S> xdot) const {
     const ContactSet set = contact_set<S>(guess);
-    const VectorX<S> q_guess_s = guess.head(n);
-    const Partition independent = completion_partition<S>(t, q_guess_s, p);
-    VectorX<S> q = assemble(independent, t, select(independent, q_guess_s), p, real_parts<S>(q_guess_s));
-    if (!set.empty()) q = projected_positions<S>(t, q, p, set);
-    const MotionState<S> at_q{t, q, VectorX<S>::Zero(n)};
-    VectorX<S> v =
-        velocities_from_independent(*model, independent, at_q, select(independent, VectorX<S>(guess.segment(n, n))), p);
-    if (!set.empty()) v = projected_velocities<S>(MotionState<S>{t, q, v}, p, set);
+    VectorX<S> q, v;
+    if (index3()) {
+      std::tie(q, v) = completed_by_independent_set<S>(t, guess, p, set);
+    } else {
+      q = projected_positions<S>(t, VectorX<S>(guess.head(n)), p, set);
+      v = projected_velocities<S>(MotionState<S>{t, q, VectorX<S>(guess.segment(n, n))}, p, set);
+    }
     const MotionState<S> st{t, q, v};
     const auto [a, lambda] = accelerations<S>(st, p, set);
     x.head(n) = q;
@@ -949,18 +939,67 @@ struct DaeForm : FullCoordinateForm {
     xdot.tail(n_flags()).setZero();
   }
 
-  /// q moved onto the active contacts' gaps as well (they are closed to the event's tolerance,
-  /// not to round-off): one Gauss-Newton step q - J^T (J J^T)^-1 Phi over the position rows
-  /// (the model's and the active gaps), which leaves O(|Phi|^2). Without it the first step after
-  /// a landing counted the constraints' pull on the leftover gap as local error: the ladder's
-  /// landing flat left y = -4.7e-14 (imaginary part -2e-32 in the complex step), which failed
-  /// the imaginary parts' error test there.
+  /// index3's completion of the positions and velocities: the guess's independent coordinates
+  /// and velocities kept, the dependent ones solved, in the model's independent set or, where
+  /// that has degraded, the best-conditioned set at the guess (completion_partition); then
+  /// projected onto the active contacts' rows. The projection that the other forms take made index3's complex
+  /// step through fivebar_floor's first impact fail (IDA_CONV_FAIL at the restart, at every
+  /// rtol from 3e-11 to 1e-9) and its adjoint there agree with index1's to 1.1e-5 instead of
+  /// 1.7e-6: index3's velocities are IDAS's, held to the position rows only, and the projection
+  /// mixes their drift into every component.
+  template <class S>
+  std::pair<VectorX<S>, VectorX<S>> completed_by_independent_set(const S& t, In<S> guess, In<S> p,
+                                                                const ContactSet& contacts) const {
+    const VectorX<S> q_guess = guess.head(n), v_guess = guess.segment(n, n);
+    const Partition set = completion_partition(*model, part, real_part(t), real_parts<S>(q_guess), real_parts<S>(p));
+    VectorX<S> q = assemble(set, t, select(set, q_guess), p, real_parts<S>(q_guess));
+    if (!contacts.empty()) q = projected_positions<S>(t, q, p, contacts);
+    VectorX<S> v = velocities_from_independent(*model, set, MotionState<S>{t, q, VectorX<S>::Zero(n)}, select(set, v_guess), p);
+    if (!contacts.empty()) v = projected_velocities<S>(MotionState<S>{t, q, v}, p, contacts);
+    return {std::move(q), std::move(v)};
+  }
+
+  /// The configuration nearest q in the kinetic metric on the position rows in force (the
+  /// model's and the active gaps): the solution q_c of
+  ///     M (q_c - q) + J(q_c)^T mu = 0,   Phi(q_c) = 0
+  /// by Newton's method in double with the matrix [M J^T; J 0] (without the curvature term
+  /// (J^T mu)_q, which vanishes with mu as q nears the manifold), then one such step in S from
+  /// the converged q*. That step's tangent is the projection's derivative up to O(|Phi(q)|): the
+  /// tangent plane's projector on consistent states. A projection needs no independent set, so
+  /// it stays well conditioned wherever J has full rank (a fixed set of independent coordinates
+  /// degrades along the chain of rods' motion, and with it an adjoint through the completion).
+  /// The gaps are closed to round-off, not to the event's tolerance: without that, the first
+  /// step after a landing counted the constraints' pull on the leftover gap as local error.
   template <class S>
   VectorX<S> projected_positions(const S& t, const VectorX<S>& q, In<S> p, const ContactSet& set) const {
-    const MotionState<S> st{t, q, VectorX<S>::Zero(n)};
-    const ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set.normals(), st, p);
-    const SparseMat<S> JJt = cs.jac * cs.jac.transpose();
-    return q - cs.jac.transpose() * solve_sparse<S>(JJt, cs.phi, "position projection matrix Phi_q Phi_q^T").col(0);
+    const char* what = "position projection matrix [M Phi_q^T; Phi_q 0]";
+    const Eigen::VectorXd q_guess = real_parts<S>(q), p_real = real_parts<S>(p);
+    const double t_real = real_part(t);
+    const double scale = 1.0 + q_guess.cwiseAbs().maxCoeff();
+    Eigen::VectorXd q_star = q_guess;
+    for (int it = 0;; ++it) {
+      const MotionState<double> st{t_real, q_star, Eigen::VectorXd::Zero(n)};
+      ConstraintSet<double> cs = with_contacts<double>(*model, constraints<double>(*model, st, p_real), set.normals(), st, p_real);
+      if (cs.phi.size() == 0) return q;
+      const double residual = cs.phi.cwiseAbs().maxCoeff();
+      if (residual <= settings.newton_tolerance * scale * scale) break;
+      if (it == settings.newton_iterations || !std::isfinite(residual)) {
+        throw ModelError(fmt::format("the mechanism '{}' cannot be projected onto its constraints at t = {:.17g}: Newton's "
+                                     "method stopped at constraint residual {:.3e} (a position the linkage cannot reach, "
+                                     "or a singular configuration)",
+                                     model->name, t_real, residual));
+      }
+      cs.force.resize(0, 0);  // the symmetric [M Phi_q^T; Phi_q 0]
+      const Eigen::VectorXd pull = mass_times_vector<double>(*model, p_real, Eigen::VectorXd(q_guess - q_star));
+      q_star += kkt_solve<double>(*model, cs, p_real, pull, Eigen::VectorXd(-cs.phi), what).first;
+    }
+    VectorX<S> q_star_s(n);
+    for (int i = 0; i < n; ++i) q_star_s[i] = S(q_star[i]);
+    const MotionState<S> st{t, q_star_s, VectorX<S>::Zero(n)};
+    ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set.normals(), st, p);
+    cs.force.resize(0, 0);
+    const VectorX<S> pull = mass_times_vector<S>(*model, p, VectorX<S>(q - q_star_s));
+    return q_star_s + kkt_solve<S>(*model, cs, p, pull, VectorX<S>(-cs.phi), what).first;
   }
 
   /// The velocities nearest v in the kinetic metric that satisfy every row in force:

@@ -52,7 +52,8 @@ double partition_gain(const Partition& part, const Eigen::MatrixXd& jac);
 /// Fewer than n - m independent coordinates if that is rank deficient.
 Partition pivot_partition_keeping(const Eigen::MatrixXd& jac, const std::vector<int>& keep);
 
-/// The independent set for completing configuration q at time t (docs/multibody.md, "Limits"):
+/// The independent set for completing configuration q at time t (index3's completion,
+/// formulations.hpp):
 /// `preferred` while its partition_gain there is within kRepartitionGain, else the pivot set of
 /// Phi_q there (`preferred` again at a singular configuration). A function of (t, q, p) alone.
 /// Each thread remembers its last answer (keyed by the model, `preferred`, t, q and p exactly):
