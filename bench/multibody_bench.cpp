@@ -4,7 +4,8 @@
 //     gradient cost (forward for L, m, g; adjoint for all four parameters) relative to
 //     simulation, up to N = max_gradient_n (default 64; the forward runs grow fastest);
 //  3. the same chain in the GGL formulation on IDAS: simulation with the dense Newton matrix
-//     against the sparse one (KLU, coloured AD tangents), and the sparse forward run's cost.
+//     against the sparse one (KLU, coloured AD tangents), and the sparse forward and adjoint runs'
+//     costs (the adjoint up to 16 rods).
 // Usage: build/bench/saltus_multibody_bench [path/to/examples] [max_gradient_n]
 //        build/bench/saltus_multibody_bench --chain-yaml N   (prints the chain's model file)
 #include <saltus/core/heap_settings.hpp>
@@ -100,8 +101,8 @@ void chain_table(int max_gradient_n) {
 /// The chain in GGL on IDAS: dense against sparse Newton matrix (docs/dae.md).
 void dae_chain_table() {
   fmt::print("\nchain of N rods in GGL (IDAS, rtol 1e-6, 1 s): dense LU against KLU on the sparse Newton matrix\n");
-  fmt::print("{:>4} {:>10} {:>10} {:>10} {:>14} {:>10} {:>12}\n", "N", "components", "dense s", "sparse s", "sparse ms/step",
-             "dense/sparse", "forward/sim");
+  fmt::print("{:>4} {:>10} {:>10} {:>10} {:>14} {:>10} {:>12} {:>12}\n", "N", "components", "dense s", "sparse s",
+             "sparse ms/step", "dense/sparse", "forward/sim", "adjoint/sim");
   for (int rods : {8, 16, 32, 64, 128}) {
     const multibody::Model model = multibody::parse_model(chain_yaml(rods), "chain");
     multibody::FormulationSettings settings = model.formulation;
@@ -112,7 +113,7 @@ void dae_chain_table() {
     dense.linear_solver = LinearSolver::Dense;
     Solution sim;
     const double t_sparse = median_time(reps, [&] { sim = simulate(pb); });
-    std::string t_dense = "-", ratio = "-", forward = "-";
+    std::string t_dense = "-", ratio = "-", forward = "-", backward = "-";
     if (rods <= 32) {
       const double t = median_time(reps, [&] { simulate(pb, pb.nominal_parameters(), dense); });
       t_dense = fmt::format("{:.3f}", t);
@@ -120,8 +121,12 @@ void dae_chain_table() {
       const Problem three = with_free_parameters(pb, {"L", "m", "g"});
       forward = fmt::format("{:.2f}", median_time(reps, [&] { forward_sensitivity(three); }) / t_sparse);
     }
-    fmt::print("{:>4} {:>10} {:>10} {:>10.3f} {:>14.3f} {:>10} {:>12}\n", rods, pb.n_states(), t_dense, t_sparse,
-               1e3 * t_sparse / sim.stats.steps, ratio, forward);
+    if (rods <= 16) {  // the backward pass's Newton matrix is dense (n_x completion tangents)
+      backward =
+          fmt::format("{:.2f}", median_time(reps, [&] { adjoint(pb, pb.nominal_parameters(), pb.options()); }) / t_sparse);
+    }
+    fmt::print("{:>4} {:>10} {:>10} {:>10.3f} {:>14.3f} {:>10} {:>12} {:>12}\n", rods, pb.n_states(), t_dense, t_sparse,
+               1e3 * t_sparse / sim.stats.steps, ratio, forward, backward);
     std::fflush(stdout);
   }
 }
