@@ -5,7 +5,7 @@
 //
 //   CartesianForm (index-1 with Baumgarte, or penalty): state x = (q, v), 2n entries.
 //   MaggiForm (null space, seed 003): state x = (u, u-dot) with u = B q, 2f entries.
-//   DaeForm (DAEs on IDAS: GGL, stabilized index-1): x = (q, v, multipliers), 2n + 2m entries.
+//   DaeForm (DAEs on IDAS: GGL, stabilized index-1, index 3): x = (q, v, multipliers, flags).
 #include "contacts.hpp"
 
 #include <algorithm>
@@ -14,9 +14,9 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <vector>
-#include <utility>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace saltus::multibody::detail {
 
@@ -909,7 +909,8 @@ struct DaeForm : FullCoordinateForm {
     return accelerations(motion(t, x), p, set).second;
   }
 
-  /// The consistent state through the independent coordinates and velocities of `guess`.
+  /// The consistent state nearest `guess` (index3: through its independent coordinates and
+  /// velocities), its rates, and the multipliers.
   template <class S>
   void completion(const S& t, In<S> guess, In<S> p, Out<S> x, Out<S> xdot) const {
     const ContactSet set = contact_set<S>(guess);
@@ -951,10 +952,12 @@ struct DaeForm : FullCoordinateForm {
   std::pair<VectorX<S>, VectorX<S>> completed_by_independent_set(const S& t, In<S> guess, In<S> p,
                                                                 const ContactSet& contacts) const {
     const VectorX<S> q_guess = guess.head(n), v_guess = guess.segment(n, n);
-    const Partition set = completion_partition(*model, part, real_part(t), real_parts<S>(q_guess), real_parts<S>(p));
-    VectorX<S> q = assemble(set, t, select(set, q_guess), p, real_parts<S>(q_guess));
+    const Partition independent =
+        completion_partition(*model, part, real_part(t), real_parts<S>(q_guess), real_parts<S>(p));
+    VectorX<S> q = assemble(independent, t, select(independent, q_guess), p, real_parts<S>(q_guess));
     if (!contacts.empty()) q = projected_positions<S>(t, q, p, contacts);
-    VectorX<S> v = velocities_from_independent(*model, set, MotionState<S>{t, q, VectorX<S>::Zero(n)}, select(set, v_guess), p);
+    VectorX<S> v = velocities_from_independent(*model, independent, MotionState<S>{t, q, VectorX<S>::Zero(n)},
+                                               select(independent, v_guess), p);
     if (!contacts.empty()) v = projected_velocities<S>(MotionState<S>{t, q, v}, p, contacts);
     return {std::move(q), std::move(v)};
   }
@@ -970,6 +973,10 @@ struct DaeForm : FullCoordinateForm {
   /// degrades along the chain of rods' motion, and with it an adjoint through the completion).
   /// The gaps are closed to round-off, not to the event's tolerance: without that, the first
   /// step after a landing counted the constraints' pull on the leftover gap as local error.
+  /// Newton stops on |Phi| alone: the completion is asked within the integrator's drift of the
+  /// manifold, where the curvature term it drops is of that drift's size. HyperDual would need
+  /// a second step in S (refine_positions takes two); completions run in the other types only
+  /// (the Runge-Kutta integrators, which use HyperDual, refuse residual modes).
   template <class S>
   VectorX<S> projected_positions(const S& t, const VectorX<S>& q, In<S> p, const ContactSet& set) const {
     const char* what = "position projection matrix [M Phi_q^T; Phi_q 0]";
@@ -981,20 +988,26 @@ struct DaeForm : FullCoordinateForm {
       const MotionState<double> st{t_real, q_star, Eigen::VectorXd::Zero(n)};
       ConstraintSet<double> cs = with_contacts<double>(*model, constraints<double>(*model, st, p_real), set.normals(), st, p_real);
       if (cs.phi.size() == 0) return q;
-      const double residual = cs.phi.cwiseAbs().maxCoeff();
+      const double residual = cs.phi.allFinite() ? cs.phi.cwiseAbs().maxCoeff() : std::numeric_limits<double>::infinity();
       if (residual <= settings.newton_tolerance * scale * scale) break;
-      if (it == settings.newton_iterations || !std::isfinite(residual)) {
+      bool stopped = it == settings.newton_iterations || !std::isfinite(residual);
+      if (!stopped) {
+        cs.force.resize(0, 0);  // the symmetric [M Phi_q^T; Phi_q 0]
+        const Eigen::VectorXd pull = mass_times_vector<double>(*model, p_real, Eigen::VectorXd(q_guess - q_star));
+        try {
+          q_star += kkt_solve<double>(*model, cs, p_real, pull, Eigen::VectorXd(-cs.phi), what).first;
+        } catch (const ModelError&) {
+          stopped = true;  // a singular matrix ends Newton, as in solve_positions
+        }
+      }
+      if (stopped) {
         throw ModelError(fmt::format("the mechanism '{}' cannot be projected onto its constraints at t = {:.17g}: Newton's "
                                      "method stopped at constraint residual {:.3e} (a position the linkage cannot reach, "
                                      "or a singular configuration)",
                                      model->name, t_real, residual));
       }
-      cs.force.resize(0, 0);  // the symmetric [M Phi_q^T; Phi_q 0]
-      const Eigen::VectorXd pull = mass_times_vector<double>(*model, p_real, Eigen::VectorXd(q_guess - q_star));
-      q_star += kkt_solve<double>(*model, cs, p_real, pull, Eigen::VectorXd(-cs.phi), what).first;
     }
-    VectorX<S> q_star_s(n);
-    for (int i = 0; i < n; ++i) q_star_s[i] = S(q_star[i]);
+    const VectorX<S> q_star_s = q_star.cast<S>();
     const MotionState<S> st{t, q_star_s, VectorX<S>::Zero(n)};
     ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set.normals(), st, p);
     cs.force.resize(0, 0);
@@ -1003,7 +1016,7 @@ struct DaeForm : FullCoordinateForm {
   }
 
   /// The velocities nearest v in the kinetic metric that satisfy every row in force:
-  /// [M Phi_q^T; Phi_q 0] [v+; nu] = [M v; -Phi_t] (v already satisfies the model's rows; this
+  /// [M Phi_q^T; Phi_q 0] [v+; nu] = [M v; -Phi_t] (in index3 v already satisfies the model's rows; this
   /// removes what the contact rows' rates hold of the event's root tolerance).
   template <class S>
   VectorX<S> projected_velocities(const MotionState<S>& st, In<S> p, const ContactSet& set) const {

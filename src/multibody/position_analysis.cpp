@@ -148,11 +148,12 @@ Partition pivot_partition(const Eigen::MatrixXd& jac) {
 
 namespace {
 
-/// The last answer of completion_partition on this thread.
+/// The last answer of completion_partition on this thread, with what it depends on: the
+/// preferred set and Phi_q (the LU factorizations of partition_gain and pivot_partition cost
+/// O(n^3); Phi_q costs O(nnz)).
 struct CompletionPartitionMemo {
-  const Model* model = nullptr;
   std::vector<int> preferred;
-  Eigen::VectorXd key;  // t, q, p
+  Eigen::MatrixXd jac;
   Partition answer;
 };
 thread_local CompletionPartitionMemo completion_memo;
@@ -161,21 +162,19 @@ thread_local CompletionPartitionMemo completion_memo;
 
 Partition completion_partition(const Model& model, const Partition& preferred, double t, const Eigen::VectorXd& q,
                                const Eigen::VectorXd& p) {
-  Eigen::VectorXd key(1 + q.size() + p.size());
-  key << t, q, p;
+  Eigen::MatrixXd jac =
+      constraints<double>(model, MotionState<double>{t, q, Eigen::VectorXd::Zero(q.size())}, p).dense_real_jacobian();
   CompletionPartitionMemo& memo = completion_memo;
-  if (memo.model == &model && memo.preferred == preferred.independent && memo.key.size() == key.size() &&
-      memo.key == key) {
+  if (memo.preferred == preferred.independent && memo.answer.n == preferred.n && memo.jac.rows() == jac.rows() &&
+      memo.jac.cols() == jac.cols() && memo.jac == jac) {
     return memo.answer;
   }
-  const Eigen::MatrixXd jac =
-      constraints<double>(model, MotionState<double>{t, q, Eigen::VectorXd::Zero(q.size())}, p).dense_real_jacobian();
   Partition answer = preferred;
   if (jac.rows() > 0 && partition_gain(preferred, jac) > kRepartitionGain) {
     Partition best = pivot_partition(jac);
     if (best.f() == preferred.f()) answer = std::move(best);
   }
-  memo = CompletionPartitionMemo{&model, preferred.independent, std::move(key), answer};
+  memo = CompletionPartitionMemo{preferred.independent, std::move(jac), answer};
   return answer;
 }
 

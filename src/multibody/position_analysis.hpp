@@ -53,11 +53,12 @@ double partition_gain(const Partition& part, const Eigen::MatrixXd& jac);
 Partition pivot_partition_keeping(const Eigen::MatrixXd& jac, const std::vector<int>& keep);
 
 /// The independent set for completing configuration q at time t (index3's completion,
-/// formulations.hpp):
-/// `preferred` while its partition_gain there is within kRepartitionGain, else the pivot set of
-/// Phi_q there (`preferred` again at a singular configuration). A function of (t, q, p) alone.
-/// Each thread remembers its last answer (keyed by the model, `preferred`, t, q and p exactly):
-/// a completion's Jacobian asks at one point once per direction.
+/// formulations.hpp): `preferred` while its partition_gain there is within kRepartitionGain,
+/// else pivot_partition of Phi_q there (`preferred` again at a singular configuration). A
+/// function of the configuration alone, so that every evaluation at a point (the forward run's,
+/// the adjoint's recomputations and Jacobians) completes it the same way. Each thread remembers
+/// its last answer with the Phi_q it came from: a completion's Jacobian asks at one point once
+/// per direction.
 Partition completion_partition(const Model& model, const Partition& preferred, double t, const Eigen::VectorXd& q,
                                const Eigen::VectorXd& p);
 

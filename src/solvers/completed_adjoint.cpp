@@ -35,7 +35,7 @@ void CompletedLinearization::states(const Problem& problem, int mode, double t, 
     unit_x_[i] = 0.0;
     out.f_x.col(i) = -xdot_tangent_;
     if (x_tangent_.isZero(0.0) && xdot_tangent_.isZero(0.0)) {
-      out.g_x.col(i).setZero();  // a state the completion does not read (a dependent coordinate)
+      out.g_x.col(i).setZero();  // a state the completion does not read
       continue;
     }
     running_cost_tangents_at_rate(problem, t, point_.x, point_.xdot, p, 0.0, x_tangent_, xdot_tangent_, zero_p_,

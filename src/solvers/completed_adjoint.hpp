@@ -3,8 +3,9 @@
 // DAEs (circle_drift) and the multibody ggl, stabilized_index1 and index3 formulations
 // (docs/dae.md, "Adjoint through the completion").
 //
-// A completion C(t, x, p) = (x_c, x-dot_c) maps any state near the solution manifold to the
-// consistent state with the same independent values, and its rates. Every exact solution of the
+// A completion C(t, x, p) = (x_c, x-dot_c) maps any state near the solution manifold to a
+// consistent state (the model's choice: a projection, or the one with the same independent
+// values), and its rates. Every exact solution of the
 // mode's DAE satisfies the explicit ODE
 //     x' = R(t, x, p) := x-dot_c(t, x, p),
 // with the running costs read at the completed point, g~(t, x, p) = g(t, x_c, x-dot_c, p). This
