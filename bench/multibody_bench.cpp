@@ -5,7 +5,7 @@
 //     simulation, up to N = max_gradient_n (default 64; the forward runs grow fastest);
 //  3. the same chain in the GGL formulation on IDAS: simulation with the dense Newton matrix
 //     against the sparse one (KLU, coloured AD tangents), and the sparse forward and adjoint runs'
-//     costs (the adjoint up to 16 rods).
+//     costs (up to 32 rods).
 // Usage: build/bench/saltus_multibody_bench [path/to/examples] [max_gradient_n]
 //        build/bench/saltus_multibody_bench --chain-yaml N   (prints the chain's model file)
 #include <saltus/core/heap_settings.hpp>
@@ -121,7 +121,7 @@ void dae_chain_table() {
       const Problem three = with_free_parameters(pb, {"L", "m", "g"});
       forward = fmt::format("{:.2f}", median_time(reps, [&] { forward_sensitivity(three); }) / t_sparse);
     }
-    if (rods <= 16) {  // the backward pass's Newton matrix is dense (n_x completion tangents)
+    if (rods <= 32) {
       backward =
           fmt::format("{:.2f}", median_time(reps, [&] { adjoint(pb, pb.nominal_parameters(), pb.options()); }) / t_sparse);
     }

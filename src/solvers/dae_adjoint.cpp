@@ -62,6 +62,15 @@ class DaeAdjointSweep {
                          N_Vector rB, SUNMatrix JB, void* self, N_Vector, N_Vector, N_Vector);
   static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector qdot,
                            void* self);
+  /// J v = c_j v + (R_x^T v_lambda per cost; R_p^T v_lambda per cost for the gradient states),
+  /// the backward Newton matrix of a completed segment times v, by one reverse sweep of the
+  /// completion (completion_products): GMRES's product, which needs no n_x completion tangents.
+  static int jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector rB,
+                               N_Vector v, N_Vector Jv, sunrealtype cj, void* self, N_Vector, N_Vector);
+  /// Whether this segment's backward Newton systems take matrix-free GMRES (jacobian_times_cb):
+  /// a completed mode, from Options::krylov_min_states states on, unless the options ask for the
+  /// dense LU.
+  bool matrix_free_segment() const;
   /// The linearization at the forward point (t, x, x-dot) of the current mode: its state part
   /// (F_x, g_x) or also its parameter part (F_p, g_p), kept while the point does not change
   /// (IDAS evaluates the backward residual several times per point); F_xdot is the segment's, or
@@ -129,6 +138,7 @@ class DaeAdjointSweep {
   bool segment_completed_ = false;  // and whether its mode has a completion (read per callback)
   Eigen::VectorXd work_x_, work_e_;  // scratch of the conservative residual
   Eigen::MatrixXd weights_;          // lambda by cost, for completed_products
+  Eigen::MatrixXd product_weights_;  // (0; v by cost), for jacobian_times_cb
 
   Eigen::MatrixXd lambda_;  // n_x x n_c
   Eigen::MatrixXd grad_;    // n_c x n_p
@@ -307,6 +317,29 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
   });
 }
 
+int DaeAdjointSweep::jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, N_Vector, N_Vector,
+                                       N_Vector v, N_Vector Jv, sunrealtype cj, void* ptr, N_Vector, N_Vector) {
+  auto* self = static_cast<DaeAdjointSweep*>(ptr);
+  return self->guarded([&] {
+    const int n = self->nx_, nc = self->nc_, na = n * nc, nq = self->gradient_states();
+    const auto direction = view(v);
+    auto out = view(Jv);
+    Eigen::MatrixXd& weights = self->product_weights_;
+    weights.setZero(2 * n, nc);  // the x-dot_c rows only: R = x-dot_c
+    weights.bottomRows(n) = direction.head(na).reshaped(n, nc);
+    const TransposedProducts products =
+        completion_products(self->pb_, self->mode_, t, view(y).head(n), self->p_, weights);
+    out.head(na) = cj * direction.head(na) + products.x.reshaped();
+    if (nq > 0) out.segment(na, nq) = cj * direction.segment(na, nq) + products.p.reshaped();
+    return out.allFinite() ? 0 : 1;
+  });
+}
+
+bool DaeAdjointSweep::matrix_free_segment() const {
+  return segment_completed_ && !conservative_ && opt_.linear_solver != LinearSolver::Dense &&
+         nx_ >= opt_.krylov_min_states;
+}
+
 IdasBackwardSettings DaeAdjointSweep::settings() {
   const AdjointTolerances tol = adjoint_tolerances(opt_, p_, sol_.costs);
   IdasBackwardSettings s;
@@ -317,6 +350,7 @@ IdasBackwardSettings DaeAdjointSweep::settings() {
   s.max_steps = opt_.max_steps;
   s.residual = residual_cb;
   s.jacobian = jacobian_cb;
+  if (matrix_free_segment()) s.jacobian_times = jacobian_times_cb;
   s.quadrature = quadrature_cb;
   if (gradient_states() > 0) {
     s.state_atol.assign(static_cast<size_t>(adjoint_states()), tol.atol);

@@ -210,12 +210,19 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
     check_ida(flag, "IDASetIdB");
     check_ida(IDASetSuppressAlgB(mem_, which_, SUNTRUE), "IDASetSuppressAlgB");
   }
-  AB_ = SUNDenseMatrix(nB, nB, ctx_);
-  check_alloc(AB_, "the adjoint Jacobian");
-  LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);
-  check_alloc(LSB_, "the adjoint linear solver");
-  check_ida(IDASetLinearSolverB(mem_, which_, LSB_, AB_), "IDASetLinearSolverB");
-  if (settings.jacobian) check_ida(IDASetJacFnB(mem_, which_, settings.jacobian), "IDASetJacFnB");
+  if (settings.jacobian_times) {
+    LSB_ = SUNLinSol_SPGMR(yB_, SUN_PREC_NONE, 0, ctx_);
+    check_alloc(LSB_, "the adjoint linear solver");
+    check_ida(IDASetLinearSolverB(mem_, which_, LSB_, nullptr), "IDASetLinearSolverB");
+    check_ida(IDASetJacTimesB(mem_, which_, nullptr, settings.jacobian_times), "IDASetJacTimesB");
+  } else {
+    AB_ = SUNDenseMatrix(nB, nB, ctx_);
+    check_alloc(AB_, "the adjoint Jacobian");
+    LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);
+    check_alloc(LSB_, "the adjoint linear solver");
+    check_ida(IDASetLinearSolverB(mem_, which_, LSB_, AB_), "IDASetLinearSolverB");
+    if (settings.jacobian) check_ida(IDASetJacFnB(mem_, which_, settings.jacobian), "IDASetJacFnB");
+  }
   if (nqB > 0) {
     qB_ = N_VNew_Serial(nqB, ctx_);
     check_alloc(qB_, "the adjoint quadratures");

@@ -7,6 +7,7 @@
 #include <nvector/nvector_serial.h>
 #include <sundials/sundials_context.h>
 #include <sunlinsol/sunlinsol_dense.h>
+#include <sunlinsol/sunlinsol_spgmr.h>
 #include <sunmatrix/sunmatrix_dense.h>
 #include <sunmatrix/sunmatrix_sparse.h>
 
@@ -39,6 +40,9 @@ struct IdasBackwardSettings {
   long max_steps = 500000;
   IDAResFnB residual = nullptr;
   IDALsJacFnB jacobian = nullptr;
+  /// If set: matrix-free GMRES (no preconditioner) on the backward Newton systems, with these
+  /// products, instead of the dense LU of `jacobian`'s matrix.
+  IDALsJacTimesVecFnB jacobian_times = nullptr;
   IDAQuadRhsFnB quadrature = nullptr;
   void* user_data = nullptr;
 };

@@ -51,7 +51,9 @@ enum class LinearSolver {
   /// AD, one right-hand side in dual numbers each: no n x n matrix is formed. For large models
   /// whose Newton matrix is well conditioned (non-stiff: mechanisms with constraints solved in
   /// the right-hand side). A stiff model (stiff springs, a penalty formulation) may need many
-  /// Krylov iterations; Dense is the choice there. IDAS takes it as Dense.
+  /// Krylov iterations; Dense is the choice there. IDAS takes it as Dense, but for the backward
+  /// pass of an adjoint through a completion (docs/dae.md), which takes GMRES on reverse sweeps
+  /// of the completion from krylov_min_states states on with every choice but Dense.
   Krylov,
   /// IDAS only: KLU on the sparse Newton matrix F_x + c_j F_xdot, whose nonzero pattern is
   /// probed once per mode (one AD tangent per column at a few points) and whose columns are
@@ -92,7 +94,8 @@ struct Options {
   LinearSolver linear_solver = LinearSolver::Dense;
   /// LinearSolver::Automatic takes Krylov from this many states on: the crossover measured on
   /// the chain of rods (docs/benchmarks.md, the chain of rods; 32 states: dense 0.018 s, Krylov
-  /// 0.022 s; 64 states: 0.108 s, 0.098 s).
+  /// 0.022 s; 64 states: 0.108 s, 0.098 s). Also where the backward pass of an adjoint through a
+  /// completion takes GMRES (LinearSolver::Krylov).
   int krylov_min_states = 64;
   /// LinearSolver::Automatic on IDAS takes Sparse from this many components (states and cost
   /// integrals) on, unless the colouring needs more than half as many tangents as columns: the
