@@ -63,13 +63,15 @@ class DaeAdjointSweep {
   static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector qdot,
                            void* self);
   /// J v = c_j v + (R_x^T v_lambda per cost; R_p^T v_lambda per cost for the gradient states),
-  /// the backward Newton matrix of a completed segment times v, by one reverse sweep of the
-  /// completion (completion_products): GMRES's product, which needs no n_x completion tangents.
+  /// the backward Newton matrix of a completed segment times v, by one recording of the
+  /// completion and a sweep per cost (completion_products): GMRES's product, which needs no n_x
+  /// completion tangents.
   static int jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector rB,
                                N_Vector v, N_Vector Jv, sunrealtype cj, void* self, N_Vector, N_Vector);
   /// Whether this segment's backward Newton systems take matrix-free GMRES (jacobian_times_cb):
   /// a completed mode, from Options::krylov_min_states states on, unless the options ask for the
-  /// dense LU.
+  /// dense LU, or gradient states are out of the error test (their weights, ~1e-300, would let
+  /// GMRES leave their rows unsolved).
   bool matrix_free_segment() const;
   /// The linearization at the forward point (t, x, x-dot) of the current mode: its state part
   /// (F_x, g_x) or also its parameter part (F_p, g_p), kept while the point does not change
@@ -337,7 +339,7 @@ int DaeAdjointSweep::jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector, N_Ve
 
 bool DaeAdjointSweep::matrix_free_segment() const {
   return segment_completed_ && !conservative_ && opt_.linear_solver != LinearSolver::Dense &&
-         nx_ >= opt_.krylov_min_states;
+         nx_ >= opt_.krylov_min_states && (gradient_states() == 0 || opt_.adjoint_quadrature_error_control);
 }
 
 IdasBackwardSettings DaeAdjointSweep::settings() {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "klu_newton_solver.hpp"
 #include "nvector_view.hpp"
 
@@ -181,6 +183,7 @@ int IdasSession::advance(double tout, double& t) {
 
 void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0,
                                  const Eigen::VectorXd& yB0, const Eigen::VectorXd& ypB0) {
+  if (yB_) throw std::logic_error("IdasSession::start_backward: one backward problem per session");
   check_ida(IDACreateB(mem_, &which_), "IDACreateB");
   yB_ = N_VNew_Serial(nB, ctx_);
   check_alloc(yB_, "the adjoint vector");

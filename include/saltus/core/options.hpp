@@ -95,7 +95,7 @@ struct Options {
   /// LinearSolver::Automatic takes Krylov from this many states on: the crossover measured on
   /// the chain of rods (docs/benchmarks.md, the chain of rods; 32 states: dense 0.018 s, Krylov
   /// 0.022 s; 64 states: 0.108 s, 0.098 s). Also where the backward pass of an adjoint through a
-  /// completion takes GMRES (LinearSolver::Krylov).
+  /// completion takes GMRES (with every LinearSolver but Dense; docs/dae.md).
   int krylov_min_states = 64;
   /// LinearSolver::Automatic on IDAS takes Sparse from this many components (states and cost
   /// integrals) on, unless the colouring needs more than half as many tangents as columns: the
