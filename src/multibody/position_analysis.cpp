@@ -149,32 +149,43 @@ Partition pivot_partition(const Eigen::MatrixXd& jac) {
 namespace {
 
 /// The last answer of completion_partition on this thread, with what it depends on: the
-/// preferred set and Phi_q (the LU factorizations of partition_gain and pivot_partition cost
-/// O(n^3); Phi_q costs O(nnz)).
+/// preferred set and Phi_q, kept sparse so that a hit costs O(nnz) (the LU factorizations of
+/// partition_gain and pivot_partition cost O(n^3)).
 struct CompletionPartitionMemo {
   std::vector<int> preferred;
-  Eigen::MatrixXd jac;
+  SparseMat<double> jac;
   Partition answer;
 };
 thread_local CompletionPartitionMemo completion_memo;
+
+/// Same shape, pattern and values (both compressed).
+bool identical(const SparseMat<double>& a, const SparseMat<double>& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols() || a.nonZeros() != b.nonZeros()) return false;
+  const auto outer = static_cast<size_t>(a.outerSize() + 1), nnz = static_cast<size_t>(a.nonZeros());
+  return std::equal(a.outerIndexPtr(), a.outerIndexPtr() + outer, b.outerIndexPtr()) &&
+         std::equal(a.innerIndexPtr(), a.innerIndexPtr() + nnz, b.innerIndexPtr()) &&
+         std::equal(a.valuePtr(), a.valuePtr() + nnz, b.valuePtr());
+}
 
 }  // namespace
 
 Partition completion_partition(const Model& model, const Partition& preferred, double t, const Eigen::VectorXd& q,
                                const Eigen::VectorXd& p) {
-  Eigen::MatrixXd jac =
-      constraints<double>(model, MotionState<double>{t, q, Eigen::VectorXd::Zero(q.size())}, p).dense_real_jacobian();
+  ConstraintSet<double> cs = constraints<double>(model, MotionState<double>{t, q, Eigen::VectorXd::Zero(q.size())}, p);
+  cs.jac.makeCompressed();
   CompletionPartitionMemo& memo = completion_memo;
-  if (memo.preferred == preferred.independent && memo.answer.n == preferred.n && memo.jac.rows() == jac.rows() &&
-      memo.jac.cols() == jac.cols() && memo.jac == jac) {
+  if (memo.preferred == preferred.independent && memo.answer.n == preferred.n && identical(memo.jac, cs.jac)) {
     return memo.answer;
   }
   Partition answer = preferred;
-  if (jac.rows() > 0 && partition_gain(preferred, jac) > kRepartitionGain) {
-    Partition best = pivot_partition(jac);
-    if (best.f() == preferred.f()) answer = std::move(best);
+  if (cs.jac.rows() > 0) {
+    const Eigen::MatrixXd jac = cs.dense_real_jacobian();
+    if (partition_gain(preferred, jac) > kRepartitionGain) {
+      Partition best = pivot_partition(jac);
+      if (best.f() == preferred.f()) answer = std::move(best);
+    }
   }
-  memo = CompletionPartitionMemo{preferred.independent, std::move(jac), answer};
+  memo = CompletionPartitionMemo{preferred.independent, std::move(cs.jac), answer};
   return answer;
 }
 
