@@ -255,6 +255,46 @@ void StageProducts::sweep(const Eigen::MatrixXd& f_weights, const Eigen::MatrixX
   }
 }
 
+CompletionRateProducts::CompletionRateProducts(const Problem& problem, const Eigen::VectorXd& p)
+    : problem_(problem), p_(p), n_x_(problem.n_states()) {}
+
+void CompletionRateProducts::record(int mode, double t, In<double> x_guess) {
+  if (generation_ == ReverseTape::generation() && mode == mode_ && t == t_ && x_guess.size() == x_.size() &&
+      x_guess == x_) {
+    return;
+  }
+  begin_recording();
+  ++recordings_;
+  generation_ = ReverseTape::generation();
+  mode_ = mode;
+  t_ = t;
+  x_ = x_guess;
+  const Reverse t_ad(t);  // passive: the backward Newton matrix needs no time derivative
+  x_ad_ = independents(x_guess);
+  p_ad_ = independents(p_);
+  completed_x_ = VectorX<Reverse>::Zero(n_x_);
+  completed_xdot_ = VectorX<Reverse>::Zero(n_x_);
+  problem_.mode(mode).completion.reverse(t_ad, x_ad_, p_ad_, completed_x_, completed_xdot_);
+}
+
+void CompletionRateProducts::sweep(const Eigen::MatrixXd& rate_weights, TransposedProducts& out) {
+  if (generation_ != ReverseTape::generation()) {
+    throw Error("CompletionRateProducts::sweep: the recording was recycled; call record() first");
+  }
+  const Eigen::Index m = rate_weights.cols();
+  out.t.resize(0);
+  out.x.resize(n_x_, m);
+  out.p.resize(p_.size(), m);
+  Sweeper sweeper(adjoint_);
+  for (Eigen::Index c = 0; c < m; ++c) {
+    sweeper.seed_clear();
+    for (int i = 0; i < n_x_; ++i) sweeper.seed(completed_xdot_[i], rate_weights(i, c));
+    sweeper.run();
+    sweeper.adjoints(x_ad_, out.x.col(c));
+    sweeper.adjoints(p_ad_, out.p.col(c));
+  }
+}
+
 AdjointRhs::AdjointRhs(const Problem& problem, const Eigen::VectorXd& p)
     : problem_(problem), p_(p), n_x_(problem.n_states()), n_c_(problem.n_costs()) {}
 

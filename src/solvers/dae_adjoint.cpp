@@ -63,9 +63,9 @@ class DaeAdjointSweep {
   static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector qdot,
                            void* self);
   /// J v = c_j v + (R_x^T v_lambda per cost; R_p^T v_lambda per cost for the gradient states),
-  /// the backward Newton matrix of a completed segment times v, by one recording of the
-  /// completion and a sweep per cost (completion_products): GMRES's product, which needs no n_x
-  /// completion tangents.
+  /// the backward Newton matrix of a completed segment times v, by a sweep per cost of the
+  /// completion recorded at the forward point (rate_products_, one recording per point for all
+  /// of GMRES's products there): GMRES's product, which needs no n_x completion tangents.
   static int jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector rB,
                                N_Vector v, N_Vector Jv, sunrealtype cj, void* self, N_Vector, N_Vector);
   /// Whether this segment's backward Newton systems take matrix-free GMRES (jacobian_times_cb):
@@ -140,7 +140,8 @@ class DaeAdjointSweep {
   bool segment_completed_ = false;  // and whether its mode has a completion (read per callback)
   Eigen::VectorXd work_x_, work_e_;  // scratch of the conservative residual
   Eigen::MatrixXd weights_;          // lambda by cost, for completed_products
-  Eigen::MatrixXd product_weights_;  // (0; v by cost), for jacobian_times_cb
+  CompletionRateProducts rate_products_;  // the completion recorded for jacobian_times_cb
+  TransposedProducts rate_product_;       // its sweep's output
 
   Eigen::MatrixXd lambda_;  // n_x x n_c
   Eigen::MatrixXd grad_;    // n_c x n_p
@@ -168,7 +169,8 @@ DaeAdjointSweep::DaeAdjointSweep(const Problem& problem, const Eigen::VectorXd& 
       ny_(problem.n_states() - problem.n_algebraic()),
       rate_slot_(static_cast<size_t>(problem.n_states()), -1),
       work_x_(problem.n_states()),
-      work_e_(problem.n_states()) {
+      work_e_(problem.n_states()),
+      rate_products_(problem, p) {
   int slot = 0;
   for (int i = 0; i < nx_; ++i) {
     if (!problem.is_algebraic(i)) rate_slot_[static_cast<size_t>(i)] = slot++;
@@ -326,11 +328,9 @@ int DaeAdjointSweep::jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector, N_Ve
     const int n = self->nx_, nc = self->nc_, na = n * nc, nq = self->gradient_states();
     const auto direction = view(v);
     auto out = view(Jv);
-    Eigen::MatrixXd& weights = self->product_weights_;
-    weights.setZero(2 * n, nc);  // the x-dot_c rows only: R = x-dot_c
-    weights.bottomRows(n) = direction.head(na).reshaped(n, nc);
-    const TransposedProducts products =
-        completion_products(self->pb_, self->mode_, t, view(y).head(n), self->p_, weights);
+    self->rate_products_.record(self->mode_, t, view(y).head(n));  // R = x-dot_c
+    self->rate_products_.sweep(direction.head(na).reshaped(n, nc), self->rate_product_);
+    const TransposedProducts& products = self->rate_product_;
     out.head(na) = cj * direction.head(na) + products.x.reshaped();
     if (nq > 0) out.segment(na, nq) = cj * direction.segment(na, nq) + products.p.reshaped();
     return out.allFinite() ? 0 : 1;

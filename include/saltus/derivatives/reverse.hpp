@@ -96,6 +96,34 @@ class StageProducts {
   std::vector<double> adjoint_;
 };
 
+/// Products of the rates of a mode's completion (Problem::set_completion) with weight vectors,
+/// at one point: with (x_c, x-dot_c) = C(t, x_guess, p), for each column w of `rate_weights`
+/// (n_x x m) the derivatives x = C_xdot,x^T w (n_x x m) and p = C_xdot,p^T w (n_p x m). One
+/// recording per point serves every product there: GMRES takes several products of the backward
+/// Newton matrix at one forward point, and a recording costs about a completion's reverse tape.
+class CompletionRateProducts {
+ public:
+  CompletionRateProducts(const Problem& problem, const Eigen::VectorXd& p);
+  /// Records the completion of `mode` from (t, x_guess) unless the tape already holds it.
+  void record(int mode, double t, In<double> x_guess);
+  /// Sweeps the recording once per column of `rate_weights` into `out` (sized on first use;
+  /// out.t is left empty: time is passive).
+  void sweep(const Eigen::MatrixXd& rate_weights, TransposedProducts& out);
+  long recordings() const { return recordings_; }
+
+ private:
+  const Problem& problem_;
+  Eigen::VectorXd p_;
+  int n_x_;
+  long generation_ = -1;
+  int mode_ = -1;
+  double t_ = 0.0;
+  Eigen::VectorXd x_;
+  long recordings_ = 0;
+  VectorX<Reverse> x_ad_, p_ad_, completed_x_, completed_xdot_;
+  std::vector<double> adjoint_;
+};
+
 /// The products the adjoint right-hand side and its quadrature need inside a mode:
 ///     x part:  f_x^T lambda + g_{c,x}^T        (n_x)
 ///     p part:  f_p^T lambda + g_{c,p}^T        (n_p)
