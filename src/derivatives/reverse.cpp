@@ -259,16 +259,9 @@ CompletionRateProducts::CompletionRateProducts(const Problem& problem, const Eig
     : problem_(problem), p_(p), n_x_(problem.n_states()) {}
 
 void CompletionRateProducts::record(int mode, double t, In<double> x_guess) {
-  if (generation_ == ReverseTape::generation() && mode == mode_ && t == t_ && x_guess.size() == x_.size() &&
-      x_guess == x_) {
-    return;
-  }
+  if (point_.holds(mode, t, x_guess)) return;
   begin_recording();
-  ++recordings_;
-  generation_ = ReverseTape::generation();
-  mode_ = mode;
-  t_ = t;
-  x_ = x_guess;
+  point_.remember(mode, t, x_guess);
   const Reverse t_ad(t);  // passive: the backward Newton matrix needs no time derivative
   x_ad_ = independents(x_guess);
   p_ad_ = independents(p_);
@@ -278,7 +271,7 @@ void CompletionRateProducts::record(int mode, double t, In<double> x_guess) {
 }
 
 void CompletionRateProducts::sweep(const Eigen::MatrixXd& rate_weights, TransposedProducts& out) {
-  if (generation_ != ReverseTape::generation()) {
+  if (!point_.current()) {
     throw Error("CompletionRateProducts::sweep: the recording was recycled; call record() first");
   }
   const Eigen::Index m = rate_weights.cols();
@@ -299,16 +292,9 @@ AdjointRhs::AdjointRhs(const Problem& problem, const Eigen::VectorXd& p)
     : problem_(problem), p_(p), n_x_(problem.n_states()), n_c_(problem.n_costs()) {}
 
 void AdjointRhs::record(int mode, double t, In<double> x) {
-  if (generation_ == ReverseTape::generation() && mode == mode_ && t == t_ &&
-      x.size() == x_.size() && x == x_) {
-    return;
-  }
+  if (point_.holds(mode, t, x)) return;
   begin_recording();
-  ++recordings_;
-  generation_ = ReverseTape::generation();
-  mode_ = mode;
-  t_ = t;
-  x_ = x;
+  point_.remember(mode, t, x);
   const Reverse t_ad(t);  // passive: the adjoint needs no time derivative inside a mode
   x_ad_ = independents(x);
   p_ad_ = independents(p_);
@@ -322,7 +308,7 @@ void AdjointRhs::record(int mode, double t, In<double> x) {
 }
 
 void AdjointRhs::apply(int cost, In<double> lambda, Out<double> dx, Out<double> dp) {
-  if (generation_ != ReverseTape::generation()) {
+  if (!point_.current()) {
     throw Error("AdjointRhs::apply: the recording was recycled; call record() first");
   }
   Sweeper sweeper(adjoint_);
@@ -335,7 +321,7 @@ void AdjointRhs::apply(int cost, In<double> lambda, Out<double> dx, Out<double> 
 }
 
 void AdjointRhs::state_product(In<double> v, Out<double> out) {
-  if (generation_ != ReverseTape::generation()) {
+  if (!point_.current()) {
     throw Error("AdjointRhs::state_product: the recording was recycled; call record() first");
   }
   Sweeper sweeper(adjoint_);

@@ -96,6 +96,33 @@ class StageProducts {
   std::vector<double> adjoint_;
 };
 
+/// The point a recording on the Reverse tape was made at: whether the tape still holds a
+/// recording of (mode, t, x) (no other recording cleared it since), and the count of recordings.
+class RecordedPoint {
+ public:
+  bool holds(int mode, double t, In<double> x) const {
+    return generation_ == ReverseTape::generation() && mode == mode_ && t == t_ && x.size() == x_.size() && x == x_;
+  }
+  /// Notes a recording of (mode, t, x) started on a freshly cleared tape.
+  void remember(int mode, double t, In<double> x) {
+    generation_ = ReverseTape::generation();
+    mode_ = mode;
+    t_ = t;
+    x_ = x;
+    ++recordings_;
+  }
+  /// Whether the tape still holds the last recording (of any point).
+  bool current() const { return generation_ == ReverseTape::generation(); }
+  long recordings() const { return recordings_; }
+
+ private:
+  long generation_ = -1;
+  int mode_ = -1;
+  double t_ = 0.0;
+  Eigen::VectorXd x_;
+  long recordings_ = 0;
+};
+
 /// Products of the rates of a mode's completion (Problem::set_completion) with weight vectors,
 /// at one point: with (x_c, x-dot_c) = C(t, x_guess, p), for each column w of `rate_weights`
 /// (n_x x m) the derivatives x = C_xdot,x^T w (n_x x m) and p = C_xdot,p^T w (n_p x m). One
@@ -109,17 +136,13 @@ class CompletionRateProducts {
   /// Sweeps the recording once per column of `rate_weights` into `out` (sized on first use;
   /// out.t is left empty: time is passive).
   void sweep(const Eigen::MatrixXd& rate_weights, TransposedProducts& out);
-  long recordings() const { return recordings_; }
+  long recordings() const { return point_.recordings(); }
 
  private:
   const Problem& problem_;
   Eigen::VectorXd p_;
   int n_x_;
-  long generation_ = -1;
-  int mode_ = -1;
-  double t_ = 0.0;
-  Eigen::VectorXd x_;
-  long recordings_ = 0;
+  RecordedPoint point_;
   VectorX<Reverse> x_ad_, p_ad_, completed_x_, completed_xdot_;
   std::vector<double> adjoint_;
 };
@@ -141,18 +164,13 @@ class AdjointRhs {
   /// f_x^T v (n_x) from the same recording (no cost term): the backward Jacobian's products.
   void state_product(In<double> v, Out<double> out);
   /// Number of recordings made (diagnostics).
-  long recordings() const { return recordings_; }
+  long recordings() const { return point_.recordings(); }
 
  private:
   const Problem& problem_;
   Eigen::VectorXd p_;
   int n_x_, n_c_;
-  // The point recorded, and the tape generation it lives in.
-  long generation_ = -1;
-  int mode_ = -1;
-  double t_ = 0.0;
-  Eigen::VectorXd x_;
-  long recordings_ = 0;
+  RecordedPoint point_;
   VectorX<Reverse> x_ad_, p_ad_, f_ad_, g_ad_;
   std::vector<double> adjoint_;
 };
