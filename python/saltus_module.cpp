@@ -236,11 +236,22 @@ void set_options(Model& m, const py::kwargs& kw) {
       } else {
         throw InputError("linear_solver must be 'dense', 'krylov', 'sparse' or 'auto', got '" + name + "'");
       }
+    } else if (key == "nonlinear_solver") {
+      const auto name = value.cast<std::string>();
+      if (name == "newton") {
+        m.options.nonlinear_solver = NonlinearSolver::Newton;
+      } else if (name == "fixed-point") {
+        m.options.nonlinear_solver = NonlinearSolver::FixedPoint;
+      } else if (name == "auto") {
+        m.options.nonlinear_solver = NonlinearSolver::Automatic;
+      } else {
+        throw InputError("nonlinear_solver must be 'newton', 'fixed-point' or 'auto', got '" + name + "'");
+      }
     } else if (key == "outputs") {
       m.options.output_times.clear();
       m.options.n_outputs = value.cast<int>();
     } else {
-      throw InputError("unknown option '" + key + "' (known: tend, rtol, atol, integrator, linear_solver, outputs)");
+      throw InputError("unknown option '" + key + "' (known: tend, rtol, atol, integrator, linear_solver, nonlinear_solver, outputs)");
     }
   }
   validate(m.options, m.problem.n_states(), m.problem.n_parameters());
@@ -379,6 +390,9 @@ PYBIND11_MODULE(_saltus, m) {
                              : x.options.linear_solver == LinearSolver::Krylov ? "krylov"
                              : x.options.linear_solver == LinearSolver::Sparse ? "sparse"
                                                                                : "auto";
+        d["nonlinear_solver"] = x.options.nonlinear_solver == NonlinearSolver::Newton       ? "newton"
+                                : x.options.nonlinear_solver == NonlinearSolver::FixedPoint ? "fixed-point"
+                                                                                            : "auto";
         return d;
       })
       .def("set_param", &set_param, py::arg("name"), py::arg("value"))

@@ -187,19 +187,29 @@ Problem sampling_ball(std::shared_ptr<size_t> peak_heap) {
   return pb;
 }
 
-// With the dense LU and with matrix-free GMRES (sundials_footprint.hpp counts SPGMR's vectors
-// and arrays instead of the dense matrices).
+// With the dense LU, with matrix-free GMRES (sundials_footprint.hpp counts SPGMR's vectors
+// and arrays instead of the dense matrices) and with a fixed-point forward corrector (no linear
+// solver in the forward pass; the backward pass keeps the dense LU).
 TEST(AdjointMemory, ReportedBytesAreWhatTheHeapHolds) {
   if (!kHeapIsMeasurable) GTEST_SKIP() << "mallinfo2 does not see a sanitizer's heap";
-  for (const auto& [budget, solver] : {std::pair{kUnlimited, LinearSolver::Dense},
-                                       std::pair{kMinAdjointMemoryBudget, LinearSolver::Dense},
-                                       std::pair{kUnlimited, LinearSolver::Krylov},
-                                       std::pair{kMinAdjointMemoryBudget, LinearSolver::Krylov}}) {
+  struct Case {
+    long budget;
+    LinearSolver solver;
+    NonlinearSolver corrector;
+  };
+  for (const auto& [budget, solver, corrector] :
+       {Case{kUnlimited, LinearSolver::Dense, NonlinearSolver::Newton},
+        Case{kMinAdjointMemoryBudget, LinearSolver::Dense, NonlinearSolver::Newton},
+        Case{kUnlimited, LinearSolver::Krylov, NonlinearSolver::Newton},
+        Case{kMinAdjointMemoryBudget, LinearSolver::Krylov, NonlinearSolver::Newton},
+        Case{kUnlimited, LinearSolver::Dense, NonlinearSolver::FixedPoint},
+        Case{kMinAdjointMemoryBudget, LinearSolver::Dense, NonlinearSolver::FixedPoint}}) {
     auto peak_heap = std::make_shared<size_t>(0);
     const Problem pb = sampling_ball(peak_heap);
     Options o = pb.options();
     o.adjoint_memory_budget = budget;
     o.linear_solver = solver;
+    o.nonlinear_solver = corrector;
     const size_t before = heap_in_use();
     *peak_heap = before;
     const Solution s = adjoint(pb, pb.nominal_parameters(), o);
@@ -208,12 +218,14 @@ TEST(AdjointMemory, ReportedBytesAreWhatTheHeapHolds) {
     ASSERT_GT(s.events.size(), 40u);
     // Within 25 % either way (2 % when this was written); the heap also holds the solution, the
     // event log and the tapes, which the report does not count.
-    const std::string what = std::string(solver == LinearSolver::Dense ? "dense" : "krylov") + ", budget " +
+    const std::string what = std::string(solver == LinearSolver::Dense ? "dense" : "krylov") +
+                             (corrector == NonlinearSolver::FixedPoint ? ", fixed point" : "") + ", budget " +
                              std::to_string(budget);
     EXPECT_LT(reported, 1.25 * measured) << what;
     EXPECT_GT(reported, measured / 1.25) << what;
     RecordProperty((budget == kUnlimited ? "unlimited_reported_over_measured_" : "small_reported_over_measured_") +
-                       std::string(solver == LinearSolver::Dense ? "dense" : "krylov"),
+                       std::string(solver == LinearSolver::Dense ? "dense" : "krylov") +
+                       (corrector == NonlinearSolver::FixedPoint ? "_fixed_point" : ""),
                    std::to_string(reported / measured));
   }
 }

@@ -175,6 +175,27 @@ TEST(Cli, KrylovLinearSolverGivesTheSameGradient) {
   EXPECT_TRUE(contains(bad.err, "--linear-solver")) << bad.err;
 }
 
+// --nonlinear-solver fixed-point: functional iteration, no linear solver, named in the report
+// and the JSON; galan's gradient (closed form -2.31195311) as with Newton. IDAS refuses it with
+// one line (exit 2), and a value outside the list is a usage error.
+TEST(Cli, FixedPointCorrectorGivesTheSameGradient) {
+  const auto dir = temp_dir("fixed_point");
+  const Outcome r =
+      saltus_cmd({"run", "galan", "--nonlinear-solver", "fixed-point", "--json", (dir / "f.json").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Linear solver: none (fixed-point iteration)")) << r.out;
+  std::ifstream in(dir / "f.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["stats"]["linear_solver"], "none (fixed-point iteration)");
+  EXPECT_NEAR(j["gradient"]["G"]["p"].get<double>(), -2.31195311, 1e-6);
+  const Outcome idas = saltus_cmd({"run", "galan", "--integrator", "idas", "--nonlinear-solver", "fixed-point"});
+  EXPECT_EQ(idas.status, 2);
+  EXPECT_TRUE(contains(idas.err, "the fixed-point nonlinear solver is for CVODES runs")) << idas.err;
+  const Outcome bad = saltus_cmd({"run", "galan", "--nonlinear-solver", "picard"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_TRUE(contains(bad.err, "--nonlinear-solver")) << bad.err;
+}
+
 // --linear-solver sparse: KLU on IDAS's sparse Newton matrix, named in the report; galan run on
 // IDAS gives its closed-form gradient. CVODES refuses it with one line (exit 2).
 TEST(Cli, SparseLinearSolverRunsOnIdasOnly) {

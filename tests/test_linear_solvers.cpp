@@ -77,6 +77,17 @@ Closed closed_form(double k, double a) {
   return c;
 }
 
+/// The costs and gradients of `s` against the closed form `c`.
+void expect_closed_form(const Problem& pb, const Solution& s, const Closed& c, const std::string& what) {
+  const int g = pb.cost_index("G"), v = pb.cost_index("v_half");
+  EXPECT_NEAR(s.costs[g], c.G, 1e-7) << what;
+  EXPECT_NEAR(s.costs[v], c.v, 1e-8) << what;
+  EXPECT_NEAR(s.cost_gradient(g, 0), c.G_k, 1e-6 * std::abs(c.G_k)) << what;
+  EXPECT_NEAR(s.cost_gradient(g, 1), c.G_a, 1e-7) << what;
+  EXPECT_NEAR(s.cost_gradient(v, 0), c.v_k, 1e-7) << what;
+  EXPECT_NEAR(s.cost_gradient(v, 1), c.v_a, 1e-7) << what;
+}
+
 }  // namespace
 
 // GMRES (no n x n matrix; f_x v by forward AD) gives the closed form through an event, forward
@@ -95,14 +106,58 @@ TEST(LinearSolvers, MatrixFreeGmresMatchesTheClosedForm) {
       EXPECT_GT(fwd.stats.linear_iterations, 0) << what;
       EXPECT_EQ(fwd.stats.jacobian_evals, 0) << what;
     }
-    const int g = pb.cost_index("G"), v = pb.cost_index("v_half");
+    for (const Solution* s : {&fwd, &adj}) expect_closed_form(pb, *s, c, what);
+  }
+}
+
+// Fixed-point iteration (no linear solver, no Jacobian, no Krylov products) gives the closed form
+// through an event, forward with either corrector and adjoint (whose backward pass keeps
+// Newton); Automatic takes it at 80 states when the linear solver is Automatic too.
+TEST(LinearSolvers, FixedPointIterationMatchesTheClosedForm) {
+  const Problem pb = oscillators();
+  const Closed c = closed_form(1.3, 0.8);
+  for (const auto& [nonlinear, corrector] :
+       {std::pair{NonlinearSolver::FixedPoint, SensitivityCorrector::Staggered},
+        std::pair{NonlinearSolver::FixedPoint, SensitivityCorrector::Simultaneous},
+        std::pair{NonlinearSolver::Automatic, SensitivityCorrector::Staggered}}) {
+    Options o = pb.options();
+    o.nonlinear_solver = nonlinear;
+    o.linear_solver = LinearSolver::Automatic;
+    o.corrector = corrector;
+    const Solution fwd = forward_sensitivity(pb, pb.nominal_parameters(), o);
+    const Solution adj = adjoint(pb, pb.nominal_parameters(), o);
+    const std::string what = std::string(nonlinear == NonlinearSolver::Automatic ? "automatic" : "fixed point") +
+                             (corrector == SensitivityCorrector::Simultaneous ? ", simultaneous" : ", staggered");
     for (const Solution* s : {&fwd, &adj}) {
-      EXPECT_NEAR(s->costs[g], c.G, 1e-7) << what;
-      EXPECT_NEAR(s->costs[v], c.v, 1e-8) << what;
-      EXPECT_NEAR(s->cost_gradient(g, 0), c.G_k, 1e-6 * std::abs(c.G_k)) << what;
-      EXPECT_NEAR(s->cost_gradient(g, 1), c.G_a, 1e-7) << what;
-      EXPECT_NEAR(s->cost_gradient(v, 0), c.v_k, 1e-7) << what;
-      EXPECT_NEAR(s->cost_gradient(v, 1), c.v_a, 1e-7) << what;
+      EXPECT_EQ(s->stats.linear_solver, "none (fixed-point iteration)") << what;
+      EXPECT_EQ(s->stats.jacobian_evals, 0) << what;
+      EXPECT_GT(s->stats.nonlinear_iterations, 0) << what;
+    }
+    EXPECT_EQ(fwd.stats.linear_iterations, 0) << what;
+    for (const Solution* s : {&fwd, &adj}) expect_closed_form(pb, *s, c, what);
+  }
+  // Below krylov_min_states, or with a linear solver that is not Automatic, Automatic is Newton.
+  Options o = pb.options();
+  o.nonlinear_solver = NonlinearSolver::Automatic;
+  o.linear_solver = LinearSolver::Dense;
+  EXPECT_EQ(simulate(pb, pb.nominal_parameters(), o).stats.linear_solver, "dense");
+}
+
+// Fixed-point iteration is a CVODES corrector: IDAS and the Runge-Kutta integrators refuse it as
+// bad input naming the problem.
+TEST(LinearSolvers, FixedPointIsRefusedOutsideCvodes) {
+  const Problem pb = oscillators();
+  for (const Integrator integrator : {Integrator::Idas, Integrator::Dopri5}) {
+    Options o = pb.options();
+    o.nonlinear_solver = NonlinearSolver::FixedPoint;
+    o.integrator = integrator;
+    try {
+      simulate(pb, pb.nominal_parameters(), o);
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("the fixed-point nonlinear solver is for CVODES runs"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("oscillators"), std::string::npos) << e.what();
     }
   }
 }
@@ -119,6 +174,8 @@ TEST(LinearSolvers, MechanismsChooseBySizeAndFormulation) {
     settings.type = type;
     const Problem pb = multibody::make_problem(model, settings);
     EXPECT_EQ(pb.options().linear_solver, expected);
+    EXPECT_EQ(pb.options().nonlinear_solver, expected == LinearSolver::Automatic ? NonlinearSolver::Automatic
+                                                                                 : NonlinearSolver::Newton);
   }
   multibody::FormulationSettings settings;
   settings.type = multibody::FormulationType::Index1;
@@ -221,6 +278,7 @@ TEST(LinearSolvers, SparsePathsAgreeAcrossFormulationsOnALargeChain) {
   EXPECT_NEAR(tip["penalty"], tip["index1"], 1e-5);  // penalty holds the constraints to about alpha^-1
   const Problem pb = multibody::make_problem(model);
   const Solution fwd = forward_sensitivity(pb);
+  EXPECT_EQ(fwd.stats.linear_solver, "none (fixed-point iteration)");  // 128 states: Automatic
   const auto adj = adjoint(pb, pb.nominal_parameters(), pb.options());
   for (Eigen::Index k = 0; k < fwd.cost_gradient.cols(); ++k) {
     EXPECT_NEAR(adj.cost_gradient(0, k), fwd.cost_gradient(0, k), 1e-6 * (1.0 + std::abs(fwd.cost_gradient(0, k))))

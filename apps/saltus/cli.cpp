@@ -319,6 +319,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_option("--lmm", a.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
   run_cmd->add_option("--linear-solver", a.linear_solver, kLinearSolverHelp)->check(CLI::IsMember(kLinearSolvers));
+  run_cmd->add_option("--nonlinear-solver", a.nonlinear_solver, kNonlinearSolverHelp)
+      ->check(CLI::IsMember(kNonlinearSolvers));
   run_cmd->add_option("--integrator", a.integrator,
                       "cvodes | idas | dopri5 | sdirk | rosenbrock (default: cvodes for ODEs, idas for DAEs; idas runs "
                       "an ODE as x' - f = 0; dopri5, sdirk, rosenbrock: Runge-Kutta (explicit 5(4), L-stable "

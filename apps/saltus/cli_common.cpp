@@ -130,6 +130,9 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   if (a.linear_solver == "krylov") options.linear_solver = LinearSolver::Krylov;
   if (a.linear_solver == "sparse") options.linear_solver = LinearSolver::Sparse;
   if (a.linear_solver == "auto") options.linear_solver = LinearSolver::Automatic;
+  if (a.nonlinear_solver == "newton") options.nonlinear_solver = NonlinearSolver::Newton;
+  if (a.nonlinear_solver == "fixed-point") options.nonlinear_solver = NonlinearSolver::FixedPoint;
+  if (a.nonlinear_solver == "auto") options.nonlinear_solver = NonlinearSolver::Automatic;
   if (!a.rtol.empty()) {
     options.rtol = parse_number(a.rtol, "--rtol");
     if (options.rtol <= 0.0) throw UsageError(fmt::format("--rtol must be positive, got {}", a.rtol));

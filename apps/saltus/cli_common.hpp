@@ -29,6 +29,12 @@ inline constexpr const char* kLinearSolverHelp =
     "auto (CVODES: krylov from 64 states; IDAS: sparse from 14 components) (default: the model's: auto for "
     "mechanisms except penalty, dense otherwise)";
 inline const std::vector<std::string> kLinearSolvers{"dense", "krylov", "sparse", "auto"};
+/// The --nonlinear-solver option's help and its values (run and optimize).
+inline constexpr const char* kNonlinearSolverHelp =
+    "CVODES corrector: newton | fixed-point (functional iteration, no linear solver: non-stiff models only) | auto "
+    "(fixed-point where the linear solver auto takes krylov) (default: the model's: auto for mechanisms except "
+    "penalty, newton otherwise)";
+inline const std::vector<std::string> kNonlinearSolvers{"newton", "fixed-point", "auto"};
 
 struct RunArgs {
   std::string name;
@@ -37,6 +43,7 @@ struct RunArgs {
   std::string method = "forward";
   std::string lmm;
   std::string linear_solver;     // empty: the model's (Options::linear_solver)
+  std::string nonlinear_solver;  // empty: the model's (Options::nonlinear_solver)
   std::string integrator;        // empty: CVODES for explicit problems, IDAS for DAEs
   std::string json_path, out_dir;
   double fd_step = 0.0;  // 0: cbrt(rtol)
@@ -56,7 +63,8 @@ struct RunArgs {
 /// equation model, or a mechanism in its own formulation or the one --formulation asks for.
 Problem load_problem(const RunArgs& a);
 
-/// Applies --param, --tend, --rtol, --atol, --lmm, --integrator, --checkpoint-steps and --adjoint-memory.
+/// Applies --param, --tend, --rtol, --atol, --lmm, --linear-solver, --nonlinear-solver, --integrator,
+/// --checkpoint-steps and --adjoint-memory.
 void apply_overrides(Problem& pb, Options& options, const RunArgs& a);
 
 /// Prints the problem's notes about corrected input as warnings, or refuses them (--strict).

@@ -51,6 +51,8 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
   cmd->add_option("--lmm", a.run.lmm, "CVODES method: bdf | adams (default: the example's)")
       ->check(CLI::IsMember({"bdf", "adams"}));
   cmd->add_option("--linear-solver", a.run.linear_solver, kLinearSolverHelp)->check(CLI::IsMember(kLinearSolvers));
+  cmd->add_option("--nonlinear-solver", a.run.nonlinear_solver, kNonlinearSolverHelp)
+      ->check(CLI::IsMember(kNonlinearSolvers));
   cmd->add_option("--integrator", a.run.integrator,
                   "cvodes | idas | dopri5 | sdirk | rosenbrock (default: cvodes for ODEs, idas for DAEs; dopri5, sdirk, rosenbrock: "
                   "gradients of the computed "

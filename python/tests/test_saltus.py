@@ -124,6 +124,21 @@ def test_krylov_linear_solver_gives_the_same_gradient():
         saltus.load("galan").set_options(linear_solver="lu")
 
 
+def test_fixed_point_corrector_gives_the_same_gradient():
+    # Fixed-point iteration in CVODES's corrector (no linear solver): galan's closed form as
+    # with Newton; IDAS refuses it.
+    model = saltus.load("galan").set_options(nonlinear_solver="fixed-point", rtol=1e-10, atol=1e-12)
+    assert model.options["nonlinear_solver"] == "fixed-point"
+    forward, adjoint = model.forward(), model.adjoint()
+    assert forward.stats["linear_solver"] == "none (fixed-point iteration)"
+    assert forward.gradient["G"]["p"] == pytest.approx(-2.31195310744389, rel=1e-7)
+    assert adjoint.gradient["G"]["p"] == pytest.approx(-2.31195310744389, rel=1e-7)
+    with pytest.raises(saltus.InputError, match="nonlinear_solver must be"):
+        saltus.load("galan").set_options(nonlinear_solver="picard")
+    with pytest.raises(saltus.InputError, match="is for CVODES runs"):
+        saltus.load("galan").set_options(nonlinear_solver="fixed-point", integrator="idas").forward()
+
+
 def test_sparse_linear_solver_runs_on_idas():
     # KLU on IDAS's sparse Newton matrix: galan's closed form; CVODES refuses it.
     model = saltus.load("galan").set_options(linear_solver="sparse", integrator="idas", rtol=1e-10, atol=1e-12)

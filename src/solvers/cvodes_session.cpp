@@ -1,3 +1,4 @@
+#include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 #include "cvodes_session.hpp"
 
 #include <saltus/core/error.hpp>
@@ -49,6 +50,18 @@ bool uses_krylov(const Options& options, int n) {
   return n >= options.krylov_min_states;
 }
 
+bool uses_fixed_point(const Options& options, int n) {
+  switch (options.nonlinear_solver) {
+    case NonlinearSolver::Newton:
+      return false;
+    case NonlinearSolver::FixedPoint:
+      return true;
+    case NonlinearSolver::Automatic:
+      break;
+  }
+  return options.linear_solver == LinearSolver::Automatic && n >= options.krylov_min_states;
+}
+
 CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
                              const CvodesCallbacks& cb, void* user_data,
                              const std::vector<double>& atol_state,
@@ -80,7 +93,14 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
   check_cvode(CVodeSetMaxNumSteps(mem_, options.max_steps), "CVodeSetMaxNumSteps");
   check_cvode(CVodeSetStopTime(mem_, options.tf), "CVodeSetStopTime");
   krylov_ = cb.jacobian_times != nullptr && uses_krylov(options, n);
-  if (krylov_) {
+  fixed_point_ = uses_fixed_point(options, n);
+  if (fixed_point_) {
+    // Functional iteration (no Anderson acceleration: on the chain of rods it took as many
+    // steps and more time): one right-hand side per iteration, no Jacobian and no linear solve.
+    NLS_ = SUNNonlinSol_FixedPoint(y_, 0, ctx_);
+    check_alloc(NLS_, "the fixed-point nonlinear solver");
+    check_cvode(CVodeSetNonlinearSolver(mem_, NLS_), "CVodeSetNonlinearSolver");
+  } else if (krylov_) {
     // GMRES with SUNDIALS' default Krylov dimension (5) and no preconditioner: each iteration
     // one product f_x v by forward AD.
     LS_ = SUNLinSol_SPGMR(y_, SUN_PREC_NONE, 0, ctx_);
@@ -131,6 +151,16 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
     ism_ = options.corrector == SensitivityCorrector::Staggered ? CV_STAGGERED
                                                                           : CV_SIMULTANEOUS;
     check_cvode(CVodeSensInit(mem_, ns, ism_, cb.sensitivity, yS_), "CVodeSensInit");
+    if (fixed_point_) {
+      // The sensitivities' corrector iterates the same way (the simultaneous corrector iterates
+      // the state and the sensitivities together: ns + 1 vectors).
+      const bool simultaneous = ism_ == CV_SIMULTANEOUS;
+      NLS_sens_ = SUNNonlinSol_FixedPointSens(simultaneous ? ns + 1 : ns, y_, 0, ctx_);
+      check_alloc(NLS_sens_, "the sensitivities' fixed-point nonlinear solver");
+      check_cvode(simultaneous ? CVodeSetNonlinearSolverSensSim(mem_, NLS_sens_)
+                               : CVodeSetNonlinearSolverSensStg(mem_, NLS_sens_),
+                  "CVodeSetNonlinearSolverSens");
+    }
     pbar_ = parameter_scales;
     check_cvode(CVodeSetSensParams(mem_, nullptr, pbar_.data(), nullptr), "CVodeSetSensParams");
     check_cvode(CVodeSensEEtolerances(mem_), "CVodeSensEEtolerances");
@@ -184,6 +214,8 @@ CvodesSession::~CvodesSession() {
   // that allocation fail, the integrator is leaked rather than freed into a crash.
   if (mem_ && adjoint_freed_ && CVodeAdjInit(mem_, 1, CV_HERMITE) != CV_SUCCESS) mem_ = nullptr;
   if (mem_) CVodeFree(&mem_);
+  if (NLS_sens_) SUNNonlinSolFree(NLS_sens_);
+  if (NLS_) SUNNonlinSolFree(NLS_);
   if (LS_) SUNLinSolFree(LS_);
   if (A_) SUNMatDestroy(A_);
   if (q_) N_VDestroy(q_);
@@ -319,7 +351,9 @@ void add_integrator_counters(void* mem, SolverStats& s) {
 void CvodesSession::add_stats(SolverStats& s) const {
   add_integrator_counters(mem_, s);
   long v = 0;
-  if (krylov_) {
+  if (fixed_point_) {
+    s.linear_solver = "none (fixed-point iteration)";
+  } else if (krylov_) {
     s.linear_solver = "GMRES (matrix-free)";
     if (CVodeGetNumLinIters(mem_, &v) == CV_SUCCESS) s.linear_iterations += v;
   }
@@ -330,10 +364,12 @@ namespace {
 
 /// A session's own objects (this object, its context, y, atol, the Jacobian and linear solver
 /// it gives CVODES) and its CVODES integrator with quadratures, without adjoint memory.
-long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol, bool krylov) {
+long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol, bool krylov, bool fixed_point) {
   using namespace footprint;
-  long bytes = heap_block(sizeof(CvodesSession)) + context() + 2 * nvector(n) +
-               (krylov ? gmres_solver(n) : dense_matrix(n) + dense_solver(n)) + integrator(n, bdf, true, krylov);
+  const long linear_solver = fixed_point ? 0 : krylov ? gmres_solver(n) : dense_matrix(n) + dense_solver(n);
+  long bytes = heap_block(sizeof(CvodesSession)) + context() + 2 * nvector(n) + linear_solver +
+               integrator(n, bdf, true, fixed_point ? Corrector::FixedPoint : krylov ? Corrector::KrylovNewton
+                                                                                     : Corrector::DenseNewton);
   if (nq > 0) bytes += nvector(nq) + quadratures(nq, bdf, vector_quadrature_atol);
   return bytes;
 }
@@ -341,7 +377,7 @@ long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol, bo
 /// CVODES' backward problem plus the vectors, matrix and solver the session gives it.
 long backward_problem_bytes(int nB, int nqB, bool bdf, bool krylov) {
   using namespace footprint;
-  return backward_problem(nB, nqB, bdf, krylov) + nvector(nB) +
+  return backward_problem(nB, nqB, bdf, krylov ? Corrector::KrylovNewton : Corrector::DenseNewton) + nvector(nB) +
          (krylov ? gmres_solver(nB) : dense_matrix(nB) + dense_solver(nB)) + (nqB > 0 ? nvector(nqB) : 0);
 }
 
@@ -357,7 +393,7 @@ int checkpointed_quadratures(int nq, const Options& options) {
 long CvodesSession::held_bytes() const {
   const bool bdf = lmm_ == CV_BDF;
   long bytes =
-      session_base_bytes(n_, nq_, bdf, vector_quadrature_atol_, krylov_) + footprint::roots(n_roots_);
+      session_base_bytes(n_, nq_, bdf, vector_quadrature_atol_, krylov_, fixed_point_) + footprint::roots(n_roots_);
   if (recording_) {
     bytes += footprint::hermite_adjoint_memory(n_, checkpoint_steps_) + checkpoint_bytes_;
   }
@@ -370,7 +406,7 @@ CheckpointUsage CvodesSession::checkpoint_usage() const {
 }
 
 long CvodesSession::plain_bytes(int n, int nq, const Options& options) {
-  return session_base_bytes(n, nq, bdf(options), false, uses_krylov(options, n));
+  return session_base_bytes(n, nq, bdf(options), false, uses_krylov(options, n), uses_fixed_point(options, n));
 }
 
 long CvodesSession::recording_bytes(int n, int nq, const Options& options, long checkpoint_steps) {

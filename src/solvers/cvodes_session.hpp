@@ -61,6 +61,10 @@ struct CvodesCallbacks {
 
 /// Whether a forward session of n states takes matrix-free GMRES (Options::linear_solver).
 bool uses_krylov(const Options& options, int n);
+/// Whether CVODES's corrector takes fixed-point iteration (no linear solver) for an n-state
+/// problem with these options (NonlinearSolver; Automatic: where the automatic linear solver
+/// would be Krylov).
+bool uses_fixed_point(const Options& options, int n);
 
 /// One CVODES instance for a state of size n, with optional quadratures (nq) and forward
 /// sensitivities (ns parameters). Segments are started with start(); the root functions are
@@ -162,6 +166,8 @@ class CvodesSession {
   N_Vector* qS_ = nullptr;
   SUNMatrix A_ = nullptr;
   SUNLinearSolver LS_ = nullptr;
+  SUNNonlinearSolver NLS_ = nullptr;      // the fixed-point corrector, if taken
+  SUNNonlinearSolver NLS_sens_ = nullptr;  // and the sensitivities'
   int n_, nq_, ns_;
   std::vector<double> pbar_;  ///< parameter scales of the sensitivities
   CVRootFn roots_fn_;
@@ -175,7 +181,8 @@ class CvodesSession {
   bool vector_quadrature_atol_ = false;
   // Recording (CVodeAdjInit).
   bool recording_ = false;
-  bool krylov_ = false;
+  bool krylov_ = false;      // Newton's solves would take GMRES (the backward pass does)
+  bool fixed_point_ = false;  // the forward corrector is fixed-point iteration, no linear solver
   bool krylov_backward_ = false;
   bool adjoint_freed_ = false;  // stop_recording() freed the adjoint memory
   long checkpoints_ = 0;        // CVODES' count, without the initial check point

@@ -17,7 +17,13 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
                                  problem.name()));
   }
   if (is_discrete(options.integrator)) return false;
-  return options.integrator == Integrator::Idas || residual;
+  const bool idas = options.integrator == Integrator::Idas || residual;
+  if (idas && options.nonlinear_solver == NonlinearSolver::FixedPoint) {
+    throw InputError(fmt::format("problem '{}' runs on IDAS, whose corrector is Newton's: the fixed-point nonlinear solver "
+                                 "is for CVODES runs",
+                                 problem.name()));
+  }
+  return idas;
 }
 
 bool runs_discrete(const Problem& problem, const Options& options) {
@@ -29,6 +35,11 @@ bool runs_discrete(const Problem& problem, const Options& options) {
                                  options.integrator == Integrator::Sdirk        ? "sdirk"
                                  : options.integrator == Integrator::Rosenbrock ? "rosenbrock"
                                                                                 : "dopri5"));
+  }
+  if (options.nonlinear_solver == NonlinearSolver::FixedPoint) {
+    throw InputError(fmt::format("problem '{}': the fixed-point nonlinear solver is for CVODES runs; the Runge-Kutta "
+                                 "integrators solve their stages themselves",
+                                 problem.name()));
   }
   return true;
 }

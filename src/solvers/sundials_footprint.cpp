@@ -8,6 +8,7 @@
 #include <sunlinsol/sunlinsol_dense.h>
 #include <sunlinsol/sunlinsol_spgmr.h>
 #include <sunmatrix/sunmatrix_dense.h>
+#include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 #include <sunnonlinsol/sunnonlinsol_newton.h>
 
 #include <algorithm>
@@ -102,13 +103,20 @@ long context() {
 
 int max_order(bool bdf) { return bdf ? 5 : 12; }
 
-long integrator(long n, bool bdf, bool vector_atol, bool krylov) {
+long fixed_point_solver(long n) {
+  return generic_object<_generic_SUNNonlinearSolver, _generic_SUNNonlinearSolver_Ops>() +
+         heap_block(sizeof(_SUNNonlinearSolverContent_FixedPoint)) + 3 * nvector(n);
+}
+
+long integrator(long n, bool bdf, bool vector_atol, Corrector corrector) {
   const long history = max_order(bdf) + 1;
   const long vectors = kIntegratorWorkVectors + history + (vector_atol ? 1 : 0);
+  const long base = heap_block(kCVodeMemRec) + vectors * nvector(n) + kFusedWorkArrays * heap_block(kLMax * kReal);
+  if (corrector == Corrector::FixedPoint) return base + fixed_point_solver(n);
   // CVodeSetLinearSolver: its memory, two work vectors (ytemp, x) and the saved Jacobian.
-  const long linear_solver_interface = heap_block(kCVLsMemRec) + 2 * nvector(n) + (krylov ? 0 : dense_matrix(n));
-  return heap_block(kCVodeMemRec) + vectors * nvector(n) +
-         kFusedWorkArrays * heap_block(kLMax * kReal) + newton_solver(n) + linear_solver_interface;
+  const long linear_solver_interface =
+      heap_block(kCVLsMemRec) + 2 * nvector(n) + (corrector == Corrector::KrylovNewton ? 0 : dense_matrix(n));
+  return base + newton_solver(n) + linear_solver_interface;
 }
 
 long quadratures(long nq, bool bdf, bool vector_atol) {
@@ -143,10 +151,10 @@ long largest_checkpoint(long n, long nq, bool bdf) {
   return checkpoint(n, nq, max_order(bdf), bdf, false);
 }
 
-long backward_problem(long nB, long nqB, bool bdf, bool krylov) {
+long backward_problem(long nB, long nqB, bool bdf, Corrector corrector) {
   // CVodeCreateB's record, the backward CVODES integrator (scalar tolerances), the copy of yB0
   // CVodeInitB keeps, the quadratures with vector tolerances and CVodeSetLinearSolverB's record.
-  return heap_block(kCVodeBMemRec) + integrator(nB, bdf, false, krylov) + nvector(nB) +
+  return heap_block(kCVodeBMemRec) + integrator(nB, bdf, false, corrector) + nvector(nB) +
          quadratures(nqB, bdf, true) + heap_block(kCVLsMemRecB);
 }
 

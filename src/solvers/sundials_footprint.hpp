@@ -35,10 +35,20 @@ long context();
 /// Largest order CVODES may use (its Nordsieck history has max_order + 1 vectors).
 int max_order(bool bdf);
 
-/// One CVODES integrator of n states after CVodeCreate, CVodeInit, the default Newton solver,
-/// CVodeSetLinearSolver with a dense matrix (the saved Jacobian it clones, not the matrix it is
-/// given; none for a matrix-free `krylov` solver) and, if vector_atol, CVodeSVtolerances.
-long integrator(long n, bool bdf, bool vector_atol, bool krylov = false);
+/// How an integrator's corrector solves: Newton with a dense LU (CVodeSetLinearSolver keeps a
+/// saved Jacobian), Newton with matrix-free GMRES, or fixed-point iteration (no linear solver).
+enum class Corrector { DenseNewton, KrylovNewton, FixedPoint };
+
+/// Fixed-point nonlinear solver (SUNNonlinSol_FixedPoint, no acceleration) for n unknowns:
+/// structs, content and its three vectors (yprev, gy, delta).
+long fixed_point_solver(long n);
+
+/// One CVODES integrator of n states after CVodeCreate, CVodeInit and its nonlinear solver:
+/// CVodeInit's Newton solver with CVodeSetLinearSolver (a dense matrix: the saved Jacobian it
+/// clones, not the matrix it is given; none for matrix-free GMRES), or a fixed-point solver in
+/// its place (CVodeSetNonlinearSolver frees the Newton one; no linear solver interface); and,
+/// if vector_atol, CVodeSVtolerances.
+long integrator(long n, bool bdf, bool vector_atol, Corrector corrector = Corrector::DenseNewton);
 
 /// CVodeQuadInit's vectors for nq quadratures, plus the tolerance vector of
 /// CVodeQuadSVtolerances if vector_atol.
@@ -61,6 +71,6 @@ long largest_checkpoint(long n, long nq, bool bdf);
 /// A backward problem (CVodeCreateB, CVodeInitB, dense or matrix-free linear solver interface,
 /// CVodeQuadInitB with vector tolerances) of nB adjoint states and nqB quadratures, without the
 /// vectors, the matrix and the linear solver the caller passes in.
-long backward_problem(long nB, long nqB, bool bdf, bool krylov = false);
+long backward_problem(long nB, long nqB, bool bdf, Corrector corrector = Corrector::DenseNewton);
 
 }  // namespace saltus::detail::footprint

@@ -17,6 +17,25 @@ struct RunProgress {
 /// Linear multistep family used by CVODES on each smooth segment.
 enum class LinearMultistep { BDF, Adams };
 
+/// How CVODES solves the corrector equation of each step (and, in a forward sensitivity run,
+/// the sensitivities' corrector equations).
+enum class NonlinearSolver {
+  /// FixedPoint where LinearSolver::Automatic would take Krylov (from
+  /// Options::krylov_min_states states on), Newton elsewhere.
+  Automatic,
+  /// Newton iterations with the linear solver of Options::linear_solver.
+  Newton,
+  /// Plain fixed-point (functional) iteration, SUNDIALS' SUNNonlinSol_FixedPoint without
+  /// Anderson acceleration: one right-hand side per iteration and no linear solver, hence no
+  /// Jacobian and no Krylov products. For non-stiff models only (the iteration converges when
+  /// the step times the Jacobian's norm is below about 1): the planar index-1 and Maggi
+  /// mechanisms, whose constraints are solved inside the right-hand side. A stiff model (stiff
+  /// springs, the penalty formulation) is still integrated correctly, but with steps cut to the
+  /// iteration's convergence limit. The adjoint's backward pass keeps Newton with the linear
+  /// solver Options::linear_solver gives it. CVODES only: IDAS runs refuse it.
+  FixedPoint,
+};
+
 /// The integrator of the smooth segments.
 enum class Integrator {
   Automatic,  ///< CVODES for explicit problems, IDAS for problems with residual modes
@@ -92,6 +111,10 @@ struct Options {
   /// default: GMRES without a preconditioner suits only well-conditioned Newton matrices, which
   /// the planar index-1 and Maggi formulations have (they set Automatic).
   LinearSolver linear_solver = LinearSolver::Dense;
+  /// CVODES's corrector iteration: Newton by default; the mechanisms' index-1 and Maggi
+  /// formulations set Automatic, which takes fixed-point iteration from krylov_min_states
+  /// states on (docs/benchmarks.md: the 64-rod chain's simulation 1.17 s -> 0.70 s).
+  NonlinearSolver nonlinear_solver = NonlinearSolver::Newton;
   /// LinearSolver::Automatic takes Krylov from this many states on: the crossover measured on
   /// the chain of rods (docs/benchmarks.md, the chain of rods; 32 states: dense 0.018 s, Krylov
   /// 0.022 s; 64 states: 0.108 s, 0.098 s). Also where the backward pass of an adjoint through a
