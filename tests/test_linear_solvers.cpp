@@ -134,6 +134,9 @@ TEST(LinearSolvers, FixedPointIterationMatchesTheClosedForm) {
       EXPECT_GT(s->stats.nonlinear_iterations, 0) << what;
     }
     EXPECT_EQ(fwd.stats.linear_iterations, 0) << what;
+    // The backward pass keeps Newton with the linear solver's choice (Automatic, 80 states).
+    EXPECT_EQ(adj.adjoint.backward.linear_solver, "GMRES (matrix-free)") << what;
+    EXPECT_GT(adj.adjoint.backward.linear_iterations, 0) << what;
     for (const Solution* s : {&fwd, &adj}) expect_closed_form(pb, *s, c, what);
   }
   // Below krylov_min_states, or with a linear solver that is not Automatic, Automatic is Newton.

@@ -32,7 +32,7 @@ inline const std::vector<std::string> kLinearSolvers{"dense", "krylov", "sparse"
 /// The --nonlinear-solver option's help and its values (run and optimize).
 inline constexpr const char* kNonlinearSolverHelp =
     "CVODES corrector: newton | fixed-point (functional iteration, no linear solver: non-stiff models only) | auto "
-    "(fixed-point where the linear solver auto takes krylov) (default: the model's: auto for mechanisms except "
+    "(fixed-point from 64 states when the linear solver is auto too) (default: the model's: auto for mechanisms except "
     "penalty, newton otherwise)";
 inline const std::vector<std::string> kNonlinearSolvers{"newton", "fixed-point", "auto"};
 

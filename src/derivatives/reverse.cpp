@@ -261,13 +261,13 @@ CompletionRateProducts::CompletionRateProducts(const Problem& problem, const Eig
 void CompletionRateProducts::record(int mode, double t, In<double> x_guess) {
   if (point_.holds(mode, t, x_guess)) return;
   begin_recording();
-  point_.remember(mode, t, x_guess);
   const Reverse t_ad(t);  // passive: the backward Newton matrix needs no time derivative
   x_ad_ = independents(x_guess);
   p_ad_ = independents(p_);
   completed_x_ = VectorX<Reverse>::Zero(n_x_);
   completed_xdot_ = VectorX<Reverse>::Zero(n_x_);
   problem_.mode(mode).completion.reverse(t_ad, x_ad_, p_ad_, completed_x_, completed_xdot_);
+  point_.remember(mode, t, x_guess);  // only a finished recording is reused
 }
 
 void CompletionRateProducts::sweep(const Eigen::MatrixXd& rate_weights, TransposedProducts& out) {
@@ -294,7 +294,6 @@ AdjointRhs::AdjointRhs(const Problem& problem, const Eigen::VectorXd& p)
 void AdjointRhs::record(int mode, double t, In<double> x) {
   if (point_.holds(mode, t, x)) return;
   begin_recording();
-  point_.remember(mode, t, x);
   const Reverse t_ad(t);  // passive: the adjoint needs no time derivative inside a mode
   x_ad_ = independents(x);
   p_ad_ = independents(p_);
@@ -305,6 +304,7 @@ void AdjointRhs::record(int mode, double t, In<double> x) {
     const auto& g = problem_.cost(c).running;
     if (g) g_ad_[c] = g.reverse(t_ad, x_ad_, f_ad_, p_ad_);
   }
+  point_.remember(mode, t, x);  // only a finished recording is reused
 }
 
 void AdjointRhs::apply(int cost, In<double> lambda, Out<double> dx, Out<double> dp) {

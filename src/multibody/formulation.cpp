@@ -224,7 +224,7 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   // components on: their residuals couple few coordinates per equation.
   if (settings.type != FormulationType::Penalty) o.linear_solver = LinearSolver::Automatic;
   // And where GMRES would run, fixed-point iteration instead: no Krylov products at all (the
-  // 64-rod chain: simulation 1.17 s -> 0.70 s, forward sensitivities 10.2 s -> 7.0 s).
+  // 64-rod chain: simulation 1.17 s -> 0.68 s, forward sensitivities 10.2 s -> 7.1 s).
   if (settings.type != FormulationType::Penalty) o.nonlinear_solver = NonlinearSolver::Automatic;
   return pb;
 }

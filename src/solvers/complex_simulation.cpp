@@ -97,6 +97,9 @@ ComplexRun::ComplexRun(const Problem& problem, const VectorX<Complex>& p, const 
   std::vector<double> stacked = atol;
   for (double a : atol) stacked.push_back(a * imaginary_scale);
   o.atol_per_state = stacked;
+  // The stacked (real; imaginary) state has 2 n_x entries: decide the corrector by the real
+  // run's size, so that the complex step integrates as the run it checks.
+  o.nonlinear_solver = detail::uses_fixed_point(opt_, nx_) ? NonlinearSolver::FixedPoint : NonlinearSolver::Newton;
   const double cost_atol = opt_.cost_atol < 0.0 ? opt_.atol : opt_.cost_atol;
   std::vector<double> quadrature_atol(static_cast<size_t>(nc_), cost_atol);
   for (int c = 0; c < nc_; ++c) quadrature_atol.push_back(cost_atol * imaginary_scale);

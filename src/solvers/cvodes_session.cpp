@@ -1,10 +1,10 @@
-#include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 #include "cvodes_session.hpp"
 
 #include <saltus/core/error.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
 #include <fmt/format.h>
+#include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 
 #include <algorithm>
 
@@ -484,7 +484,13 @@ int CvodesSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::
 }
 
 void CvodesSession::add_backward_stats(SolverStats& s) const {
-  if (void* memB = CVodeGetAdjCVodeBmem(mem_, which_)) add_integrator_counters(memB, s);
+  void* memB = CVodeGetAdjCVodeBmem(mem_, which_);
+  if (!memB) return;
+  add_integrator_counters(memB, s);
+  // The backward pass keeps Newton whatever the forward corrector: its own linear solver.
+  s.linear_solver = krylov_backward_ ? "GMRES (matrix-free)" : "dense";
+  long v = 0;
+  if (krylov_backward_ && CVodeGetNumLinIters(memB, &v) == CV_SUCCESS) s.linear_iterations += v;
 }
 
 }  // namespace saltus::detail

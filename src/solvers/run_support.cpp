@@ -9,7 +9,7 @@
 
 namespace saltus::detail {
 
-bool runs_on_idas(const Problem& problem, const Options& options) {
+bool integrates_on_idas(const Problem& problem, const Options& options) {
   const bool residual = problem.kind() == ProblemKind::Residual;
   if (options.integrator == Integrator::Cvodes && residual) {
     throw InputError(fmt::format("problem '{}' is a DAE (it has residual modes, algebraic states, implicit transitions or guards that read rates): CVODES cannot "
@@ -17,7 +17,11 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
                                  problem.name()));
   }
   if (is_discrete(options.integrator)) return false;
-  const bool idas = options.integrator == Integrator::Idas || residual;
+  return options.integrator == Integrator::Idas || residual;
+}
+
+bool runs_on_idas(const Problem& problem, const Options& options) {
+  const bool idas = integrates_on_idas(problem, options);
   if (idas && options.nonlinear_solver == NonlinearSolver::FixedPoint) {
     throw InputError(fmt::format("problem '{}' runs on IDAS, whose corrector is Newton's: the fixed-point nonlinear solver "
                                  "is for CVODES runs",

@@ -56,6 +56,9 @@ inline const char* phase_name(RunKind kind) {
 
 /// Whether a run of `problem` integrates on IDAS (Options::integrator; Automatic: when the
 /// problem has residual modes). Throws InputError if CVODES is asked for a residual problem.
+bool integrates_on_idas(const Problem& problem, const Options& options);
+/// As integrates_on_idas, for a run about to start: also throws InputError when an IDAS run is
+/// asked for the fixed-point corrector (NonlinearSolver::FixedPoint, CVODES only).
 bool runs_on_idas(const Problem& problem, const Options& options);
 
 /// Whether runs of `problem` are discrete Runge-Kutta runs (Options::integrator Dopri5). Throws

@@ -33,7 +33,7 @@ Solution forward_sensitivity(const Problem& problem) {
 }
 
 bool runs_on_idas(const Problem& problem, const Options& options) {
-  return detail::runs_on_idas(problem, options);
+  return detail::integrates_on_idas(problem, options);
 }
 
 void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {

@@ -20,8 +20,9 @@ enum class LinearMultistep { BDF, Adams };
 /// How CVODES solves the corrector equation of each step (and, in a forward sensitivity run,
 /// the sensitivities' corrector equations).
 enum class NonlinearSolver {
-  /// FixedPoint where LinearSolver::Automatic would take Krylov (from
-  /// Options::krylov_min_states states on), Newton elsewhere.
+  /// FixedPoint when Options::linear_solver is Automatic too and the problem has at least
+  /// Options::krylov_min_states states (where the linear solver would take Krylov), Newton
+  /// otherwise.
   Automatic,
   /// Newton iterations with the linear solver of Options::linear_solver.
   Newton,
@@ -113,7 +114,7 @@ struct Options {
   LinearSolver linear_solver = LinearSolver::Dense;
   /// CVODES's corrector iteration: Newton by default; the mechanisms' index-1 and Maggi
   /// formulations set Automatic, which takes fixed-point iteration from krylov_min_states
-  /// states on (docs/benchmarks.md: the 64-rod chain's simulation 1.17 s -> 0.70 s).
+  /// states on (docs/benchmarks.md: the 64-rod chain's simulation 1.17 s -> 0.68 s).
   NonlinearSolver nonlinear_solver = NonlinearSolver::Newton;
   /// LinearSolver::Automatic takes Krylov from this many states on: the crossover measured on
   /// the chain of rods (docs/benchmarks.md, the chain of rods; 32 states: dense 0.018 s, Krylov

@@ -103,7 +103,7 @@ class RecordedPoint {
   bool holds(int mode, double t, In<double> x) const {
     return generation_ == ReverseTape::generation() && mode == mode_ && t == t_ && x.size() == x_.size() && x == x_;
   }
-  /// Notes a recording of (mode, t, x) started on a freshly cleared tape.
+  /// Notes a finished recording of (mode, t, x), made since the tape was last cleared.
   void remember(int mode, double t, In<double> x) {
     generation_ = ReverseTape::generation();
     mode_ = mode;

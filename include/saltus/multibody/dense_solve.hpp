@@ -136,6 +136,10 @@ DenseMatrix<S> eliminate_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, con
 template <class RealMatrix, class Matrix, class Part>
 RealMatrix dual_part(const Matrix& matrix, Part part) {
   if constexpr (std::is_base_of_v<Eigen::SparseMatrixBase<Matrix>, Matrix>) {
+    // The index arrays mean the same only in the same storage order and index type.
+    static_assert(static_cast<bool>(Matrix::IsRowMajor) == static_cast<bool>(RealMatrix::IsRowMajor) &&
+                      std::is_same_v<typename Matrix::StorageIndex, typename RealMatrix::StorageIndex>,
+                  "dual_part: the double matrix must have the dual matrix's storage order and index type");
     if (matrix.isCompressed()) {
       RealMatrix out(matrix.rows(), matrix.cols());
       const Eigen::Index nonzeros = matrix.nonZeros();
