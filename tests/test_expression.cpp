@@ -48,6 +48,33 @@ TEST(Expression, ValuesAndPrecedence) {
                    std::asin(0.5) + std::acos(0.5) + std::atan(1.0) + std::tan(0.2) + std::sin(0.1));
 }
 
+// One operation on names and numbers ("m/64", "2*L", "-g") skips the tree walk
+// (Expression::evaluate_shallow): the same operations on the same operands, so the same values to
+// the bit, and the same tangents, as written out by hand.
+TEST(Expression, ShallowExpressionsGiveTheOperationsValues) {
+  const Eigen::VectorXd p = nominal();
+  EXPECT_EQ(value("m/64"), 1.5 / 64.0);
+  EXPECT_EQ(value("L/3"), 2.0 / 3.0);
+  EXPECT_EQ(value("3/L"), 3.0 / 2.0);
+  EXPECT_EQ(value("2*l"), 2.0 * 0.8);
+  EXPECT_EQ(value("l*0.1"), 0.8 * 0.1);
+  EXPECT_EQ(value("-a"), 1.25);
+  EXPECT_EQ(value("th0 + 0.1"), 0.3 + 0.1);
+  EXPECT_EQ(value("0.1 - th0"), 0.1 - 0.3);
+  EXPECT_EQ(value("L*m"), 3.0);
+  EXPECT_EQ(value("m"), 1.5);
+  EXPECT_EQ(value("2.5"), 2.5);
+  // A tangent along every parameter at once: d(L/3) = dL/3, d(L*m) = m dL + L dm.
+  VectorX<Dual> pd(p.size());
+  for (Eigen::Index i = 0; i < p.size(); ++i) pd[i] = make_dual(p[i], 1.0);
+  EXPECT_EQ(Expression::parse("L/3", kNames).evaluate<Dual>(pd).v[0], (make_dual(2.0, 1.0) / Dual(3.0)).v[0]);
+  EXPECT_DOUBLE_EQ(Expression::parse("L*m", kNames).evaluate<Dual>(pd).v[0], 1.5 + 2.0);
+  EXPECT_DOUBLE_EQ(Expression::parse("-a", kNames).evaluate<Dual>(pd).v[0], -1.0);
+  // Deeper trees still walk: one level more than shallow.
+  EXPECT_EQ(value("m/64/2"), 1.5 / 64.0 / 2.0);
+  EXPECT_EQ(value("-(L/3)"), -(2.0 / 3.0));
+}
+
 TEST(Expression, ParametersItReads) {
   const Expression e = Expression::parse("L*cos(th0) + L - pi", kNames);
   EXPECT_EQ(e.parameters(), (std::vector<int>{0, 1}));

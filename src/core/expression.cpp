@@ -49,6 +49,7 @@ class ExpressionParser {
     e.root_ = expression(0);
     skip_space();
     if (!at_end()) fail(pos_, fmt::format("unexpected '{}'", text_[pos_]));
+    e.shallow_ = e.is_shallow();
     return e;
   }
 
@@ -306,6 +307,24 @@ Expression Expression::parse(std::string_view text, const std::vector<std::strin
 
 Expression Expression::parse(std::string_view text, std::span<const NameGroup> groups) {
   return ExpressionParser(text, groups).parse();
+}
+
+bool Expression::is_shallow() const {
+  const auto is_leaf = [this](int index) {
+    const Op op = nodes_[static_cast<size_t>(index)].op;
+    return op == Op::Number || op == Op::Name;
+  };
+  const Node& root = nodes_[static_cast<size_t>(root_)];
+  switch (root.op) {
+    case Op::Number:
+    case Op::Name: return true;
+    case Op::Negate: return is_leaf(root.a);
+    case Op::Add:
+    case Op::Subtract:
+    case Op::Multiply:
+    case Op::Divide: return is_leaf(root.a) && is_leaf(root.b);
+    default: return false;
+  }
 }
 
 std::vector<int> Expression::names_in(int group) const {

@@ -87,6 +87,7 @@ class Expression {
     if (max_group_ >= n_groups) {
       throw std::invalid_argument("Expression::evaluate_in: '" + text_ + "' reads a group that was not given");
     }
+    if (shallow_) return evaluate_shallow<S>(values);
     return evaluate_node<S>(root_, values);
   }
 
@@ -115,10 +116,38 @@ class Expression {
   template <class S>
   S evaluate_node(int index, const S* const* values) const;
 
+  /// A number or a name: its value.
+  template <class S>
+  S leaf(const Node& n, const S* const* values) const {
+    return n.op == Op::Number ? S(n.number) : values[n.group][n.index];
+  }
+  /// A shallow tree: a leaf, or one arithmetic operation on leaves ("m/64", "2*L", "-g"),
+  /// the operands and their order as the tree walk takes them, so the value is the same to the
+  /// bit. The walk through evaluate_node cost a 64-rod chain's dual evaluations 8 % of their
+  /// time (a length and a mass expression per bar).
+  template <class S>
+  S evaluate_shallow(const S* const* values) const {
+    const Node& n = nodes_[static_cast<size_t>(root_)];
+    switch (n.op) {
+      case Op::Negate: return -leaf<S>(nodes_[static_cast<size_t>(n.a)], values);
+      case Op::Add: return leaf<S>(nodes_[static_cast<size_t>(n.a)], values) + leaf<S>(nodes_[static_cast<size_t>(n.b)], values);
+      case Op::Subtract:
+        return leaf<S>(nodes_[static_cast<size_t>(n.a)], values) - leaf<S>(nodes_[static_cast<size_t>(n.b)], values);
+      case Op::Multiply:
+        return leaf<S>(nodes_[static_cast<size_t>(n.a)], values) * leaf<S>(nodes_[static_cast<size_t>(n.b)], values);
+      case Op::Divide:
+        return leaf<S>(nodes_[static_cast<size_t>(n.a)], values) / leaf<S>(nodes_[static_cast<size_t>(n.b)], values);
+      default: return leaf<S>(n, values);
+    }
+  }
+  /// Whether the tree is shallow (evaluate_shallow), set once parsed.
+  bool is_shallow() const;
+
   std::string text_;
   std::vector<Node> nodes_;
   int root_ = -1;
   int max_group_ = -1;  ///< the highest group it reads, -1 if none
+  bool shallow_ = false;
 };
 
 namespace expression_detail {
