@@ -270,7 +270,7 @@ void CompletionRateProducts::record(int mode, double t, In<double> x_guess) {
   point_.remember(mode, t, x_guess);  // only a finished recording is reused
 }
 
-void CompletionRateProducts::sweep(const Eigen::MatrixXd& rate_weights, TransposedProducts& out) {
+void CompletionRateProducts::sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate_weights, TransposedProducts& out) {
   if (!point_.current()) {
     throw Error("CompletionRateProducts::sweep: the recording was recycled; call record() first");
   }

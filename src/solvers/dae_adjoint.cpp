@@ -329,7 +329,9 @@ int DaeAdjointSweep::jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector, N_Ve
     const auto direction = view(v);
     auto out = view(Jv);
     self->rate_products_.record(self->mode_, t, view(y).head(n));  // R = x-dot_c
-    self->rate_products_.sweep(direction.head(na).reshaped(n, nc), self->rate_product_);
+    // The cost blocks of v as an n x n_c matrix in place: no copy per product.
+    const Eigen::Map<const Eigen::MatrixXd> weights(direction.data(), n, nc);
+    self->rate_products_.sweep(weights, self->rate_product_);
     const TransposedProducts& products = self->rate_product_;
     out.head(na) = cj * direction.head(na) + products.x.reshaped();
     if (nq > 0) out.segment(na, nq) = cj * direction.segment(na, nq) + products.p.reshaped();

@@ -135,7 +135,7 @@ class CompletionRateProducts {
   void record(int mode, double t, In<double> x_guess);
   /// Sweeps the recording once per column of `rate_weights` into `out` (sized on first use;
   /// out.t is left empty: time is passive).
-  void sweep(const Eigen::MatrixXd& rate_weights, TransposedProducts& out);
+  void sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate_weights, TransposedProducts& out);
   long recordings() const { return point_.recordings(); }
 
  private:
