@@ -156,7 +156,7 @@ costs: {c: {terminal: [{signal: x, of: a}]}}
 )",
                               "rod");
   const Eigen::VectorXd p(0);
-  const Eigen::MatrixXd M(mass_matrix<double>(m, p));
+  const Eigen::MatrixXd M(mass_matrix<double>(m, m.initial_positions(), p));
   const Eigen::Vector2d va(0.3, -0.8), vb(-0.4, 0.9);  // velocities of the ends (rigid: ignore)
   Eigen::VectorXd v(4);
   v << va, vb;

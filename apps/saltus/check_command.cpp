@@ -27,8 +27,9 @@ std::string join(const std::vector<std::string>& items) {
 /// `saltus check FILE`: what the model describes and how it starts (docs/model-files.md).
 void print_check(std::ostream& out, const multibody::ModelCheck& c) {
   fmt::print(out, "Model '{}' ({}), formulation {}\n", c.name, c.source, c.formulation);
-  fmt::print(out, "Coordinates ({}; {} points, {} bodies): {}\n", c.coordinates.size(), c.n_points, c.n_bodies,
-             join(c.coordinates));
+  const std::string spatial = c.n_spatial_bodies > 0 ? fmt::format(", {} spatial bodies", c.n_spatial_bodies) : "";
+  fmt::print(out, "Coordinates ({}; {} points, {} bodies{}): {}\n", c.coordinates.size(), c.n_points, c.n_bodies,
+             spatial, join(c.coordinates));
   fmt::print(out, "Constraints ({} rows):", c.constraint_rows);
   if (c.constraints.empty()) fmt::print(out, " none");
   for (const auto& k : c.constraints) fmt::print(out, "\n  {} ({} row{})", k.element, k.rows, k.rows == 1 ? "" : "s");

@@ -25,6 +25,15 @@ void describe_structure(const Model& model, ModelCheck& out) {
     out.constraints.push_back({model.describe_element(static_cast<int>(i)), rows});
     out.constraint_rows += rows;
   }
+  out.n_spatial_bodies = static_cast<int>(model.spatial_bodies.size());
+  for (const SpatialJoint& j : model.spatial_joints) {
+    out.constraints.push_back({"joint '" + j.name + "'", j.n_constraints()});
+    out.constraint_rows += j.n_constraints();
+  }
+  for (const SpatialBody& b : model.spatial_bodies) {
+    out.constraints.push_back({"normalization of spatial body '" + b.name + "'", 1});
+    out.constraint_rows += 1;
+  }
 }
 
 void describe_parameters(const Model& model, ModelCheck& out) {

@@ -157,7 +157,7 @@ ConstraintSet<S> with_contacts(const Model& m, ConstraintSet<S> cs, const Contac
 /// impacting contacts' gradients, k x n, may be empty): assembled sparse for KLU from
 /// kSparseSolveMinRows rows, straight into a dense matrix below (as fast as the dense LU is).
 template <class S, class Rhs>
-MatX<S> solve_kkt(const Model& m, In<S> p, const SparseMat<S>& force, const SparseMat<S>& jac, const SparseMat<S>& extra,
+MatX<S> solve_kkt(const Model& m, In<S> q, In<S> p, const SparseMat<S>& force, const SparseMat<S>& jac, const SparseMat<S>& extra,
                   const Rhs& rhs, const char* what) {
   const int n = m.n_coordinates(), rows = static_cast<int>(jac.rows()), k = static_cast<int>(extra.rows());
   const int size = n + rows + k;
@@ -166,7 +166,7 @@ MatX<S> solve_kkt(const Model& m, In<S> p, const SparseMat<S>& force, const Spar
                            "and as many force as constraint rows");
   }
   const auto scatter = [&](auto&& put) {
-    for_each_mass_entry<S>(m, p, put);
+    for_each_mass_entry<S>(m, q, p, put);
     for (int r = 0; r < rows; ++r) {
       for (typename SparseMat<S>::InnerIterator it(force, r); it; ++it) put(static_cast<int>(it.col()), n + r, it.value());
       for (typename SparseMat<S>::InnerIterator it(jac, r); it; ++it) put(n + r, static_cast<int>(it.col()), it.value());
@@ -185,7 +185,7 @@ MatX<S> solve_kkt(const Model& m, In<S> p, const SparseMat<S>& force, const Spar
   }
   // Large: compressed rows straight from the pieces; each row's columns come sorted (M's, then
   // force^T's from n, then extra^T's from n + m).
-  const SparseMat<S> M = mass_matrix<S>(m, p);
+  const SparseMat<S> M = mass_matrix<S>(m, q, p);
   const SparseMat<S> force_t = force.transpose(), extra_t = extra.transpose();
   SparseMat<S> K(size, size);
   K.resizeNonZeros(M.nonZeros() + force.nonZeros() + jac.nonZeros() + 2 * extra.nonZeros());
@@ -220,12 +220,12 @@ MatX<S> solve_kkt(const Model& m, In<S> p, const SparseMat<S>& force, const Spar
 /// Solves the KKT system of the rows of `cs`, [M force^T; Phi_q 0] [y; mu] = [top; bottom]
 /// (`force` the rows' force directions: Phi_q unless sliding friction rides on a row).
 template <class S>
-std::pair<VectorX<S>, VectorX<S>> kkt_solve(const Model& m, const ConstraintSet<S>& cs, In<S> p, const VectorX<S>& top,
+std::pair<VectorX<S>, VectorX<S>> kkt_solve(const Model& m, const ConstraintSet<S>& cs, In<S> q, In<S> p, const VectorX<S>& top,
                                             const VectorX<S>& bottom, const char* what) {
   const int n = m.n_coordinates(), rows = static_cast<int>(cs.phi.size());
   VectorX<S> rhs(n + rows);
   rhs << top, bottom;
-  const VectorX<S> sol = solve_kkt<S>(m, p, cs.force_directions(), cs.jac, SparseMat<S>(0, n), rhs, what).col(0);
+  const VectorX<S> sol = solve_kkt<S>(m, q, p, cs.force_directions(), cs.jac, SparseMat<S>(0, n), rhs, what).col(0);
   return {sol.head(n), sol.tail(rows)};
 }
 
@@ -236,7 +236,7 @@ template <class S>
 std::pair<VectorX<S>, VectorX<S>> kkt_accelerations(const Model& m, const ConstraintSet<S>& cs, const MotionState<S>& st,
                                                     In<S> p, const VectorX<S>& target,
                                                     const char* what = "KKT matrix [M Phi_q^T; Phi_q 0]") {
-  return kkt_solve<S>(m, cs, p, applied_forces(m, st, p), VectorX<S>(-target), what);
+  return kkt_solve<S>(m, cs, st.q, p, applied_forces(m, st, p), VectorX<S>(-target), what);
 }
 
 /// Contacts whose gap is within this of zero (relative to 1 + max |q|) when another one fires
@@ -286,7 +286,7 @@ VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const 
   const ConstraintSet<S> cs = with_contacts(m, constraints(m, st, p), held.normals(), st, p);
   const int rows = static_cast<int>(cs.phi.size());
   VectorX<S> rhs(n + rows + k);
-  rhs.head(n) = mass_times_vector<S>(m, p, st.v);
+  rhs.head(n) = mass_times_vector<S>(m, st.q, p, st.v);
   rhs.segment(n, rows) = -cs.phi_t;
   SparseRowStack<S> gradients(n);
   for (int i = 0; i < k; ++i) {
@@ -306,7 +306,7 @@ VectorX<S> kkt_impulse(const Model& m, const MotionState<S>& st, In<S> p, const 
                        "are dependent and the impulses not unique)",
                        fmt::join(names, ", "));
   }
-  const MatX<S> sol = solve_kkt<S>(m, p, cs.jac, cs.jac, gradients.matrix(), rhs, what.c_str());
+  const MatX<S> sol = solve_kkt<S>(m, st.q, p, cs.jac, cs.jac, gradients.matrix(), rhs, what.c_str());
   return sol.col(0).head(n);
 }
 

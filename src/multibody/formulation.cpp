@@ -27,7 +27,7 @@ bool needs_reactions(const std::vector<CostTerm>& terms) {
 /// computed by the formulation itself).
 bool reads_accelerations(const std::vector<CostTerm>& terms) {
   for (const CostTerm& t : terms) {
-    if (t.signal == Signal::AX || t.signal == Signal::AY || t.signal == Signal::Alpha) return true;
+    if (t.signal == Signal::AX || t.signal == Signal::AY || t.signal == Signal::AZ || t.signal == Signal::Alpha) return true;
   }
   return false;
 }
@@ -172,7 +172,8 @@ std::string matrix_path(const Model& model, FormulationType type) {
 
 template <class Form>
 Problem build(const Model& model, std::shared_ptr<const Form> form, const FormulationSettings& settings) {
-  Problem pb(model.name, fmt::format("planar multibody model ({} formulation, {}{})", to_string(settings.type),
+  const char* kind = model.spatial_bodies.empty() ? "planar" : "spatial";
+  Problem pb(model.name, fmt::format("{} multibody model ({} formulation, {}{})", kind, to_string(settings.type),
                                      matrix_path(model, settings.type),
                                      model.source.empty() ? "" : ", from " + model.source));
   pb.set_states(form->state_names());

@@ -437,12 +437,12 @@ struct CartesianForm : FullCoordinateForm {
       if (n < kSparseSolveMinRows) {  // small: the dense product and LU are faster
         const MatX<S> force_dense(force), jac_dense(cs.jac);
         MatX<S> M_alpha = MatX<S>::Zero(n, n);
-        for_each_mass_entry<S>(*model, p, [&M_alpha](int i, int j, const S& v) { M_alpha(i, j) += v; });
+        for_each_mass_entry<S>(*model, st.q, p, [&M_alpha](int i, int j, const S& v) { M_alpha(i, j) += v; });
         M_alpha.noalias() += alpha * (force_dense.transpose() * jac_dense);
         a = solve_dense<S>(M_alpha, rhs, what);
       } else {
         const SparseMat<S> penalty_term = force.transpose() * cs.jac;
-        a = solve_sparse<S>(SparseMat<S>(mass_matrix<S>(*model, p) + alpha * penalty_term), rhs, what);
+        a = solve_sparse<S>(SparseMat<S>(mass_matrix<S>(*model, st.q, p) + alpha * penalty_term), rhs, what);
       }
       const VectorX<S> mu = alpha * (cs.jac * a + target);
       return {a, mu};
@@ -670,9 +670,9 @@ struct MaggiForm : FormBase {
   std::pair<VectorX<S>, VectorX<S>> independent_accelerations(const Kinematics<S>& k, In<S> p,
                                                               const ContactSet& set) const {
     const VectorX<S> F = applied_forces(*model, k.st, p);
-    const MatX<S> MR = mass_times<S>(*model, p, k.R);
+    const MatX<S> MR = mass_times<S>(*model, k.st.q, p, k.R);
     const MatX<S> M_bar = k.R.transpose() * MR;
-    const VectorX<S> F_bar = k.R.transpose() * (F - mass_times_vector<S>(*model, p, k.s_c));
+    const VectorX<S> F_bar = k.R.transpose() * (F - mass_times_vector<S>(*model, k.st.q, p, k.s_c));
     if (set.empty()) return {solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R"), VectorX<S>()};
     const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
     const int a = set.rows();
@@ -725,7 +725,7 @@ struct MaggiForm : FormBase {
       // of the active contacts.
       const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
       const SparseMat<S>& force = cs.force_directions();
-      const VectorX<S> residual = applied_forces(*model, k.st, p) - mass_times_vector<S>(*model, p, fs.a);
+      const VectorX<S> residual = applied_forces(*model, k.st, p) - mass_times_vector<S>(*model, k.st.q, p, fs.a);
       const SparseMat<S> gram = force * force.transpose();
       fs.mu = cs.phi.size() == 0
                   ? VectorX<S>()
@@ -861,7 +861,7 @@ struct DaeForm : FullCoordinateForm {
     r.segment(position_rows, slots) = position_w;
     r.segment(velocity_rows, slots) = velocity_w;
     r.head(n) = xdot.head(n) - st.v;
-    r.segment(n, n) = mass_matrix<S>(*model, p) * xdot.segment(n, n) - applied_forces(*model, st, p);
+    r.segment(n, n) = mass_times_vector<S>(*model, st.q, p, xdot.segment(n, n)) - applied_forces(*model, st, p);
     const VectorX<S> rate = cs.rate(st.v);
     VectorX<S> velocity_row_w(cs.phi.size()), position_row_w = VectorX<S>::Zero(cs.phi.size());
     for (Eigen::Index row = 0; row < cs.phi.size(); ++row) {
@@ -884,7 +884,7 @@ struct DaeForm : FullCoordinateForm {
                        const ConstraintSet<S>& cs, Out<S> r) const {
     const Eigen::Index positions = m + static_cast<Eigen::Index>(set.active.size());
     r.head(n) = xdot.head(n) - st.v;
-    r.segment(n, n) = mass_matrix<S>(*model, p) * xdot.segment(n, n) - applied_forces(*model, st, p);
+    r.segment(n, n) = mass_times_vector<S>(*model, st.q, p, xdot.segment(n, n)) - applied_forces(*model, st, p);
     r.segment(2 * n, slots) = lambda;
     const VectorX<S> rate = cs.rate(st.v);
     VectorX<S> row_lambda(cs.phi.size());
@@ -993,9 +993,9 @@ struct DaeForm : FullCoordinateForm {
       bool stopped = it == settings.newton_iterations || !std::isfinite(residual);
       if (!stopped) {
         cs.force.resize(0, 0);  // the symmetric [M Phi_q^T; Phi_q 0]
-        const Eigen::VectorXd pull = mass_times_vector<double>(*model, p_real, Eigen::VectorXd(q_guess - q_star));
+        const Eigen::VectorXd pull = mass_times_vector<double>(*model, q_star, p_real, Eigen::VectorXd(q_guess - q_star));
         try {
-          q_star += kkt_solve<double>(*model, cs, p_real, pull, Eigen::VectorXd(-cs.phi), what).first;
+          q_star += kkt_solve<double>(*model, cs, q_star, p_real, pull, Eigen::VectorXd(-cs.phi), what).first;
         } catch (const ModelError&) {
           stopped = true;  // a singular matrix ends Newton, as in solve_positions
         }
@@ -1011,8 +1011,8 @@ struct DaeForm : FullCoordinateForm {
     const MotionState<S> st{t, q_star_s, VectorX<S>::Zero(n)};
     ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set.normals(), st, p);
     cs.force.resize(0, 0);
-    const VectorX<S> pull = mass_times_vector<S>(*model, p, VectorX<S>(q - q_star_s));
-    return q_star_s + kkt_solve<S>(*model, cs, p, pull, VectorX<S>(-cs.phi), what).first;
+    const VectorX<S> pull = mass_times_vector<S>(*model, q_star_s, p, VectorX<S>(q - q_star_s));
+    return q_star_s + kkt_solve<S>(*model, cs, q_star_s, p, pull, VectorX<S>(-cs.phi), what).first;
   }
 
   /// The velocities nearest v in the kinetic metric that satisfy every row in force:
@@ -1022,8 +1022,8 @@ struct DaeForm : FullCoordinateForm {
   VectorX<S> projected_velocities(const MotionState<S>& st, In<S> p, const ContactSet& set) const {
     ConstraintSet<S> cs = with_contacts(*model, constraints(*model, st, p), set, st, p);
     cs.force.resize(0, 0);  // a projection in the kinetic metric: the symmetric [M Phi_q^T; Phi_q 0]
-    const VectorX<S> top = mass_times_vector<S>(*model, p, st.v);
-    return kkt_solve<S>(*model, cs, p, top, VectorX<S>(-cs.phi_t), "velocity projection matrix [M Phi_q^T; Phi_q 0]").first;
+    const VectorX<S> top = mass_times_vector<S>(*model, st.q, p, st.v);
+    return kkt_solve<S>(*model, cs, st.q, p, top, VectorX<S>(-cs.phi_t), "velocity projection matrix [M Phi_q^T; Phi_q 0]").first;
   }
 
   /// The reactions of the state: the model's rows, then the contact rows in force, from the

@@ -155,14 +155,18 @@ std::vector<std::string> assembly_correction_notes(const Model& model, const Eig
   const double size = model_size(model, given, p);
   const std::vector<std::string> names = model.coordinate_names();
   const int n_point_coordinates = 2 * static_cast<int>(model.points.size());
+  const int first_spatial = model.spatial_offset(0);
   for (Eigen::Index k = 0; k < q.size(); ++k) {
-    const bool angle = k >= n_point_coordinates && (k - n_point_coordinates) % 3 == 2;
+    const bool spatial = k >= first_spatial;
+    // A spatial body's Euler parameters: the orientation's correction is not a coordinate's.
+    if (spatial && (k - first_spatial) % 7 >= 3) continue;
+    const bool angle = !spatial && k >= n_point_coordinates && (k - n_point_coordinates) % 3 == 2;
     const double limit = angle ? kAssemblyAngleCorrection : kAssemblyCorrectionFraction * size;
     const double correction = std::abs(q[k] - given[k]);
     if (!(correction > limit) || (!angle && size == 0.0)) continue;
     const std::string& name = names[static_cast<size_t>(k)];
     const std::string owner = name.substr(0, name.rfind('.'));
-    const std::string field = (k < n_point_coordinates ? "points." : "bodies.") + owner +
+    const std::string field = (spatial ? "spatial.bodies." : k < n_point_coordinates ? "points." : "bodies.") + owner +
                               (angle ? ".angle" : ".position");
     notes.push_back(fmt::format(
         "{}: assembly moved {} from {:.6g} to {:.6g} (by {:.3g} {}, more than {}) to satisfy the constraints: the "
@@ -176,7 +180,8 @@ std::vector<std::string> assembly_correction_notes(const Model& model, const Eig
 
 void report_singular_start(const Model& model, const std::string& formulation, const std::string& what,
                            const Eigen::VectorXd& p) {
-  const Eigen::MatrixXd M(mass_matrix<double>(model, p));
+  const Eigen::VectorXd q = model.initial_positions<double>(p);
+  const Eigen::MatrixXd M(mass_matrix<double>(model, q, p));
   const std::vector<std::string> names = model.coordinate_names();
   std::vector<std::string> massless;
   std::string at = model_label(model);

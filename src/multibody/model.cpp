@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <Eigen/Eigenvalues>
+
 #include <cmath>
 #include <set>
 
@@ -24,15 +26,39 @@ int Element::n_constraints() const {
   }
 }
 
+int SpatialJoint::n_constraints() const {
+  switch (type) {
+    case SpatialJointType::Spherical:
+      return 3;
+    case SpatialJointType::Revolute:
+      return 5;
+    case SpatialJointType::Universal:
+      return 4;
+    case SpatialJointType::Distance:
+      return 1;
+  }
+  return 0;
+}
+
 bool CostTerm::needs_acceleration() const {
-  return signal == Signal::AX || signal == Signal::AY || signal == Signal::Alpha ||
+  return signal == Signal::AX || signal == Signal::AY || signal == Signal::AZ || signal == Signal::Alpha ||
          signal == Signal::Reaction;
 }
 
-int Model::n_constraints() const {
+int Model::n_element_constraints() const {
   int m = 0;
   for (const Element& e : elements) m += e.n_constraints();
   return m;
+}
+
+int Model::n_joint_constraints() const {
+  int m = 0;
+  for (const SpatialJoint& j : spatial_joints) m += j.n_constraints();
+  return m;
+}
+
+int Model::n_constraints() const {
+  return n_element_constraints() + n_joint_constraints() + static_cast<int>(spatial_bodies.size());
 }
 
 std::vector<std::string> Model::coordinate_names() const {
@@ -45,6 +71,9 @@ std::vector<std::string> Model::coordinate_names() const {
     names.push_back(b.name + ".x");
     names.push_back(b.name + ".y");
     names.push_back(b.name + ".theta");
+  }
+  for (const SpatialBody& b : spatial_bodies) {
+    for (const char* c : {".x", ".y", ".z", ".e0", ".e1", ".e2", ".e3"}) names.push_back(b.name + c);
   }
   return names;
 }
@@ -125,6 +154,24 @@ class DomainCheck {
                                    y, origin(vx) + origin(vy)));
     }
   }
+  void non_zero(const Value3& v, const std::string& field, const std::string& owner, const char* what) const {
+    const double x = eval(v.x), y = eval(v.y), z = eval(v.z);
+    if (!(std::sqrt(x * x + y * y + z * z) > 0.0)) {
+      throw InputError(fmt::format("{}: {} needs a non-zero {}, got [{}, {}, {}]", m_.locate(field), owner, what, x, y, z));
+    }
+  }
+  /// The inertia tensor (xx, yy, zz, xy, xz, yz) must be symmetric positive definite.
+  void positive_definite(const std::array<Value, 6>& j, const std::string& field, const std::string& owner) const {
+    Eigen::Matrix3d J;
+    J << eval(j[0]), eval(j[3]), eval(j[4]), eval(j[3]), eval(j[1]), eval(j[5]), eval(j[4]), eval(j[5]), eval(j[2]);
+    const Eigen::Vector3d principal = Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(J, Eigen::EigenvaluesOnly).eigenvalues();
+    if (!(principal.minCoeff() > 0.0) || !J.allFinite()) {
+      throw InputError(fmt::format("{}: {} needs a positive definite inertia tensor, got [xx {}, yy {}, zz {}, xy {}, "
+                                   "xz {}, yz {}] (principal moments {}, {}, {})",
+                                   m_.locate(field), owner, J(0, 0), J(1, 1), J(2, 2), J(0, 1), J(0, 2), J(1, 2),
+                                   principal[0], principal[1], principal[2]));
+    }
+  }
 
  private:
   double eval(const Value& v) const { return v.at<double>(p_); }
@@ -180,6 +227,32 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
     const std::string owner = "body '" + b.name + "'";
     check.positive(b.mass, field + ".mass", owner, "mass");
     check.positive(b.inertia, field + ".inertia", owner, "inertia");
+  }
+  for (const SpatialBody& b : spatial_bodies) {
+    const std::string field = "spatial.bodies." + b.name;
+    const std::string owner = "spatial body '" + b.name + "'";
+    check.positive(b.mass, field + ".mass", owner, "mass");
+    check.positive_definite(b.inertia, field + ".inertia", owner);
+    check.non_zero(b.axis0, field + ".orientation.axis", owner, "rotation axis");
+  }
+  for (size_t i = 0; i < spatial_joints.size(); ++i) {
+    const SpatialJoint& j = spatial_joints[i];
+    const std::string field = fmt::format("spatial.joints[{}]", i);
+    const std::string owner = "joint '" + j.name + "'";
+    if (j.type == SpatialJointType::Revolute || j.type == SpatialJointType::Universal) {
+      check.non_zero(j.axis_a, field + ".axis_a", owner, "axis_a");
+      check.non_zero(j.axis_b, field + ".axis_b", owner, "axis_b");
+    }
+    if (j.type == SpatialJointType::Distance) check.positive(j.length, field + ".length", owner, "length");
+  }
+  for (size_t i = 0; i < spatial_forces.size(); ++i) {
+    const SpatialForce& f = spatial_forces[i];
+    if (f.type != SpatialForceType::Spring) continue;
+    const std::string field = fmt::format("spatial.forces[{}]", i);
+    const std::string owner = "spring '" + f.name + "'";
+    check.non_negative(f.stiffness, field + ".stiffness", owner, "stiffness");
+    check.non_negative(f.damping, field + ".damping", owner, "damping");
+    check.non_negative(f.rest_length, field + ".rest_length", owner, "rest_length");
   }
   for (size_t i = 0; i < elements.size(); ++i) {
     const Element& e = elements[i];
@@ -278,6 +351,7 @@ void Model::validate() const {
       }
     }
   }
+  validate_spatial();
   std::set<std::string> contact_names;
   for (size_t i = 0; i < contacts.size(); ++i) {
     const Contact& c = contacts[i];
@@ -337,6 +411,40 @@ void Model::validate() const {
     }
   }
   check_domains(nominal_parameters());
+}
+
+void Model::validate_spatial() const {
+  const int n_spatial = static_cast<int>(spatial_bodies.size());
+  const auto check_body = [&](int body, const std::string& field, const std::string& owner) {
+    if (body < -1 || body >= n_spatial) {
+      throw InputError(fmt::format("{}: {}: spatial body index {} out of range (-1 for the ground, or 0 to {})",
+                                   locate(field), owner, body, n_spatial - 1));
+    }
+  };
+  std::set<std::string> joint_names;
+  for (size_t i = 0; i < spatial_joints.size(); ++i) {
+    const SpatialJoint& j = spatial_joints[i];
+    const std::string field = fmt::format("spatial.joints[{}]", i);
+    const std::string owner = "joint '" + j.name + "'";
+    if (!joint_names.insert(j.name).second) {
+      throw InputError(fmt::format("{}: the joint name '{}' is used twice", locate(field + ".name"), j.name));
+    }
+    check_body(j.body_a, field + ".a", owner);
+    check_body(j.body_b, field + ".b", owner);
+    if (j.body_a == j.body_b) {
+      throw InputError(fmt::format("{}: {} joins {} to itself", locate(field), owner,
+                                   j.body_a < 0 ? std::string("the ground") : "body '" + spatial_bodies[static_cast<size_t>(j.body_a)].name + "'"));
+    }
+  }
+  for (size_t i = 0; i < spatial_forces.size(); ++i) {
+    const SpatialForce& f = spatial_forces[i];
+    const std::string field = fmt::format("spatial.forces[{}]", i);
+    check_body(f.body_a, field + ".a", "force '" + f.name + "'");
+    check_body(f.body_b, field + ".b", "force '" + f.name + "'");
+    if (f.type != SpatialForceType::Spring && f.body_a < 0) {
+      throw InputError(fmt::format("{}: force '{}' acts on the ground; give it a body", locate(field), f.name));
+    }
+  }
 }
 
 std::string to_string(ElementType type) { return type_name(type); }

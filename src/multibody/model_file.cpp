@@ -29,16 +29,18 @@ class Reader : yaml::Fields {
   Model read() {
     check_root(root_, "name:, points:, elements:, ...",
                {"name", "description", "horizon", "outputs", "tolerances", "formulation", "gravity", "parameters",
-                "ground", "points", "bodies", "independent", "elements", "contacts", "costs"});
+                "ground", "points", "bodies", "spatial", "independent", "elements", "contacts", "costs"});
     model_.source = source();
     model_.name = root_["name"] ? scalar(root_["name"], "name") : "model";
     read_parameters();
     read_ground();
     read_points();
     read_bodies();
+    read_spatial_bodies();
     check_size();
     read_settings();
     read_elements();
+    read_spatial_joints_and_forces();
     read_contacts();
     read_independent();
     read_costs();
@@ -225,6 +227,157 @@ class Reader : yaml::Fields {
     }
   }
 
+  Value3 triple(const YAML::Node& n, const std::string& field) const {
+    note(n, field);
+    if (!n.IsSequence() || n.size() != 3) fail(n, field, "expected [x, y, z]");
+    return Value3{value(n[0], field + "[0]"), value(n[1], field + "[1]"), value(n[2], field + "[2]")};
+  }
+
+  Value3 optional_triple(const YAML::Node& map, const std::string& key, const std::string& field, Value3 fallback) const {
+    const YAML::Node n = map[key];
+    return n ? triple(n, field + "." + key) : fallback;
+  }
+
+  /// spatial: {bodies: {name: {mass:, inertia:, center:, position:, orientation:, velocity:,
+  /// angular_velocity:}}, joints: [...], forces: [...]} (docs/model-files.md, "Spatial bodies").
+  void read_spatial_bodies() {
+    const YAML::Node sp = root_["spatial"];
+    if (!sp) return;
+    if (!sp.IsMap()) fail(sp, "spatial", "expected a mapping {bodies:, joints:, forces:}");
+    check_keys(sp, "spatial", {"bodies", "joints", "forces"});
+    const YAML::Node bs = require(sp, "bodies", "spatial");
+    if (!bs.IsMap()) fail(bs, "spatial.bodies", "expected a mapping name: {mass:, inertia:, position:, ...}");
+    for (const auto& kv : bs) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string field = "spatial.bodies." + name;
+      claim_name(kv.first, field, name);
+      note(kv.first, field);
+      const YAML::Node b = kv.second;
+      if (!b.IsMap()) fail(b, field, "expected {mass:, inertia:, position:, ...}");
+      check_keys(b, field, {"mass", "inertia", "center", "position", "orientation", "velocity", "angular_velocity"});
+      SpatialBody body;
+      body.name = name;
+      body.mass = value(require(b, "mass", field), field + ".mass");
+      const YAML::Node j = require(b, "inertia", field);
+      note(j, field + ".inertia");
+      if (!j.IsSequence() || (j.size() != 3 && j.size() != 6)) {
+        fail(j, field + ".inertia", "expected [xx, yy, zz] or [xx, yy, zz, xy, xz, yz] about the centre of mass");
+      }
+      for (size_t k = 0; k < j.size(); ++k) body.inertia[k] = value(j[k], fmt::format("{}.inertia[{}]", field, k));
+      body.center = optional_triple(b, "center", field, Value3{});
+      body.position0 = triple(require(b, "position", field), field + ".position");
+      if (const YAML::Node o = b["orientation"]) {
+        if (!o.IsMap()) fail(o, field + ".orientation", "expected {axis: [x, y, z], angle: radians}");
+        check_keys(o, field + ".orientation", {"axis", "angle"});
+        body.axis0 = triple(require(o, "axis", field + ".orientation"), field + ".orientation.axis");
+        body.angle0 = value(require(o, "angle", field + ".orientation"), field + ".orientation.angle");
+      }
+      body.velocity0 = optional_triple(b, "velocity", field, Value3{});
+      body.angular_velocity0 = optional_triple(b, "angular_velocity", field, Value3{});
+      body.velocity_given = b["velocity"] || b["angular_velocity"];
+      spatial_index_[name] = static_cast<int>(model_.spatial_bodies.size());
+      model_.spatial_bodies.push_back(body);
+    }
+  }
+
+  /// A spatial body's name, or "ground" (-1).
+  int spatial_body_or_ground(const YAML::Node& n, const std::string& field) const {
+    const std::string name = scalar(n, field);
+    if (name == "ground") return -1;
+    const auto it = spatial_index_.find(name);
+    if (it == spatial_index_.end()) fail(n, field, fmt::format("unknown spatial body '{}' (or 'ground')", name));
+    return it->second;
+  }
+
+  void read_spatial_joints_and_forces() {
+    const YAML::Node sp = root_["spatial"];
+    if (!sp) return;
+    std::set<std::string> names;
+    const auto claim = [&](const YAML::Node& n, const std::string& field, const std::string& name) {
+      if (!names.insert(name).second) fail(n, field, fmt::format("the name '{}' is already used by a joint or force", name));
+    };
+    if (const YAML::Node js = sp["joints"]) {
+      if (!js.IsSequence()) fail(js, "spatial.joints", "expected a list of joints");
+      for (size_t i = 0; i < js.size(); ++i) {
+        model_.spatial_joints.push_back(spatial_joint(js[i], fmt::format("spatial.joints[{}]", i)));
+        claim(js[i], fmt::format("spatial.joints[{}].name", i), model_.spatial_joints.back().name);
+      }
+    }
+    if (const YAML::Node fs = sp["forces"]) {
+      if (!fs.IsSequence()) fail(fs, "spatial.forces", "expected a list of force elements");
+      for (size_t i = 0; i < fs.size(); ++i) {
+        model_.spatial_forces.push_back(spatial_force(fs[i], fmt::format("spatial.forces[{}]", i)));
+        claim(fs[i], fmt::format("spatial.forces[{}].name", i), model_.spatial_forces.back().name);
+      }
+    }
+  }
+
+  SpatialJoint spatial_joint(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsMap()) fail(n, field, "expected a mapping with a 'type'");
+    note(n, field);
+    const std::string type = scalar(require(n, "type", field), field + ".type");
+    SpatialJoint j;
+    j.name = n["name"] ? scalar(n["name"], field + ".name") : field;
+    if (type == "spherical") {
+      j.type = SpatialJointType::Spherical;
+      check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b"});
+    } else if (type == "revolute" || type == "universal") {
+      j.type = type == "revolute" ? SpatialJointType::Revolute : SpatialJointType::Universal;
+      check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "axis_a", "axis_b"});
+      j.axis_a = triple(require(n, "axis_a", field), field + ".axis_a");
+      j.axis_b = j.type == SpatialJointType::Universal ? triple(require(n, "axis_b", field), field + ".axis_b")
+                                                       : optional_triple(n, "axis_b", field, j.axis_a);
+    } else if (type == "distance") {
+      j.type = SpatialJointType::Distance;
+      check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "length"});
+      j.length = value(require(n, "length", field), field + ".length");
+    } else {
+      fail(n["type"], field + ".type",
+           fmt::format("unknown spatial joint type '{}' (spherical, revolute, universal, distance)", type));
+    }
+    j.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
+    j.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");
+    j.point_a = optional_triple(n, "point_a", field, Value3{});
+    j.point_b = optional_triple(n, "point_b", field, Value3{});
+    return j;
+  }
+
+  SpatialForce spatial_force(const YAML::Node& n, const std::string& field) const {
+    if (!n.IsMap()) fail(n, field, "expected a mapping with a 'type'");
+    note(n, field);
+    const std::string type = scalar(require(n, "type", field), field + ".type");
+    SpatialForce f;
+    f.name = n["name"] ? scalar(n["name"], field + ".name") : field;
+    if (type == "spring") {
+      check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "stiffness", "damping", "rest_length",
+                            "actuator_force"});
+      f.type = SpatialForceType::Spring;
+      f.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
+      f.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");
+      f.point_a = optional_triple(n, "point_a", field, Value3{});
+      f.point_b = optional_triple(n, "point_b", field, Value3{});
+      f.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
+      f.damping = optional_value(n, "damping", field, 0.0);
+      f.rest_length = value(require(n, "rest_length", field), field + ".rest_length");
+      f.actuator = optional_value(n, "actuator_force", field, 0.0);
+    } else if (type == "force") {
+      check_keys(n, field, {"type", "name", "body", "at", "force"});
+      f.type = SpatialForceType::Force;
+      f.body_a = spatial_body_or_ground(require(n, "body", field), field + ".body");
+      f.point_a = optional_triple(n, "at", field, Value3{});
+      f.vector = triple(require(n, "force", field), field + ".force");
+    } else if (type == "torque") {
+      check_keys(n, field, {"type", "name", "body", "torque"});
+      f.type = SpatialForceType::Torque;
+      f.body_a = spatial_body_or_ground(require(n, "body", field), field + ".body");
+      f.vector = triple(require(n, "torque", field), field + ".torque");
+    } else {
+      fail(n["type"], field + ".type", fmt::format("unknown spatial force type '{}' (spring, force, torque)", type));
+    }
+    if (f.type != SpatialForceType::Spring && f.body_a < 0) fail(n["body"], field + ".body", "expected a spatial body");
+    return f;
+  }
+
   /// Model::validate's size limit, checked as soon as the points and bodies are known: the
   /// lookups of the elements, costs and independent coordinates scale with the coordinates.
   void check_size() const {
@@ -309,7 +462,19 @@ class Reader : yaml::Fields {
       if (t["rtol"]) model_.rtol = positive(t["rtol"], "tolerances.rtol");
       if (t["atol"]) model_.atol = positive(t["atol"], "tolerances.atol");
     }
-    if (const YAML::Node g = root_["gravity"]) std::tie(model_.gravity_x, model_.gravity_y) = pair_of_values(g, "gravity");
+    if (const YAML::Node g = root_["gravity"]) {
+      if (g.IsSequence() && g.size() == 3) {
+        const Value3 g3 = triple(g, "gravity");
+        model_.gravity_x = g3.x;
+        model_.gravity_y = g3.y;
+        model_.gravity_z = g3.z;
+      } else {
+        std::tie(model_.gravity_x, model_.gravity_y) = pair_of_values(g, "gravity");
+      }
+    } else if (!model_.spatial_bodies.empty()) {
+      model_.gravity_y = 0.0;  // spatial models: gravity along -z unless given
+      model_.gravity_z = -9.81;
+    }
     if (const YAML::Node f = root_["formulation"]) read_formulation(f);
   }
 
@@ -609,8 +774,8 @@ class Reader : yaml::Fields {
     if (!n.IsSequence()) fail(n, field, "expected a list of terms {signal:, of:, weight:, offset:, power:}");
     std::vector<CostTerm> out;
     static const std::map<std::string, Signal> signals = {
-        {"x", Signal::X}, {"y", Signal::Y}, {"vx", Signal::VX}, {"vy", Signal::VY}, {"ax", Signal::AX},
-        {"ay", Signal::AY}, {"theta", Signal::Theta}, {"omega", Signal::Omega}, {"alpha", Signal::Alpha},
+        {"x", Signal::X}, {"y", Signal::Y}, {"z", Signal::Z}, {"vx", Signal::VX}, {"vy", Signal::VY},
+        {"vz", Signal::VZ}, {"ax", Signal::AX}, {"ay", Signal::AY}, {"az", Signal::AZ}, {"theta", Signal::Theta}, {"omega", Signal::Omega}, {"alpha", Signal::Alpha},
         {"spring_length", Signal::SpringLength}, {"spring_force", Signal::SpringForce},
         {"reaction", Signal::Reaction}, {"kinetic_energy", Signal::KineticEnergy}, {"time", Signal::Time}};
     for (size_t i = 0; i < n.size(); ++i) {
@@ -622,7 +787,7 @@ class Reader : yaml::Fields {
       const auto it = signals.find(name);
       if (it == signals.end()) {
         fail(t["signal"], tf + ".signal",
-             fmt::format("unknown signal '{}' (x, y, vx, vy, ax, ay, theta, omega, alpha, spring_length, "
+             fmt::format("unknown signal '{}' (x, y, z, vx, vy, vz, ax, ay, az, theta, omega, alpha, spring_length, "
                          "spring_force, reaction, kinetic_energy, time)",
                          name));
       }
@@ -670,18 +835,50 @@ class Reader : yaml::Fields {
           }
           return;
         }
+        if (term.signal == Signal::Reaction) {
+          for (size_t k = 0; k < model_.spatial_joints.size(); ++k) {
+            const SpatialJoint& j = model_.spatial_joints[k];
+            if (j.name != name) continue;
+            term.joint = static_cast<int>(k);
+            if (t["row"]) term.row = integer(t["row"], tf + ".row");
+            if (term.row < 0 || term.row >= j.n_constraints()) {
+              fail(t["row"], tf + ".row", fmt::format("joint '{}' has {} constraint rows", name, j.n_constraints()));
+            }
+            return;
+          }
+        }
         fail(t["of"], tf + ".of", fmt::format("unknown element '{}'", name));
       }
       default:
+        if (bind_spatial_point(t, tf, term)) return;
+        if (term.signal == Signal::Z || term.signal == Signal::VZ || term.signal == Signal::AZ) {
+          fail(require(t, "of", tf), tf + ".of", "z, vz and az are signals of spatial bodies (a name or {body:, at: [x, y, z]})");
+        }
         term.point = point_ref(require(t, "of", tf), tf + ".of");
         return;
     }
+  }
+
+  /// `of:` a spatial body (its frame origin) or {body: name, at: [x, y, z]} on one: true if so.
+  bool bind_spatial_point(const YAML::Node& t, const std::string& tf, CostTerm& term) const {
+    const YAML::Node of = require(t, "of", tf);
+    const YAML::Node name_node = of.IsMap() ? of["body"] : of;
+    if (!name_node || !name_node.IsScalar()) return false;
+    const auto it = spatial_index_.find(name_node.Scalar());
+    if (it == spatial_index_.end()) return false;
+    if (of.IsMap()) {
+      check_keys(of, tf + ".of", {"body", "at"});
+      term.spatial_at = triple(require(of, "at", tf + ".of"), tf + ".of.at");
+    }
+    term.spatial_body = it->second;
+    return true;
   }
 
   const YAML::Node& root_;
   Model model_;
   std::map<std::string, int> parameter_index_;
   std::map<std::string, int> body_index_;
+  std::map<std::string, int> spatial_index_;
   std::map<std::string, PointRef> refs_;
   std::set<std::string> names_;
   mutable std::map<std::string, std::string> locations_;

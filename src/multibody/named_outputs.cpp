@@ -19,12 +19,20 @@ std::pair<std::string, std::string> row_units(const Model& m, const Element& e, 
       if (row == 1) return {"rad", "N m"};
       return {"m", "N"};
     case ElementType::CoordinateDriver: {
-      const bool angle = e.coordinate >= m.body_offset(0) && (e.coordinate - m.body_offset(0)) % 3 == 2;
+      const bool angle = e.coordinate >= m.body_offset(0) && e.coordinate < m.spatial_offset(0) &&
+                         (e.coordinate - m.body_offset(0)) % 3 == 2;
       return angle ? std::pair<std::string, std::string>{"rad", "N m"} : std::pair<std::string, std::string>{"m", "N"};
     }
     default:
       return {"m", "N"};
   }
+}
+
+/// Units of row `row` of spatial joint j: its residual's and its multiplier's.
+std::pair<std::string, std::string> joint_row_units(const SpatialJoint& j, int row) {
+  if (j.type == SpatialJointType::Distance) return {"m^2", "N/m"};
+  if (row < 3) return {"m", "N"};
+  return {"1", "N m"};  // a dot-1 row: a cosine
 }
 
 }  // namespace
@@ -47,11 +55,28 @@ std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_u
     add(b.name + ".y_dot", "m/s");
     add(b.name + ".theta_dot", "rad/s");
   }
-  for (const Element& e : m.elements) {
-    for (int row = 0; row < e.n_constraints(); ++row) add(fmt::format("{}.reaction[{}]", e.name, row), row_units(m, e, row).second);
+  for (const SpatialBody& b : m.spatial_bodies) {
+    for (const char* c : {"x", "y", "z"}) add(fmt::format("{}.{}", b.name, c), "m");
+    for (const char* c : {"e0", "e1", "e2", "e3"}) add(fmt::format("{}.{}", b.name, c), "1");
+    for (const char* c : {"x", "y", "z"}) add(fmt::format("{}.{}_dot", b.name, c), "m/s");
+    for (const char* c : {"e0", "e1", "e2", "e3"}) add(fmt::format("{}.{}_dot", b.name, c), "1/s");
   }
-  for (const Element& e : m.elements) {
-    for (int row = 0; row < e.n_constraints(); ++row) add(fmt::format("{}.phi[{}]", e.name, row), row_units(m, e, row).first);
+  // Every constraint row in Phi's order: elements, spatial joints, normalizations.
+  for (const char* field : {"reaction", "phi"}) {
+    const bool reaction = std::string(field) == "reaction";
+    for (const Element& e : m.elements) {
+      for (int row = 0; row < e.n_constraints(); ++row) {
+        const auto [phi_unit, reaction_unit] = row_units(m, e, row);
+        add(fmt::format("{}.{}[{}]", e.name, field, row), reaction ? reaction_unit : phi_unit);
+      }
+    }
+    for (const SpatialJoint& j : m.spatial_joints) {
+      for (int row = 0; row < j.n_constraints(); ++row) {
+        const auto [phi_unit, reaction_unit] = joint_row_units(j, row);
+        add(fmt::format("{}.{}[{}]", j.name, field, row), reaction ? reaction_unit : phi_unit);
+      }
+    }
+    for (const SpatialBody& b : m.spatial_bodies) add(fmt::format("{}.normalization.{}[0]", b.name, field), reaction ? "N m" : "1");
   }
   for (const Element& e : m.elements) {
     if (e.type == ElementType::Spring) {
@@ -61,6 +86,11 @@ std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_u
       add(e.name + ".angle", "rad");
       add(e.name + ".torque", "N m");
     }
+  }
+  for (const SpatialForce& f : m.spatial_forces) {
+    if (f.type != SpatialForceType::Spring) continue;
+    add(f.name + ".length", "m");
+    add(f.name + ".force", "N");
   }
   for (const Contact& c : m.contacts) add(c.name + ".gap", c.kind == ContactKind::AngleStop ? "rad" : "m");
   for (const Contact& c : m.contacts) {

@@ -3,10 +3,15 @@
 // mechanism besides its state, whatever the formulation. In order:
 //   <point>.x <point>.y <point>.x_dot <point>.y_dot            every point [m, m/s]
 //   <body>.x <body>.y <body>.theta and their _dot               every body (centre of mass)
+//   <body>.x .y .z .e0 .e1 .e2 .e3 and their _dot                every spatial body (frame origin,
+//                                                               Euler parameters)
 //   <element>.reaction[k]   multiplier of row k of a constraint element (multibody.md sign
 //                           convention: mu > 0 pushes along -Phi_q^T)
 //   <element>.phi[k]        residual of row k of a constraint element
-//   <spring>.length <spring>.force     translational springs (tension positive) [m, N]
+//                           (the same for spatial joints, then <body>.normalization.reaction[0]
+//                           and .phi[0] of each spatial body)
+//   <spring>.length <spring>.force     translational springs, planar then spatial (tension
+//                                      positive) [m, N]
 //   <spring>.angle <spring>.torque     rotational springs (theta_b - theta_a) [rad, N m]
 //   <contact>.gap           normal distance of the contact point to its line [m]
 //   <contact>.force         persistent contacts: the push while active (>= 0), else 0 [N, N m]
@@ -14,7 +19,8 @@
 //                           line's tangent t = (n_y, -n_x), else 0 [N]
 //   kinetic_energy potential_energy total_energy                [J]
 // The potential energy holds gravity, springs (k (l - l0)^2 / 2 + actuator l), rotational
-// springs and constant forces; dampers dissipate, and drivers and impacts change the total.
+// springs and constant forces; dampers dissipate, and drivers, impacts and applied torques on
+// spatial bodies change the total.
 #include "formulations.hpp"
 
 #include <string>
@@ -38,6 +44,21 @@ S potential_energy(const Model& m, const MotionState<S>& st, In<S> p) {
   const Vec2<S> g(value_of<S>(m.gravity_x, p), value_of<S>(m.gravity_y, p));
   auto weight = [&](const S& mass, const Vec2<S>& at) { return -mass * (g[0] * at[0] + g[1] * at[1]); };
   S v(0.0);
+  const Vec3<S> g3(g[0], g[1], value_of<S>(m.gravity_z, p));
+  for (size_t b = 0; b < m.spatial_bodies.size(); ++b) {
+    const SpatialBody& body = m.spatial_bodies[b];
+    const Vec3<S> centre = spatial_vector<S>(m, st, static_cast<int>(b), value3<S>(body.center, p), true).value;
+    v -= value_of<S>(body.mass, p) * dot3(g3, centre);
+  }
+  for (const SpatialForce& f : m.spatial_forces) {
+    if (f.type == SpatialForceType::Spring) {
+      const SpatialSpringState<S> s = spatial_spring_state(m, f, st, p);
+      const S stretch = s.length - value_of<S>(f.rest_length, p);
+      v += S(0.5) * value_of<S>(f.stiffness, p) * stretch * stretch + value_of<S>(f.actuator, p) * s.length;
+    } else if (f.type == SpatialForceType::Force) {
+      v -= dot3(value3<S>(f.vector, p), spatial_vector<S>(m, st, f.body_a, value3<S>(f.point_a, p), true).value);
+    }
+  }
   for (size_t b = 0; b < m.bodies.size(); ++b) {
     const int o = m.body_offset(static_cast<int>(b));
     v += weight(value_of<S>(m.bodies[b].mass, p), Vec2<S>(st.q[o], st.q[o + 1]));
@@ -93,6 +114,11 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
     for (int j = 0; j < 3; ++j) y[k++] = st.q[o + j];
     for (int j = 0; j < 3; ++j) y[k++] = st.v[o + j];
   }
+  for (size_t b = 0; b < m.spatial_bodies.size(); ++b) {
+    const int o = m.spatial_offset(static_cast<int>(b));
+    for (int j = 0; j < 7; ++j) y[k++] = st.q[o + j];
+    for (int j = 0; j < 7; ++j) y[k++] = st.v[o + j];
+  }
   const ConstraintSet<S> cs = constraints<S>(m, st, p);
   for (Eigen::Index r = 0; r < cs.phi.size(); ++r) y[k++] = fs.mu[r];
   for (Eigen::Index r = 0; r < cs.phi.size(); ++r) y[k++] = cs.phi[r];
@@ -106,6 +132,12 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
       y[k++] = r.angle;
       y[k++] = rotational_spring_torque(e, r, p);
     }
+  }
+  for (const SpatialForce& f : m.spatial_forces) {
+    if (f.type != SpatialForceType::Spring) continue;
+    const SpatialSpringState<S> s = spatial_spring_state(m, f, st, p);
+    y[k++] = s.length;
+    y[k++] = s.force;
   }
   for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap.value;
   const ContactSet& set = fs.contacts;

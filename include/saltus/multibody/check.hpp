@@ -12,12 +12,13 @@ struct ModelCheck {
   std::string source;  ///< the file
   std::string formulation;
   std::vector<std::string> coordinates;  ///< "p.x", "b.theta", ...
-  int n_points = 0, n_bodies = 0;
+  int n_points = 0, n_bodies = 0, n_spatial_bodies = 0;
   struct Constraint {
     std::string element;  ///< describe_element(): "bar 'rod'"
     int rows = 0;
   };
-  std::vector<Constraint> constraints;  ///< elements with constraint rows
+  /// Elements with constraint rows, spatial joints, and each spatial body's normalization.
+  std::vector<Constraint> constraints;
   int constraint_rows = 0;
   int rank = 0;                          ///< rank of Phi_q at the assembled configuration
   int degrees_of_freedom = 0;            ///< coordinates - rank

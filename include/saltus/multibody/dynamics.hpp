@@ -1,12 +1,13 @@
 #pragma once
-// Mass matrix, applied forces and cost signals of a planar Model, templated on the Saltus
+// Constraints, mass matrix, applied forces and cost signals of a Model, templated on the Saltus
 // scalar type. Units SI; generalized forces F act on q (N on positions, N m on angles).
 //
-// Every mass in a planar model is constant in q (centre-of-mass body coordinates, uniform rods
-// and point masses in natural coordinates), so M = M(p) and there are no velocity-quadratic
-// inertia forces.
+// Every planar mass is constant in q (centre-of-mass body coordinates, uniform rods and point
+// masses in natural coordinates). A spatial body's 7 x 7 block depends on its Euler parameters
+// (spatial.hpp), so M = M(q, p) and F holds its quadratic velocity forces.
 #include <saltus/multibody/dense_solve.hpp>
 #include <saltus/multibody/kinematics.hpp>
+#include <saltus/multibody/spatial.hpp>
 
 #include <fmt/format.h>
 
@@ -18,18 +19,61 @@
 
 namespace saltus::multibody {
 
+/// Phi, Phi_q, Phi_t and the bias of every constraint: the elements' rows, the spatial joints'
+/// rows, then one normalization row per spatial body.
+template <class S>
+ConstraintSet<S> constraints(const Model& m, const MotionState<S>& st, In<S> p) {
+  // Each row goes straight into the set: its values, and its Jacobian into compressed rows.
+  struct Sink {
+    ConstraintSet<S>& set;
+    SparseRowStack<S>& jac;
+    void push_back(const KinRow<S>& r) {
+      const int i = jac.rows();
+      if (i >= set.phi.size()) throw std::logic_error("constraints: more rows than Model::n_constraints()");
+      set.phi[i] = r.value;
+      set.phi_t[i] = r.phi_t;
+      set.bias[i] = r.bias;
+      jac.push(r.jac);
+    }
+  };
+  const int rows_n = m.n_constraints();
+  ConstraintSet<S> c;
+  c.phi.resize(rows_n);
+  c.phi_t.resize(rows_n);
+  c.bias.resize(rows_n);
+  SparseRowStack<S> jac(m.n_coordinates(), rows_n);
+  Sink sink{c, jac};
+  for (const Element& e : m.elements) append_rows(e, m, st, p, sink);
+  for (const SpatialJoint& j : m.spatial_joints) append_joint_rows(j, m, st, p, sink);
+  for (size_t b = 0; b < m.spatial_bodies.size(); ++b) sink.push_back(normalization_row(m, st, static_cast<int>(b)));
+  if (jac.rows() != rows_n) throw std::logic_error("constraints: fewer rows than Model::n_constraints()");
+  c.jac = jac.matrix();
+  return c;
+}
+
 /// Calls put(i, j, value) for every entry of M(p) that a mass element adds on its own
 /// coordinates (bodies' and point masses' diagonals, a bar's 2 x 2 blocks; an entry may come
 /// from several elements: they add). M(p) is built, multiplied or scattered into a larger
 /// matrix from this one list.
 template <class S, class Put>
-void for_each_mass_entry(const Model& m, In<S> p, Put&& put) {
+void for_each_mass_entry(const Model& m, In<S> q, In<S> p, Put&& put) {
   for (size_t b = 0; b < m.bodies.size(); ++b) {
     const int o = m.body_offset(static_cast<int>(b));
     const S mass = value_of<S>(m.bodies[b].mass, p);
     put(o, o, mass);
     put(o + 1, o + 1, mass);
     put(o + 2, o + 2, value_of<S>(m.bodies[b].inertia, p));
+  }
+  for (size_t b = 0; b < m.spatial_bodies.size(); ++b) {
+    const int o = m.spatial_offset(static_cast<int>(b));
+    const Eigen::Matrix<S, 7, 7> block = spatial_mass_block<S>(m.spatial_bodies[b], Vec4<S>(q.template segment<4>(o + 3)), p);
+    for (int i = 0; i < 3; ++i) put(o + i, o + i, block(i, i));  // m I: off-diagonal zeros left out
+    for (int i = 0; i < 7; ++i) {
+      for (int j = 3; j < 7; ++j) {
+        put(o + i, o + j, block(i, j));
+        if (i < 3) put(o + j, o + i, block(j, i));
+      }
+    }
   }
   for (const Element& e : m.elements) {
     if (e.type == ElementType::PointMass) {
@@ -56,12 +100,12 @@ void for_each_mass_entry(const Model& m, In<S> p, Put&& put) {
   }
 }
 
-/// M(p), n x n, sparse.
+/// M(q, p), n x n, sparse.
 template <class S>
-SparseMat<S> mass_matrix(const Model& m, In<S> p) {
+SparseMat<S> mass_matrix(const Model& m, In<S> q, In<S> p) {
   std::vector<Eigen::Triplet<S, int>> entries;
   entries.reserve(static_cast<size_t>(3 * m.bodies.size() + 8 * m.elements.size()));
-  for_each_mass_entry<S>(m, p, [&entries](int i, int j, const S& v) { entries.emplace_back(i, j, v); });
+  for_each_mass_entry<S>(m, q, p, [&entries](int i, int j, const S& v) { entries.emplace_back(i, j, v); });
   SparseMat<S> M(m.n_coordinates(), m.n_coordinates());
   M.setFromTriplets(entries.begin(), entries.end());
   return M;
@@ -69,17 +113,17 @@ SparseMat<S> mass_matrix(const Model& m, In<S> p) {
 
 /// M(p) X for X with n rows (a vector or a matrix), without forming M.
 template <class S, class X>
-MatX<S> mass_times(const Model& m, In<S> p, const X& x) {
+MatX<S> mass_times(const Model& m, In<S> q, In<S> p, const X& x) {
   MatX<S> y = MatX<S>::Zero(x.rows(), x.cols());
-  for_each_mass_entry<S>(m, p, [&y, &x](int i, int j, const S& v) { y.row(i) += v * x.row(j); });
+  for_each_mass_entry<S>(m, q, p, [&y, &x](int i, int j, const S& v) { y.row(i) += v * x.row(j); });
   return y;
 }
 
 /// M(p) v for a velocity-shaped vector, without forming M.
 template <class S, class V>
-VectorX<S> mass_times_vector(const Model& m, In<S> p, const V& v) {
+VectorX<S> mass_times_vector(const Model& m, In<S> q, In<S> p, const V& v) {
   VectorX<S> y = VectorX<S>::Zero(v.size());
-  for_each_mass_entry<S>(m, p, [&y, &v](int i, int j, const S& value) { y[i] += value * v[j]; });
+  for_each_mass_entry<S>(m, q, p, [&y, &v](int i, int j, const S& value) { y[i] += value * v[j]; });
   return y;
 }
 
@@ -180,7 +224,7 @@ S rotational_spring_torque(const Element& e, const Rotation<S>& r, In<S> p) {
 /// T = v^T M v / 2 [J].
 template <class S>
 S kinetic_energy(const Model& m, const MotionState<S>& st, In<S> p) {
-  const VectorX<S> Mv = mass_times_vector<S>(m, p, st.v);
+  const VectorX<S> Mv = mass_times_vector<S>(m, st.q, p, st.v);
   S e(0.0);
   for (Eigen::Index i = 0; i < Mv.size(); ++i) e += st.v[i] * Mv[i];
   return S(0.5) * e;
@@ -192,11 +236,76 @@ void add_point_force(VectorX<S>& F, const Kin2<S>& at, const Vec2<S>& f) {
   at.jac.add_transposed(F, f);
 }
 
-/// F(t, q, v, p), n: gravity, springs, dampers, actuators and applied forces.
+/// Length, rate and tension of a spatial spring.
+template <class S>
+struct SpatialSpringState {
+  S length, rate, force;  ///< l [m], l-dot [m/s], f = k (l - l0) + c l-dot + actuator [N]
+  Vec3<S> unit;           ///< (P_a - P_b) / l
+  Kin3<S> a, b;
+};
+
+template <class S>
+SpatialSpringState<S> spatial_spring_state(const Model& m, const SpatialForce& e, const MotionState<S>& st, In<S> p) {
+  using std::sqrt;
+  SpatialSpringState<S> s;
+  s.a = spatial_vector<S>(m, st, e.body_a, value3<S>(e.point_a, p), true);
+  s.b = spatial_vector<S>(m, st, e.body_b, value3<S>(e.point_b, p), true);
+  const Vec3<S> d = s.a.value - s.b.value;
+  s.length = sqrt(dot3(d, d));
+  if (real_part(s.length) <= 0.0) {
+    throw ModelError(fmt::format("spring '{}' has zero length (its ends coincide)", e.name));
+  }
+  s.unit = d / s.length;
+  s.rate = dot3(s.unit, Vec3<S>(s.a.rate - s.b.rate));
+  s.force = value_of<S>(e.stiffness, p) * (s.length - value_of<S>(e.rest_length, p)) +
+            value_of<S>(e.damping, p) * s.rate + value_of<S>(e.actuator, p);
+  return s;
+}
+
+/// Generalized forces of the spatial bodies: gravity on each centre of mass, the quadratic
+/// velocity forces, springs, applied forces (J^T f at their point) and torques (2 G^T A^T n on
+/// the Euler parameters).
+template <class S>
+void add_spatial_forces(const Model& m, const MotionState<S>& st, In<S> p, VectorX<S>& F) {
+  const Vec3<S> g(value_of<S>(m.gravity_x, p), value_of<S>(m.gravity_y, p), value_of<S>(m.gravity_z, p));
+  for (size_t b = 0; b < m.spatial_bodies.size(); ++b) {
+    const SpatialBody& body = m.spatial_bodies[b];
+    const SpatialPose<S> pose = spatial_pose(m, st, static_cast<int>(b));
+    F.template segment<7>(pose.offset) += spatial_velocity_forces<S>(body, pose, p);
+    const Kin3<S> centre = spatial_vector<S>(m, st, static_cast<int>(b), value3<S>(body.center, p), true);
+    centre.jac.add_transposed(F, Vec3<S>(value_of<S>(body.mass, p) * g));
+  }
+  for (const SpatialForce& e : m.spatial_forces) {
+    switch (e.type) {
+      case SpatialForceType::Spring: {
+        const SpatialSpringState<S> s = spatial_spring_state(m, e, st, p);
+        const Vec3<S> pull = s.force * s.unit;  // tension pulls a towards b
+        s.a.jac.add_transposed(F, Vec3<S>(-pull));
+        s.b.jac.add_transposed(F, pull);
+        break;
+      }
+      case SpatialForceType::Force: {
+        const Kin3<S> at = spatial_vector<S>(m, st, e.body_a, value3<S>(e.point_a, p), true);
+        at.jac.add_transposed(F, value3<S>(e.vector, p));
+        break;
+      }
+      case SpatialForceType::Torque: {
+        // Virtual work n^T omega = n^T 2 E p-dot: the generalized force on p is 2 E^T n.
+        const SpatialPose<S> pose = spatial_pose(m, st, e.body_a);
+        F.template segment<4>(pose.offset + 3) += S(2.0) * (e_matrix(pose.p).transpose() * value3<S>(e.vector, p));
+        break;
+      }
+    }
+  }
+}
+
+/// F(t, q, v, p), n: gravity, springs, dampers, actuators and applied forces; on spatial bodies
+/// also the quadratic velocity forces.
 template <class S>
 VectorX<S> applied_forces(const Model& m, const MotionState<S>& st, In<S> p) {
   const int n = m.n_coordinates();
   VectorX<S> F = VectorX<S>::Zero(n);
+  if (!m.spatial_bodies.empty()) add_spatial_forces<S>(m, st, p, F);
   const Vec2<S> g(value_of<S>(m.gravity_x, p), value_of<S>(m.gravity_y, p));
   for (size_t b = 0; b < m.bodies.size(); ++b) {
     const int o = m.body_offset(static_cast<int>(b));
@@ -291,9 +400,34 @@ struct FullState {
   ContactSet contacts;  ///< the persistent contacts in force
 };
 
+/// Index of the constraint row where spatial joint `joint` starts (after the elements' rows).
+inline int first_joint_row(const Model& m, int joint) {
+  int row = m.n_element_constraints();
+  for (int i = 0; i < joint; ++i) row += m.spatial_joints[static_cast<size_t>(i)].n_constraints();
+  return row;
+}
+
+/// A translational signal (x ... az) of a point on a spatial body.
+template <class S>
+S spatial_point_signal(const Model& m, const CostTerm& term, const FullState<S>& fs, In<S> p) {
+  const Kin3<S> k = spatial_vector<S>(m, fs.motion, term.spatial_body, value3<S>(term.spatial_at, p), true);
+  switch (term.signal) {
+    case Signal::X: return k.value[0];
+    case Signal::Y: return k.value[1];
+    case Signal::Z: return k.value[2];
+    case Signal::VX: return k.rate[0];
+    case Signal::VY: return k.rate[1];
+    case Signal::VZ: return k.rate[2];
+    default: break;
+  }
+  const int axis = term.signal == Signal::AX ? 0 : term.signal == Signal::AY ? 1 : 2;
+  return k.jac.times(fs.a)[axis] + k.bias[axis];
+}
+
 template <class S>
 S signal_value(const Model& m, const CostTerm& term, const FullState<S>& fs, In<S> p) {
   const MotionState<S>& st = fs.motion;
+  if (term.spatial_body >= 0) return spatial_point_signal(m, term, fs, p);
   switch (term.signal) {
     case Signal::X:
     case Signal::Y:
@@ -319,7 +453,11 @@ S signal_value(const Model& m, const CostTerm& term, const FullState<S>& fs, In<
       return term.signal == Signal::SpringLength ? s.length : s.force;
     }
     case Signal::Reaction:
-      return fs.mu[first_row(m, term.element) + term.row];
+      return fs.mu[(term.joint >= 0 ? first_joint_row(m, term.joint) : first_row(m, term.element)) + term.row];
+    case Signal::Z:
+    case Signal::VZ:
+    case Signal::AZ:
+      return S(0.0);  // a planar point (the parser allows z only on spatial bodies)
     case Signal::KineticEnergy:
       return kinetic_energy(m, st, p);
     case Signal::Time:

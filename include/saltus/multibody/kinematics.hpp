@@ -49,6 +49,17 @@ class LocalJacobian {
   int coordinate(int k) const { return coordinates_[static_cast<size_t>(k)]; }
   const Coefficient& coefficient(int k) const { return coefficients_[static_cast<size_t>(k)]; }
 
+  /// Adds to the entry on `coordinate` if there is one, else appends (rows whose factors share
+  /// coordinates stay within Capacity).
+  void add_or_merge(int coordinate, const Coefficient& coefficient) {
+    for (int k = 0; k < size_; ++k) {
+      if (coordinates_[static_cast<size_t>(k)] == coordinate) {
+        coefficients_[static_cast<size_t>(k)] += coefficient;
+        return;
+      }
+    }
+    add(coordinate, coefficient);
+  }
   void add(int coordinate, const Coefficient& coefficient) {
     if (size_ == Capacity) throw std::logic_error("LocalJacobian: more entries than its capacity");
     coordinates_[static_cast<size_t>(size_)] = coordinate;
@@ -88,8 +99,10 @@ class LocalJacobian {
   }
   template <class F>
   static auto inner(const Coefficient& c, const F& f) {
-    if constexpr (requires { c.size(); }) {
-      return c[0] * f[0] + c[1] * f[1];
+    if constexpr (requires { Coefficient::RowsAtCompileTime; }) {
+      auto sum = c[0] * f[0];
+      for (int i = 1; i < Coefficient::RowsAtCompileTime; ++i) sum += c[i] * f[i];
+      return sum;
     } else {
       return c * f;
     }
@@ -420,34 +433,6 @@ void append_rows(const Element& e, const Model& m, const MotionState<S>& st, In<
     default:
       break;  // force and mass elements carry no constraint
   }
-}
-
-template <class S>
-ConstraintSet<S> constraints(const Model& m, const MotionState<S>& st, In<S> p) {
-  // Each row goes straight into the set: its values, and its Jacobian into compressed rows.
-  struct Sink {
-    ConstraintSet<S>& set;
-    SparseRowStack<S>& jac;
-    void push_back(const KinRow<S>& r) {
-      const int i = jac.rows();
-      if (i >= set.phi.size()) throw std::logic_error("constraints: more rows than Model::n_constraints()");
-      set.phi[i] = r.value;
-      set.phi_t[i] = r.phi_t;
-      set.bias[i] = r.bias;
-      jac.push(r.jac);
-    }
-  };
-  const int rows_n = m.n_constraints();
-  ConstraintSet<S> c;
-  c.phi.resize(rows_n);
-  c.phi_t.resize(rows_n);
-  c.bias.resize(rows_n);
-  SparseRowStack<S> jac(m.n_coordinates(), rows_n);
-  Sink sink{c, jac};
-  for (const Element& e : m.elements) append_rows(e, m, st, p, sink);
-  if (jac.rows() != rows_n) throw std::logic_error("constraints: fewer rows than Model::n_constraints()");
-  c.jac = jac.matrix();
-  return c;
 }
 
 }  // namespace saltus::multibody

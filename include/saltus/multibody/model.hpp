@@ -1,12 +1,15 @@
 #pragma once
-// A planar multibody model: moving points (natural coordinates), rigid bodies, the elements
-// that constrain them or act on them, contacts and costs. The model is data; a formulation
-// (formulation.hpp) turns it into a Saltus hybrid Problem.
+// A multibody model: planar moving points (natural coordinates) and rigid bodies, spatial rigid
+// bodies with Euler parameters (spatial.hpp), the elements that constrain them or act on them,
+// contacts and costs. The model is data; a formulation (formulation.hpp) turns it into a Saltus
+// hybrid Problem.
 //
 // Coordinates q (n entries, SI units): for each point (x, y) [m], in declaration order, then
-// for each body (x, y, theta) of its centre of mass [m, m, rad]. Velocities v = q-dot.
-// Equations of motion: M q-ddot + Phi_q^T mu = F(t, q, v, p), constraints Phi(t, q, p) = 0
-// (multibody.md conventions: mu > 0 pushes along -Phi_q^T).
+// for each body (x, y, theta) of its centre of mass [m, m, rad], then for each spatial body
+// (x, y, z) of its frame origin [m] and its Euler parameters (e0, e1, e2, e3). Velocities
+// v = q-dot. Equations of motion: M(q) q-ddot + Phi_q^T mu = F(t, q, v, p) (planar masses are
+// constant; a spatial body's depends on its orientation and adds quadratic velocity forces to
+// F), constraints Phi(t, q, p) = 0 (multibody.md conventions: mu > 0 pushes along -Phi_q^T).
 #include <saltus/core/expression.hpp>
 
 #include <Eigen/Core>
@@ -86,6 +89,69 @@ struct Body {
   Value x0 = 0.0, y0 = 0.0, theta0 = 0.0;
   Value vx0 = 0.0, vy0 = 0.0, omega0 = 0.0;
   bool velocity_given = false;  ///< velocity or angular_velocity stated (else derived)
+};
+
+/// A vector of three Values: a point or a direction in a body frame (or the ground frame), a
+/// velocity, a force [SI units of what it holds].
+struct Value3 {
+  Value x = 0.0, y = 0.0, z = 0.0;
+};
+
+/// A spatial rigid body (docs/multibody.md, "Spatial bodies"; theory multibody.md section 10).
+/// Coordinates (7): the origin r = (x, y, z) of the body frame [m] and the Euler parameters
+/// (e0, e1, e2, e3) of its orientation, A(p) = (e0^2 - e^T e) I + 2 e e^T + 2 e0 e~ mapping body
+/// to ground axes; the normalization p^T p - 1 = 0 is one constraint row of the body. The
+/// frame need not sit at the centre of mass.
+struct SpatialBody {
+  std::string name;
+  Value mass;  ///< [kg]
+  /// Inertia tensor about the centre of mass in body axes [kg m^2]: xx, yy, zz, xy, xz, yz
+  /// (the products of inertia as tensor entries: J_xy = -integral of x y dm).
+  std::array<Value, 6> inertia;
+  Value3 center;  ///< the centre of mass in the body frame [m]
+  Value3 position0;                  ///< initial frame origin [m]
+  Value3 axis0{0.0, 0.0, 1.0};       ///< initial orientation: a rotation by angle0 about axis0
+  Value angle0 = 0.0;                ///< [rad]
+  Value3 velocity0;                  ///< initial velocity of the frame origin [m/s]
+  Value3 angular_velocity0;          ///< initial angular velocity, ground axes [rad/s]
+  bool velocity_given = false;       ///< velocity or angular_velocity stated (else derived)
+};
+
+/// Joints between spatial bodies (theory multibody.md section 11), built from the primitives
+/// spherical (3 rows), dot-1 and distance.
+enum class SpatialJointType {
+  Spherical,  ///< P_a = P_b (3 rows)
+  Revolute,   ///< P_a = P_b and axis_a parallel to axis_b (5 rows)
+  Universal,  ///< P_a = P_b and axis_a perpendicular to axis_b (4 rows)
+  Distance,   ///< |P_a - P_b|^2 - length^2 = 0 (1 row)
+};
+
+/// A joint between spatial bodies a and b (-1: the ground). Points and axes are given in each
+/// body's frame (in ground axes for the ground).
+struct SpatialJoint {
+  SpatialJointType type = SpatialJointType::Spherical;
+  std::string name;
+  int body_a = -1, body_b = -1;
+  Value3 point_a, point_b;  ///< [m]
+  Value3 axis_a, axis_b;    ///< Revolute and Universal (normalized at use)
+  Value length;             ///< Distance [m]
+  int n_constraints() const;
+};
+
+/// Force elements on spatial bodies.
+enum class SpatialForceType {
+  Spring,  ///< translational spring-damper-actuator between point_a and point_b
+  Force,   ///< a constant force (ground axes) [N] at point_a of body_a
+  Torque,  ///< a constant torque (ground axes) [N m] on body_a
+};
+
+struct SpatialForce {
+  SpatialForceType type = SpatialForceType::Spring;
+  std::string name;
+  int body_a = -1, body_b = -1;  ///< -1: the ground
+  Value3 point_a, point_b;       ///< in the bodies' frames [m]
+  Value stiffness = 0.0, damping = 0.0, rest_length = 0.0, actuator = 0.0;  ///< Spring
+  Value3 vector;                 ///< Force [N] or Torque [N m], ground axes
 };
 
 /// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
@@ -170,10 +236,11 @@ struct Contact {
 
 /// Model quantities a cost can use.
 enum class Signal {
-  X, Y, VX, VY, AX, AY,  ///< of a point reference
+  X, Y, VX, VY, AX, AY,  ///< of a point reference (or a spatial body point)
+  Z, VZ, AZ,              ///< of a spatial body point
   Theta, Omega, Alpha,    ///< of a body
   SpringLength, SpringForce,  ///< of a Spring element (tension positive)
-  Reaction,               ///< multiplier of row `row` of a constraint element
+  Reaction,               ///< multiplier of row `row` of a constraint element or spatial joint
   KineticEnergy,          ///< of the whole model
   Time,
 };
@@ -184,6 +251,9 @@ struct CostTerm {
   PointRef point;
   int body = -1;
   int element = -1;
+  int joint = -1;          ///< Reaction of a spatial joint (index into Model::spatial_joints)
+  int spatial_body = -1;   ///< X ... AZ of a point on this spatial body (index), else of `point`
+  Value3 spatial_at;       ///< that point in the body frame [m]
   int row = 0;
   Value weight = 1.0;
   Value offset = 0.0;
@@ -222,9 +292,13 @@ struct Model {
   std::vector<Point> points;
   std::vector<Body> bodies;
   std::vector<Element> elements;
+  std::vector<SpatialBody> spatial_bodies;
+  std::vector<SpatialJoint> spatial_joints;
+  std::vector<SpatialForce> spatial_forces;
   std::vector<Contact> contacts;
   std::vector<CostSpec> costs;
-  Value gravity_x = 0.0, gravity_y = -9.81;  ///< [m/s^2]
+  /// [m/s^2]; gravity_z acts on spatial bodies only (planar models live in the x-y plane).
+  Value gravity_x = 0.0, gravity_y = -9.81, gravity_z = 0.0;
   /// Independent coordinates (indices into q) for Maggi and the partitioning impact law;
   /// empty: chosen by pivoted LU of Phi_q at the initial configuration.
   std::vector<int> independent;
@@ -236,7 +310,10 @@ struct Model {
   /// "model.yaml:14:40"), for messages; empty for models built in C++.
   std::map<std::string, std::string> locations;
 
-  int n_coordinates() const { return 2 * static_cast<int>(points.size()) + 3 * static_cast<int>(bodies.size()); }
+  int n_coordinates() const {
+    return 2 * static_cast<int>(points.size()) + 3 * static_cast<int>(bodies.size()) +
+           7 * static_cast<int>(spatial_bodies.size());
+  }
   /// The most coordinates validate() accepts: the chain of 256 rods (512) and some room. The
   /// index-1 and penalty forms are sparse (O(nnz) per evaluation), but Maggi's reduced mass
   /// matrix and IDAS's Jacobians in the DAE formulations stay dense, O(n^3) per factorization
@@ -245,11 +322,12 @@ struct Model {
   /// The most contacts validate() accepts: each is an event whose guard every step evaluates
   /// (in Maggi with a position analysis of its own).
   static constexpr int max_contacts = 1000;
-  /// A q-shaped vector of per-point and per-body fields evaluated at p.
+  /// A q-shaped vector of per-point and per-body fields evaluated at p (spatial bodies' entries
+  /// zero: see initial_positions).
   template <class S>
   VectorX<S> gather(const Eigen::Ref<const VectorX<S>>& p, std::array<Value Point::*, 2> point_fields,
                     std::array<Value Body::*, 3> body_fields) const {
-    VectorX<S> q(n_coordinates());
+    VectorX<S> q = VectorX<S>::Zero(n_coordinates());
     for (size_t i = 0; i < points.size(); ++i) {
       for (int k = 0; k < 2; ++k) q[point_offset(static_cast<int>(i)) + k] = (points[i].*point_fields[static_cast<size_t>(k)]).template at<S>(p);
     }
@@ -259,10 +337,18 @@ struct Model {
     return q;
   }
   int n_constraints() const;
-  /// Names of the coordinates: "<point>.x", "<point>.y", "<body>.x", "<body>.y", "<body>.theta".
+  /// Names of the coordinates: "<point>.x", "<point>.y", "<body>.x", "<body>.y", "<body>.theta",
+  /// then for each spatial body "<body>.x", "<body>.y", "<body>.z", "<body>.e0" ... "<body>.e3".
   std::vector<std::string> coordinate_names() const;
   int point_offset(int point) const { return 2 * point; }
   int body_offset(int body) const { return 2 * static_cast<int>(points.size()) + 3 * body; }
+  int spatial_offset(int body) const {
+    return 2 * static_cast<int>(points.size()) + 3 * static_cast<int>(bodies.size()) + 7 * body;
+  }
+  /// The constraint rows of the spatial joints start after the elements' rows; each spatial
+  /// body's normalization row follows them, in body order.
+  int n_element_constraints() const;
+  int n_joint_constraints() const;
   Eigen::VectorXd nominal_parameters() const;
   /// Initial guess q0 and velocity v0 from the points' and bodies' initial data at the nominal
   /// parameters.
@@ -272,16 +358,65 @@ struct Model {
   /// scalar type, so that dq0/dp and dv0/dp follow.
   template <class S>
   VectorX<S> initial_positions(const Eigen::Ref<const VectorX<S>>& p) const {
-    return gather<S>(p, {&Point::x0, &Point::y0}, {&Body::x0, &Body::y0, &Body::theta0});
+    VectorX<S> q = gather<S>(p, {&Point::x0, &Point::y0}, {&Body::x0, &Body::y0, &Body::theta0});
+    for (size_t b = 0; b < spatial_bodies.size(); ++b) {
+      q.segment(spatial_offset(static_cast<int>(b)), 7) = spatial_initial_pose<S>(spatial_bodies[b], p);
+    }
+    return q;
   }
   template <class S>
   VectorX<S> initial_velocities(const Eigen::Ref<const VectorX<S>>& p) const {
-    return gather<S>(p, {&Point::vx0, &Point::vy0}, {&Body::vx0, &Body::vy0, &Body::omega0});
+    VectorX<S> v = gather<S>(p, {&Point::vx0, &Point::vy0}, {&Body::vx0, &Body::vy0, &Body::omega0});
+    for (size_t b = 0; b < spatial_bodies.size(); ++b) {
+      v.segment(spatial_offset(static_cast<int>(b)), 7) = spatial_initial_rate<S>(spatial_bodies[b], p);
+    }
+    return v;
+  }
+  /// (r, e0, e1, e2, e3) of a spatial body's initial pose: e0 = cos(angle/2), e = sin(angle/2)
+  /// axis/|axis|.
+  template <class S>
+  static Eigen::Matrix<S, 7, 1> spatial_initial_pose(const SpatialBody& b, const Eigen::Ref<const VectorX<S>>& p) {
+    using std::cos;
+    using std::sin;
+    using std::sqrt;
+    Eigen::Matrix<S, 7, 1> pose;
+    pose << b.position0.x.template at<S>(p), b.position0.y.template at<S>(p), b.position0.z.template at<S>(p), S(0.0),
+        S(0.0), S(0.0), S(0.0);
+    const S ax = b.axis0.x.template at<S>(p), ay = b.axis0.y.template at<S>(p), az = b.axis0.z.template at<S>(p);
+    const S half = b.angle0.template at<S>(p) / S(2.0);
+    const S size = sqrt(ax * ax + ay * ay + az * az);
+    pose[3] = cos(half);
+    pose[4] = sin(half) * ax / size;
+    pose[5] = sin(half) * ay / size;
+    pose[6] = sin(half) * az / size;
+    return pose;
+  }
+  /// (r-dot, p-dot) from the initial velocity and angular velocity omega (ground axes):
+  /// p-dot = E(p)^T omega / 2.
+  template <class S>
+  static Eigen::Matrix<S, 7, 1> spatial_initial_rate(const SpatialBody& b, const Eigen::Ref<const VectorX<S>>& p) {
+    const Eigen::Matrix<S, 7, 1> pose = spatial_initial_pose<S>(b, p);
+    const S e0 = pose[3], e1 = pose[4], e2 = pose[5], e3 = pose[6];
+    const S wx = b.angular_velocity0.x.template at<S>(p), wy = b.angular_velocity0.y.template at<S>(p),
+            wz = b.angular_velocity0.z.template at<S>(p);
+    Eigen::Matrix<S, 7, 1> rate;
+    rate[0] = b.velocity0.x.template at<S>(p);
+    rate[1] = b.velocity0.y.template at<S>(p);
+    rate[2] = b.velocity0.z.template at<S>(p);
+    // E^T = [-e^T; e~^T + e0 I] = [-e^T; -e~ + e0 I].
+    rate[3] = S(0.5) * (-e1 * wx - e2 * wy - e3 * wz);
+    rate[4] = S(0.5) * (e0 * wx + e3 * wy - e2 * wz);
+    rate[5] = S(0.5) * (-e3 * wx + e0 * wy + e1 * wz);
+    rate[6] = S(0.5) * (e2 * wx - e1 * wy + e0 * wz);
+    return rate;
   }
   /// Throws InputError naming the element or field that is inconsistent: the structure
   /// (names, references, a bar from a point to itself, ...) and check_domains at the nominal
   /// parameters.
   void validate() const;
+  /// The structure of the spatial part: body indices in range, joints between two different
+  /// bodies, names used once.
+  void validate_spatial() const;
   /// Throws InputError unless every field with a physical domain lies in it at parameters p
   /// (docs/model-files.md, "Domains"): masses, inertias and bar lengths > 0, rod masses,
   /// stiffnesses, dampings and rest lengths >= 0, restitutions in [0, 1], line normals and

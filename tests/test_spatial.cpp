@@ -1,0 +1,354 @@
+// Spatial rigid bodies with Euler parameters (theory multibody.md sections 10-12): the Euler
+// parameter matrices against Eigen's quaternion rotation and the complex step; every spatial
+// joint's Phi_q and acceleration bias against the complex step; the body mass matrix against the
+// kinetic energy written from the rotation matrix alone; forces against their potentials and
+// torques against their power; and the dynamics against physics: a free body with its frame
+// off the centre of mass keeps its momentum and angular momentum, and the heavy symmetric top
+// keeps its energy and vertical angular momentum and nutates with Goldstein's closed-form period.
+#include <saltus/multibody/dynamics.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/named_outputs.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <Eigen/Geometry>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace {
+
+using namespace saltus;
+using namespace saltus::multibody;
+
+constexpr double kStep = 1e-30;
+const Complex kI(0.0, kStep);
+
+std::string example(const std::string& name) { return std::string(SALTUS_SOURCE_DIR) + "/examples/" + name; }
+
+Eigen::Vector4d unit_quaternion(double a, double b, double c, double d) { return Eigen::Vector4d(a, b, c, d).normalized(); }
+
+TEST(Spatial, EulerParameterMatricesMatchTheQuaternionRotation) {
+  for (const Eigen::Vector4d& p : {unit_quaternion(0.9, 0.1, -0.3, 0.2), unit_quaternion(-0.2, 0.7, 0.5, -0.4),
+                                   unit_quaternion(1, 0, 0, 0)}) {
+    const Eigen::Matrix3d A = rotation_matrix<double>(p);
+    const Eigen::Matrix3d reference = Eigen::Quaterniond(p[0], p[1], p[2], p[3]).toRotationMatrix();
+    EXPECT_LT((A - reference).cwiseAbs().maxCoeff(), 1e-15);
+    EXPECT_LT((e_matrix<double>(p) * g_matrix<double>(p).transpose() - A).cwiseAbs().maxCoeff(), 1e-15);
+    EXPECT_LT((e_matrix<double>(p) * p).norm(), 1e-15);
+    EXPECT_LT((g_matrix<double>(p) * p).norm(), 1e-15);
+  }
+  // B(p, a) = d(A(p) a)/dp for any p, normalized or not.
+  const Eigen::Vector4d p(0.8, -0.3, 0.45, 0.2);
+  const Eigen::Vector3d a(0.3, -1.1, 0.7);
+  const Mat34<double> B = b_matrix<double>(p, a);
+  for (int k = 0; k < 4; ++k) {
+    Vec4<Complex> pk = p.cast<Complex>();
+    pk[k] += kI;
+    const Vec3<Complex> Aa = rotation_matrix<Complex>(pk) * a.cast<Complex>();
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(B(i, k), Aa[i].imag() / kStep, 1e-14) << i << ", " << k;
+  }
+}
+
+// Two spatial bodies (one with its frame off the centre of mass) and every joint and force.
+const char* kEveryJoint = R"(
+name: every_joint
+horizon: 1
+parameters: {k: 40, L: 0.9}
+gravity: [0.3, -0.2, -9.81]
+spatial:
+  bodies:
+    b1: {mass: 2, inertia: [0.3, 0.4, 0.5, 0.01, -0.02, 0.03], center: [0.1, -0.2, 0.05], position: [0.2, 0.1, 0.3],
+         orientation: {axis: [1, 2, 3], angle: 0.7}}
+    b2: {mass: 1.5, inertia: [0.2, 0.25, 0.1], position: [0.9, -0.4, 0.6], orientation: {axis: [-1, 0.5, 0.2], angle: 1.1}}
+  joints:
+    - {type: spherical, name: s, a: ground, b: b1, point_a: [0.1, 0, 0.2], point_b: [-0.3, 0.2, 0.1]}
+    - {type: revolute, name: r, a: b1, b: b2, point_a: [0.4, 0.1, 0], point_b: [0, 0.3, -0.2], axis_a: [0, 0.3, 1], axis_b: [1, 0, 0.2]}
+    - {type: universal, name: u, a: b2, b: ground, point_a: [0.2, 0, 0], point_b: [1, 1, 0], axis_a: [1, 0, 0], axis_b: [0, 1, 0.4]}
+    - {type: distance, name: d, a: b1, b: b2, point_a: [0, 0.5, 0], point_b: [0.1, 0, 0.1], length: L}
+  forces:
+    - {type: spring, name: sp, a: b1, b: ground, point_a: [0.2, 0.2, 0.1], point_b: [0, 0, 1], stiffness: k, rest_length: 0.4}
+    - {type: spring, name: sp2, a: b1, b: b2, point_a: [-0.1, 0.1, 0], point_b: [0.2, 0.2, 0.2], stiffness: 15, rest_length: 0.3}
+    - {type: force, name: push, body: b2, at: [0.1, -0.3, 0.2], force: [1.5, -2, 0.7]}
+    - {type: torque, name: twist, body: b1, torque: [0.4, -0.1, 0.9]}
+costs:
+  c: {terminal: [{signal: z, of: b1}]}
+)";
+
+Model every_joint() { return parse_model(kEveryJoint, "every_joint"); }
+
+// A generic state off the constraint manifold (kinematics hold everywhere), moved by h along dq.
+MotionState<Complex> state(const Model& m, Complex h, const Eigen::VectorXd& dq) {
+  const Eigen::VectorXd q0 = m.initial_positions();
+  MotionState<Complex> st;
+  st.t = Complex(0.3);
+  st.q = q0.cast<Complex>() + h * dq.cast<Complex>();
+  st.v.resize(q0.size());
+  for (Eigen::Index i = 0; i < q0.size(); ++i) st.v[i] = 0.4 * std::sin(1.3 * static_cast<double>(i) + 0.2);
+  return st;
+}
+
+TEST(Spatial, JointJacobiansAndBiasMatchComplexStep) {
+  const Model m = every_joint();
+  m.validate();
+  const int n = m.n_coordinates();
+  ASSERT_EQ(n, 14);
+  ASSERT_EQ(m.n_constraints(), 3 + 5 + 4 + 1 + 2);
+  const Eigen::VectorXcd p = m.nominal_parameters().cast<Complex>();
+  const MotionState<Complex> base = state(m, 0.0, Eigen::VectorXd::Zero(n));
+  const ConstraintSet<Complex> c = constraints<Complex>(m, base, p);
+  for (int j = 0; j < n; ++j) {
+    const ConstraintSet<Complex> cj = constraints<Complex>(m, state(m, kI, Eigen::VectorXd::Unit(n, j)), p);
+    for (Eigen::Index i = 0; i < c.phi.size(); ++i) {
+      EXPECT_NEAR(c.jac.coeff(i, j).real(), cj.phi[i].imag() / kStep, 1e-12) << "Phi_q row " << i << " col " << j;
+    }
+  }
+  // The bias is d/ds of Phi_q v at q + s v with v fixed.
+  Eigen::VectorXd v(n);
+  for (int i = 0; i < n; ++i) v[i] = base.v[i].real();
+  const MotionState<Complex> moved = state(m, kI, v);
+  const ConstraintSet<Complex> cm = constraints<Complex>(m, moved, p);
+  const Eigen::VectorXcd rate = cm.rate(moved.v);
+  for (Eigen::Index i = 0; i < c.phi.size(); ++i) {
+    EXPECT_NEAR(c.bias[i].real(), rate[i].imag() / kStep, 1e-11) << "bias row " << i;
+    EXPECT_NEAR(c.rate(base.v)[i].real(), (c.jac * base.v)[i].real(), 1e-14);
+  }
+}
+
+// (1/2) v^T M v is the kinetic energy m/2 |v_C|^2 + 1/2 w'^T J_C w', written from the rotation
+// matrix alone: v_C = d/dt (r + A s_C) and w'~ = A^T A-dot, both by the complex step along the
+// motion, at normalized Euler parameters moving tangentially (p^T p-dot = 0).
+TEST(Spatial, MassMatrixGivesTheKineticEnergy) {
+  const Model m = every_joint();
+  const SpatialBody& body = m.spatial_bodies[0];
+  const Eigen::VectorXd p = m.nominal_parameters();
+  Eigen::VectorXd q = m.initial_positions();
+  const int o = m.spatial_offset(0);
+  const Eigen::Vector4d e = q.segment<4>(o + 3);
+  Eigen::Vector4d e_dot(0.3, -0.5, 0.8, 0.1);
+  e_dot -= e * e.dot(e_dot);
+  const Eigen::Vector3d r_dot(0.4, -0.2, 0.7);
+  const Eigen::Vector3d s(0.1, -0.2, 0.05);
+  Eigen::Matrix3d J_c;
+  J_c << 0.3, 0.01, -0.02, 0.01, 0.4, 0.03, -0.02, 0.03, 0.5;
+  const Eigen::Matrix<double, 7, 7> M = spatial_mass_block<double>(body, e, p);
+  Eigen::Matrix<double, 7, 1> v;
+  v << r_dot, e_dot;
+  const Vec4<Complex> moved = e.cast<Complex>() + kI * e_dot.cast<Complex>();
+  const Eigen::Quaternion<double> now(e[0], e[1], e[2], e[3]);
+  const Eigen::Matrix3d A = now.toRotationMatrix();
+  const Mat3<Complex> A_moved = rotation_matrix<Complex>(moved);
+  Eigen::Matrix3d A_dot;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) A_dot(i, j) = A_moved(i, j).imag() / kStep;
+  }
+  const Eigen::Matrix3d w_skew = A.transpose() * A_dot;
+  const Eigen::Vector3d w_body(w_skew(2, 1), w_skew(0, 2), w_skew(1, 0));
+  const Eigen::Vector3d v_c = r_dot + A_dot * s;
+  const double exact = 0.5 * 2.0 * v_c.squaredNorm() + 0.5 * w_body.dot(J_c * w_body);
+  EXPECT_NEAR(0.5 * v.dot(M * v), exact, 1e-13);
+  EXPECT_LT((M * (Eigen::Matrix<double, 7, 1>() << 0, 0, 0, e).finished()).norm(), 1e-14);  // null space (0, p)
+}
+
+// Springs, gravity and the constant force: generalized forces are minus the gradient of their
+// potential (at rest, so the velocity forces vanish); the torque's generalized force has the
+// power n^T w.
+TEST(Spatial, ForcesAreMinusThePotentialGradientAndTorquesHaveTheirPower) {
+  const Model m = every_joint();
+  const int n = m.n_coordinates();
+  const Eigen::VectorXcd p = m.nominal_parameters().cast<Complex>();
+  const Vec3<Complex> g(0.3, -0.2, -9.81);
+  auto point = [&](const MotionState<Complex>& st, int body, const Eigen::Vector3d& local) {
+    if (body < 0) return Vec3<Complex>(local.cast<Complex>());
+    const int o = m.spatial_offset(body);
+    const Vec4<Complex> e = st.q.segment<4>(o + 3);
+    return Vec3<Complex>(st.q.segment<3>(o) + rotation_matrix<Complex>(e) * local.cast<Complex>());
+  };
+  auto spring = [&](const MotionState<Complex>& st, int a, const Eigen::Vector3d& pa, int b, const Eigen::Vector3d& pb,
+                    double k, double rest) {
+    const Vec3<Complex> d = point(st, a, pa) - point(st, b, pb);
+    const Complex stretch = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) - rest;
+    return 0.5 * k * stretch * stretch;
+  };
+  auto potential = [&](const MotionState<Complex>& st) {
+    Complex V = -2.0 * dot3<Complex>(g, point(st, 0, Eigen::Vector3d(0.1, -0.2, 0.05))) -
+                1.5 * dot3<Complex>(g, point(st, 1, Eigen::Vector3d::Zero()));
+    V += spring(st, 0, Eigen::Vector3d(0.2, 0.2, 0.1), -1, Eigen::Vector3d(0, 0, 1), 40.0, 0.4);
+    V += spring(st, 0, Eigen::Vector3d(-0.1, 0.1, 0), 1, Eigen::Vector3d(0.2, 0.2, 0.2), 15.0, 0.3);
+    V -= dot3<Complex>(Vec3<Complex>(1.5, -2, 0.7), point(st, 1, Eigen::Vector3d(0.1, -0.3, 0.2)));
+    return V;
+  };
+  MotionState<Complex> st = state(m, 0.0, Eigen::VectorXd::Zero(n));
+  st.v.setZero();
+  Model without_torque = m;
+  without_torque.spatial_forces.pop_back();
+  const Eigen::VectorXcd F = applied_forces<Complex>(without_torque, st, p);
+  for (int j = 0; j < n; ++j) {
+    MotionState<Complex> moved = st;
+    moved.q[j] += kI;
+    EXPECT_NEAR(F[j].real(), -potential(moved).imag() / kStep, 1e-11) << "coordinate " << j;
+  }
+  // The torque alone: Q^T q-dot = n^T w, with the ground angular velocity w from A-dot A^T.
+  Model torque_only = m;
+  torque_only.gravity_x = torque_only.gravity_y = torque_only.gravity_z = 0.0;
+  torque_only.spatial_forces.erase(torque_only.spatial_forces.begin(), torque_only.spatial_forces.end() - 1);
+  const Eigen::VectorXd q = m.initial_positions();
+  const Eigen::Vector4d e = q.segment<4>(3);
+  Eigen::Vector4d e_dot(0.2, 0.7, -0.4, 0.3);
+  e_dot -= e * e.dot(e_dot);
+  const MotionState<double> at_rest{0.0, q, Eigen::VectorXd::Zero(n)};
+  const Eigen::VectorXd Q = applied_forces<double>(torque_only, at_rest, m.nominal_parameters());
+  const Mat3<Complex> A_moved = rotation_matrix<Complex>(Vec4<Complex>(e.cast<Complex>() + kI * e_dot.cast<Complex>()));
+  Eigen::Matrix3d A_dot;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) A_dot(i, j) = A_moved(i, j).imag() / kStep;
+  }
+  const Eigen::Matrix3d w_skew = A_dot * rotation_matrix<double>(e).transpose();
+  const Eigen::Vector3d w(w_skew(2, 1), w_skew(0, 2), w_skew(1, 0));
+  EXPECT_NEAR(Q.segment<4>(3).dot(e_dot), Eigen::Vector3d(0.4, -0.1, 0.9).dot(w), 1e-13);
+}
+
+/// The ground angular velocity 2 E(p) p-dot and the rotation, written out here.
+struct Attitude {
+  Eigen::Matrix3d A;
+  Eigen::Vector3d w_body;
+};
+
+Attitude attitude(const Eigen::Vector4d& e, const Eigen::Vector4d& e_dot) {
+  Eigen::Matrix<double, 3, 4> G;
+  G << -e[1], e[0], e[3], -e[2], -e[2], -e[3], e[0], e[1], -e[3], e[2], -e[1], e[0];
+  return {Eigen::Quaterniond(e[0], e[1], e[2], e[3]).normalized().toRotationMatrix(), 2.0 * G * e_dot};
+}
+
+// No gravity, no joints: a body whose frame sits off its centre of mass, thrown spinning. Its
+// linear momentum m v_C and its angular momentum about the ground origin r_C x m v_C + A J_C w'
+// stay constant to the integration tolerance.
+TEST(Spatial, FreeBodyWithAnOffsetFrameKeepsMomentumAndAngularMomentum) {
+  const Model m = parse_model(R"(
+name: free_body
+horizon: 2
+outputs: 41
+tolerances: {rtol: 1.0e-11, atol: 1.0e-12}
+gravity: [0, 0, 0]
+spatial:
+  bodies:
+    b: {mass: 3, inertia: [0.2, 0.5, 0.7, 0.02, 0, -0.04], center: [0.3, -0.1, 0.2], position: [0, 0, 0],
+        orientation: {axis: [0.2, 1, -0.5], angle: 0.6}, velocity: [0.5, -0.2, 0.1], angular_velocity: [1.5, -2.0, 3.0]}
+costs: {c: {terminal: [{signal: x, of: b}]}}
+)",
+                              "free_body");
+  const Eigen::Vector3d s(0.3, -0.1, 0.2);
+  Eigen::Matrix3d J_c;
+  J_c << 0.2, 0.02, 0, 0.02, 0.5, -0.04, 0, -0.04, 0.7;
+  for (FormulationType type : {FormulationType::Index1, FormulationType::GGL}) {
+    FormulationSettings settings = m.formulation;
+    settings.type = type;
+    const Problem pb = make_problem(m, settings);
+    const Solution sol = simulate(pb);
+    Eigen::Vector3d momentum0 = Eigen::Vector3d::Zero(), angular0 = Eigen::Vector3d::Zero();
+    for (size_t k = 0; k < sol.times.size(); ++k) {
+      const Eigen::VectorXd x = sol.states.row(static_cast<Eigen::Index>(k));
+      const Attitude at = attitude(x.segment<4>(3), x.segment<4>(10));
+      const Eigen::Vector3d r_c = x.head<3>() + at.A * s;
+      const Eigen::Vector3d v_c = x.segment<3>(7) + at.A * at.w_body.cross(s);
+      const Eigen::Vector3d momentum = 3.0 * v_c;
+      const Eigen::Vector3d angular = r_c.cross(momentum) + at.A * (J_c * at.w_body);
+      if (k == 0) {
+        momentum0 = momentum;
+        angular0 = angular;
+        EXPECT_LT((x.segment<3>(7) - Eigen::Vector3d(0.5, -0.2, 0.1)).norm(), 1e-14);
+        EXPECT_LT((at.A * at.w_body - Eigen::Vector3d(1.5, -2.0, 3.0)).norm(), 1e-13);
+        continue;
+      }
+      EXPECT_LT((momentum - momentum0).norm(), 1e-7) << to_string(type) << " t = " << sol.times[k];
+      EXPECT_LT((angular - angular0).norm(), 1e-7) << to_string(type) << " t = " << sol.times[k];
+    }
+  }
+}
+
+// Goldstein's heavy symmetric top, started without precession (theta-dot = phi-dot = 0) at
+// tilt theta0 with spin omega3: u = cos(theta) obeys u-dot^2 = beta (u0 - u)(u - u1)(u2 - u),
+// beta = 2 m g l / I1' (I1' = I1 + m l^2 about the pivot), a = I3 omega3 / I1', and u1, u2 the
+// roots of beta (1 - u^2) = a^2 (u0 - u). The tilt returns to theta0 after the period
+// 4 K(k) / sqrt(beta (u2 - u1)), k^2 = (u0 - u1) / (u2 - u1).
+TEST(Spatial, HeavyTopConservesEnergyAndVerticalMomentumAndNutatesWithTheClosedFormPeriod) {
+  const Model model = load_model(example("spatial_top.yaml"));
+  const double m = 1.0, l = 0.1, I1 = 0.002 + m * l * l, I3 = 0.004, theta0 = 0.3, omega3 = 50.0, g = 9.81;
+  const double beta = 2.0 * m * g * l / I1, a = I3 * omega3 / I1, u0 = std::cos(theta0);
+  // beta u^2 - a^2 u + (a^2 u0 - beta) = 0.
+  const double disc = std::sqrt(a * a * a * a - 4.0 * beta * (a * a * u0 - beta));
+  const double u1 = (a * a - disc) / (2.0 * beta), u2 = (a * a + disc) / (2.0 * beta);
+  const double k2 = (u0 - u1) / (u2 - u1);
+  const double period = 4.0 * std::comp_ellint_1(std::sqrt(k2)) / std::sqrt(beta * (u2 - u1));
+  for (FormulationType type : {FormulationType::Index1, FormulationType::Maggi, FormulationType::GGL}) {
+    FormulationSettings settings = model.formulation;
+    settings.type = type;
+    const Problem pb = make_problem(model, settings);
+    const Solution sol = simulate(pb);
+    const OutputTrajectory out = output_trajectory(pb, sol, model.nominal_parameters());
+    const auto column = [&](const std::string& name) {
+      const auto it = std::find(out.names.begin(), out.names.end(), name);
+      EXPECT_NE(it, out.names.end()) << name;
+      return static_cast<Eigen::Index>(it - out.names.begin());
+    };
+    const Eigen::Index energy = column("total_energy");
+    std::vector<double> u(sol.times.size());
+    double energy_drift = 0.0, momentum_drift = 0.0, momentum0 = 0.0;
+    Eigen::Matrix3d J_pivot = Eigen::Vector3d(I1, I1, I3).asDiagonal();
+    for (size_t k = 0; k < sol.times.size(); ++k) {
+      const Eigen::Index row = static_cast<Eigen::Index>(k);
+      Eigen::Vector4d e, e_dot;
+      for (int c = 0; c < 4; ++c) {
+        e[c] = out.values(row, column("top.e" + std::to_string(c)));
+        e_dot[c] = out.values(row, column("top.e" + std::to_string(c) + "_dot"));
+      }
+      const Attitude at = attitude(e, e_dot);
+      u[k] = at.A(2, 2);
+      const double vertical = (at.A * (J_pivot * at.w_body))[2];
+      if (k == 0) momentum0 = vertical;
+      momentum_drift = std::max(momentum_drift, std::abs(vertical - momentum0));
+      energy_drift = std::max(energy_drift, std::abs(out.values(row, energy) - out.values(0, energy)));
+    }
+    EXPECT_NEAR(momentum0, I3 * omega3 * u0, 1e-12);
+    // Baumgarte (index1) and the position analysis (maggi) hold the constraints to about 1e-8:
+    // the conserved quantities drift by parts per million; a wrong mass matrix or velocity
+    // force would move them by percents.
+    EXPECT_LT(momentum_drift, 1e-5 * std::abs(momentum0)) << to_string(type);
+    EXPECT_LT(energy_drift, 1e-5 * std::abs(out.values(0, energy))) << to_string(type);
+    // The tilt's lower turning point u1 in between, and its return to u0 one period later:
+    // the first local maximum of u after its minimum, refined by a parabola through three samples.
+    const auto low = std::min_element(u.begin(), u.end());
+    EXPECT_NEAR(*low, u1, 1e-4) << to_string(type);
+    size_t top = static_cast<size_t>(low - u.begin());
+    while (top + 1 < u.size() && u[top + 1] > u[top]) ++top;
+    ASSERT_LT(top + 1, u.size());
+    const double h = sol.times[1] - sol.times[0];
+    const double curvature = u[top - 1] - 2.0 * u[top] + u[top + 1];
+    const double t_top = sol.times[top] + 0.5 * h * (u[top - 1] - u[top + 1]) / curvature;
+    EXPECT_NEAR(t_top, period, 1e-5 * period) << to_string(type);
+  }
+}
+
+// Forward sensitivities, the adjoint, the complex step and central differences agree on the
+// top's gradients, in the index-1 formulation and in GGL on IDAS.
+TEST(Spatial, TopGradientsAgreeAcrossMethods) {
+  const Model model = load_model(example("spatial_top.yaml"));
+  for (FormulationType type : {FormulationType::Index1, FormulationType::GGL}) {
+    FormulationSettings settings = model.formulation;
+    settings.type = type;
+    const Problem pb = make_problem(model, settings);
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    const Options o = pb.options();
+    const GradientCheck cmp = compare_gradients(
+        pb, {forward_estimate(forward_sensitivity(pb, p, o)), adjoint_estimate(adjoint(pb, p, o)), complex_step(pb, p, o),
+             central_differences(pb, p, o)});
+    EXPECT_LT(cmp.max_relative_error[1], 1e-5) << to_string(type) << " adjoint";
+    EXPECT_LT(cmp.max_relative_error[2], 1e-5) << to_string(type) << " complex step";
+    EXPECT_LT(cmp.max_relative_error[3], 3e-3) << to_string(type) << " central differences";
+  }
+}
+
+}  // namespace
