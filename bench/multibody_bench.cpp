@@ -1,5 +1,6 @@
 // Multibody benchmark, ratios measured in one run (medians):
-//  1. fivebar_floor: forward sensitivity / simulation and adjoint / simulation per formulation;
+//  1. fivebar_floor and spatial_slidercrank: forward sensitivity / simulation and adjoint /
+//     simulation per formulation;
 //  2. the chain of N rods of issue 12 (N = 8 ... 256, index-1): simulation time per step, and the
 //     gradient cost (forward for L, m, g; adjoint for all four parameters) relative to
 //     simulation, up to N = max_gradient_n (default 64; the forward runs grow fastest);
@@ -54,10 +55,12 @@ std::string chain_yaml(int rods) {
       rods, points, independent, elements);
 }
 
-void fivebar_table(const std::string& examples) {
-  fmt::print("fivebar_floor (rtol 1e-10): gradient cost relative to simulation, per formulation\n");
+/// One example in every formulation: simulation time and the gradients' cost relative to it.
+void formulation_table(const std::string& examples, const std::string& name) {
+  const multibody::Model model = multibody::load_model(examples + "/" + name + ".yaml");
+  fmt::print("{} (rtol {:g}, {} parameters): gradient cost relative to simulation, per formulation\n", name, model.rtol,
+             model.parameters.size());
   fmt::print("{:>10} {:>12} {:>12} {:>12} {:>8}\n", "formulation", "simulation", "forward/sim", "adjoint/sim", "steps");
-  const multibody::Model model = multibody::load_model(examples + "/fivebar_floor.yaml");
   for (auto type : {multibody::FormulationType::Maggi, multibody::FormulationType::Index1,
                     multibody::FormulationType::Penalty, multibody::FormulationType::GGL,
                     multibody::FormulationType::StabilizedIndex1, multibody::FormulationType::Index3}) {
@@ -141,7 +144,8 @@ int main(int argc, char** argv) {
   }
   const std::string examples = argc > 1 ? argv[1] : "examples";
   const int max_gradient_n = argc > 2 ? std::atoi(argv[2]) : 64;
-  fivebar_table(examples);
+  formulation_table(examples, "fivebar_floor");
+  formulation_table(examples, "spatial_slidercrank");
   chain_table(max_gradient_n);
   dae_chain_table();
   return 0;

@@ -36,6 +36,12 @@ int SpatialJoint::n_constraints() const {
       return 4;
     case SpatialJointType::Distance:
       return 1;
+    case SpatialJointType::Cylindrical:
+      return 4;
+    case SpatialJointType::Translational:
+      return 5;
+    case SpatialJointType::Fixed:
+      return 6;
   }
   return 0;
 }
@@ -239,9 +245,13 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
     const SpatialJoint& j = spatial_joints[i];
     const std::string field = fmt::format("spatial.joints[{}]", i);
     const std::string owner = "joint '" + j.name + "'";
-    if (j.type == SpatialJointType::Revolute || j.type == SpatialJointType::Universal) {
+    if (j.type != SpatialJointType::Spherical && j.type != SpatialJointType::Distance) {
       check.non_zero(j.axis_a, field + ".axis_a", owner, "axis_a");
       check.non_zero(j.axis_b, field + ".axis_b", owner, "axis_b");
+    }
+    if (j.type == SpatialJointType::Translational || j.type == SpatialJointType::Fixed) {
+      check.non_zero(j.normal_a, field + ".normal_a", owner, "normal_a");
+      check.non_zero(j.normal_b, field + ".normal_b", owner, "normal_b");
     }
     if (j.type == SpatialJointType::Distance) check.positive(j.length, field + ".length", owner, "length");
   }

@@ -327,13 +327,30 @@ class Reader : yaml::Fields {
       j.axis_a = triple(require(n, "axis_a", field), field + ".axis_a");
       j.axis_b = j.type == SpatialJointType::Universal ? triple(require(n, "axis_b", field), field + ".axis_b")
                                                        : optional_triple(n, "axis_b", field, j.axis_a);
+    } else if (type == "cylindrical" || type == "translational" || type == "fixed") {
+      j.type = type == "cylindrical" ? SpatialJointType::Cylindrical
+               : type == "translational" ? SpatialJointType::Translational
+                                         : SpatialJointType::Fixed;
+      const bool twist = j.type != SpatialJointType::Cylindrical;
+      check_keys(n, field, twist ? std::set<std::string>{"type", "name", "a", "b", "point_a", "point_b", "axis_a",
+                                                          "axis_b", "normal_a", "normal_b"}
+                                 : std::set<std::string>{"type", "name", "a", "b", "point_a", "point_b", "axis_a",
+                                                          "axis_b"});
+      j.axis_a = triple(require(n, "axis_a", field), field + ".axis_a");
+      j.axis_b = optional_triple(n, "axis_b", field, j.axis_a);
+      if (twist) {
+        j.normal_a = triple(require(n, "normal_a", field), field + ".normal_a");
+        j.normal_b = optional_triple(n, "normal_b", field, j.normal_a);
+      }
     } else if (type == "distance") {
       j.type = SpatialJointType::Distance;
       check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "length"});
       j.length = value(require(n, "length", field), field + ".length");
     } else {
       fail(n["type"], field + ".type",
-           fmt::format("unknown spatial joint type '{}' (spherical, revolute, universal, distance)", type));
+           fmt::format("unknown spatial joint type '{}' (spherical, revolute, universal, cylindrical, "
+                       "translational, fixed, distance)",
+                       type));
     }
     j.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
     j.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");

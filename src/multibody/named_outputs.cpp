@@ -30,9 +30,16 @@ std::pair<std::string, std::string> row_units(const Model& m, const Element& e, 
 
 /// Units of row `row` of spatial joint j: its residual's and its multiplier's.
 std::pair<std::string, std::string> joint_row_units(const SpatialJoint& j, int row) {
-  if (j.type == SpatialJointType::Distance) return {"m^2", "N/m"};
-  if (row < 3) return {"m", "N"};
-  return {"1", "N m"};  // a dot-1 row: a cosine
+  const std::pair<std::string, std::string> length{"m", "N"}, cosine{"1", "N m"};
+  switch (j.type) {
+    case SpatialJointType::Distance:
+      return {"m^2", "N/m"};
+    case SpatialJointType::Cylindrical:
+    case SpatialJointType::Translational:
+      return row == 2 || row == 3 ? length : cosine;  // rows 2, 3: the point on the axis
+    default:
+      return row < 3 ? length : cosine;  // the coincident points, then dot-1 rows
+  }
 }
 
 }  // namespace

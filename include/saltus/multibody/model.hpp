@@ -124,6 +124,9 @@ enum class SpatialJointType {
   Revolute,   ///< P_a = P_b and axis_a parallel to axis_b (5 rows)
   Universal,  ///< P_a = P_b and axis_a perpendicular to axis_b (4 rows)
   Distance,   ///< |P_a - P_b|^2 - length^2 = 0 (1 row)
+  Cylindrical,    ///< axis_b parallel to axis_a, P_b on the line through P_a along it (4 rows)
+  Translational,  ///< cylindrical without the twist: normal_b stays along normal_a (5 rows)
+  Fixed,          ///< P_a = P_b, axes parallel, no twist (6 rows)
 };
 
 /// A joint between spatial bodies a and b (-1: the ground). Points and axes are given in each
@@ -133,7 +136,10 @@ struct SpatialJoint {
   std::string name;
   int body_a = -1, body_b = -1;
   Value3 point_a, point_b;  ///< [m]
-  Value3 axis_a, axis_b;    ///< Revolute and Universal (normalized at use)
+  Value3 axis_a, axis_b;    ///< all but Spherical and Distance (normalized at use)
+  /// Translational and Fixed: a direction perpendicular to the axis in each frame; the twist
+  /// rows hold (A_a normal_a) . (A_b (axis_b x normal_b)) = 0, so the normals stay parallel.
+  Value3 normal_a, normal_b;
   Value length;             ///< Distance [m]
   int n_constraints() const;
 };
