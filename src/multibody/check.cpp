@@ -26,9 +26,18 @@ void describe_structure(const Model& model, ModelCheck& out) {
     out.constraint_rows += rows;
   }
   out.n_spatial_bodies = static_cast<int>(model.spatial_bodies.size());
+  int first = 0;
   for (const SpatialJoint& j : model.spatial_joints) {
-    out.constraints.push_back({"joint '" + j.name + "'", j.n_constraints()});
-    out.constraint_rows += j.n_constraints();
+    std::vector<int> left_out;
+    for (const int r : model.redundant_joint_rows) {
+      if (r >= first && r < first + j.n_constraints()) left_out.push_back(r - first);
+    }
+    first += j.n_constraints();
+    const std::string redundant =
+        left_out.empty() ? ""
+                         : fmt::format(", redundant row{} {} left out", left_out.size() == 1 ? "" : "s", fmt::join(left_out, ", "));
+    out.constraints.push_back({"joint '" + j.name + "'" + redundant, j.n_constraints() - static_cast<int>(left_out.size())});
+    out.constraint_rows += j.n_constraints() - static_cast<int>(left_out.size());
   }
   for (const SpatialBody& b : model.spatial_bodies) {
     out.constraints.push_back({"normalization of spatial body '" + b.name + "'", 1});
@@ -87,8 +96,9 @@ void describe_start(const Model& model, const std::vector<int>& active, ModelChe
 
 }  // namespace
 
-ModelCheck check_model(const Model& model) {
-  const Problem pb = make_problem(model);  // every check a run makes before integrating
+ModelCheck check_model(const Model& given) {
+  const Problem pb = make_problem(given);  // every check a run makes before integrating
+  const Model model = detail::with_redundant_joint_rows_left_out(given, given.nominal_parameters());
   ModelCheck out;
   out.notes = pb.notes();
   describe_structure(model, out);

@@ -272,10 +272,11 @@ void add_domain_checks(Problem& pb, const std::shared_ptr<const Model>& model) {
 
 Problem make_problem(const Model& model) { return make_problem(model, model.formulation); }
 
-Problem make_problem(const Model& model, const FormulationSettings& settings) {
-  model.validate();
+Problem make_problem(const Model& given, const FormulationSettings& settings) {
+  given.validate();
+  const Eigen::VectorXd p = given.nominal_parameters();
+  const Model model = detail::with_redundant_joint_rows_left_out(given, p);
   auto shared = std::make_shared<const Model>(model);
-  const Eigen::VectorXd p = model.nominal_parameters();
   detail::Partition part = detail::choose_partition(model, p);
   detail::check_partitioning_laws(model, part);
   if (settings.type == FormulationType::Maggi) {

@@ -60,7 +60,7 @@ int Model::n_element_constraints() const {
 int Model::n_joint_constraints() const {
   int m = 0;
   for (const SpatialJoint& j : spatial_joints) m += j.n_constraints();
-  return m;
+  return m - static_cast<int>(redundant_joint_rows.size());
 }
 
 int Model::n_constraints() const {

@@ -120,8 +120,25 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
     for (int j = 0; j < 7; ++j) y[k++] = st.v[o + j];
   }
   const ConstraintSet<S> cs = constraints<S>(m, st, p);
-  for (Eigen::Index r = 0; r < cs.phi.size(); ++r) y[k++] = fs.mu[r];
-  for (Eigen::Index r = 0; r < cs.phi.size(); ++r) y[k++] = cs.phi[r];
+  // Every row, in Phi's order with the redundant joint rows in place (reaction 0, residual
+  // evaluated): elements, joints, normalizations.
+  const int n_elements = m.n_element_constraints(), n_joints = m.n_joint_constraints();
+  const auto every_joint_row = [&](auto&& write) {
+    for (size_t j = 0; j < m.spatial_joints.size(); ++j) {
+      for (int row = 0; row < m.spatial_joints[j].n_constraints(); ++row) write(static_cast<int>(j), row);
+    }
+  };
+  for (int r = 0; r < n_elements; ++r) y[k++] = fs.mu[r];
+  every_joint_row([&](int j, int row) {
+    const int at = joint_row_index(m, j, row);
+    y[k++] = at < 0 ? S(0.0) : S(fs.mu[at]);
+  });
+  for (Eigen::Index r = n_elements + n_joints; r < cs.phi.size(); ++r) y[k++] = fs.mu[r];
+  for (int r = 0; r < n_elements; ++r) y[k++] = cs.phi[r];
+  std::vector<KinRow<S>> joint_rows;
+  for (const SpatialJoint& j : m.spatial_joints) append_joint_rows(j, m, st, p, joint_rows);
+  for (const KinRow<S>& r : joint_rows) y[k++] = r.value;
+  for (Eigen::Index r = n_elements + n_joints; r < cs.phi.size(); ++r) y[k++] = cs.phi[r];
   for (const Element& e : m.elements) {
     if (e.type == ElementType::Spring) {
       const SpringState<S> s = spring_state(m, e, st, p);

@@ -67,6 +67,42 @@ std::string worst_row(const Model& model, const Eigen::VectorXd& phi) {
 
 }  // namespace
 
+std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::VectorXd& p) {
+  Model every_row = model;
+  every_row.redundant_joint_rows.clear();
+  const int n = every_row.n_coordinates();
+  const ConstraintSet<double> c = constraints<double>(
+      every_row, MotionState<double>{model.t0, model.initial_positions(), Eigen::VectorXd::Zero(n)}, p);
+  const Eigen::MatrixXd jac = c.dense_real_jacobian();
+  const int first_joint = every_row.n_element_constraints(), joints = every_row.n_joint_constraints();
+  std::vector<Eigen::VectorXd> basis;
+  // Adds row r's direction to the basis if it has one beyond it; false if it depends on it.
+  const auto extend = [&](Eigen::Index r) {
+    const Eigen::VectorXd row = jac.row(r).transpose();
+    Eigen::VectorXd rest = row;
+    for (int pass = 0; pass < 2; ++pass) {  // twice: classical Gram-Schmidt loses orthogonality
+      for (const Eigen::VectorXd& b : basis) rest -= b * b.dot(rest);
+    }
+    if (!(rest.norm() > kRedundantRowTolerance * row.norm())) return false;
+    basis.push_back(rest / rest.norm());
+    return true;
+  };
+  for (Eigen::Index r = 0; r < jac.rows(); ++r) {
+    if (r < first_joint || r >= first_joint + joints) extend(r);
+  }
+  std::vector<int> redundant;
+  for (int r = 0; r < joints; ++r) {
+    if (!extend(first_joint + r)) redundant.push_back(r);
+  }
+  return redundant;
+}
+
+Model with_redundant_joint_rows_left_out(const Model& model, const Eigen::VectorXd& p) {
+  Model resolved = model;
+  if (!model.spatial_joints.empty()) resolved.redundant_joint_rows = find_redundant_joint_rows(model, p);
+  return resolved;
+}
+
 Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
   Partition part;
   part.n = model.n_coordinates();

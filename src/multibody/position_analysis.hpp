@@ -33,6 +33,19 @@ struct Partition {
 /// the initial guess leaves out. Throws InputError if the count is not n - m.
 Partition choose_partition(const Model& model, const Eigen::VectorXd& p);
 
+/// The spatial joint rows (indices among the joints' rows) that depend on the rows before them
+/// at the initial positions, p: the element rows and the normalizations first, then the joints'
+/// rows in order, each kept if it adds to the rank (Gram-Schmidt, relative tolerance
+/// kRedundantRowTolerance). A closed loop of revolute joints with parallel axes has 3 such rows.
+std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::VectorXd& p);
+
+/// A row whose part orthogonal to the rows kept before it is below this fraction of its norm
+/// depends on them.
+inline constexpr double kRedundantRowTolerance = 1e-9;
+
+/// `model` with its redundant joint rows found and left out (Model::redundant_joint_rows).
+Model with_redundant_joint_rows_left_out(const Model& model, const Eigen::VectorXd& p);
+
 /// The independent coordinates a fully pivoted LU of the constraint Jacobian leaves out of its
 /// pivot columns (its largest pivots make the dependent set); fewer than n - m if it is rank
 /// deficient.

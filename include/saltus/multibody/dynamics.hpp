@@ -44,7 +44,23 @@ ConstraintSet<S> constraints(const Model& m, const MotionState<S>& st, In<S> p) 
   SparseRowStack<S> jac(m.n_coordinates(), rows_n);
   Sink sink{c, jac};
   for (const Element& e : m.elements) append_rows(e, m, st, p, sink);
-  for (const SpatialJoint& j : m.spatial_joints) append_joint_rows(j, m, st, p, sink);
+  // The joints' rows but the redundant ones.
+  struct JointSink {
+    Sink& sink;
+    const std::vector<int>& skip;
+    int row = 0;
+    size_t next_skip = 0;
+    void push_back(const KinRow<S>& r) {
+      if (next_skip < skip.size() && skip[next_skip] == row) {
+        ++next_skip;
+      } else {
+        sink.push_back(r);
+      }
+      ++row;
+    }
+  };
+  JointSink joint_sink{sink, m.redundant_joint_rows};
+  for (const SpatialJoint& j : m.spatial_joints) append_joint_rows(j, m, st, p, joint_sink);
   for (size_t b = 0; b < m.spatial_bodies.size(); ++b) sink.push_back(normalization_row(m, st, static_cast<int>(b)));
   if (jac.rows() != rows_n) throw std::logic_error("constraints: fewer rows than Model::n_constraints()");
   c.jac = jac.matrix();
@@ -400,11 +416,17 @@ struct FullState {
   ContactSet contacts;  ///< the persistent contacts in force
 };
 
-/// Index of the constraint row where spatial joint `joint` starts (after the elements' rows).
-inline int first_joint_row(const Model& m, int joint) {
-  int row = m.n_element_constraints();
-  for (int i = 0; i < joint; ++i) row += m.spatial_joints[static_cast<size_t>(i)].n_constraints();
-  return row;
+/// The index in Phi of row `row` of spatial joint `joint` (after the elements' rows, the
+/// redundant joint rows left out), or -1 if that row is redundant.
+inline int joint_row_index(const Model& m, int joint, int row) {
+  int among_joints = row;
+  for (int i = 0; i < joint; ++i) among_joints += m.spatial_joints[static_cast<size_t>(i)].n_constraints();
+  int dropped_before = 0;
+  for (const int r : m.redundant_joint_rows) {
+    if (r == among_joints) return -1;
+    if (r < among_joints) ++dropped_before;
+  }
+  return m.n_element_constraints() + among_joints - dropped_before;
 }
 
 /// A translational signal (x ... az) of a point on a spatial body.
@@ -452,8 +474,11 @@ S signal_value(const Model& m, const CostTerm& term, const FullState<S>& fs, In<
       const SpringState<S> s = spring_state(m, m.elements[static_cast<size_t>(term.element)], st, p);
       return term.signal == Signal::SpringLength ? s.length : s.force;
     }
-    case Signal::Reaction:
-      return fs.mu[(term.joint >= 0 ? first_joint_row(m, term.joint) : first_row(m, term.element)) + term.row];
+    case Signal::Reaction: {
+      if (term.joint < 0) return fs.mu[first_row(m, term.element) + term.row];
+      const int row = joint_row_index(m, term.joint, term.row);
+      return row < 0 ? S(0.0) : S(fs.mu[row]);  // a redundant row carries no load
+    }
     case Signal::Z:
     case Signal::VZ:
     case Signal::AZ:

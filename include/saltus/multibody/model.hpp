@@ -301,6 +301,11 @@ struct Model {
   std::vector<SpatialBody> spatial_bodies;
   std::vector<SpatialJoint> spatial_joints;
   std::vector<SpatialForce> spatial_forces;
+  /// Spatial joint rows left out of Phi because they depend on the others (a closed loop of
+  /// revolute joints with parallel axes: a planar linkage built spatially), as indices into the
+  /// joints' rows (0 = the first joint's first row), increasing. Set by make_problem
+  /// (find_redundant_joint_rows), not by model files; their reactions are zero.
+  std::vector<int> redundant_joint_rows;
   std::vector<Contact> contacts;
   std::vector<CostSpec> costs;
   /// [m/s^2]; gravity_z acts on spatial bodies only (planar models live in the x-y plane).
