@@ -53,6 +53,14 @@ template <class S>
 ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const MotionState<S>& st, In<S> p) {
   using std::sqrt;
   ContactGeometry<S> g;
+  if (c.kind == ContactKind::PointPlane) {
+    Vec3<S> n = value3<S>(c.plane_normal, p);
+    n /= sqrt(dot3(n, n));
+    const Kin3<S> point = spatial_vector<S>(m, st, c.spatial_body, value3<S>(c.spatial_at, p), true);
+    const Kin3<S> origin = spatial_vector<S>(m, st, -1, value3<S>(c.plane_point, p), true);
+    g.gap = dot(spatial_vector<S>(m, st, -1, n, false), difference(point, origin));
+    return g;
+  }
   const S limit = c.kind == ContactKind::PointLine ? S(0.0) : value_of<S>(c.limit, p);
   if (c.kind == ContactKind::AngleStop) {
     const Rotation<S> r = relative_rotation(m, c.joint, st, p);

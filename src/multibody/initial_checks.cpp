@@ -58,17 +58,19 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
     const bool leaves = g.gap.rate > rate_tolerance || (c.persistent && g.gap.rate >= -rate_tolerance);
     if (c.kind != ContactKind::PointLine) {
       const char* unit = c.kind == ContactKind::AngleStop ? "rad" : "m";
+      const bool plane = c.kind == ContactKind::PointPlane;
       if (g.gap.value < -tolerance) {
-        throw InputError(fmt::format("{}: contact '{}' starts beyond its stop (gap {:.3g} {} < 0): start the joint "
-                                     "within its limit",
-                                     at, c.name, g.gap.value, unit));
+        throw InputError(fmt::format("{}: contact '{}' starts beyond its {} (gap {:.3g} {} < 0): start {} on the allowed "
+                                     "side",
+                                     at, c.name, plane ? "plane" : "stop", g.gap.value, unit,
+                                     plane ? "the point" : "the joint"));
       }
       if (g.gap.value <= tolerance && !leaves) {
-        throw InputError(fmt::format("{}: contact '{}' starts at its stop (gap {:.3g} {}) with rate {:.3g} {}/s, so it "
-                                     "{} at t0: start the joint off its limit or moving away from it{}",
-                                     at, c.name, g.gap.value, unit, g.gap.rate, unit,
+        throw InputError(fmt::format("{}: contact '{}' starts at its {} (gap {:.3g} {}) with rate {:.3g} {}/s, so it "
+                                     "{} at t0: start {} off it or moving away from it{}",
+                                     at, c.name, plane ? "plane" : "stop", g.gap.value, unit, g.gap.rate, unit,
                                      c.persistent ? "moves into it" : "rests on or moves into it",
-                                     c.persistent ? "" : ", or make the contact persistent: true"));
+                                     plane ? "the point" : "the joint", c.persistent ? "" : ", or make the contact persistent: true"));
       }
       continue;
     }

@@ -300,6 +300,7 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
     check.unit_interval(c.restitution, field + ".restitution", owner, "restitution");
     if (c.frictional()) check.non_negative(c.friction, field + ".friction", owner, "friction");
     if (c.kind == ContactKind::PointLine) check.non_zero(c.normal_x, c.normal_y, field + ".line.normal", owner, "normal");
+    if (c.kind == ContactKind::PointPlane) check.non_zero(c.plane_normal, field + ".plane.normal", owner, "normal");
   }
 }
 
@@ -374,7 +375,16 @@ void Model::validate() const {
                                    locate(fmt::format("contacts[{}].line.body", i)), c.name, c.line_body,
                                    static_cast<int>(bodies.size()) - 1));
     }
-    if (c.kind != ContactKind::PointLine) {
+    if (c.kind == ContactKind::PointPlane) {
+      if (c.spatial_body < 0 || c.spatial_body >= static_cast<int>(spatial_bodies.size())) {
+        throw InputError(fmt::format("{}: contact '{}': spatial body index {} out of range",
+                                     locate(fmt::format("contacts[{}].point", i)), c.name, c.spatial_body));
+      }
+      if (c.law == ImpactLaw::Partitioning) {
+        throw InputError(fmt::format("{}: contact '{}': a point against a plane uses the impulse law (law: impulse)",
+                                     locate(fmt::format("contacts[{}].law", i)), c.name));
+      }
+    } else if (c.kind != ContactKind::PointLine) {
       const int n_bodies = static_cast<int>(bodies.size()), n_elements = static_cast<int>(elements.size());
       const Element& j = c.joint;
       const bool bodies_ok = j.body_a >= -1 && j.body_a < n_bodies && j.body_b >= -1 && j.body_b < n_bodies;
@@ -402,7 +412,9 @@ void Model::validate() const {
       throw InputError(fmt::format("{}: contact '{}': friction acts on a persistent contact of a point against a "
                                    "line (add persistent: true{})",
                                    locate(fmt::format("contacts[{}].friction", i)), c.name,
-                                   c.kind == ContactKind::PointLine ? "" : "; a joint stop has no friction"));
+                                   c.kind == ContactKind::PointLine ? ""
+                                   : c.kind == ContactKind::PointPlane ? "; a point against a plane has no friction yet"
+                                                                       : "; a joint stop has no friction"));
     }
     if (c.line_body >= 0 && c.law == ImpactLaw::Partitioning) {
       throw InputError(fmt::format("{}: contact '{}': the partitioning law needs a ground line (its line is carried "

@@ -666,7 +666,7 @@ class Reader : yaml::Fields {
     for (size_t i = 0; i < cs.size(); ++i) {
       const YAML::Node n = cs[i];
       const std::string field = fmt::format("contacts[{}]", i);
-      check_keys(n, field, {"name", "point", "line", "stop", "restitution", "law", "persistent", "friction"});
+      check_keys(n, field, {"name", "point", "line", "plane", "stop", "restitution", "law", "persistent", "friction"});
       note(n, field);
       if (n["name"]) note(n["name"], field + ".name");
       Contact c;
@@ -677,6 +677,9 @@ class Reader : yaml::Fields {
                "a contact is a point against a line (point, line) or a joint stop (stop), not both");
         }
         read_stop(n["stop"], field + ".stop", c);
+      } else if (n["plane"]) {
+        if (n["line"]) fail(n["line"], field, "a contact is a point against a line or against a plane, not both");
+        read_plane_contact(n, field, c);
       } else {
         c.point = point_ref(require(n, "point", field), field + ".point");
         const YAML::Node line = require(n, "line", field);
@@ -714,6 +717,27 @@ class Reader : yaml::Fields {
       if (n["friction"]) c.friction = value(n["friction"], field + ".friction");
       model_.contacts.push_back(c);
     }
+  }
+
+  /// A point of a spatial body against a ground plane: `point: body` (its frame origin) or
+  /// `{body: name, at: [x, y, z]}`, `plane: {point: [x, y, z], normal: [nx, ny, nz]}`.
+  void read_plane_contact(const YAML::Node& n, const std::string& field, Contact& c) const {
+    c.kind = ContactKind::PointPlane;
+    const YAML::Node point = require(n, "point", field);
+    const YAML::Node body = point.IsMap() ? require(point, "body", field + ".point") : point;
+    if (point.IsMap()) check_keys(point, field + ".point", {"body", "at"});
+    const std::string name = scalar(body, field + ".point");
+    const auto it = spatial_index_.find(name);
+    if (it == spatial_index_.end()) {
+      fail(body, field + ".point", fmt::format("unknown spatial body '{}' (a plane contact's point is on a spatial body)", name));
+    }
+    c.spatial_body = it->second;
+    if (point.IsMap()) c.spatial_at = triple(require(point, "at", field + ".point"), field + ".point.at");
+    const YAML::Node plane = n["plane"];
+    if (!plane.IsMap()) fail(plane, field + ".plane", "expected {point: [x, y, z], normal: [nx, ny, nz]}");
+    check_keys(plane, field + ".plane", {"point", "normal"});
+    c.plane_point = triple(require(plane, "point", field + ".plane"), field + ".plane.point");
+    c.plane_normal = triple(require(plane, "normal", field + ".plane"), field + ".plane.normal");
   }
 
   /// A joint stop: `{body_a, body_b | bar_a, bar_b | slider, min | max}`.

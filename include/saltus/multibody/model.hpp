@@ -207,6 +207,7 @@ enum class ContactKind {
   PointLine,  ///< n^T (P - O) [m]: a point against a line
   AngleStop,  ///< +-(angle - limit) [rad]: a relative rotation against its limit
   TravelStop, ///< +-(travel - limit) [m]: a prismatic joint's travel against its limit
+  PointPlane, ///< n^T (P - O) [m]: a point of a spatial body against a ground plane
 };
 
 /// A point hitting a line, fixed or carried by a body (guard n^T (P - O) falling through zero),
@@ -226,6 +227,10 @@ struct Contact {
   int line_body = -1;
   Value line_x, line_y;  ///< a point O of the line
   Value normal_x, normal_y;  ///< the side the point lives on (normalized at use)
+  /// PointPlane: the spatial body carrying the point, the point in its frame, and the ground
+  /// plane through plane_point with normal plane_normal (to the allowed side, normalized at use).
+  int spatial_body = -1;
+  Value3 spatial_at, plane_point, plane_normal;
   Value restitution;
   ImpactLaw law = ImpactLaw::Partitioning;
   /// Persistent contact (docs/multibody.md, "Persistent contact"): when an impact leaves the
