@@ -375,7 +375,7 @@ TEST(Spatial, SliderCrankGradientsAgreeInEveryFormulation) {
   EXPECT_NEAR(index1.states(0, 7 * 3 + 4), 3.0, 1e-12);
   const std::vector<std::pair<FormulationType, double>> cases = {
       {FormulationType::Penalty, 1e-3}, {FormulationType::Maggi, 1e-5}, {FormulationType::GGL, 1e-5},
-      {FormulationType::StabilizedIndex1, 1e-5}, {FormulationType::Index3, 1e-3}};  // index 3: looser error control
+      {FormulationType::StabilizedIndex1, 1e-5}, {FormulationType::Index3, 5e-3}};  // index 3: looser error control
   for (const auto& [type, tolerance] : cases) {
     FormulationSettings settings = model.formulation;
     settings.type = type;
@@ -471,6 +471,43 @@ costs:
       pb, {forward_estimate(fwd), adjoint_estimate(adjoint(pb, p, pb.options())), complex_step(pb, p, pb.options())});
   EXPECT_LT(cmp.max_relative_error[1], 1e-5);
   EXPECT_LT(cmp.max_relative_error[2], 1e-6);
+}
+
+// Bad spatial input is one clear error naming the joint: a universal joint whose axes start
+// parallel (its dot-1 row, 1 instead of 0, depends on the normalization there), two joints that conflict (a row left out as redundant that
+// does not hold), and a mechanism that cannot be assembled (named by its worst row).
+TEST(Spatial, DegenerateConflictingAndUnassemblableJointsAreNamed) {
+  const auto error_of = [](const std::string& joints) {
+    const std::string text = R"(
+name: bad
+horizon: 1
+spatial:
+  bodies:
+    b: {mass: 1, inertia: [0.1, 0.1, 0.1], position: [1, 0, 0]}
+  joints:
+)" + joints + R"(
+costs: {c: {terminal: [{signal: x, of: b}]}}
+)";
+    try {
+      make_problem(parse_model(text, "bad.yaml"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string parallel = error_of(
+      "    - {type: universal, name: u, a: ground, b: b, point_a: [1, 0, 0], axis_a: [0, 0, 1], axis_b: [0, 0, 1]}");
+  EXPECT_NE(parallel.find("joint 'u'"), std::string::npos) << parallel;
+  EXPECT_NE(parallel.find("row 3"), std::string::npos) << parallel;  // its dot-1 row (residual 1)
+  const std::string conflict = error_of(
+      "    - {type: spherical, name: s1, a: ground, b: b, point_a: [1, 0, 0]}\n"
+      "    - {type: spherical, name: s2, a: ground, b: b, point_a: [1, 0.5, 0]}");
+  EXPECT_NE(conflict.find("joint 's2'"), std::string::npos) << conflict;
+  const std::string unreachable = error_of(
+      "    - {type: distance, name: d1, a: ground, b: b, point_a: [0, 0, 0], length: 1}\n"
+      "    - {type: distance, name: d2, a: ground, b: b, point_a: [5, 0, 0], length: 1}\n"
+      "    - {type: distance, name: d3, a: ground, b: b, point_a: [0, 5, 0], length: 1}");
+  EXPECT_NE(unreachable.find("joint 'd"), std::string::npos) << unreachable;
 }
 
 // Redundant rows are found among the joints' rows: the five-bar's last revolute keeps its two

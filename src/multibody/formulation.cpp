@@ -249,6 +249,7 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
     throw InputError(fmt::format("model '{}': the initial state is not finite", model.name));
   }
   const FullState<double> start = form.template full_state<double>(model.t0, x0, p, nullptr, false);
+  detail::check_redundant_rows_hold(model, start.motion, p);
   detail::check_initial_contacts(model, start.motion, p, form.template contact_set<double>(x0).active);
   for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
   for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);

@@ -137,6 +137,10 @@ double model_size(const Model& model, const Eigen::VectorXd& q_given, const Eige
     const int o = model.body_offset(static_cast<int>(b));
     include(q_given[o], q_given[o + 1]);
   }
+  for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {  // the box's x-y extent
+    const int o = model.spatial_offset(static_cast<int>(b));
+    include(q_given[o], q_given[o + 1]);
+  }
   auto include_ground = [&](const PointRef& r) {
     if (r.kind == PointRef::Kind::Ground) include(r.x.at<double>(p), r.y.at<double>(p));
   };
@@ -144,7 +148,9 @@ double model_size(const Model& model, const Eigen::VectorXd& q_given, const Eige
     include_ground(e.a);
     include_ground(e.b);
   }
-  for (const Contact& c : model.contacts) include_ground(c.point);
+  for (const Contact& c : model.contacts) {
+    if (c.kind == ContactKind::PointLine) include_ground(c.point);
+  }
   return (high - low).norm();
 }
 
@@ -187,7 +193,9 @@ void report_singular_start(const Model& model, const std::string& formulation, c
   const std::vector<std::string> names = model.coordinate_names();
   std::vector<std::string> massless;
   std::string at = model_label(model);
-  for (int k = 0; k < M.rows(); ++k) {
+  // A spatial body's mass block is singular along its Euler parameters (the normalization row
+  // removes that direction): only planar coordinates can lack mass.
+  for (int k = 0; k < std::min<int>(static_cast<int>(M.rows()), model.spatial_offset(0)); ++k) {
     if (M.row(k).cwiseAbs().maxCoeff() != 0.0) continue;
     if (massless.empty()) {
       const std::string& name = names[static_cast<size_t>(k)];

@@ -226,6 +226,27 @@ int Model::element_of_row(int row) const {
   return -1;
 }
 
+std::string Model::describe_row(int row) const {
+  const int element = element_of_row(row);
+  if (element >= 0) return fmt::format("{} ({})", describe_element(element), locate(fmt::format("elements[{}]", element)));
+  int among_joints = row - n_element_constraints();
+  // Phi holds the joints' rows but the redundant ones: count them back in.
+  for (const int r : redundant_joint_rows) {
+    if (r <= among_joints) ++among_joints;
+  }
+  for (size_t j = 0; j < spatial_joints.size(); ++j) {
+    const int rows = spatial_joints[j].n_constraints();
+    if (among_joints < rows) {
+      return fmt::format("joint '{}' ({})", spatial_joints[j].name, locate(fmt::format("spatial.joints[{}]", j)));
+    }
+    among_joints -= rows;
+  }
+  if (among_joints >= 0 && among_joints < static_cast<int>(spatial_bodies.size())) {
+    return fmt::format("the normalization of spatial body '{}'", spatial_bodies[static_cast<size_t>(among_joints)].name);
+  }
+  return fmt::format("row {} of Phi", row);
+}
+
 void Model::check_domains(const Eigen::VectorXd& p) const {
   const DomainCheck check(*this, p);
   for (const Body& b : bodies) {
@@ -307,9 +328,11 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
 void Model::validate() const {
   if (n_coordinates() == 0) throw InputError(fmt::format("{}: the model has no points and no bodies", where(*this)));
   if (n_coordinates() > max_coordinates) {
-    throw InputError(fmt::format("{}: the model has {} coordinates ({} points, {} bodies); Saltus's "
+    throw InputError(fmt::format("{}: the model has {} coordinates ({} points, {} bodies{}); Saltus's "
                                  "formulations take at most {} (docs/multibody.md, \"Limits\")",
-                                 where(*this), n_coordinates(), points.size(), bodies.size(), max_coordinates));
+                                 where(*this), n_coordinates(), points.size(), bodies.size(),
+                                 spatial_bodies.empty() ? "" : fmt::format(", {} spatial bodies", spatial_bodies.size()),
+                                 max_coordinates));
   }
   if (contacts.size() > static_cast<size_t>(max_contacts)) {
     throw InputError(fmt::format("{}: the model has {} contacts; Saltus takes at most {} (each is an event "
@@ -444,12 +467,14 @@ void Model::validate_spatial() const {
     }
   };
   std::set<std::string> joint_names;
+  for (const Element& e : elements) joint_names.insert(e.name);  // costs name elements and joints alike
   for (size_t i = 0; i < spatial_joints.size(); ++i) {
     const SpatialJoint& j = spatial_joints[i];
     const std::string field = fmt::format("spatial.joints[{}]", i);
     const std::string owner = "joint '" + j.name + "'";
     if (!joint_names.insert(j.name).second) {
-      throw InputError(fmt::format("{}: the joint name '{}' is used twice", locate(field + ".name"), j.name));
+      throw InputError(fmt::format("{}: the name '{}' is used twice (by elements or joints)", locate(field + ".name"),
+                                   j.name));
     }
     check_body(j.body_a, field + ".a", owner);
     check_body(j.body_b, field + ".b", owner);
@@ -461,6 +486,10 @@ void Model::validate_spatial() const {
   for (size_t i = 0; i < spatial_forces.size(); ++i) {
     const SpatialForce& f = spatial_forces[i];
     const std::string field = fmt::format("spatial.forces[{}]", i);
+    if (!joint_names.insert(f.name).second) {
+      throw InputError(fmt::format("{}: the name '{}' is used twice (by elements, joints or forces)",
+                                   locate(field + ".name"), f.name));
+    }
     check_body(f.body_a, field + ".a", "force '" + f.name + "'");
     check_body(f.body_b, field + ".b", "force '" + f.name + "'");
     if (f.type != SpatialForceType::Spring && f.body_a < 0) {

@@ -395,16 +395,20 @@ class Reader : yaml::Fields {
     return f;
   }
 
+  static std::string spatial_count(const Model& m) {
+    return m.spatial_bodies.empty() ? "" : fmt::format(", {} spatial bodies", m.spatial_bodies.size());
+  }
+
   /// Model::validate's size limit, checked as soon as the points and bodies are known: the
   /// lookups of the elements, costs and independent coordinates scale with the coordinates.
   void check_size() const {
     const int n = model_.n_coordinates();
     if (n <= Model::max_coordinates) return;
-    const char* field = model_.points.empty() ? "bodies" : "points";
+    const char* field = !model_.points.empty() ? "points" : !model_.bodies.empty() ? "bodies" : "spatial";
     fail(root_[field], field,
-         fmt::format("the model has {} coordinates ({} points, {} bodies); Saltus's formulations take at "
-                     "most {} (docs/multibody.md, \"Limits\")",
-                     n, model_.points.size(), model_.bodies.size(), Model::max_coordinates));
+         fmt::format("the model has {} coordinates ({} points, {} bodies{}); Saltus's formulations take at most {} "
+                     "(docs/multibody.md, \"Limits\")",
+                     n, model_.points.size(), model_.bodies.size(), spatial_count(model_), Model::max_coordinates));
   }
 
   /// "name" (ground point, point or body centre) or {body: name, at: [x, y]}.
@@ -488,7 +492,7 @@ class Reader : yaml::Fields {
       } else {
         std::tie(model_.gravity_x, model_.gravity_y) = pair_of_values(g, "gravity");
       }
-    } else if (!model_.spatial_bodies.empty()) {
+    } else if (!model_.spatial_bodies.empty() && model_.points.empty() && model_.bodies.empty()) {
       model_.gravity_y = 0.0;  // spatial models: gravity along -z unless given
       model_.gravity_z = -9.81;
     }

@@ -38,6 +38,7 @@ std::string describe_dependent_rows(const Model& model, const Eigen::MatrixXd& j
   if (rank > 0) basis_qr.compute(basis);
   auto name_row = [&](int row) {
     const int element = model.element_of_row(row);
+    if (element < 0) return fmt::format("{} (row {} of Phi)", model.describe_row(row), row);
     return fmt::format("{} (row {} of Phi, {})", model.describe_element(element), row,
                        model.locate(fmt::format("elements[{}]", element)));
   };
@@ -60,9 +61,21 @@ std::string worst_row(const Model& model, const Eigen::VectorXd& phi) {
   if (phi.size() == 0 || !phi.allFinite()) return "";
   Eigen::Index row = 0;
   phi.cwiseAbs().maxCoeff(&row);
-  const int element = model.element_of_row(static_cast<int>(row));
-  return fmt::format(", largest in {} ({})", model.describe_element(element),
-                     model.locate(fmt::format("elements[{}]", element)));
+  return ", largest in " + model.describe_row(static_cast<int>(row));
+}
+
+}  // namespace
+
+namespace {
+
+/// The index (in Phi, no row left out) of the first row of the joint that owns row `row`.
+int first_joint_row_of(const Model& every_row, int row) {
+  int first = every_row.n_element_constraints();
+  for (const SpatialJoint& j : every_row.spatial_joints) {
+    if (row < first + j.n_constraints()) return first;
+    first += j.n_constraints();
+  }
+  return first;
 }
 
 }  // namespace
@@ -92,9 +105,36 @@ std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::Vect
   }
   std::vector<int> redundant;
   for (int r = 0; r < joints; ++r) {
-    if (!extend(first_joint + r)) redundant.push_back(r);
+    const Eigen::Index row = first_joint + r;
+    if (!(jac.row(row).norm() > 0.0)) {
+      // A row without a gradient is a degenerate joint, not a redundant one: a distance joint
+      // whose ends coincide, a universal joint whose axes are parallel, a normal along the axis.
+      throw InputError(fmt::format("{}: its row {} has no gradient at the initial positions (ends that coincide, "
+                                   "axes that are parallel where they must be perpendicular, or a normal along its "
+                                   "axis)",
+                                   every_row.describe_row(static_cast<int>(row)),
+                                   static_cast<int>(row) - first_joint_row_of(every_row, static_cast<int>(row))));
+    }
+    if (!extend(row)) redundant.push_back(r);
   }
   return redundant;
+}
+
+void check_redundant_rows_hold(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p) {
+  if (model.redundant_joint_rows.empty()) return;
+  std::vector<KinRow<double>> rows;
+  for (const SpatialJoint& j : model.spatial_joints) append_joint_rows<double>(j, model, start, p, rows);
+  const double tolerance = 1e-8 * std::max(1.0, start.q.cwiseAbs().maxCoeff());
+  Model every_row = model;
+  every_row.redundant_joint_rows.clear();
+  for (const int r : model.redundant_joint_rows) {
+    const double residual = rows[static_cast<size_t>(r)].value;
+    if (std::abs(residual) <= tolerance) continue;
+    const int row = every_row.n_element_constraints() + r;
+    throw InputError(fmt::format("{}: its row {} depends on the other constraints at the initial positions but is not "
+                                 "satisfied once they are (residual {:.3g}): conflicting joints",
+                                 every_row.describe_row(row), row - first_joint_row_of(every_row, row), residual));
+  }
 }
 
 Model with_redundant_joint_rows_left_out(const Model& model, const Eigen::VectorXd& p) {

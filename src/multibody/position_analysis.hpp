@@ -43,6 +43,10 @@ std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::Vect
 /// depends on them.
 inline constexpr double kRedundantRowTolerance = 1e-9;
 
+/// Throws InputError if a row left out as redundant does not hold at the assembled start (the
+/// joints conflict rather than repeat each other).
+void check_redundant_rows_hold(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p);
+
 /// `model` with its redundant joint rows found and left out (Model::redundant_joint_rows).
 Model with_redundant_joint_rows_left_out(const Model& model, const Eigen::VectorXd& p);
 

@@ -136,7 +136,7 @@ struct SpatialJoint {
   std::string name;
   int body_a = -1, body_b = -1;
   Value3 point_a, point_b;  ///< [m]
-  Value3 axis_a, axis_b;    ///< all but Spherical and Distance (normalized at use)
+  Value3 axis_a, axis_b;    ///< all but Spherical and Distance (scaled to unit length at use)
   /// Translational and Fixed: a direction perpendicular to the axis in each frame; the twist
   /// rows hold (A_a normal_a) . (A_b (axis_b x normal_b)) = 0, so the normals stay parallel.
   Value3 normal_a, normal_b;
@@ -443,8 +443,12 @@ struct Model {
   std::string locate(const std::string& field) const;
   /// "elements[i] 'name'" / "contacts[i] 'name'" for messages.
   std::string describe_element(int element) const;
-  /// The element that owns constraint row `row` (Phi stacks the elements' rows in order).
+  /// The element that owns constraint row `row` (Phi stacks the elements' rows in order), or -1
+  /// for a spatial joint's or a normalization row.
   int element_of_row(int row) const;
+  /// "bar 'rod' (file:line:col: elements[2])", "joint 'R' (...: spatial.joints[0])" or
+  /// "the normalization of spatial body 'top'": the owner of row `row` of Phi, for messages.
+  std::string describe_row(int row) const;
 };
 
 std::string to_string(FormulationType type);

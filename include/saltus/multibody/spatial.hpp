@@ -119,6 +119,14 @@ Vec3<S> value3(const Value3& v, In<S> p) {
   return Vec3<S>(value_of<S>(v.x, p), value_of<S>(v.y, p), value_of<S>(v.z, p));
 }
 
+/// A Value3 scaled to unit length (axes and normals of joints).
+template <class S>
+Vec3<S> unit3(const Value3& v, In<S> p) {
+  using std::sqrt;
+  const Vec3<S> w = value3<S>(v, p);
+  return w / sqrt(dot3(w, w));
+}
+
 /// A vector w fixed on spatial body `body` (given in its frame) or a constant ground vector
 /// (body -1): the direction A(p) w, or with `with_origin` the body point r + A(p) w.
 /// d(A w)/dp = B(p, w); its rate is B(p, w) p-dot and its bias B(p-dot, w) p-dot (B is linear
@@ -223,10 +231,10 @@ void append_joint_rows(const SpatialJoint& j, const Model& m, const MotionState<
     for (int i = 0; i < 3; ++i) rows.push_back(component(d, i));
   }
   if (j.type == Type::Spherical) return;
-  const Vec3<S> axis_b = value3<S>(j.axis_b, p);
+  const Vec3<S> axis_b = unit3<S>(j.axis_b, p);
   const Kin3<S> h_b = spatial_vector<S>(m, st, j.body_b, axis_b, false);
   if (j.type == Type::Universal) {
-    rows.push_back(dot(spatial_vector<S>(m, st, j.body_a, value3<S>(j.axis_a, p), false), h_b));
+    rows.push_back(dot(spatial_vector<S>(m, st, j.body_a, unit3<S>(j.axis_a, p), false), h_b));
     return;
   }
   const auto [f, g] = perpendicular_pair<S>(value3<S>(j.axis_a, p));
@@ -239,8 +247,8 @@ void append_joint_rows(const SpatialJoint& j, const Model& m, const MotionState<
     rows.push_back(dot(g_a, d));
   }
   if (j.type == Type::Translational || j.type == Type::Fixed) {
-    const Kin3<S> n_a = spatial_vector<S>(m, st, j.body_a, value3<S>(j.normal_a, p), false);
-    const Vec3<S> across = skew(axis_b) * value3<S>(j.normal_b, p);
+    const Kin3<S> n_a = spatial_vector<S>(m, st, j.body_a, unit3<S>(j.normal_a, p), false);
+    const Vec3<S> across = skew(axis_b) * unit3<S>(j.normal_b, p);
     rows.push_back(dot(n_a, spatial_vector<S>(m, st, j.body_b, across, false)));
   }
 }
