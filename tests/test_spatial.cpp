@@ -338,106 +338,145 @@ TEST(Spatial, HeavyTopConservesEnergyAndVerticalMomentumAndNutatesWithTheClosedF
   }
 }
 
+// Each formulation's case is its own test: under the sanitizers these runs are 20 times slower,
+// and every test has 300 s.
+std::string formulation_name(const ::testing::TestParamInfo<FormulationType>& info) { return to_string(info.param); }
+
 // Forward sensitivities, the adjoint, the complex step and central differences agree on the
 // top's gradients, in the index-1 formulation and in GGL on IDAS.
-TEST(Spatial, TopGradientsAgreeAcrossMethods) {
+class SpatialTop : public ::testing::TestWithParam<FormulationType> {};
+
+TEST_P(SpatialTop, GradientsAgreeAcrossMethods) {
   const Model model = load_model(example("spatial_top.yaml"));
-  for (FormulationType type : {FormulationType::Index1, FormulationType::GGL}) {
-    FormulationSettings settings = model.formulation;
-    settings.type = type;
-    const Problem pb = make_problem(model, settings);
-    const Eigen::VectorXd p = pb.nominal_parameters();
-    const Options o = pb.options();
-    const GradientCheck cmp = compare_gradients(
-        pb, {forward_estimate(forward_sensitivity(pb, p, o)), adjoint_estimate(adjoint(pb, p, o)), complex_step(pb, p, o),
-             central_differences(pb, p, o)});
-    EXPECT_LT(cmp.max_relative_error[1], 1e-5) << to_string(type) << " adjoint";
-    EXPECT_LT(cmp.max_relative_error[2], 1e-5) << to_string(type) << " complex step";
-    EXPECT_LT(cmp.max_relative_error[3], 3e-3) << to_string(type) << " central differences";
-  }
+  FormulationSettings settings = model.formulation;
+  settings.type = GetParam();
+  const Problem pb = make_problem(model, settings);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Options o = pb.options();
+  const GradientCheck cmp = compare_gradients(
+      pb, {forward_estimate(forward_sensitivity(pb, p, o)), adjoint_estimate(adjoint(pb, p, o)), complex_step(pb, p, o),
+           central_differences(pb, p, o)});
+  EXPECT_LT(cmp.max_relative_error[1], 1e-5) << "adjoint";
+  EXPECT_LT(cmp.max_relative_error[2], 1e-5) << "complex step";
+  EXPECT_LT(cmp.max_relative_error[3], 3e-3) << "central differences";
 }
 
-// The spatial slider-crank (R-S-U-T): the six formulations' gradients agree with the index-1
-// adjoint and with the complex step; the crank starts at its given rate and the slider stays on
-// its line.
-TEST(Spatial, SliderCrankGradientsAgreeInEveryFormulation) {
-  const Model model = load_model(example("spatial_slidercrank.yaml"));
-  const Problem reference_pb = make_problem(model);
-  const Eigen::VectorXd p = reference_pb.nominal_parameters();
-  const Eigen::MatrixXd reference = complex_step(reference_pb, p, reference_pb.options()).cost_gradient;
-  const Solution index1 = adjoint(reference_pb, p, reference_pb.options());
-  const Eigen::ArrayXXd floor = Eigen::ArrayXXd::Constant(reference.rows(), reference.cols(), 1e-9);
-  const auto relative = [&](const Eigen::MatrixXd& g) {
-    return ((g - reference).array().abs() / reference.array().abs().max(floor)).maxCoeff();
-  };
-  EXPECT_LT(relative(index1.cost_gradient), 1e-5);
-  // The crank turns at 6 rad/s about x at the start: e1-dot = 3 at e = (1, 0, 0, 0).
-  EXPECT_NEAR(index1.states(0, 7 * 3 + 4), 3.0, 1e-12);
-  const std::vector<std::pair<FormulationType, double>> cases = {
-      {FormulationType::Penalty, 1e-3}, {FormulationType::Maggi, 1e-5}, {FormulationType::GGL, 1e-5},
-      {FormulationType::StabilizedIndex1, 1e-5}, {FormulationType::Index3, 5e-3}};  // index 3: looser error control
-  for (const auto& [type, tolerance] : cases) {
-    FormulationSettings settings = model.formulation;
-    settings.type = type;
-    const Problem pb = make_problem(model, settings);
-    const Solution fwd = forward_sensitivity(pb, p, pb.options());
-    EXPECT_LT(relative(fwd.cost_gradient), tolerance) << to_string(type);
-    // Penalty holds the constraints to about 1e-5; Maggi's state holds independent coordinates.
-    if (type == FormulationType::Penalty || type == FormulationType::Maggi) continue;
-    const Eigen::VectorXd x = fwd.final_state;
-    EXPECT_NEAR(x[14 + 1], 0.1, 1e-6) << to_string(type);   // slider.y on the line
-    EXPECT_NEAR(x[14 + 2], 0.12, 1e-6) << to_string(type);  // slider.z
-  }
+INSTANTIATE_TEST_SUITE_P(Formulations, SpatialTop, ::testing::Values(FormulationType::Index1, FormulationType::GGL),
+                         formulation_name);
+
+/// The spatial slider-crank over its first second (the tests' horizon).
+Model slider_crank() {
+  Model model = load_model(example("spatial_slidercrank.yaml"));
+  model.tf = 1.0;
+  return model;
 }
+
+Eigen::MatrixXd index1_forward_gradient(const Model& model) {
+  const Problem pb = make_problem(model);
+  return forward_sensitivity(pb, pb.nominal_parameters(), pb.options()).cost_gradient;
+}
+
+double relative_to(const Eigen::MatrixXd& g, const Eigen::MatrixXd& reference) {
+  const Eigen::ArrayXXd floor = Eigen::ArrayXXd::Constant(reference.rows(), reference.cols(), 1e-9);
+  return ((g - reference).array().abs() / reference.array().abs().max(floor)).maxCoeff();
+}
+
+// The spatial slider-crank (R-S-U-T) in index1: forward, adjoint and complex step agree, and the
+// crank starts at its given rate.
+TEST(Spatial, SliderCrankMethodsAgree) {
+  const Model model = slider_crank();
+  const Problem pb = make_problem(model);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution fwd = forward_sensitivity(pb, p, pb.options());
+  const Eigen::MatrixXd reference = complex_step(pb, p, pb.options()).cost_gradient;
+  EXPECT_LT(relative_to(fwd.cost_gradient, reference), 1e-5);
+  EXPECT_LT(relative_to(adjoint(pb, p, pb.options()).cost_gradient, reference), 1e-5);
+  // The crank turns at 6 rad/s about x at the start: e1-dot = 3 at e = (1, 0, 0, 0).
+  EXPECT_NEAR(fwd.states(0, 7 * 3 + 4), 3.0, 1e-12);
+}
+
+// Every other formulation's gradient agrees with index1's; the slider stays on its line.
+class SpatialSliderCrank : public ::testing::TestWithParam<FormulationType> {};
+
+TEST_P(SpatialSliderCrank, GradientAgreesWithIndex1) {
+  const Model model = slider_crank();
+  const FormulationType type = GetParam();
+  // Penalty holds the constraints to its penalty's accuracy; index3 keeps its velocities and
+  // multipliers out of the error test.
+  const double tolerance = type == FormulationType::Penalty || type == FormulationType::Index3 ? 5e-3 : 1e-5;
+  FormulationSettings settings = model.formulation;
+  settings.type = type;
+  const Problem pb = make_problem(model, settings);
+  const Solution fwd = forward_sensitivity(pb, pb.nominal_parameters(), pb.options());
+  EXPECT_LT(relative_to(fwd.cost_gradient, index1_forward_gradient(model)), tolerance);
+  if (type == FormulationType::Penalty || type == FormulationType::Maggi) return;  // Maggi's state: u
+  EXPECT_NEAR(fwd.final_state[14 + 1], 0.1, 1e-6);   // slider.y on the line
+  EXPECT_NEAR(fwd.final_state[14 + 2], 0.12, 1e-6);  // slider.z
+}
+
+INSTANTIATE_TEST_SUITE_P(Formulations, SpatialSliderCrank,
+                         ::testing::Values(FormulationType::Penalty, FormulationType::Maggi, FormulationType::GGL,
+                                           FormulationType::StabilizedIndex1, FormulationType::Index3),
+                         formulation_name);
 
 // The five-bar built from spatial bodies and revolute joints with parallel axes (3 redundant
-// rows left out) gives the planar five-bar's cost and gradient (seed 003 Table 1) in every
-// formulation but penalty: to 5e-9 relative where both integrate at rtol 1e-10 with their
-// positions in the error test, to 1e-5 in index3 (its velocities are out of the error test).
-TEST(Spatial, SpatialFivebarReproducesThePlanarFivebar) {
-  const Model planar = load_model(example("fivebar.yaml"));
-  const Model spatial = load_model(example("spatial_fivebar.yaml"));
-  const std::vector<std::pair<FormulationType, double>> cases = {
-      {FormulationType::Maggi, 5e-9}, {FormulationType::Index1, 5e-9}, {FormulationType::GGL, 5e-9},
-      {FormulationType::StabilizedIndex1, 5e-9}, {FormulationType::Index3, 1e-5}};
-  for (const auto& [type, tolerance] : cases) {
-    FormulationSettings settings = planar.formulation;
-    settings.type = type;
-    const Problem a = make_problem(planar, settings), b = make_problem(spatial, settings);
-    const Solution sa = forward_sensitivity(a), sb = forward_sensitivity(b);
-    const double scale = sa.cost_gradient.cwiseAbs().maxCoeff();
-    EXPECT_LT((sa.cost_gradient - sb.cost_gradient).cwiseAbs().maxCoeff() / scale, tolerance) << to_string(type);
-    EXPECT_NEAR(sb.costs[0], sa.costs[0], tolerance * sa.costs[0]) << to_string(type);
-    // Seed 003, Table 1 (complex step): (-4.2288, 3.2116).
-    EXPECT_NEAR(sb.cost_gradient(0, 0), -4.2288, 1e-4) << to_string(type);
-    EXPECT_NEAR(sb.cost_gradient(0, 1), 3.2116, 1e-4) << to_string(type);
-  }
+// rows left out) gives the planar five-bar's cost and gradient in every formulation but
+// penalty: to 5e-9 relative where both integrate at rtol 1e-10 with their positions in the error
+// test, to 1e-5 in index3 (its velocities are out of the error test). Maggi runs the whole 5 s
+// against seed 003's Table 1; the others 2 s.
+class SpatialFivebar : public ::testing::TestWithParam<FormulationType> {};
+
+TEST_P(SpatialFivebar, ReproducesThePlanarFivebar) {
+  Model planar = load_model(example("fivebar.yaml"));
+  Model spatial = load_model(example("spatial_fivebar.yaml"));
+  const FormulationType type = GetParam();
+  const bool whole = type == FormulationType::Maggi;
+  if (!whole) planar.tf = spatial.tf = 2.0;
+  const double tolerance = type == FormulationType::Index3 ? 1e-5 : 5e-9;
+  FormulationSettings settings = planar.formulation;
+  settings.type = type;
+  const Problem a = make_problem(planar, settings), b = make_problem(spatial, settings);
+  const Solution sa = forward_sensitivity(a), sb = forward_sensitivity(b);
+  const double scale = sa.cost_gradient.cwiseAbs().maxCoeff();
+  EXPECT_LT((sa.cost_gradient - sb.cost_gradient).cwiseAbs().maxCoeff() / scale, tolerance);
+  EXPECT_NEAR(sb.costs[0], sa.costs[0], tolerance * sa.costs[0]);
+  if (!whole) return;
+  // Seed 003, Table 1 (complex step): (-4.2288, 3.2116).
+  EXPECT_NEAR(sb.cost_gradient(0, 0), -4.2288, 1e-4);
+  EXPECT_NEAR(sb.cost_gradient(0, 1), 3.2116, 1e-4);
 }
+
+INSTANTIATE_TEST_SUITE_P(Formulations, SpatialFivebar,
+                         ::testing::Values(FormulationType::Maggi, FormulationType::Index1, FormulationType::GGL,
+                                           FormulationType::StabilizedIndex1, FormulationType::Index3),
+                         formulation_name);
 
 // The five-bar with a floor built from spatial bodies (a plane contact at the end of rod_12,
 // impulse law) gives fivebar_floor's results with the impulse law: the event times, their
 // sensitivities and the costs' gradients through two impacts.
-TEST(Spatial, SpatialFivebarFloorReproducesThePlanarImpulseVariant) {
+class SpatialFivebarFloor : public ::testing::TestWithParam<FormulationType> {};
+
+TEST_P(SpatialFivebarFloor, ReproducesThePlanarImpulseVariant) {
   Model planar = load_model(example("fivebar_floor.yaml"));
   ASSERT_EQ(planar.contacts.size(), 1u);
   planar.contacts[0].law = ImpactLaw::Impulse;
   const Model spatial = load_model(example("spatial_fivebar_floor.yaml"));
-  for (const auto& [type, tolerance] : std::vector<std::pair<FormulationType, double>>{
-           {FormulationType::Maggi, 1e-7}, {FormulationType::Index1, 1e-7}, {FormulationType::GGL, 1e-7}}) {
-    FormulationSettings settings = planar.formulation;
-    settings.type = type;
-    const Problem a = make_problem(planar, settings), b = make_problem(spatial, settings);
-    const Solution sa = forward_sensitivity(a), sb = forward_sensitivity(b);
-    ASSERT_EQ(sb.events.size(), 2u) << to_string(type);
-    ASSERT_EQ(sa.events.size(), 2u) << to_string(type);
-    for (size_t k = 0; k < 2; ++k) EXPECT_NEAR(sb.events[k].time, sa.events[k].time, 1e-8) << to_string(type);
-    for (Eigen::Index c = 0; c < sa.cost_gradient.rows(); ++c) {
-      const double scale = sa.cost_gradient.row(c).cwiseAbs().maxCoeff();
-      EXPECT_LT((sa.cost_gradient.row(c) - sb.cost_gradient.row(c)).cwiseAbs().maxCoeff() / scale, tolerance)
-          << to_string(type) << " cost " << c;
-    }
+  FormulationSettings settings = planar.formulation;
+  settings.type = GetParam();
+  const Problem a = make_problem(planar, settings), b = make_problem(spatial, settings);
+  const Solution sa = forward_sensitivity(a), sb = forward_sensitivity(b);
+  ASSERT_EQ(sb.events.size(), 2u);
+  ASSERT_EQ(sa.events.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) EXPECT_NEAR(sb.events[k].time, sa.events[k].time, 1e-8);
+  for (Eigen::Index c = 0; c < sa.cost_gradient.rows(); ++c) {
+    const double scale = sa.cost_gradient.row(c).cwiseAbs().maxCoeff();
+    EXPECT_LT((sa.cost_gradient.row(c) - sb.cost_gradient.row(c)).cwiseAbs().maxCoeff() / scale, 1e-7) << "cost " << c;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Formulations, SpatialFivebarFloor,
+                         ::testing::Values(FormulationType::Maggi, FormulationType::Index1, FormulationType::GGL),
+                         formulation_name);
 
 // A free body dropped on a plane by a body point, restitution 1/2, persistent: its bounces
 // accumulate and it comes to rest on the point (the contact then holds it, frictionless, as
