@@ -6,9 +6,13 @@
 //     simulation, up to N = max_gradient_n (default 64; the forward runs grow fastest);
 //  3. the same chain in the GGL formulation on IDAS: simulation with the dense Newton matrix
 //     against the sparse one (KLU, coloured AD tangents), and the sparse forward and adjoint runs'
-//     costs (up to 32 rods).
+//     costs (up to 32 rods);
+//  4. examples/vehicle.yaml (issue 14): simulation, forward and adjoint time per simulated
+//     second and their ratios, the adjoint's stored bytes and the process's peak memory, in
+//     index1, ggl and stabilized_index1 (one run each: the forward run takes tens of seconds).
 // Usage: build/bench/saltus_multibody_bench [path/to/examples] [max_gradient_n]
 //        build/bench/saltus_multibody_bench --chain-yaml N   (prints the chain's model file)
+//        build/bench/saltus_multibody_bench --vehicle [path/to/examples]   (table 4 alone)
 #include <saltus/core/heap_settings.hpp>
 #include <saltus/core/parameter_subset.hpp>
 #include <saltus/multibody/formulation.hpp>
@@ -27,6 +31,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 namespace {
 
@@ -136,10 +142,41 @@ void dae_chain_table() {
 
 }  // namespace
 
+/// The vehicle over its bump and off its step: cost per simulated second, per formulation.
+void vehicle_table(const std::string& examples) {
+  const multibody::Model model = multibody::load_model(examples + "/vehicle.yaml");
+  const double horizon = model.tf - model.t0;
+  fmt::print("vehicle ({} coordinates, rtol {:g}, {} parameters, {:g} s simulated): time per simulated second\n",
+             model.n_coordinates(), model.rtol, model.parameters.size(), horizon);
+  fmt::print("{:>18} {:>10} {:>10} {:>10} {:>12} {:>12} {:>14} {:>8}\n", "formulation", "sim s/s", "fwd s/s", "adj s/s",
+             "forward/sim", "adjoint/sim", "adjoint MiB", "steps");
+  for (auto type : {multibody::FormulationType::Index1, multibody::FormulationType::GGL,
+                    multibody::FormulationType::StabilizedIndex1}) {
+    multibody::FormulationSettings settings = model.formulation;
+    settings.type = type;
+    const Problem pb = multibody::make_problem(model, settings);
+    Solution sim, adj;
+    const double t_sim = median_time(1, [&] { sim = simulate(pb); });
+    const double t_fwd = median_time(1, [&] { forward_sensitivity(pb); });
+    const double t_adj = median_time(1, [&] { adj = adjoint(pb, pb.nominal_parameters(), pb.options()); });
+    fmt::print("{:>18} {:>10.3f} {:>10.3f} {:>10.3f} {:>12.2f} {:>12.2f} {:>14.1f} {:>8}\n", multibody::to_string(type),
+               t_sim / horizon, t_fwd / horizon, t_adj / horizon, t_fwd / t_sim, t_adj / t_sim,
+               static_cast<double>(adj.adjoint.peak_stored_bytes) / (1024.0 * 1024.0), sim.stats.steps);
+    std::fflush(stdout);
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  fmt::print("peak resident memory of the process so far: {:.0f} MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+}
+
 int main(int argc, char** argv) {
   saltus::retain_freed_heap_memory();  // as the saltus command does
   if (argc == 3 && std::string(argv[1]) == "--chain-yaml") {
     fmt::print("{}", chain_yaml(std::atoi(argv[2])));
+    return 0;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "--vehicle") {
+    vehicle_table(argc > 2 ? argv[2] : "examples");
     return 0;
   }
   const std::string examples = argc > 1 ? argv[1] : "examples";
@@ -148,5 +185,6 @@ int main(int argc, char** argv) {
   formulation_table(examples, "spatial_slidercrank");
   chain_table(max_gradient_n);
   dae_chain_table();
+  vehicle_table(examples);
   return 0;
 }

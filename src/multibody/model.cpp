@@ -148,6 +148,10 @@ class DomainCheck {
     const double x = eval(v);
     if (!(x >= 0.0)) fail(field, fmt::format("{} needs {} >= 0", owner, what), x, v);
   }
+  void at_least_one(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
+    const double x = eval(v);
+    if (!(x >= 1.0)) fail(field, fmt::format("{} needs {} >= 1", owner, what), x, v);
+  }
   void unit_interval(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
     const double x = eval(v);
     if (!(x >= 0.0 && x <= 1.0)) fail(field, fmt::format("{} needs {} in [0, 1]", owner, what), x, v);
@@ -278,8 +282,19 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
   }
   for (size_t i = 0; i < spatial_forces.size(); ++i) {
     const SpatialForce& f = spatial_forces[i];
-    if (f.type != SpatialForceType::Spring) continue;
     const std::string field = fmt::format("spatial.forces[{}]", i);
+    if (f.type == SpatialForceType::CompliantContact) {
+      const std::string owner = "compliant contact '" + f.name + "'";
+      check.positive(f.radius, field + ".radius", owner, "radius");
+      check.non_negative(f.stiffness, field + ".stiffness", owner, "stiffness");
+      check.at_least_one(f.exponent, field + ".exponent", owner, "exponent");
+      check.non_negative(f.damping, field + ".damping", owner, "damping");
+      check.non_negative(f.friction, field + ".friction", owner, "friction");
+      check.positive(f.slip_velocity, field + ".slip_velocity", owner, "slip_velocity");
+      if (!f.height) check.non_zero(f.vector, field + ".plane.normal", owner, "plane normal");
+      continue;
+    }
+    if (f.type != SpatialForceType::Spring) continue;
     const std::string owner = "spring '" + f.name + "'";
     check.non_negative(f.stiffness, field + ".stiffness", owner, "stiffness");
     check.non_negative(f.damping, field + ".damping", owner, "damping");

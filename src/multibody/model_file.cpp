@@ -388,11 +388,68 @@ class Reader : yaml::Fields {
       f.type = SpatialForceType::Torque;
       f.body_a = spatial_body_or_ground(require(n, "body", field), field + ".body");
       f.vector = triple(require(n, "torque", field), field + ".torque");
+    } else if (type == "compliant_contact") {
+      read_compliant_contact(n, field, f);
     } else {
-      fail(n["type"], field + ".type", fmt::format("unknown spatial force type '{}' (spring, force, torque)", type));
+      fail(n["type"], field + ".type",
+           fmt::format("unknown spatial force type '{}' (spring, force, torque, compliant_contact)", type));
     }
     if (f.type != SpatialForceType::Spring && f.body_a < 0) fail(n["body"], field + ".body", "expected a spatial body");
     return f;
+  }
+
+  /// A sphere against the ground: `plane: {point, normal}` or `height: "h(x, y)"`.
+  void read_compliant_contact(const YAML::Node& n, const std::string& field, SpatialForce& f) const {
+    check_keys(n, field, {"type", "name", "body", "at", "radius", "plane", "height", "stiffness", "exponent",
+                          "damping", "friction", "slip_velocity"});
+    f.type = SpatialForceType::CompliantContact;
+    f.body_a = spatial_body_or_ground(require(n, "body", field), field + ".body");
+    f.point_a = optional_triple(n, "at", field, Value3{});
+    f.radius = value(require(n, "radius", field), field + ".radius");
+    f.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
+    f.exponent = optional_value(n, "exponent", field, 1.5);
+    f.damping = optional_value(n, "damping", field, 0.0);
+    f.friction = optional_value(n, "friction", field, 0.0);
+    f.slip_velocity = optional_value(n, "slip_velocity", field, 0.1);
+    if (n["plane"] && n["height"]) fail(n["height"], field + ".height", "give either 'plane' or 'height', not both");
+    if (const YAML::Node plane = n["plane"]) {
+      const std::string pf = field + ".plane";
+      if (!plane.IsMap()) fail(plane, pf, "expected {point: [x, y, z], normal: [nx, ny, nz]}");
+      check_keys(plane, pf, {"point", "normal"});
+      f.point_b = optional_triple(plane, "point", pf, Value3{});
+      f.vector = triple(require(plane, "normal", pf), pf + ".normal");
+    } else if (const YAML::Node height = n["height"]) {
+      read_height_field(height, field + ".height", f);
+    } else {
+      fail(n, field, "a compliant contact needs its ground: 'plane: {point, normal}' or 'height: \"h(x, y)\"'");
+    }
+  }
+
+  /// z = h(x, y) over the ground coordinates x, y and the parameters, with its two slopes.
+  void read_height_field(const YAML::Node& n, const std::string& field, SpatialForce& f) const {
+    note(n, field);
+    const std::string text = trim(scalar(n, field));
+    if (text.empty()) fail(n, field, "expected an expression h(x, y) [m]");
+    static const std::vector<std::string> ground_names = {"x", "y"};
+    parameter_group();  // fills parameter_names_
+    const std::array<NameGroup, 2> groups = {NameGroup{"ground coordinates", &ground_names},
+                                             NameGroup{"parameters", &parameter_names_}};
+    const Expression h = Fields::expression(n, field, text, groups);
+    try {
+      f.height = std::make_shared<const Expression>(h);
+      f.height_x = std::make_shared<const Expression>(h.derivative(0, 0, "x"));
+      f.height_y = std::make_shared<const Expression>(h.derivative(0, 1, "y"));
+    } catch (const ExpressionError& e) {
+      fail(n, field, e.what());
+    }
+    for (const int k : h.names_in(1)) uses_[static_cast<size_t>(k)].push_back(field);
+    const Eigen::VectorXd p = model_.nominal_parameters();
+    const double origin[2] = {0.0, 0.0};
+    const double* values[] = {origin, p.data()};
+    for (const auto& e : {f.height, f.height_x, f.height_y}) {
+      const double v = e->evaluate_in<double>(values, 2);
+      if (!std::isfinite(v)) fail(n, field, fmt::format("'{}' is not finite at x = y = 0 (got {})", e->text(), v));
+    }
   }
 
   static std::string spatial_count(const Model& m) {
@@ -822,7 +879,8 @@ class Reader : yaml::Fields {
         {"x", Signal::X}, {"y", Signal::Y}, {"z", Signal::Z}, {"vx", Signal::VX}, {"vy", Signal::VY},
         {"vz", Signal::VZ}, {"ax", Signal::AX}, {"ay", Signal::AY}, {"az", Signal::AZ}, {"theta", Signal::Theta}, {"omega", Signal::Omega}, {"alpha", Signal::Alpha},
         {"spring_length", Signal::SpringLength}, {"spring_force", Signal::SpringForce},
-        {"reaction", Signal::Reaction}, {"kinetic_energy", Signal::KineticEnergy}, {"time", Signal::Time}};
+        {"reaction", Signal::Reaction}, {"kinetic_energy", Signal::KineticEnergy}, {"time", Signal::Time},
+        {"penetration", Signal::Penetration}, {"normal_force", Signal::NormalForce}};
     for (size_t i = 0; i < n.size(); ++i) {
       const YAML::Node t = n[i];
       const std::string tf = fmt::format("{}[{}]", field, i);
@@ -833,7 +891,7 @@ class Reader : yaml::Fields {
       if (it == signals.end()) {
         fail(t["signal"], tf + ".signal",
              fmt::format("unknown signal '{}' (x, y, z, vx, vy, vz, ax, ay, az, theta, omega, alpha, spring_length, "
-                         "spring_force, reaction, kinetic_energy, time)",
+                         "spring_force, reaction, kinetic_energy, time, penetration, normal_force)",
                          name));
       }
       term.signal = it->second;
@@ -863,10 +921,21 @@ class Reader : yaml::Fields {
         term.body = b;
         return;
       }
+      case Signal::Penetration:
+      case Signal::NormalForce: {
+        const std::string name = scalar(require(t, "of", tf), tf + ".of");
+        term.spatial_force = spatial_force_named(name, SpatialForceType::CompliantContact);
+        if (term.spatial_force < 0) fail(t["of"], tf + ".of", fmt::format("'{}' is not a compliant contact", name));
+        return;
+      }
       case Signal::SpringLength:
       case Signal::SpringForce:
       case Signal::Reaction: {
         const std::string name = scalar(require(t, "of", tf), tf + ".of");
+        if (term.signal != Signal::Reaction) {
+          term.spatial_force = spatial_force_named(name, SpatialForceType::Spring);
+          if (term.spatial_force >= 0) return;
+        }
         for (size_t k = 0; k < model_.elements.size(); ++k) {
           const Element& e = model_.elements[k];
           if (e.name != name) continue;
@@ -902,6 +971,15 @@ class Reader : yaml::Fields {
         term.point = point_ref(require(t, "of", tf), tf + ".of");
         return;
     }
+  }
+
+  /// The index of the spatial force `name` of type `type`, or -1.
+  int spatial_force_named(const std::string& name, SpatialForceType type) const {
+    for (size_t k = 0; k < model_.spatial_forces.size(); ++k) {
+      const SpatialForce& f = model_.spatial_forces[k];
+      if (f.name == name && f.type == type) return static_cast<int>(k);
+    }
+    return -1;
   }
 
   /// `of:` a spatial body (its frame origin) or {body: name, at: [x, y, z]} on one: true if so.

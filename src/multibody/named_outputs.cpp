@@ -95,9 +95,15 @@ std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_u
     }
   }
   for (const SpatialForce& f : m.spatial_forces) {
-    if (f.type != SpatialForceType::Spring) continue;
-    add(f.name + ".length", "m");
-    add(f.name + ".force", "N");
+    if (f.type == SpatialForceType::Spring) {
+      add(f.name + ".length", "m");
+      add(f.name + ".force", "N");
+    } else if (f.type == SpatialForceType::CompliantContact) {
+      add(f.name + ".penetration", "m");
+      add(f.name + ".normal_force", "N");
+      add(f.name + ".friction", "N");
+      add(f.name + ".slip", "m/s");
+    }
   }
   for (const Contact& c : m.contacts) add(c.name + ".gap", c.kind == ContactKind::AngleStop ? "rad" : "m");
   for (const Contact& c : m.contacts) {

@@ -13,13 +13,15 @@
 //   <spring>.length <spring>.force     translational springs, planar then spatial (tension
 //                                      positive) [m, N]
 //   <spring>.angle <spring>.torque     rotational springs (theta_b - theta_a) [rad, N m]
+//   <contact>.penetration .normal_force .friction .slip   compliant contacts of spatial
+//                           bodies: delta [m], N [N], |friction| [N], |v_t| [m/s]
 //   <contact>.gap           normal distance of the contact point to its line [m]
 //   <contact>.force         persistent contacts: the push while active (>= 0), else 0 [N, N m]
 //   <contact>.friction      frictional contacts: the friction force on the point along the
 //                           line's tangent t = (n_y, -n_x), else 0 [N]
 //   kinetic_energy potential_energy total_energy                [J]
 // The potential energy holds gravity, springs (k (l - l0)^2 / 2 + actuator l), rotational
-// springs and constant forces; dampers dissipate, and drivers, impacts and applied torques on
+// springs, constant forces and compliant contacts (k delta^(e+1) / (e+1)); dampers dissipate, and drivers, impacts and applied torques on
 // spatial bodies change the total.
 #include "formulations.hpp"
 
@@ -57,6 +59,8 @@ S potential_energy(const Model& m, const MotionState<S>& st, In<S> p) {
       v += S(0.5) * value_of<S>(f.stiffness, p) * stretch * stretch + value_of<S>(f.actuator, p) * s.length;
     } else if (f.type == SpatialForceType::Force) {
       v -= dot3(value3<S>(f.vector, p), spatial_vector<S>(m, st, f.body_a, value3<S>(f.point_a, p), true).value);
+    } else if (f.type == SpatialForceType::CompliantContact) {
+      v += compliant_contact_energy(m, f, st, p);
     }
   }
   for (size_t b = 0; b < m.bodies.size(); ++b) {
@@ -151,10 +155,18 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
     }
   }
   for (const SpatialForce& f : m.spatial_forces) {
-    if (f.type != SpatialForceType::Spring) continue;
-    const SpatialSpringState<S> s = spatial_spring_state(m, f, st, p);
-    y[k++] = s.length;
-    y[k++] = s.force;
+    if (f.type == SpatialForceType::Spring) {
+      const SpatialSpringState<S> s = spatial_spring_state(m, f, st, p);
+      y[k++] = s.length;
+      y[k++] = s.force;
+    } else if (f.type == SpatialForceType::CompliantContact) {
+      using std::sqrt;
+      const CompliantContactState<S> c = compliant_contact_state(m, f, st, p);
+      y[k++] = c.penetration;
+      y[k++] = c.normal_force;
+      y[k++] = sqrt(dot3(c.friction, c.friction) + S(1e-300));
+      y[k++] = c.slip;
+    }
   }
   for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap.value;
   const ContactSet& set = fs.contacts;

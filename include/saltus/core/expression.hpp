@@ -100,6 +100,13 @@ class Expression {
   /// The text it was parsed from.
   const std::string& text() const { return text_; }
 
+  /// The symbolic derivative with respect to the name at `index` of `group`, an expression over
+  /// the same groups whose text reads "d(<text>)/d(<name>)" (`name` is for that text only), so
+  /// that a function's slope can be evaluated, and differentiated again, in every scalar type.
+  /// Throws ExpressionError if the expression uses min or max, which have no derivative at
+  /// their kink; abs(a) differentiates as a' a / abs(a).
+  Expression derivative(int group, int index, std::string_view name) const;
+
   enum class Op { Number, Name, Negate, Add, Subtract, Multiply, Divide, Power, IntegerPower,
                   Sin, Cos, Tan, Asin, Acos, Atan, Sqrt, Exp, Log, Abs, Atan2, Min, Max };
   struct Node {
@@ -112,6 +119,7 @@ class Expression {
 
  private:
   friend class ExpressionParser;
+  friend class ExpressionDifferentiator;
 
   template <class S>
   S evaluate_node(int index, const S* const* values) const;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace saltus::multibody {
@@ -278,6 +279,81 @@ SpatialSpringState<S> spatial_spring_state(const Model& m, const SpatialForce& e
   return s;
 }
 
+/// A compliant contact (SpatialForceType::CompliantContact) at one instant: how deep the
+/// sphere sits in the ground and the force at its contact point (docs/multibody.md,
+/// "Compliant contact").
+template <class S>
+struct CompliantContactState {
+  S penetration = S(0.0);   ///< delta = radius - distance of the centre to the ground [m]
+  S rate = S(0.0);          ///< delta-dot = -n . (velocity of the centre) [m/s]
+  S normal_force = S(0.0);  ///< N = k delta^e (1 + d delta-dot) while positive, else 0 [N]
+  S slip = S(0.0);          ///< |v_t|, the tangential speed of the contact point [m/s]
+  Vec3<S> normal = Vec3<S>::Zero();    ///< unit ground normal there (ground axes)
+  Vec3<S> friction = Vec3<S>::Zero();  ///< friction force on the sphere (ground axes) [N]
+  Kin3<S> point;                       ///< the sphere's material point at the contact
+  bool pressing = false;               ///< N > 0 (point, slip and friction are set)
+};
+
+/// The unit normal of the ground under a point C and the distance of C from the ground along
+/// it: a plane (distance n . (C - O)), or a height field z = h(x, y) taken as its tangent plane
+/// at (C_x, C_y): n = (-h_x, -h_y, 1) / w and distance (C_z - h) / w, w = sqrt(1 + h_x^2 + h_y^2).
+template <class S>
+std::pair<Vec3<S>, S> ground_under(const SpatialForce& f, const Vec3<S>& c, In<S> p) {
+  using std::sqrt;
+  if (!f.height) {
+    const Vec3<S> n = unit3<S>(f.vector, p);
+    return {n, dot3(n, Vec3<S>(c - value3<S>(f.point_b, p)))};
+  }
+  const S xy[2] = {c[0], c[1]};
+  const S* values[] = {xy, p.data()};
+  const S h = f.height->template evaluate_in<S>(values, 2);
+  const S hx = f.height_x->template evaluate_in<S>(values, 2);
+  const S hy = f.height_y->template evaluate_in<S>(values, 2);
+  const S w = sqrt(S(1.0) + hx * hx + hy * hy);
+  return {Vec3<S>(-hx / w, -hy / w, S(1.0) / w), S((c[2] - h) / w)};
+}
+
+template <class S>
+CompliantContactState<S> compliant_contact_state(const Model& m, const SpatialForce& f, const MotionState<S>& st,
+                                                 In<S> p) {
+  using std::pow, std::sqrt;
+  CompliantContactState<S> s;
+  const Kin3<S> centre = spatial_vector<S>(m, st, f.body_a, value3<S>(f.point_a, p), true);
+  const auto [normal, distance] = ground_under(f, centre.value, p);
+  const S radius = value_of<S>(f.radius, p);
+  s.normal = normal;
+  s.penetration = radius - distance;
+  s.rate = -dot3(normal, centre.rate);
+  if (real_part(s.penetration) <= 0.0) return s;
+  const S force = value_of<S>(f.stiffness, p) * pow(s.penetration, value_of<S>(f.exponent, p)) *
+                  (S(1.0) + value_of<S>(f.damping, p) * s.rate);
+  if (real_part(force) <= 0.0) return s;  // separating fast: the ground does not pull
+  s.normal_force = force;
+  s.pressing = true;
+  // The contact point, radius along -n from the centre, as a point of the body (its velocity is
+  // the material point's, the slip).
+  const SpatialPose<S> pose = spatial_pose(m, st, f.body_a);
+  const Vec3<S> local = value3<S>(f.point_a, p) - radius * Vec3<S>(rotation_matrix(pose.p).transpose() * normal);
+  s.point = spatial_vector<S>(m, st, f.body_a, local, true);
+  const Vec3<S> tangential = s.point.rate - dot3(normal, s.point.rate) * normal;
+  const S speed2 = dot3(tangential, tangential);
+  const S slip_velocity = value_of<S>(f.slip_velocity, p);
+  s.slip = sqrt(speed2 + S(1e-300));
+  s.friction = (-value_of<S>(f.friction, p) * force / sqrt(speed2 + slip_velocity * slip_velocity)) * tangential;
+  return s;
+}
+
+/// The elastic energy of a compliant contact, k delta^(e+1) / (e+1) while delta > 0 [J] (its
+/// damping and friction dissipate).
+template <class S>
+S compliant_contact_energy(const Model& m, const SpatialForce& f, const MotionState<S>& st, In<S> p) {
+  using std::pow;
+  const CompliantContactState<S> c = compliant_contact_state(m, f, st, p);
+  if (real_part(c.penetration) <= 0.0) return S(0.0);
+  const S e1 = value_of<S>(f.exponent, p) + S(1.0);
+  return value_of<S>(f.stiffness, p) * pow(c.penetration, e1) / e1;
+}
+
 /// Generalized forces of the spatial bodies: gravity on each centre of mass, the quadratic
 /// velocity forces, springs, applied forces (J^T f at their point) and torques (2 G^T A^T n on
 /// the Euler parameters).
@@ -309,6 +385,11 @@ void add_spatial_forces(const Model& m, const MotionState<S>& st, In<S> p, Vecto
         // Virtual work n^T omega = n^T 2 E p-dot: the generalized force on p is 2 E^T n.
         const SpatialPose<S> pose = spatial_pose(m, st, e.body_a);
         F.template segment<4>(pose.offset + 3) += S(2.0) * (e_matrix(pose.p).transpose() * value3<S>(e.vector, p));
+        break;
+      }
+      case SpatialForceType::CompliantContact: {
+        const CompliantContactState<S> c = compliant_contact_state(m, e, st, p);
+        if (c.pressing) c.point.jac.add_transposed(F, Vec3<S>(c.normal_force * c.normal + c.friction));
         break;
       }
     }
@@ -471,8 +552,18 @@ S signal_value(const Model& m, const CostTerm& term, const FullState<S>& fs, In<
       return fs.a[m.body_offset(term.body) + 2];
     case Signal::SpringLength:
     case Signal::SpringForce: {
+      if (term.spatial_force >= 0) {
+        const SpatialSpringState<S> s = spatial_spring_state(m, m.spatial_forces[static_cast<size_t>(term.spatial_force)], st, p);
+        return term.signal == Signal::SpringLength ? s.length : s.force;
+      }
       const SpringState<S> s = spring_state(m, m.elements[static_cast<size_t>(term.element)], st, p);
       return term.signal == Signal::SpringLength ? s.length : s.force;
+    }
+    case Signal::Penetration:
+    case Signal::NormalForce: {
+      const CompliantContactState<S> c =
+          compliant_contact_state(m, m.spatial_forces[static_cast<size_t>(term.spatial_force)], st, p);
+      return term.signal == Signal::Penetration ? c.penetration : c.normal_force;
     }
     case Signal::Reaction: {
       if (term.joint < 0) return fs.mu[first_row(m, term.element) + term.row];

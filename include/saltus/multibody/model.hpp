@@ -149,6 +149,10 @@ enum class SpatialForceType {
   Spring,  ///< translational spring-damper-actuator between point_a and point_b
   Force,   ///< a constant force (ground axes) [N] at point_a of body_a
   Torque,  ///< a constant torque (ground axes) [N m] on body_a
+  /// A sphere on body_a (centre point_a, `radius`) against the ground, a plane or a height
+  /// field z = h(x, y): Hunt-Crossley normal force and regularized Coulomb friction
+  /// (docs/multibody.md, "Compliant contact").
+  CompliantContact,
 };
 
 struct SpatialForce {
@@ -157,7 +161,14 @@ struct SpatialForce {
   int body_a = -1, body_b = -1;  ///< -1: the ground
   Value3 point_a, point_b;       ///< in the bodies' frames [m]
   Value stiffness = 0.0, damping = 0.0, rest_length = 0.0, actuator = 0.0;  ///< Spring
-  Value3 vector;                 ///< Force [N] or Torque [N m], ground axes
+  Value3 vector;                 ///< Force [N] or Torque [N m], ground axes; the plane's normal
+  /// CompliantContact: normal force k delta^exponent (1 + damping delta-dot) >= 0 on a
+  /// penetration delta > 0 [m], friction mu N along -v_t / sqrt(|v_t|^2 + slip_velocity^2).
+  Value radius = 0.0, exponent = 1.5, friction = 0.0, slip_velocity = 0.1;
+  /// The ground of a CompliantContact: the plane through point_b with normal `vector` (ground
+  /// axes), or, when `height` is set, the height field z = h(x, y) with its slopes h_x, h_y
+  /// (expressions over the groups {x, y} then the parameters).
+  std::shared_ptr<const Expression> height, height_x, height_y;
 };
 
 /// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
@@ -250,7 +261,8 @@ enum class Signal {
   X, Y, VX, VY, AX, AY,  ///< of a point reference (or a spatial body point)
   Z, VZ, AZ,              ///< of a spatial body point
   Theta, Omega, Alpha,    ///< of a body
-  SpringLength, SpringForce,  ///< of a Spring element (tension positive)
+  SpringLength, SpringForce,  ///< of a Spring element or spatial spring (tension positive)
+  Penetration, NormalForce,   ///< of a spatial compliant contact [m], [N]
   Reaction,               ///< multiplier of row `row` of a constraint element or spatial joint
   KineticEnergy,          ///< of the whole model
   Time,
@@ -263,6 +275,7 @@ struct CostTerm {
   int body = -1;
   int element = -1;
   int joint = -1;          ///< Reaction of a spatial joint (index into Model::spatial_joints)
+  int spatial_force = -1;  ///< SpringLength ... NormalForce of a spatial force (index)
   int spatial_body = -1;   ///< X ... AZ of a point on this spatial body (index), else of `point`
   Value3 spatial_at;       ///< that point in the body frame [m]
   int row = 0;
