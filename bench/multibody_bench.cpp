@@ -7,12 +7,15 @@
 //  3. the same chain in the GGL formulation on IDAS: simulation with the dense Newton matrix
 //     against the sparse one (KLU, coloured AD tangents), and the sparse forward and adjoint runs'
 //     costs (up to 32 rods);
-//  4. examples/vehicle.yaml (issue 14): simulation, forward and adjoint time per simulated
+//  4. the spatial chain of N rods on spherical joints (issue 14; N = 8 ... 85, index-1):
+//     simulation time per step and the forward (l, m) and adjoint costs relative to it;
+//  5. examples/vehicle.yaml (issue 14): simulation, forward and adjoint time per simulated
 //     second and their ratios, the adjoint's stored bytes and the process's peak memory, in
 //     index1, ggl and stabilized_index1 (one run each: the forward run takes tens of seconds).
 // Usage: build/bench/saltus_multibody_bench [path/to/examples] [max_gradient_n]
 //        build/bench/saltus_multibody_bench --chain-yaml N   (prints the chain's model file)
-//        build/bench/saltus_multibody_bench --vehicle [path/to/examples]   (table 4 alone)
+//        build/bench/saltus_multibody_bench --spatial-chain-yaml N   (the spatial chain's file)
+//        build/bench/saltus_multibody_bench --spatial [path/to/examples]   (tables 4 and 5 alone)
 #include <saltus/core/heap_settings.hpp>
 #include <saltus/core/parameter_subset.hpp>
 #include <saltus/multibody/formulation.hpp>
@@ -142,6 +145,47 @@ void dae_chain_table() {
 
 }  // namespace
 
+/// The spatial chain of issue 14: N uniform rods, each of length l and mass m (a cylinder of
+/// radius l/10), each joined to the next by a spherical joint, the first to the ground at the
+/// origin, released from along x with gravity along -z, the whole chain turning about z at
+/// 0.5 rad/s so that the motion is not planar. Every rod is the same at every N, so the
+/// conditioning of the KKT matrix does not change with N.
+std::string spatial_chain_yaml(int rods) {
+  std::string bodies, joints;
+  for (int k = 1; k <= rods; ++k) {
+    bodies += fmt::format(
+        "    r{0}: {{mass: m, inertia: [\"m*(l/10)^2/2\", \"m*l^2/12\", \"m*l^2/12\"], position: [\"{1}*l\", 0, 0], "
+        "angular_velocity: [0, 0, 0.5], velocity: [0, \"0.5*{1}*l\", 0]}}\n",
+        k, k - 0.5);
+    joints += fmt::format("    - {{type: spherical, a: {}, b: r{}, point_a: [{}, 0, 0], point_b: [\"-l/2\", 0, 0]}}\n",
+                          k == 1 ? "ground" : fmt::format("r{}", k - 1), k, k == 1 ? "0" : "\"l/2\"");
+  }
+  return fmt::format(
+      "# Spatial chain of {0} rods on spherical joints (saltus_multibody_bench --spatial-chain-yaml {0}).\n"
+      "name: spatial_chain{0}\nhorizon: 1\noutputs: 101\ntolerances: {{rtol: 1.0e-6, atol: 1.0e-8}}\n"
+      "formulation: index1\nparameters: {{l: 0.1, m: 0.1}}\ngravity: [0, 0, -9.81]\nspatial:\n  bodies:\n{1}"
+      "  joints:\n{2}costs:\n  tip_height: {{running: [{{signal: z, of: {{body: r{0}, at: [\"l/2\", 0, 0]}}}}]}}\n",
+      rods, bodies, joints);
+}
+
+void spatial_chain_table() {
+  fmt::print("\nspatial chain of N rods on spherical joints (issue 14; index-1, rtol 1e-6, 1 s; forward for l, m)\n");
+  fmt::print("{:>4} {:>6} {:>8} {:>10} {:>12} {:>12} {:>12}\n", "N", "states", "steps", "sim s", "sim ms/step",
+             "forward/sim", "adjoint/sim");
+  // 85 rods (595 coordinates) are the most Model::max_coordinates allows.
+  for (int rods : {8, 16, 32, 64, 85}) {
+    const Problem pb = multibody::make_problem(multibody::parse_model(spatial_chain_yaml(rods), "spatial_chain"));
+    const int reps = rods <= 16 ? 3 : 1;
+    Solution sim;
+    const double t_sim = median_time(reps, [&] { sim = simulate(pb); });
+    const double t_fwd = median_time(reps, [&] { forward_sensitivity(pb); });
+    const double t_adj = median_time(reps, [&] { adjoint(pb, pb.nominal_parameters(), pb.options()); });
+    fmt::print("{:>4} {:>6} {:>8} {:>10.3f} {:>12.3f} {:>12.2f} {:>12.2f}\n", rods, pb.n_states(), sim.stats.steps, t_sim,
+               1e3 * t_sim / sim.stats.steps, t_fwd / t_sim, t_adj / t_sim);
+    std::fflush(stdout);
+  }
+}
+
 /// The vehicle over its bump and off its step: cost per simulated second, per formulation.
 void vehicle_table(const std::string& examples) {
   const multibody::Model model = multibody::load_model(examples + "/vehicle.yaml");
@@ -156,12 +200,23 @@ void vehicle_table(const std::string& examples) {
     settings.type = type;
     const Problem pb = multibody::make_problem(model, settings);
     Solution sim, adj;
-    const double t_sim = median_time(1, [&] { sim = simulate(pb); });
-    const double t_fwd = median_time(1, [&] { forward_sensitivity(pb); });
-    const double t_adj = median_time(1, [&] { adj = adjoint(pb, pb.nominal_parameters(), pb.options()); });
+    std::vector<std::string> failures;
+    // Each run on its own: a failed adjoint keeps the simulation and forward columns.
+    const auto timed = [&](const char* what, const std::function<void()>& run) {
+      try {
+        return median_time(1, run);
+      } catch (const std::exception& e) {
+        failures.push_back(fmt::format("{} failed: {}", what, e.what()));
+        return std::nan("");
+      }
+    };
+    const double t_sim = timed("simulation", [&] { sim = simulate(pb); });
+    const double t_fwd = timed("forward", [&] { forward_sensitivity(pb); });
+    const double t_adj = timed("adjoint", [&] { adj = adjoint(pb, pb.nominal_parameters(), pb.options()); });
     fmt::print("{:>18} {:>10.3f} {:>10.3f} {:>10.3f} {:>12.2f} {:>12.2f} {:>14.1f} {:>8}\n", multibody::to_string(type),
                t_sim / horizon, t_fwd / horizon, t_adj / horizon, t_fwd / t_sim, t_adj / t_sim,
                static_cast<double>(adj.adjoint.peak_stored_bytes) / (1024.0 * 1024.0), sim.stats.steps);
+    for (const std::string& f : failures) fmt::print("{:>18} {}\n", "", f);
     std::fflush(stdout);
   }
   rusage usage{};
@@ -175,7 +230,12 @@ int main(int argc, char** argv) {
     fmt::print("{}", chain_yaml(std::atoi(argv[2])));
     return 0;
   }
-  if (argc >= 2 && std::string(argv[1]) == "--vehicle") {
+  if (argc == 3 && std::string(argv[1]) == "--spatial-chain-yaml") {
+    fmt::print("{}", spatial_chain_yaml(std::atoi(argv[2])));
+    return 0;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "--spatial") {
+    spatial_chain_table();
     vehicle_table(argc > 2 ? argv[2] : "examples");
     return 0;
   }
@@ -185,6 +245,7 @@ int main(int argc, char** argv) {
   formulation_table(examples, "spatial_slidercrank");
   chain_table(max_gradient_n);
   dae_chain_table();
+  spatial_chain_table();
   vehicle_table(examples);
   return 0;
 }

@@ -1,6 +1,6 @@
 // Compliant contact of a sphere on a spatial body with the ground (docs/multibody.md, "Compliant
-// contact"): its generalized force against the complex step of its own definition written out
-// here, a height field that is a plane against the plane, and the dynamics against closed
+// contact"): its generalized force against its definition written out independently here, the
+// height field's symbolic slopes and the force's Jacobians against the complex step, a height field that is a plane against the plane, and the dynamics against closed
 // forms: a sphere resting at the static penetration (m g / k)^(1/e), a sphere rolling without
 // slip at constant speed, a sliding sphere that friction brings to rolling at 5/7 of its speed,
 // and a frictionless undamped bounce that keeps its energy. Gradients of a wheel rolling over a
@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -121,6 +122,27 @@ TEST(CompliantContact, LinearHeightFieldIsThePlane) {
   const Eigen::VectorXd p = plane.nominal_parameters();
   const Eigen::VectorXd a = applied_forces<double>(plane, st, p), b = applied_forces<double>(field, st, p);
   for (int i = 0; i < 7; ++i) EXPECT_NEAR(a[i], b[i], 1e-9 * a.norm()) << "coordinate " << i;
+}
+
+// The height field's symbolic slopes against the complex step of h itself, on a curved field.
+TEST(CompliantContact, HeightFieldSlopesMatchTheComplexStep) {
+  const Model m = parse_model(ball("height: \"0.02*sin(3*x + 1)*cos(2*y) + bump*exp(-((x - 0.2)/0.3)^2)\"", ", bump: 0.04"),
+                              "ball");
+  const SpatialForce& f = m.spatial_forces[0];
+  const Eigen::VectorXcd p = m.nominal_parameters().cast<Complex>();
+  for (const auto& [x, y] : {std::pair{0.3, -0.2}, std::pair{-0.7, 1.1}, std::pair{0.2, 0.0}}) {
+    for (int axis = 0; axis < 2; ++axis) {
+      Complex xy[2] = {Complex(x), Complex(y)};
+      xy[axis] += Complex(0.0, kStep);
+      const Complex* values[] = {xy, p.data()};
+      const double slope_cs = f.height->evaluate_in<Complex>(values, 2).imag() / kStep;
+      const double xy_real[2] = {x, y};
+      const Eigen::VectorXd pr = m.nominal_parameters();
+      const double* real_values[] = {xy_real, pr.data()};
+      const double slope = (axis == 0 ? f.height_x : f.height_y)->evaluate_in<double>(real_values, 2);
+      EXPECT_NEAR(slope, slope_cs, 1e-13) << "axis " << axis << " at " << x << ", " << y;
+    }
+  }
 }
 
 // The force's Jacobians (q, v and the parameters) in Dual against the complex step, on a curved
@@ -261,9 +283,11 @@ TEST(CompliantContact, BadInputIsNamed) {
     return std::string("no error");
   };
   const std::string plane = "plane: {point: [0, 0, 0], normal: [0, 0, 1]}";
+  EXPECT_EQ(error_of(ball(plane + ", height: \"0\"")).rfind("bad.yaml:10:", 0), 0u) << error_of(ball(plane + ", height: \"0\""));
   EXPECT_NE(error_of(ball(plane + ", height: \"0\"")).find("give either 'plane' or 'height', not both"), std::string::npos);
+  EXPECT_NE(error_of(ball("height: \"x\"", ", x: 2")).find("rename the parameter 'x'"), std::string::npos);
   EXPECT_NE(error_of(ball("exponent: 1.5")).find("needs its ground"), std::string::npos);
-  EXPECT_NE(error_of(ball("height: \"max(x, 0)\"")).find("min and max have no derivative"), std::string::npos);
+  EXPECT_NE(error_of(ball("height: \"max(x, 0)\"")).find("abs, min and max have no derivative"), std::string::npos);
   EXPECT_NE(error_of(ball("height: \"z\"")).find("unknown name 'z'"), std::string::npos);
   std::string text = ball(plane);
   text.replace(text.find("radius: 0.1"), 11, "radius: -0.1");

@@ -85,6 +85,7 @@ class ExpressionDifferentiator {
         return product(i, sum(product(db, add(Op::Log, n.a)), quotient(product(n.b, da), n.a)));
       }
       case Op::IntegerPower: {
+        if (n.number == 0.0) return kZero;
         if (n.number == 1.0) return da;
         const int lower = n.number == 2.0 ? n.a : add(Op::IntegerPower, n.a, -1, n.number - 1.0);
         return product(product(constant(n.number), lower), da);
@@ -98,13 +99,13 @@ class ExpressionDifferentiator {
       case Op::Sqrt: return quotient(da, product(constant(2.0), i));
       case Op::Exp: return product(i, da);
       case Op::Log: return quotient(da, n.a);
-      case Op::Abs: return quotient(product(da, n.a), i);
       case Op::Atan2:  // atan2(y, x)' = (x y' - y x') / (x^2 + y^2)
         return quotient(difference(product(n.b, da), product(n.a, db)), sum(square(n.a), square(n.b)));
+      case Op::Abs:
       case Op::Min:
       case Op::Max:
-        throw ExpressionError(0, fmt::format("in expression '{}': min and max have no derivative at their kink; "
-                                             "write a smooth function",
+        throw ExpressionError(0, fmt::format("in expression '{}': abs, min and max have no derivative at their "
+                                             "kink; write a smooth function",
                                              f_.text_));
       default: break;
     }

@@ -292,6 +292,11 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
       check.non_negative(f.friction, field + ".friction", owner, "friction");
       check.positive(f.slip_velocity, field + ".slip_velocity", owner, "slip_velocity");
       if (!f.height) check.non_zero(f.vector, field + ".plane.normal", owner, "plane normal");
+      if (f.height && (!f.height_x || !f.height_y)) {
+        throw InputError(fmt::format("{}: {} has a height field without its slopes (height_x, height_y: "
+                                     "Expression::derivative of it in x and y)",
+                                     locate(field + ".height"), owner));
+      }
       continue;
     }
     if (f.type != SpatialForceType::Spring) continue;
@@ -462,6 +467,9 @@ void Model::validate() const {
     }
   }
   for (const CostSpec& c : costs) {
+    for (const auto* terms : {&c.running, &c.terminal}) {
+      for (const CostTerm& t : *terms) check_spatial_force_signal(c, t);
+    }
     for (const CostTerm& t : c.terminal) {
       if (t.needs_acceleration()) {
         throw InputError(fmt::format("{}: cost '{}': a terminal term cannot use accelerations or "
@@ -471,6 +479,17 @@ void Model::validate() const {
     }
   }
   check_domains(nominal_parameters());
+}
+
+void Model::check_spatial_force_signal(const CostSpec& c, const CostTerm& t) const {
+  const bool of_contact = t.signal == Signal::Penetration || t.signal == Signal::NormalForce;
+  if (!of_contact && t.spatial_force < 0) return;  // a planar spring's or another signal
+  const SpatialForceType wanted = of_contact ? SpatialForceType::CompliantContact : SpatialForceType::Spring;
+  if (t.spatial_force < 0 || t.spatial_force >= static_cast<int>(spatial_forces.size()) ||
+      spatial_forces[static_cast<size_t>(t.spatial_force)].type != wanted) {
+    throw InputError(fmt::format("{}: cost '{}': a term's spatial force index {} is not a {}", where(*this), c.name,
+                                 t.spatial_force, of_contact ? "compliant contact" : "spatial spring"));
+  }
 }
 
 void Model::validate_spatial() const {

@@ -8,8 +8,10 @@
 #include "../yaml/yaml_fields.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -431,6 +433,11 @@ class Reader : yaml::Fields {
     const std::string text = trim(scalar(n, field));
     if (text.empty()) fail(n, field, "expected an expression h(x, y) [m]");
     static const std::vector<std::string> ground_names = {"x", "y"};
+    for (const std::string& name : ground_names) {
+      if (parameter_index_.count(name) != 0) {
+        fail(n, field, fmt::format("a height field reads the ground coordinate '{}': rename the parameter '{}'", name, name));
+      }
+    }
     parameter_group();  // fills parameter_names_
     const std::array<NameGroup, 2> groups = {NameGroup{"ground coordinates", &ground_names},
                                              NameGroup{"parameters", &parameter_names_}};
@@ -935,6 +942,9 @@ class Reader : yaml::Fields {
         if (term.signal != Signal::Reaction) {
           term.spatial_force = spatial_force_named(name, SpatialForceType::Spring);
           if (term.spatial_force >= 0) return;
+          if (spatial_force_named(name, SpatialForceType::CompliantContact) >= 0) {
+            fail(t["of"], tf + ".of", fmt::format("'{}' is not a spring", name));
+          }
         }
         for (size_t k = 0; k < model_.elements.size(); ++k) {
           const Element& e = model_.elements[k];

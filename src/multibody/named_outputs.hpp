@@ -10,11 +10,12 @@
 //   <element>.phi[k]        residual of row k of a constraint element
 //                           (the same for spatial joints, then <body>.normalization.reaction[0]
 //                           and .phi[0] of each spatial body)
-//   <spring>.length <spring>.force     translational springs, planar then spatial (tension
-//                                      positive) [m, N]
+//   <spring>.length <spring>.force     translational springs, planar (tension positive)
+//                                      [m, N]
 //   <spring>.angle <spring>.torque     rotational springs (theta_b - theta_a) [rad, N m]
-//   <contact>.penetration .normal_force .friction .slip   compliant contacts of spatial
-//                           bodies: delta [m], N [N], |friction| [N], |v_t| [m/s]
+//   then the spatial forces in their order: <spring>.length <spring>.force of a spatial
+//   spring; <contact>.penetration .normal_force .friction .slip of a compliant contact:
+//   delta [m], N [N], |friction| [N], |v_t| [m/s]
 //   <contact>.gap           normal distance of the contact point to its line [m]
 //   <contact>.force         persistent contacts: the push while active (>= 0), else 0 [N, N m]
 //   <contact>.friction      frictional contacts: the friction force on the point along the

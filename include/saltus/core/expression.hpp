@@ -103,8 +103,8 @@ class Expression {
   /// The symbolic derivative with respect to the name at `index` of `group`, an expression over
   /// the same groups whose text reads "d(<text>)/d(<name>)" (`name` is for that text only), so
   /// that a function's slope can be evaluated, and differentiated again, in every scalar type.
-  /// Throws ExpressionError if the expression uses min or max, which have no derivative at
-  /// their kink; abs(a) differentiates as a' a / abs(a).
+  /// Throws ExpressionError if the expression uses abs, min or max, which have no derivative
+  /// at their kink.
   Expression derivative(int group, int index, std::string_view name) const;
 
   enum class Op { Number, Name, Negate, Add, Subtract, Multiply, Divide, Power, IntegerPower,

@@ -452,6 +452,9 @@ struct Model {
   /// directions non-zero. The message names the location, the field, the value and the
   /// parameter it came from.
   void check_domains(const Eigen::VectorXd& p) const;
+  /// A cost term reading a spatial force (penetration, normal_force, or a spatial spring's
+  /// length or force) must name one of the right type.
+  void check_spatial_force_signal(const CostSpec& c, const CostTerm& t) const;
   /// "file:line:col: field" (or "file: field", or "model 'name': field") for messages.
   std::string locate(const std::string& field) const;
   /// "elements[i] 'name'" / "contacts[i] 'name'" for messages.
