@@ -7,6 +7,7 @@
 // bump and of the vehicle example agree across forward sensitivities, the adjoint and the
 // complex step (the vehicle: central differences).
 #include <saltus/core/parameter_subset.hpp>
+#include <saltus/multibody/check.hpp>
 #include <saltus/multibody/dynamics.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
@@ -267,6 +268,21 @@ TEST(CompliantContact, VehicleGradientsAgree) {
                                                    adjoint_estimate(adjoint(pb, p, o)), central_differences(pb, p, o)});
   EXPECT_LT(cmp.max_relative_error[1], 1e-4) << "adjoint";
   EXPECT_LT(cmp.max_relative_error[2], 5e-3) << "central differences";
+}
+
+// saltus check reports each tyre at the vehicle's static equilibrium: the load m_body g / 4 +
+// (m_hub + m_wheel) g and the penetration (load / k_tyre)^(2/3).
+TEST(CompliantContact, CheckReportsTheStartingLoad) {
+  const ModelCheck c = check_model(load_model(example("vehicle.yaml")));
+  ASSERT_EQ(c.compliant_contacts.size(), 4u);
+  const double load = 1000.0 * 9.81 / 4.0 + (15.0 + 20.0) * 9.81;
+  for (const auto& tyre : c.compliant_contacts) {
+    EXPECT_NEAR(tyre.normal_force, load, 1e-6 * load) << tyre.name;
+    EXPECT_NEAR(tyre.penetration, std::pow(load / 1.5e6, 2.0 / 3.0), 1e-12) << tyre.name;
+    EXPECT_EQ(tyre.radius, 0.3);
+  }
+  EXPECT_EQ(c.compliant_contacts[0].name, "tyre_fl");
+  EXPECT_EQ(c.compliant_contacts[0].body, "wheel_fl");
 }
 
 // Bad input names the field: both grounds, no ground, a kink in the height field, a radius out

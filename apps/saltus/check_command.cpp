@@ -45,6 +45,11 @@ void print_check(std::ostream& out, const multibody::ModelCheck& c) {
                k.unit, k.normal_velocity + 0.0, k.unit,  // + 0.0: no "-0"
                k.persistence.empty() ? "" : "; " + k.persistence);
   }
+  if (!c.compliant_contacts.empty()) fmt::print(out, "Compliant contacts:\n");
+  for (const auto& k : c.compliant_contacts) {
+    fmt::print(out, "  {}: sphere of radius {:g} m on '{}', initial penetration {:.6g} m, normal force {:.6g} N\n",
+               k.name, k.radius, k.body, k.penetration + 0.0, k.normal_force + 0.0);
+  }
   fmt::print(out, "Assembly: residual max |Phi| = {:.3g}; largest correction of a given position {:.3g} ({})\n",
              c.assembly_residual, c.largest_correction, c.largest_correction_coordinate);
   for (const auto& note : c.notes) fmt::print(out, "Warning: {}\n", note);

@@ -93,6 +93,12 @@ void describe_start(const Model& model, const std::vector<int>& active, ModelChe
     out.contacts.push_back(
         {c.name, what, c.kind == ContactKind::AngleStop ? "rad" : "m", g.gap.value, g.gap.rate, persistence});
   }
+  for (const SpatialForce& f : model.spatial_forces) {
+    if (f.type != SpatialForceType::CompliantContact) continue;
+    const CompliantContactState<double> s = compliant_contact_state<double>(model, f, start, p);
+    out.compliant_contacts.push_back({f.name, model.spatial_bodies[static_cast<size_t>(f.body_a)].name,
+                                      value_of<double>(f.radius, p), s.penetration, s.normal_force});
+  }
 }
 
 }  // namespace

@@ -40,6 +40,15 @@ struct ModelCheck {
     std::string persistence;
   };
   std::vector<ContactStart> contacts;
+  /// A compliant contact (a sphere against the ground) at the assembled start.
+  struct CompliantStart {
+    std::string name;
+    std::string body;           ///< the spatial body carrying the sphere
+    double radius = 0.0;        ///< [m]
+    double penetration = 0.0;   ///< delta [m], < 0 clear of the ground
+    double normal_force = 0.0;  ///< N [N]
+  };
+  std::vector<CompliantStart> compliant_contacts;
   std::vector<std::string> notes;  ///< input a run would correct (warnings of `saltus run`)
   double assembly_residual = 0.0;  ///< max |Phi| at the assembled configuration
   double largest_correction = 0.0; ///< max |q - q_given| over the coordinates [m or rad]
