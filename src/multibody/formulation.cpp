@@ -37,10 +37,13 @@ void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form
   for (size_t i = 0; i < model.costs.size(); ++i) {
     const CostSpec& spec = model.costs[i];
     const bool mu = needs_reactions(spec.running);
-    auto running = [form, i, mu](auto t, const auto& x, const auto& xdot, const auto& p) {
+    const bool reads_rates = reads_accelerations(spec.running);
+    // Reactions alone come from the state (the formulation solves for the accelerations): a
+    // cost declared not to read x-dot must not take its accelerations from x-dot either.
+    auto running = [form, i, mu, reads_rates](auto t, const auto& x, const auto& xdot, const auto& p) {
       using S = ScalarOf<decltype(x)>;
       const VectorX<S> xd = xdot;
-      const FullState<S> fs = form->template full_state<S>(t, x, p, &xd, mu);
+      const FullState<S> fs = form->template full_state<S>(t, x, p, reads_rates ? &xd : nullptr, mu);
       return cost_terms(*form->model, form->model->costs[i].running, fs, p);
     };
     // At the run's final time (a driving constraint in Maggi makes positions depend on t).
@@ -49,7 +52,7 @@ void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form
       const FullState<S> fs = form->template full_state<S>(t, x, p, nullptr, false);
       return cost_terms(*form->model, form->model->costs[i].terminal, fs, p);
     };
-    const RateUse rates = reads_accelerations(spec.running) ? RateUse::Reads : RateUse::Ignores;
+    const RateUse rates = reads_rates ? RateUse::Reads : RateUse::Ignores;
     if (!spec.running.empty() && !spec.terminal.empty()) {
       pb.add_cost(spec.name, running, terminal, rates);
     } else if (!spec.running.empty()) {

@@ -42,6 +42,9 @@ int SpatialJoint::n_constraints() const {
       return 5;
     case SpatialJointType::Fixed:
       return 6;
+    case SpatialJointType::RotationalDriver:
+    case SpatialJointType::TranslationalDriver:
+      return 1;
   }
   return 0;
 }
@@ -170,6 +173,17 @@ class DomainCheck {
       throw InputError(fmt::format("{}: {} needs a non-zero {}, got [{}, {}, {}]", m_.locate(field), owner, what, x, y, z));
     }
   }
+  /// A normal that measures an angle about an axis must not lie along it (its part across the
+  /// axis is what counts; 1e-8 of its length).
+  void across_axis(const Value3& normal, const Value3& axis, const std::string& field, const std::string& owner,
+                   const char* what, const char* axis_name) const {
+    const Eigen::Vector3d n(eval(normal.x), eval(normal.y), eval(normal.z));
+    const Eigen::Vector3d h(eval(axis.x), eval(axis.y), eval(axis.z));
+    if (!(n.cross(h).norm() > 1e-8 * n.norm() * h.norm())) {
+      throw InputError(fmt::format("{}: {} needs {} across {}, got [{}, {}, {}] parallel to [{}, {}, {}]", m_.locate(field),
+                                   owner, what, axis_name, n[0], n[1], n[2], h[0], h[1], h[2]));
+    }
+  }
   /// The inertia tensor (xx, yy, zz, xy, xz, yz) must be symmetric positive definite.
   void positive_definite(const std::array<Value, 6>& j, const std::string& field, const std::string& owner) const {
     Eigen::Matrix3d J;
@@ -274,9 +288,14 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
       check.non_zero(j.axis_a, field + ".axis_a", owner, "axis_a");
       check.non_zero(j.axis_b, field + ".axis_b", owner, "axis_b");
     }
-    if (j.type == SpatialJointType::Translational || j.type == SpatialJointType::Fixed) {
+    if (j.type == SpatialJointType::Translational || j.type == SpatialJointType::Fixed ||
+        j.type == SpatialJointType::RotationalDriver) {
       check.non_zero(j.normal_a, field + ".normal_a", owner, "normal_a");
       check.non_zero(j.normal_b, field + ".normal_b", owner, "normal_b");
+    }
+    if (j.type == SpatialJointType::RotationalDriver) {
+      check.across_axis(j.normal_a, j.axis_a, field + ".normal_a", owner, "normal_a", "its axis_a");
+      check.across_axis(j.normal_b, j.axis_b, field + ".normal_b", owner, "normal_b", "its axis_b");
     }
     if (j.type == SpatialJointType::Distance) check.positive(j.length, field + ".length", owner, "length");
   }
@@ -296,6 +315,32 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
         throw InputError(fmt::format("{}: {} has a height field without its slopes (height_x, height_y: "
                                      "Expression::derivative of it in x and y)",
                                      locate(field + ".height"), owner));
+      }
+      continue;
+    }
+    if (f.type == SpatialForceType::RotationalSpring) {
+      const std::string owner = "rotational spring '" + f.name + "'";
+      check.non_zero(f.axis_a, field + ".axis_a", owner, "axis_a");
+      check.non_zero(f.axis_b, field + ".axis_b", owner, "axis_b");
+      check.non_zero(f.normal_a, field + ".normal_a", owner, "normal_a");
+      check.non_zero(f.normal_b, field + ".normal_b", owner, "normal_b");
+      check.across_axis(f.normal_a, f.axis_a, field + ".normal_a", owner, "normal_a", "its axis_a");
+      check.across_axis(f.normal_b, f.axis_b, field + ".normal_b", owner, "normal_b", "its axis_b");
+      check.non_negative(f.stiffness, field + ".stiffness", owner, "stiffness");
+      check.non_negative(f.damping, field + ".damping", owner, "damping");
+      continue;
+    }
+    if (f.type == SpatialForceType::Bushing) {
+      const std::string owner = "bushing '" + f.name + "'";
+      const std::pair<const Value3*, const char*> fields[] = {{&f.linear_stiffness, "stiffness"},
+                                                              {&f.linear_damping, "damping"},
+                                                              {&f.angular_stiffness, "rotational_stiffness"},
+                                                              {&f.angular_damping, "rotational_damping"}};
+      for (const auto& [values, key] : fields) {
+        const Value* entries[] = {&values->x, &values->y, &values->z};
+        for (int i = 0; i < 3; ++i) {
+          check.non_negative(*entries[i], fmt::format("{}.{}[{}]", field, key, i), owner, key);
+        }
       }
       continue;
     }
@@ -526,8 +571,15 @@ void Model::validate_spatial() const {
     }
     check_body(f.body_a, field + ".a", "force '" + f.name + "'");
     check_body(f.body_b, field + ".b", "force '" + f.name + "'");
-    if (f.type != SpatialForceType::Spring && f.body_a < 0) {
+    const bool between_two = f.type == SpatialForceType::Spring || f.type == SpatialForceType::RotationalSpring ||
+                             f.type == SpatialForceType::Bushing;
+    if (!between_two && f.body_a < 0) {
       throw InputError(fmt::format("{}: force '{}' acts on the ground; give it a body", locate(field), f.name));
+    }
+    if (between_two && f.type != SpatialForceType::Spring && f.body_a == f.body_b) {
+      throw InputError(fmt::format("{}: force '{}' joins {} to itself", locate(field), f.name,
+                                   f.body_a < 0 ? std::string("the ground")
+                                                : "body '" + spatial_bodies[static_cast<size_t>(f.body_a)].name + "'"));
     }
   }
 }

@@ -303,6 +303,13 @@ class Reader : yaml::Fields {
       for (size_t i = 0; i < js.size(); ++i) {
         model_.spatial_joints.push_back(spatial_joint(js[i], fmt::format("spatial.joints[{}]", i)));
         claim(js[i], fmt::format("spatial.joints[{}].name", i), model_.spatial_joints.back().name);
+        joint_index_[model_.spatial_joints.back().name] = static_cast<int>(i);
+      }
+      for (size_t i = 0; i < js.size(); ++i) {
+        SpatialJoint& j = model_.spatial_joints[i];
+        if (j.type == SpatialJointType::RotationalDriver || j.type == SpatialJointType::TranslationalDriver) {
+          attach_driver(js[i], fmt::format("spatial.joints[{}]", i), j);
+        }
       }
     }
     if (const YAML::Node fs = sp["forces"]) {
@@ -348,10 +355,19 @@ class Reader : yaml::Fields {
       j.type = SpatialJointType::Distance;
       check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "length"});
       j.length = value(require(n, "length", field), field + ".length");
+    } else if (type == "rotational_driver" || type == "translational_driver") {
+      // The driven joint's geometry is copied once every joint is read (attach_driver).
+      j.type = type == "rotational_driver" ? SpatialJointType::RotationalDriver : SpatialJointType::TranslationalDriver;
+      check_keys(n, field, j.type == SpatialJointType::RotationalDriver
+                               ? std::set<std::string>{"type", "name", "joint", "function", "normal_a", "normal_b"}
+                               : std::set<std::string>{"type", "name", "joint", "function"});
+      require(n, "joint", field);
+      j.drive = time_function(require(n, "function", field), field + ".function");
+      return j;
     } else {
       fail(n["type"], field + ".type",
            fmt::format("unknown spatial joint type '{}' (spherical, revolute, universal, cylindrical, "
-                       "translational, fixed, distance)",
+                       "translational, fixed, distance, rotational_driver, translational_driver)",
                        type));
     }
     j.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
@@ -359,6 +375,56 @@ class Reader : yaml::Fields {
     j.point_a = optional_triple(n, "point_a", field, Value3{});
     j.point_b = optional_triple(n, "point_b", field, Value3{});
     return j;
+  }
+
+  /// The joint named by n's `joint` field, which must be of one of `allowed` (named in `kinds`).
+  int driven_joint(const YAML::Node& n, const std::string& field, std::initializer_list<SpatialJointType> allowed,
+                   const char* kinds) const {
+    const YAML::Node name_node = require(n, "joint", field);
+    const std::string name = scalar(name_node, field + ".joint");
+    const auto it = joint_index_.find(name);
+    if (it == joint_index_.end()) fail(name_node, field + ".joint", fmt::format("unknown spatial joint '{}'", name));
+    const SpatialJointType type = model_.spatial_joints[static_cast<size_t>(it->second)].type;
+    if (std::find(allowed.begin(), allowed.end(), type) == allowed.end()) {
+      fail(name_node, field + ".joint", fmt::format("joint '{}' is not a {} joint", name, kinds));
+    }
+    return it->second;
+  }
+
+  /// The first of a frame's axes x, y, z least aligned with `axis` (at the nominal parameters):
+  /// the default normal that measures an angle about it (made perpendicular to it at use).
+  Value3 default_normal(const Value3& axis) const {
+    const Eigen::VectorXd p = model_.nominal_parameters();
+    const Eigen::Vector3d h(axis.x.at<double>(p), axis.y.at<double>(p), axis.z.at<double>(p));
+    int least = 0;
+    for (int c = 1; c < 3; ++c) {
+      if (std::abs(h[c]) < std::abs(h[least])) least = c;
+    }
+    return Value3{least == 0 ? 1.0 : 0.0, least == 1 ? 1.0 : 0.0, least == 2 ? 1.0 : 0.0};
+  }
+
+  /// The normals that measure an angle about axis_a and axis_b: given, else default_normal.
+  void read_angle_normals(const YAML::Node& n, const std::string& field, Value3& normal_a, Value3& normal_b,
+                          const Value3& axis_a, const Value3& axis_b) const {
+    normal_a = optional_triple(n, "normal_a", field, default_normal(axis_a));
+    normal_b = optional_triple(n, "normal_b", field, default_normal(axis_b));
+  }
+
+  /// A driver takes the bodies, points and axes of the joint it drives.
+  void attach_driver(const YAML::Node& n, const std::string& field, SpatialJoint& j) const {
+    const bool rotational = j.type == SpatialJointType::RotationalDriver;
+    j.driven = rotational ? driven_joint(n, field, {SpatialJointType::Revolute, SpatialJointType::Cylindrical},
+                                         "revolute or cylindrical")
+                          : driven_joint(n, field, {SpatialJointType::Translational, SpatialJointType::Cylindrical},
+                                         "translational or cylindrical");
+    const SpatialJoint& driven = model_.spatial_joints[static_cast<size_t>(j.driven)];
+    j.body_a = driven.body_a;
+    j.body_b = driven.body_b;
+    j.point_a = driven.point_a;
+    j.point_b = driven.point_b;
+    j.axis_a = driven.axis_a;
+    j.axis_b = driven.axis_b;
+    if (rotational) read_angle_normals(n, field, j.normal_a, j.normal_b, j.axis_a, j.axis_b);
   }
 
   SpatialForce spatial_force(const YAML::Node& n, const std::string& field) const {
@@ -392,12 +458,64 @@ class Reader : yaml::Fields {
       f.vector = triple(require(n, "torque", field), field + ".torque");
     } else if (type == "compliant_contact") {
       read_compliant_contact(n, field, f);
+    } else if (type == "rotational_spring") {
+      read_rotational_spring(n, field, f);
+    } else if (type == "bushing") {
+      read_bushing(n, field, f);
     } else {
       fail(n["type"], field + ".type",
-           fmt::format("unknown spatial force type '{}' (spring, force, torque, compliant_contact)", type));
+           fmt::format("unknown spatial force type '{}' (spring, force, torque, compliant_contact, rotational_spring, "
+                       "bushing)",
+                       type));
     }
-    if (f.type != SpatialForceType::Spring && f.body_a < 0) fail(n["body"], field + ".body", "expected a spatial body");
+    const bool between_two = f.type == SpatialForceType::Spring || f.type == SpatialForceType::RotationalSpring ||
+                             f.type == SpatialForceType::Bushing;
+    if (!between_two && f.body_a < 0) fail(n["body"], field + ".body", "expected a spatial body");
     return f;
+  }
+
+  /// A rotational spring-damper-actuator about a revolute or cylindrical joint's axis (`joint`),
+  /// or about `axis_a` between bodies `a` and `b`.
+  void read_rotational_spring(const YAML::Node& n, const std::string& field, SpatialForce& f) const {
+    check_keys(n, field, {"type", "name", "joint", "a", "b", "axis_a", "axis_b", "normal_a", "normal_b", "stiffness",
+                          "damping", "rest_angle", "torque"});
+    f.type = SpatialForceType::RotationalSpring;
+    if (n["joint"]) {
+      for (const char* key : {"a", "b", "axis_a", "axis_b"}) {
+        if (n[key]) fail(n[key], field + "." + key, "give either 'joint' or the bodies and axes, not both");
+      }
+      const SpatialJoint& j = model_.spatial_joints[static_cast<size_t>(
+          driven_joint(n, field, {SpatialJointType::Revolute, SpatialJointType::Cylindrical}, "revolute or cylindrical"))];
+      f.body_a = j.body_a;
+      f.body_b = j.body_b;
+      f.axis_a = j.axis_a;
+      f.axis_b = j.axis_b;
+    } else {
+      f.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
+      f.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");
+      f.axis_a = triple(require(n, "axis_a", field), field + ".axis_a");
+      f.axis_b = optional_triple(n, "axis_b", field, f.axis_a);
+    }
+    read_angle_normals(n, field, f.normal_a, f.normal_b, f.axis_a, f.axis_b);
+    f.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
+    f.damping = optional_value(n, "damping", field, 0.0);
+    f.rest_angle = optional_value(n, "rest_angle", field, 0.0);
+    f.actuator = optional_value(n, "torque", field, 0.0);
+  }
+
+  /// Linear springs and dampers on the relative displacement and rotation of two frames.
+  void read_bushing(const YAML::Node& n, const std::string& field, SpatialForce& f) const {
+    check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "stiffness", "damping",
+                          "rotational_stiffness", "rotational_damping"});
+    f.type = SpatialForceType::Bushing;
+    f.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
+    f.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");
+    f.point_a = optional_triple(n, "point_a", field, Value3{});
+    f.point_b = optional_triple(n, "point_b", field, Value3{});
+    f.linear_stiffness = triple(require(n, "stiffness", field), field + ".stiffness");
+    f.linear_damping = optional_triple(n, "damping", field, Value3{});
+    f.angular_stiffness = triple(require(n, "rotational_stiffness", field), field + ".rotational_stiffness");
+    f.angular_damping = optional_triple(n, "rotational_damping", field, Value3{});
   }
 
   /// A sphere against the ground: `plane: {point, normal}` or `height: "h(x, y)"`.
@@ -1012,6 +1130,7 @@ class Reader : yaml::Fields {
   std::map<std::string, int> parameter_index_;
   std::map<std::string, int> body_index_;
   std::map<std::string, int> spatial_index_;
+  std::map<std::string, int> joint_index_;  ///< spatial joints by name
   std::map<std::string, PointRef> refs_;
   std::set<std::string> names_;
   mutable std::map<std::string, std::string> locations_;

@@ -34,6 +34,10 @@ std::pair<std::string, std::string> joint_row_units(const SpatialJoint& j, int r
   switch (j.type) {
     case SpatialJointType::Distance:
       return {"m^2", "N/m"};
+    case SpatialJointType::RotationalDriver:
+      return cosine;  // sin(theta - f): the multiplier is minus the driving torque
+    case SpatialJointType::TranslationalDriver:
+      return length;
     case SpatialJointType::Cylindrical:
     case SpatialJointType::Translational:
       return row == 2 || row == 3 ? length : cosine;  // rows 2, 3: the point on the axis
@@ -103,6 +107,12 @@ std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_u
       add(f.name + ".normal_force", "N");
       add(f.name + ".friction", "N");
       add(f.name + ".slip", "m/s");
+    } else if (f.type == SpatialForceType::RotationalSpring) {
+      add(f.name + ".angle", "rad");
+      add(f.name + ".torque", "N m");
+    } else if (f.type == SpatialForceType::Bushing) {
+      for (int i = 0; i < 3; ++i) add(fmt::format("{}.displacement[{}]", f.name, i), "m");
+      for (int i = 0; i < 3; ++i) add(fmt::format("{}.rotation[{}]", f.name, i), "rad");
     }
   }
   for (const Contact& c : m.contacts) add(c.name + ".gap", c.kind == ContactKind::AngleStop ? "rad" : "m");

@@ -62,6 +62,10 @@ S potential_energy(const Model& m, const MotionState<S>& st, In<S> p) {
       v -= dot3(value3<S>(f.vector, p), spatial_vector<S>(m, st, f.body_a, value3<S>(f.point_a, p), true).value);
     } else if (f.type == SpatialForceType::CompliantContact) {
       v += compliant_contact_energy(m, f, st, p);
+    } else if (f.type == SpatialForceType::RotationalSpring) {
+      v += rotational_spring_energy(m, f, st, p);
+    } else if (f.type == SpatialForceType::Bushing) {
+      v += bushing_energy(m, f, st, p);
     }
   }
   for (size_t b = 0; b < m.bodies.size(); ++b) {
@@ -167,6 +171,14 @@ void output_values(const Model& m, const FullState<S>& fs, In<S> p, Out<S> y) {
       y[k++] = c.normal_force;
       y[k++] = sqrt(dot3(c.friction, c.friction) + S(1e-300));
       y[k++] = c.slip;
+    } else if (f.type == SpatialForceType::RotationalSpring) {
+      const RotationalSpringState<S> s = rotational_spring_state(m, f, st, p);
+      y[k++] = s.angle.value;
+      y[k++] = s.torque;
+    } else if (f.type == SpatialForceType::Bushing) {
+      const BushingState<S> s = bushing_state(m, f, st, p);
+      for (const KinRow<S>& u : s.displacement) y[k++] = u.value;
+      for (const KinRow<S>& phi : s.rotation) y[k++] = phi.value;
     }
   }
   for (const Contact& c : m.contacts) y[k++] = contact_geometry(m, c, st, p).gap.value;

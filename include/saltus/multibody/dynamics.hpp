@@ -7,7 +7,7 @@
 // (spatial.hpp), so M = M(q, p) and F holds its quadratic velocity forces.
 #include <saltus/multibody/dense_solve.hpp>
 #include <saltus/multibody/kinematics.hpp>
-#include <saltus/multibody/spatial.hpp>
+#include <saltus/multibody/spatial_joints.hpp>
 
 #include <fmt/format.h>
 
@@ -392,6 +392,14 @@ void add_spatial_forces(const Model& m, const MotionState<S>& st, In<S> p, Vecto
         if (c.pressing) c.point.jac.add_transposed(F, Vec3<S>(c.normal_force * c.normal + c.friction));
         break;
       }
+      case SpatialForceType::RotationalSpring: {
+        const RotationalSpringState<S> s = rotational_spring_state(m, e, st, p);
+        s.angle.jac.add_transposed(F, S(-s.torque));  // against the angle: -dV/dq
+        break;
+      }
+      case SpatialForceType::Bushing:
+        add_bushing_forces(m, e, st, p, F);
+        break;
     }
   }
 }

@@ -117,6 +117,11 @@ struct SpatialBody {
   bool velocity_given = false;       ///< velocity or angular_velocity stated (else derived)
 };
 
+/// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
+struct TimeFunction {
+  Value offset, rate, amplitude, frequency, phase;
+};
+
 /// Joints between spatial bodies (theory multibody.md section 11), built from the primitives
 /// spherical (3 rows), dot-1 and distance.
 enum class SpatialJointType {
@@ -127,6 +132,12 @@ enum class SpatialJointType {
   Cylindrical,    ///< axis_b parallel to axis_a, P_b on the line through P_a along it (4 rows)
   Translational,  ///< cylindrical without the twist: normal_b stays along normal_a (5 rows)
   Fixed,          ///< P_a = P_b, axes parallel, no twist (6 rows)
+  /// The angle of a revolute or cylindrical joint about its axis equals f(t) (1 row,
+  /// sin(theta - f(t)) = 0; theta as for a rotational spring, spatial_joint_angle).
+  RotationalDriver,
+  /// The travel of a translational or cylindrical joint along its axis, (A_a h_a)^T (P_b - P_a),
+  /// equals f(t) (1 row).
+  TranslationalDriver,
 };
 
 /// A joint between spatial bodies a and b (-1: the ground). Points and axes are given in each
@@ -141,6 +152,10 @@ struct SpatialJoint {
   /// rows hold (A_a normal_a) . (A_b (axis_b x normal_b)) = 0, so the normals stay parallel.
   Value3 normal_a, normal_b;
   Value length;             ///< Distance [m]
+  /// Drivers: the driven joint (index into Model::spatial_joints) whose bodies, points, axes
+  /// (and, for the angle, normals) the driver copies, and f(t) [rad or m].
+  int driven = -1;
+  TimeFunction drive;
   int n_constraints() const;
 };
 
@@ -153,6 +168,14 @@ enum class SpatialForceType {
   /// field z = h(x, y): Hunt-Crossley normal force and regularized Coulomb friction
   /// (docs/multibody.md, "Compliant contact").
   CompliantContact,
+  /// A rotational spring-damper-actuator about axis_a between bodies a and b: torque
+  /// k (theta - rest angle) + c theta-dot + actuator against the angle theta from normal_a (on a)
+  /// to normal_b (on b) about axis_a (spatial_joint_angle).
+  RotationalSpring,
+  /// A bushing between frames at point_a on a and point_b on b: linear springs and dampers on
+  /// the displacement u = A_a^T (P_b - P_a) and on the rotation phi = 2 G(p_a) p_b (the vector
+  /// part of the relative Euler parameters doubled), both in a's axes.
+  Bushing,
 };
 
 struct SpatialForce {
@@ -169,11 +192,13 @@ struct SpatialForce {
   /// axes), or, when `height` is set, the height field z = h(x, y) with its slopes h_x, h_y
   /// (expressions over the groups {x, y} then the parameters).
   std::shared_ptr<const Expression> height, height_x, height_y;
-};
-
-/// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
-struct TimeFunction {
-  Value offset, rate, amplitude, frequency, phase;
+  /// RotationalSpring: the axes and the normals that measure its angle (in a's and b's frames;
+  /// axis_b is not used by the angle), the rest angle [rad]; `actuator` is its torque [N m].
+  Value3 axis_a, axis_b, normal_a, normal_b;
+  Value rest_angle = 0.0;
+  /// Bushing: per axis of a's frame, stiffness [N/m] and damping [N s/m] on u, rotational
+  /// stiffness [N m/rad] and damping [N m s/rad] on phi.
+  Value3 linear_stiffness, linear_damping, angular_stiffness, angular_damping;
 };
 
 enum class ElementType {

@@ -205,54 +205,6 @@ std::pair<Vec3<S>, Vec3<S>> perpendicular_pair(const Vec3<S>& h) {
   return {f, g};
 }
 
-/// Appends spatial joint j's constraint rows (theory multibody.md section 11), with d = P_a -
-/// P_b, h the axes and f_a, g_a perpendicular to h_a on a:
-///   spherical      S: the three components of d;
-///   revolute       S + dot-1 (f_a, h_b) + dot-1 (g_a, h_b);
-///   universal      S + dot-1 (h_a, h_b);
-///   distance       d^T d - length^2;
-///   cylindrical    dot-1 (f_a, h_b), dot-1 (g_a, h_b), dot-2 (f_a, d), dot-2 (g_a, d);
-///   translational  cylindrical + dot-1 (n_a, h_b x n_b) (the twist);
-///   fixed          S + dot-1 (f_a, h_b) + dot-1 (g_a, h_b) + the twist.
-template <class S, class Rows>
-void append_joint_rows(const SpatialJoint& j, const Model& m, const MotionState<S>& st, In<S> p, Rows& rows) {
-  using Type = SpatialJointType;
-  const Kin3<S> d = difference(spatial_vector<S>(m, st, j.body_a, value3<S>(j.point_a, p), true),
-                               spatial_vector<S>(m, st, j.body_b, value3<S>(j.point_b, p), true));
-  if (j.type == Type::Distance) {
-    KinRow<S> r = dot(d, d);
-    const S length = value_of<S>(j.length, p);
-    r.value -= length * length;
-    rows.push_back(r);
-    return;
-  }
-  const bool coincident = j.type != Type::Cylindrical && j.type != Type::Translational;
-  if (coincident) {
-    for (int i = 0; i < 3; ++i) rows.push_back(component(d, i));
-  }
-  if (j.type == Type::Spherical) return;
-  const Vec3<S> axis_b = unit3<S>(j.axis_b, p);
-  const Kin3<S> h_b = spatial_vector<S>(m, st, j.body_b, axis_b, false);
-  if (j.type == Type::Universal) {
-    rows.push_back(dot(spatial_vector<S>(m, st, j.body_a, unit3<S>(j.axis_a, p), false), h_b));
-    return;
-  }
-  const auto [f, g] = perpendicular_pair<S>(value3<S>(j.axis_a, p));
-  const Kin3<S> f_a = spatial_vector<S>(m, st, j.body_a, f, false);
-  const Kin3<S> g_a = spatial_vector<S>(m, st, j.body_a, g, false);
-  rows.push_back(dot(f_a, h_b));
-  rows.push_back(dot(g_a, h_b));
-  if (!coincident) {
-    rows.push_back(dot(f_a, d));
-    rows.push_back(dot(g_a, d));
-  }
-  if (j.type == Type::Translational || j.type == Type::Fixed) {
-    const Kin3<S> n_a = spatial_vector<S>(m, st, j.body_a, unit3<S>(j.normal_a, p), false);
-    const Vec3<S> across = skew(axis_b) * unit3<S>(j.normal_b, p);
-    rows.push_back(dot(n_a, spatial_vector<S>(m, st, j.body_b, across, false)));
-  }
-}
-
 /// The normalization row p^T p - 1 of spatial body `body`.
 template <class S>
 KinRow<S> normalization_row(const Model& m, const MotionState<S>& st, int body) {

@@ -1,0 +1,465 @@
+// Spatial drivers, rotational spring-damper-actuators and bushings (docs/model-files.md,
+// "Spatial bodies"; docs/multibody.md, "Drivers, rotational springs and bushings"): the drivers'
+// rows (Phi_q, Phi_t and the acceleration bias with its time terms) against the complex step;
+// the forces against the gradient of their energies written out here from the definitions
+// (quaternion product and rotation matrix by hand), their damping against its power, their
+// Jacobians in Dual against the complex step; and the dynamics against closed forms: the torque
+// that drives a pendulum along f(t), the force that lifts a slider along f(t), a damped torsion
+// oscillator with a constant torque, and a body hanging on a bushing with a torque on it. The
+// arm example's gradients agree across methods and its costs across formulations.
+#include <saltus/core/parameter_subset.hpp>
+#include <saltus/multibody/dynamics.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+namespace {
+
+using namespace saltus;
+using namespace saltus::multibody;
+
+constexpr double kStep = 1e-30;
+const Complex kI(0.0, kStep);
+
+std::string example(const std::string& name) { return std::string(SALTUS_SOURCE_DIR) + "/examples/" + name; }
+
+// Two bodies, a revolute and a cylindrical joint, three drivers on them, two rotational springs
+// (one on a joint, one between a body and the ground with its own axis and normals) and a
+// bushing, all with generic data.
+const char* kElements = R"(
+name: spatial_elements
+horizon: 1
+parameters: {k: 30, c: 0.7, w: 2.5, kb: 800}
+gravity: [0, 0, 0]
+spatial:
+  bodies:
+    b1: {mass: 2, inertia: [0.3, 0.4, 0.5, 0.01, -0.02, 0.03], center: [0.1, -0.2, 0.05], position: [0.2, 0.1, 0.3],
+         orientation: {axis: [1, 2, 3], angle: 0.7}}
+    b2: {mass: 1.5, inertia: [0.2, 0.25, 0.1], position: [0.9, -0.4, 0.6], orientation: {axis: [-1, 0.5, 0.2], angle: 1.1}}
+  joints:
+    - {type: revolute, name: r, a: ground, b: b1, point_a: [0.1, 0, 0.2], point_b: [-0.3, 0.2, 0.1], axis_a: [0, 0.3, 1],
+       axis_b: [1, 0, 0.2]}
+    - {type: cylindrical, name: cy, a: b1, b: b2, point_a: [0.1, 0.2, 0], point_b: [0, -0.1, 0.3], axis_a: [0.2, 1, 0.1]}
+    - {type: rotational_driver, name: spin, joint: r, function: {offset: 0.2, rate: w, amplitude: 0.3, frequency: 4, phase: 0.1}}
+    - {type: rotational_driver, name: turn, joint: cy, normal_a: [1, 0, 0.3], normal_b: [0, 0, 1],
+       function: {offset: -0.4, amplitude: 0.2, frequency: 3}}
+    - {type: translational_driver, name: slide, joint: cy, function: {offset: 0.05, rate: 0.2, amplitude: 0.1, frequency: w}}
+  forces:
+    - {type: rotational_spring, name: rs, joint: r, stiffness: k, damping: c, rest_angle: 0.3, torque: 0.5}
+    - {type: rotational_spring, name: rs2, a: b2, b: ground, axis_a: [0.3, 1, 0.2], normal_a: [1, 0, 0],
+       normal_b: [0, 0.2, 1], stiffness: 12, damping: 0.2}
+    - {type: bushing, name: bu, a: b1, b: b2, point_a: [0.2, -0.1, 0.3], point_b: [-0.1, 0.2, 0], stiffness: [kb, 600, 900],
+       damping: [3, 4, 5], rotational_stiffness: [40, 50, 60], rotational_damping: [0.4, 0.5, 0.6]}
+costs:
+  c: {terminal: [{signal: z, of: b1}]}
+)";
+
+Model elements() { return parse_model(kElements, "spatial_elements"); }
+
+/// A generic state off the constraint manifold at time t, moved by h along dq (and t by h when
+/// `move_time`).
+MotionState<Complex> state(const Model& m, Complex h, const Eigen::VectorXd& dq, bool move_time = false) {
+  const Eigen::VectorXd q0 = m.initial_positions();
+  MotionState<Complex> st;
+  st.t = Complex(0.3) + (move_time ? h : Complex(0.0));
+  st.q = q0.cast<Complex>() + h * dq.cast<Complex>();
+  st.v.resize(q0.size());
+  for (Eigen::Index i = 0; i < q0.size(); ++i) st.v[i] = 0.4 * std::sin(1.3 * static_cast<double>(i) + 0.2);
+  return st;
+}
+
+TEST(SpatialElements, DriverRowsMatchTheComplexStep) {
+  const Model m = elements();
+  m.validate();
+  const int n = m.n_coordinates();
+  ASSERT_EQ(m.n_constraints(), 5 + 4 + 3 + 2);
+  const Eigen::VectorXcd p = m.nominal_parameters().cast<Complex>();
+  const MotionState<Complex> base = state(m, 0.0, Eigen::VectorXd::Zero(n));
+  const ConstraintSet<Complex> c = constraints<Complex>(m, base, p);
+  for (int j = 0; j < n; ++j) {
+    const ConstraintSet<Complex> cj = constraints<Complex>(m, state(m, kI, Eigen::VectorXd::Unit(n, j)), p);
+    for (Eigen::Index i = 0; i < c.phi.size(); ++i) {
+      EXPECT_NEAR(c.jac.coeff(i, j).real(), cj.phi[i].imag() / kStep, 1e-12) << "Phi_q row " << i << " col " << j;
+    }
+  }
+  const ConstraintSet<Complex> later = constraints<Complex>(m, state(m, kI, Eigen::VectorXd::Zero(n), true), p);
+  Eigen::VectorXd v(n);
+  for (int i = 0; i < n; ++i) v[i] = base.v[i].real();
+  // The bias is d/ds of Phi_q v + Phi_t along (t + s, q + s v) with v fixed (a = 0).
+  const MotionState<Complex> moved = state(m, kI, v, true);
+  const Eigen::VectorXcd rate = constraints<Complex>(m, moved, p).rate(moved.v);
+  for (Eigen::Index i = 0; i < c.phi.size(); ++i) {
+    EXPECT_NEAR(c.phi_t[i].real(), later.phi[i].imag() / kStep, 1e-12) << "Phi_t row " << i;
+    EXPECT_NEAR(c.bias[i].real(), rate[i].imag() / kStep, 1e-11) << "bias row " << i;
+  }
+}
+
+// The rotation by hand: A(p) = (e0^2 - e^T e) I + 2 e e^T + 2 e0 e~, for any p.
+template <class S>
+Mat3<S> rotation(const Vec4<S>& p) {
+  const Vec3<S> e(p[1], p[2], p[3]);
+  Mat3<S> tilde;
+  tilde << S(0.0), -e[2], e[1], e[2], S(0.0), -e[0], -e[1], e[0], S(0.0);
+  return (p[0] * p[0] - (e[0] * e[0] + e[1] * e[1] + e[2] * e[2])) * Mat3<S>::Identity() + S(2.0) * e * e.transpose() +
+         S(2.0) * p[0] * tilde;
+}
+
+Vec3<Complex> unit(const Eigen::Vector3d& w) { return w.normalized().cast<Complex>(); }
+
+/// The part of n perpendicular to the unit axis h, unit length.
+Vec3<Complex> across(const Eigen::Vector3d& n, const Eigen::Vector3d& axis) {
+  const Eigen::Vector3d h = axis.normalized();
+  return unit(n - n.dot(h) * h);
+}
+
+Complex dot(const Vec3<Complex>& a, const Vec3<Complex>& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/// a x b without conjugation (Eigen's cross conjugates complex entries).
+Vec3<Complex> cross(const Vec3<Complex>& a, const Vec3<Complex>& b) {
+  return Vec3<Complex>(a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]);
+}
+
+/// The model's angles, bushing deflections and their energy, written out from the definitions.
+struct Written {
+  Complex rs, rs2;  ///< the two springs' angles [rad]
+  Vec3<Complex> u, phi;
+};
+
+Written written_out(const MotionState<Complex>& st) {
+  const Vec3<Complex> r1 = st.q.segment<3>(0), r2 = st.q.segment<3>(7);
+  const Mat3<Complex> A1 = rotation<Complex>(st.q.segment<4>(3)), A2 = rotation<Complex>(st.q.segment<4>(10));
+  const auto angle = [](const Vec3<Complex>& na, const Vec3<Complex>& ga, const Vec3<Complex>& nb) {
+    // atan2 on its branch, analytic: atan of the ratio plus the branch's constant.
+    const Complex y = dot(ga, nb), x = dot(na, nb);
+    return std::atan(y / x) + (std::atan2(y.real(), x.real()) - std::atan(y.real() / x.real()));
+  };
+  Written w;
+  // rs: ground (axis (0, 0.3, 1), default normal x) to b1 (axis (1, 0, 0.2), default normal y).
+  const Vec3<Complex> h = unit(Eigen::Vector3d(0, 0.3, 1)), na = across(Eigen::Vector3d(1, 0, 0), Eigen::Vector3d(0, 0.3, 1));
+  w.rs = angle(na, cross(h, na), A1 * across(Eigen::Vector3d(0, 1, 0), Eigen::Vector3d(1, 0, 0.2)));
+  // rs2: b2 (axis (0.3, 1, 0.2), normal x) to the ground (normal (0, 0.2, 1)).
+  const Eigen::Vector3d h2(0.3, 1, 0.2);
+  const Vec3<Complex> na2 = across(Eigen::Vector3d(1, 0, 0), h2);
+  w.rs2 = angle(A2 * na2, A2 * cross(unit(h2), na2), across(Eigen::Vector3d(0, 0.2, 1), h2));
+  const Vec3<Complex> Pa = r1 + A1 * Eigen::Vector3d(0.2, -0.1, 0.3).cast<Complex>();
+  const Vec3<Complex> Pb = r2 + A2 * Eigen::Vector3d(-0.1, 0.2, 0).cast<Complex>();
+  w.u = A1.transpose() * (Pb - Pa);
+  // The vector part of conj(p1) p2 (Hamilton product), doubled.
+  const Complex a0 = st.q[3], b0 = st.q[10];
+  const Vec3<Complex> a = st.q.segment<3>(4), b = st.q.segment<3>(11);
+  w.phi = Complex(2.0) * (a0 * b - b0 * a - cross(a, b));
+  return w;
+}
+
+Complex wrapped(const Complex& x) {
+  return x - 2.0 * std::numbers::pi * std::round(x.real() / (2.0 * std::numbers::pi));
+}
+
+Complex energy(const MotionState<Complex>& st) {
+  const Written w = written_out(st);
+  const Complex twist = wrapped(w.rs - 0.3), twist2 = wrapped(w.rs2);
+  Complex e = 0.5 * 30.0 * twist * twist + 0.5 * 12.0 * twist2 * twist2;
+  const double k[3] = {800, 600, 900}, kr[3] = {40, 50, 60};
+  for (int i = 0; i < 3; ++i) e += 0.5 * (k[i] * w.u[i] * w.u[i] + kr[i] * w.phi[i] * w.phi[i]);
+  return e;
+}
+
+// At rest and without the actuator torque, the forces are minus the gradient of the energy
+// written out above; the model's potential energy agrees with it.
+TEST(SpatialElements, ForcesAreMinusTheGradientOfTheirEnergy) {
+  Model m = elements();
+  m.spatial_forces[0].actuator = 0.0;
+  const int n = m.n_coordinates();
+  const Eigen::VectorXcd p = m.nominal_parameters().cast<Complex>();
+  MotionState<Complex> st = state(m, 0.0, Eigen::VectorXd::Zero(n));
+  st.v.setZero();
+  const Eigen::VectorXcd F = applied_forces<Complex>(m, st, p);
+  for (int j = 0; j < n; ++j) {
+    MotionState<Complex> moved = st;
+    moved.q[j] += kI;
+    EXPECT_NEAR(F[j].real(), -energy(moved).imag() / kStep, 1e-10 * (1.0 + std::abs(F[j].real()))) << "coordinate " << j;
+  }
+  const MotionState<double> at{0.3, m.initial_positions(), Eigen::VectorXd::Zero(n)};
+  const Eigen::VectorXd pd = m.nominal_parameters();
+  double written = energy(st).real();
+  EXPECT_NEAR(rotational_spring_energy<double>(m, m.spatial_forces[0], at, pd) +
+                  rotational_spring_energy<double>(m, m.spatial_forces[1], at, pd) +
+                  bushing_energy<double>(m, m.spatial_forces[2], at, pd),
+              written, 1e-12 * written);
+  // The outputs' angle: the written-out one.
+  EXPECT_NEAR(rotational_spring_state<double>(m, m.spatial_forces[0], at, pd).angle.value, written_out(st).rs.real(), 1e-14);
+}
+
+// With only damping, the forces' power is minus the damping's dissipation: -(c theta-dot^2 + ...)
+// with every rate taken by the complex step of the written-out angles and deflections.
+TEST(SpatialElements, DampingDissipatesItsPower) {
+  Model m = elements();
+  for (SpatialForce& f : m.spatial_forces) {
+    f.stiffness = 0.0;
+    f.actuator = 0.0;
+    f.linear_stiffness = Value3{};
+    f.angular_stiffness = Value3{};
+  }
+  Model free = m;
+  free.spatial_forces.clear();
+  const int n = m.n_coordinates();
+  const Eigen::VectorXd p = m.nominal_parameters();
+  const MotionState<Complex> sc = state(m, 0.0, Eigen::VectorXd::Zero(n));
+  MotionState<double> st{0.3, m.initial_positions(), Eigen::VectorXd(n)};
+  for (int i = 0; i < n; ++i) st.v[i] = sc.v[i].real();
+  const Eigen::VectorXd F = applied_forces<double>(m, st, p) - applied_forces<double>(free, st, p);
+  const Written rate = [&] {
+    const Written w = written_out(state(m, kI, st.v));
+    Written r;
+    r.rs = w.rs.imag() / kStep;
+    r.rs2 = w.rs2.imag() / kStep;
+    for (int i = 0; i < 3; ++i) {
+      r.u[i] = w.u[i].imag() / kStep;
+      r.phi[i] = w.phi[i].imag() / kStep;
+    }
+    return r;
+  }();
+  double dissipation = 0.7 * std::norm(rate.rs) + 0.2 * std::norm(rate.rs2);
+  const double c[3] = {3, 4, 5}, cr[3] = {0.4, 0.5, 0.6};
+  for (int i = 0; i < 3; ++i) dissipation += c[i] * std::norm(rate.u[i]) + cr[i] * std::norm(rate.phi[i]);
+  ASSERT_GT(dissipation, 0.1);
+  EXPECT_NEAR(F.dot(st.v), -dissipation, 1e-12 * dissipation);
+}
+
+// The forces' Jacobians in q, v and the parameters (Dual) against the complex step.
+TEST(SpatialElements, ForceDerivativesMatchTheComplexStep) {
+  const Model m = elements();
+  const int n = m.n_coordinates();
+  const Eigen::VectorXd p = m.nominal_parameters();
+  const MotionState<Complex> base = state(m, 0.0, Eigen::VectorXd::Zero(n));
+  const int np = static_cast<int>(p.size());
+  for (int j = 0; j < 2 * n + np; ++j) {
+    MotionState<Complex> sc = base;
+    MotionState<Dual> sd{Dual(0.3), VectorX<Dual>(n), VectorX<Dual>(n)};
+    for (int i = 0; i < n; ++i) {
+      sd.q[i] = Dual(base.q[i].real());
+      sd.v[i] = Dual(base.v[i].real());
+    }
+    VectorX<Complex> pc = p.cast<Complex>();
+    VectorX<Dual> pd = p.cast<Dual>();
+    if (j < n) {
+      sc.q[j] += kI;
+      sd.q[j].v[0] = 1.0;
+    } else if (j < 2 * n) {
+      sc.v[j - n] += kI;
+      sd.v[j - n].v[0] = 1.0;
+    } else {
+      pc[j - 2 * n] += kI;
+      pd[j - 2 * n].v[0] = 1.0;
+    }
+    const VectorX<Complex> Fc = applied_forces<Complex>(m, sc, pc);
+    const VectorX<Dual> Fd = applied_forces<Dual>(m, sd, pd);
+    for (int i = 0; i < n; ++i) {
+      const double cs = Fc[i].imag() / kStep;
+      EXPECT_NEAR(Fd[i].v[0], cs, 1e-9 * (1.0 + std::abs(cs))) << "dF[" << i << "]/dx[" << j << "]";
+    }
+  }
+}
+
+Solution run(const std::string& text) {
+  const Problem pb = make_problem(parse_model(text, "closed_form"));
+  return simulate(pb, pb.nominal_parameters(), pb.options());
+}
+
+/// Composite Simpson's rule of f over [0, T] with 2000 intervals.
+template <class F>
+double simpson(F f, double T) {
+  const int N = 2000;
+  const double h = T / N;
+  double sum = f(0.0) + f(T);
+  for (int i = 1; i < N; ++i) sum += (i % 2 == 1 ? 4.0 : 2.0) * f(i * h);
+  return sum * h / 3.0;
+}
+
+// A uniform rod hinged to the ground about y, its angle driven along f(t) = 1.2 t + 0.5 sin 3t:
+// the motor's torque is I_pivot f'' - m g (L/2) cos f, and the driver's reaction is minus it.
+TEST(SpatialElements, RotationalDriverTorqueIsTheClosedForm) {
+  const Solution s = run(R"(
+name: driven_pendulum
+horizon: 1.5
+tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
+parameters: {m: 2, L: 0.8}
+gravity: [0, 0, -9.81]
+spatial:
+  bodies:
+    rod: {mass: m, inertia: [0.001, "m*L^2/12", "m*L^2/12"], center: ["L/2", 0, 0], position: [0, 0, 0]}
+    # A model needs a degree of freedom: a free ball, falling apart from the rest.
+    ball: {mass: 1, inertia: [0.1, 0.1, 0.1], position: [5, 0, 0]}
+  joints:
+    - {type: revolute, name: hinge, a: ground, b: rod, axis_a: [0, 1, 0]}
+    - {type: rotational_driver, name: motor, joint: hinge, function: {rate: 1.2, amplitude: 0.5, frequency: 3}}
+costs:
+  reaction: {running: [{signal: reaction, of: motor, row: 0}]}
+  tip_x: {terminal: [{signal: x, of: {body: rod, at: [L, 0, 0]}}]}
+  tip_z: {terminal: [{signal: z, of: {body: rod, at: [L, 0, 0]}}]}
+)");
+  const double m = 2, L = 0.8, g = 9.81, T = 1.5;
+  const auto f = [](double t) { return 1.2 * t + 0.5 * std::sin(3 * t); };
+  const auto torque = [&](double t) { return m * L * L / 3 * (-4.5 * std::sin(3 * t)) - m * g * L / 2 * std::cos(f(t)); };
+  const double expected = -simpson(torque, T);
+  EXPECT_NEAR(s.costs[0], expected, 1e-6 * std::abs(expected));
+  EXPECT_NEAR(s.costs[1], L * std::cos(f(T)), 1e-8);
+  EXPECT_NEAR(s.costs[2], -L * std::sin(f(T)), 1e-8);
+}
+
+// A slider on a vertical rail lifted along f(t) = 0.2 sin 5t: the force is m (f'' + g) and
+// the reaction's integral -m (f'(T) - f'(0)) - m g T.
+TEST(SpatialElements, TranslationalDriverForceIsTheClosedForm) {
+  const Solution s = run(R"(
+name: lift
+horizon: 1.3
+tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
+parameters: {m: 3}
+gravity: [0, 0, -9.81]
+spatial:
+  bodies:
+    slider: {mass: m, inertia: [0.1, 0.2, 0.3], position: [0, 0, 0]}
+    ball: {mass: 1, inertia: [0.1, 0.1, 0.1], position: [5, 0, 0]}
+  joints:
+    - {type: translational, name: rail, a: ground, b: slider, axis_a: [0, 0, 1], normal_a: [1, 0, 0]}
+    - {type: translational_driver, name: lift, joint: rail, function: {amplitude: 0.2, frequency: 5}}
+costs:
+  reaction: {running: [{signal: reaction, of: lift, row: 0}]}
+  z_T: {terminal: [{signal: z, of: slider}]}
+)");
+  const double m = 3, T = 1.3;
+  EXPECT_NEAR(s.costs[0], -m * (std::cos(5 * T) - 1.0) - m * 9.81 * T, 1e-7);
+  EXPECT_NEAR(s.costs[1], 0.2 * std::sin(5 * T), 1e-9);
+}
+
+// A body on a vertical hinge with a torsion spring-damper and a constant torque, released at
+// 0.5 rad: I theta'' = -(k (theta - rest) + c theta' + torque), a damped oscillation about
+// rest - torque / k.
+TEST(SpatialElements, TorsionOscillatorIsTheClosedForm) {
+  const Solution s = run(R"(
+name: torsion
+horizon: 2
+tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
+gravity: [0, 0, -9.81]
+spatial:
+  bodies:
+    disc: {mass: 1, inertia: [0.3, 0.3, 0.5], position: [0, 0, 0], orientation: {axis: [0, 0, 1], angle: 0.5}}
+  joints:
+    - {type: revolute, name: hinge, a: ground, b: disc, axis_a: [0, 0, 1]}
+  forces:
+    - {type: rotational_spring, name: torsion, joint: hinge, stiffness: 20, damping: 0.4, rest_angle: 0.1, torque: 0.3}
+costs:
+  x_T: {terminal: [{signal: x, of: {body: disc, at: [1, 0, 0]}}]}
+  y_T: {terminal: [{signal: y, of: {body: disc, at: [1, 0, 0]}}]}
+)");
+  const double I = 0.5, k = 20, c = 0.4, T = 2.0;
+  const double centre = 0.1 - 0.3 / k, w0 = std::sqrt(k / I), zeta = c / (2.0 * std::sqrt(k * I));
+  const double wd = w0 * std::sqrt(1.0 - zeta * zeta), a0 = 0.5 - centre;
+  const double theta = centre + a0 * std::exp(-zeta * w0 * T) * (std::cos(wd * T) + zeta * w0 / wd * std::sin(wd * T));
+  EXPECT_NEAR(s.costs[0], std::cos(theta), 1e-8);
+  EXPECT_NEAR(s.costs[1], std::sin(theta), 1e-8);
+}
+
+// A body on a bushing under gravity with a torque about x settles where k_z z = -m g and the
+// rotational stiffness's torque k sin(theta) balances the applied one.
+TEST(SpatialElements, BushingSettlesAtTheClosedForm) {
+  const Solution s = run(R"(
+name: hanging
+horizon: 14
+parameters: {m: 5}
+gravity: [0, 0, -9.81]
+spatial:
+  bodies:
+    block: {mass: m, inertia: [0.1, 0.1, 0.1], position: [0, 0, 0]}
+  forces:
+    - {type: bushing, name: mount, a: ground, b: block, stiffness: [3.0e4, 3.0e4, 2.0e4], damping: [800, 800, 800],
+       rotational_stiffness: [2, 3, 3], rotational_damping: [1.2, 1.2, 1.2]}
+    - {type: torque, name: twist, body: block, torque: [0.8, 0, 0]}
+costs:
+  z_T: {terminal: [{signal: z, of: block}]}
+  y_T: {terminal: [{signal: y, of: {body: block, at: [0, 1, 0]}}]}
+  zy_T: {terminal: [{signal: z, of: {body: block, at: [0, 1, 0]}}]}
+)");
+  const double sag = -5 * 9.81 / 2e4, theta = std::asin(0.8 / 2.0);
+  EXPECT_NEAR(s.costs[0], sag, 1e-7);
+  EXPECT_NEAR(s.costs[1], std::cos(theta), 1e-7);
+  EXPECT_NEAR(s.costs[2], sag + std::sin(theta), 1e-7);
+}
+
+// The arm example: forward sensitivities, the adjoint and the complex step agree (its first
+// second, three parameters).
+TEST(SpatialElements, ArmGradientsAgree) {
+  Model model = load_model(example("spatial_arm.yaml"));
+  model.tf = 1.0;
+  const Problem pb = with_free_parameters(make_problem(model), {"k_joint", "spin", "k_mount"});
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Options o = pb.options();
+  const GradientCheck cmp = compare_gradients(
+      pb, {forward_estimate(forward_sensitivity(pb, p, o)), adjoint_estimate(adjoint(pb, p, o)), complex_step(pb, p, o)});
+  EXPECT_LT(cmp.max_relative_error[1], 1e-4) << "adjoint";
+  EXPECT_LT(cmp.max_relative_error[2], 1e-4) << "complex step";
+}
+
+// The arm's costs agree across the formulations (its first half second).
+TEST(SpatialElements, ArmCostsAgreeAcrossFormulations) {
+  Model model = load_model(example("spatial_arm.yaml"));
+  model.tf = 0.5;
+  const auto costs_in = [&](FormulationType type) {
+    FormulationSettings settings = model.formulation;
+    settings.type = type;
+    const Problem pb = make_problem(model, settings);
+    return simulate(pb, pb.nominal_parameters(), pb.options()).costs;
+  };
+  const Eigen::VectorXd reference = costs_in(FormulationType::Index1);
+  for (const FormulationType type : {FormulationType::Penalty, FormulationType::Maggi, FormulationType::GGL,
+                                     FormulationType::StabilizedIndex1}) {
+    const Eigen::VectorXd c = costs_in(type);
+    for (Eigen::Index i = 0; i < c.size(); ++i) {
+      EXPECT_NEAR(c[i], reference[i], 2e-5 * std::abs(reference[i])) << to_string(type) << " cost " << i;
+    }
+  }
+}
+
+// Bad input names its field: an unknown or wrong joint, a joint and bodies both, a normal along
+// the axis, a negative bushing stiffness.
+TEST(SpatialElements, BadInputIsNamed) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      const Model m = parse_model(text, "bad.yaml");
+      m.validate();
+      m.check_domains(m.nominal_parameters());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto with = [](const std::string& from, const std::string& to) {
+    std::string text = kElements;
+    const size_t at = text.find(from);
+    if (at == std::string::npos) return std::string("pattern not found: ") + from;
+    return text.replace(at, from.size(), to);
+  };
+  EXPECT_NE(error_of(with("joint: r, function", "joint: q, function")).find("unknown spatial joint 'q'"), std::string::npos);
+  EXPECT_NE(error_of(with("name: slide, joint: cy", "name: slide, joint: r")).find("joint 'r' is not a translational or cylindrical joint"),
+            std::string::npos);
+  const std::string both = error_of(with("name: rs, joint: r,", "name: rs, joint: r, a: b1,"));
+  EXPECT_EQ(both.rfind("bad.yaml:", 0), 0u) << both;
+  EXPECT_NE(both.find("give either 'joint' or the bodies and axes"), std::string::npos) << both;
+  const std::string parallel = error_of(with("normal_a: [1, 0, 0],\n       normal_b", "normal_a: [0.3, 1, 0.2],\n       normal_b"));
+  EXPECT_NE(parallel.find("spatial.forces[1].normal_a"), std::string::npos) << parallel;
+  EXPECT_NE(parallel.find("parallel to"), std::string::npos) << parallel;
+  const std::string negative = error_of(with("stiffness: [kb, 600, 900]", "stiffness: [kb, -600, 900]"));
+  EXPECT_NE(negative.find("spatial.forces[2].stiffness[1]"), std::string::npos) << negative;
+  EXPECT_NE(error_of(with("type: bushing, name: bu, a: b1, b: b2", "type: bushing, name: bu, a: b1, b: b1")).find("to itself"),
+            std::string::npos);
+}
+
+}  // namespace
