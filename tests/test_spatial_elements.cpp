@@ -284,10 +284,10 @@ double simpson(F f, double T) {
   return sum * h / 3.0;
 }
 
-// A uniform rod hinged to the ground about y, its angle driven along f(t) = 1.2 t + 0.5 sin 3t:
-// the motor's torque is I_pivot f'' - m g (L/2) cos f, and the driver's reaction is minus it.
-TEST(SpatialElements, RotationalDriverTorqueIsTheClosedForm) {
-  const Solution s = run(R"(
+/// A uniform rod hinged to the ground about y, driven along f(t) = offset + 1.2 t + 0.5 sin 3t;
+/// `more` adds joints.
+std::string driven_pendulum(const std::string& offset = "0", const std::string& more = "") {
+  std::string text = R"(
 name: driven_pendulum
 horizon: 1.5
 tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
@@ -305,7 +305,16 @@ costs:
   reaction: {running: [{signal: reaction, of: motor, row: 0}]}
   tip_x: {terminal: [{signal: x, of: {body: rod, at: [L, 0, 0]}}]}
   tip_z: {terminal: [{signal: z, of: {body: rod, at: [L, 0, 0]}}]}
-)");
+)";
+  text.replace(text.find("function: {rate"), 15, "function: {offset: " + offset + ", rate");
+  text.replace(text.find("costs:"), 6, more + "costs:");
+  return text;
+}
+
+// A uniform rod hinged to the ground about y, its angle driven along f(t) = 1.2 t + 0.5 sin 3t:
+// the motor's torque is I_pivot f'' - m g (L/2) cos f, and the driver's reaction is minus it.
+TEST(SpatialElements, RotationalDriverTorqueIsTheClosedForm) {
+  const Solution s = run(driven_pendulum());
   const double m = 2, L = 0.8, g = 9.81, T = 1.5;
   const auto f = [](double t) { return 1.2 * t + 0.5 * std::sin(3 * t); };
   const auto torque = [&](double t) { return m * L * L / 3 * (-4.5 * std::sin(3 * t)) - m * g * L / 2 * std::cos(f(t)); };
@@ -426,6 +435,54 @@ TEST(SpatialElements, ArmCostsAgreeAcrossFormulations) {
       EXPECT_NEAR(c[i], reference[i], 2e-5 * std::abs(reference[i])) << to_string(type) << " cost " << i;
     }
   }
+}
+
+// The spring's wrap takes the shorter way round, into (-pi, pi].
+TEST(SpatialElements, WrapIsIntoMinusPiToPi) {
+  const double pi = std::numbers::pi;
+  EXPECT_EQ(wrapped_angle<double>(pi), pi);
+  EXPECT_NEAR(wrapped_angle<double>(-pi), pi, 1e-15);
+  EXPECT_NEAR(wrapped_angle<double>(1.5 * pi), -0.5 * pi, 1e-15);
+  EXPECT_NEAR(wrapped_angle<double>(-7.0), -7.0 + 2.0 * pi, 1e-15);
+  EXPECT_EQ(wrapped_angle<double>(0.25), 0.25);
+}
+
+// A driver drawn more than a quarter turn from f(t0) would follow f + pi; a second driver on
+// one joint would be dropped as redundant: both are refused, naming the driver.
+TEST(SpatialElements, DriversOffTheirBranchOrRedundantAreRefused) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      make_problem(parse_model(text, "bad.yaml"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(driven_pendulum("1.4")), "no error");
+  const std::string flipped = error_of(driven_pendulum("2.0"));
+  EXPECT_NE(flipped.find("driver 'motor' starts at the angle"), std::string::npos) << flipped;
+  EXPECT_NE(flipped.find("within a quarter turn"), std::string::npos) << flipped;
+  const std::string twice = error_of(driven_pendulum(
+      "0", "    - {type: rotational_driver, name: second, joint: hinge, function: {rate: 1.2, amplitude: 0.5, frequency: 3}}\n"));
+  EXPECT_NE(twice.find("driver 'second' depends on the joints before it"), std::string::npos) << twice;
+}
+
+// Maggi's reactions come from its accelerations: the motor torque's gradient by forward
+// sensitivities and by the adjoint agree (a running cost on a reaction, declared not to read
+// x-dot).
+TEST(SpatialElements, ArmReactionGradientAgreesInMaggi) {
+  Model model = load_model(example("spatial_arm.yaml"));
+  model.tf = 0.4;
+  model.costs.erase(model.costs.begin());  // motor_torque, tip_x
+  FormulationSettings settings = model.formulation;
+  settings.type = FormulationType::Maggi;
+  const Problem pb = with_free_parameters(make_problem(model, settings), {"spin", "k_joint"});
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Options o = pb.options();
+  const GradientCheck cmp = compare_gradients(pb, {forward_estimate(forward_sensitivity(pb, p, o)), adjoint_estimate(adjoint(pb, p, o)),
+                                                   central_differences(pb, p, o)});
+  EXPECT_LT(cmp.max_relative_error[1], 1e-4) << "adjoint";
+  EXPECT_LT(cmp.max_relative_error[2], 1e-3) << "central differences";
 }
 
 // Bad input names its field: an unknown or wrong joint, a joint and bodies both, a normal along

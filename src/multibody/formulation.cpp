@@ -38,12 +38,13 @@ void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form
     const CostSpec& spec = model.costs[i];
     const bool mu = needs_reactions(spec.running);
     const bool reads_rates = reads_accelerations(spec.running);
-    // Reactions alone come from the state (the formulation solves for the accelerations): a
-    // cost declared not to read x-dot must not take its accelerations from x-dot either.
-    auto running = [form, i, mu, reads_rates](auto t, const auto& x, const auto& xdot, const auto& p) {
+    // Maggi's reactions come from its accelerations: a cost declared not to read x-dot takes
+    // them from the state (the other formulations' reactions never read x-dot).
+    const bool pass_rates = reads_rates || !std::is_same_v<Form, detail::MaggiForm>;
+    auto running = [form, i, mu, pass_rates](auto t, const auto& x, const auto& xdot, const auto& p) {
       using S = ScalarOf<decltype(x)>;
       const VectorX<S> xd = xdot;
-      const FullState<S> fs = form->template full_state<S>(t, x, p, reads_rates ? &xd : nullptr, mu);
+      const FullState<S> fs = form->template full_state<S>(t, x, p, pass_rates ? &xd : nullptr, mu);
       return cost_terms(*form->model, form->model->costs[i].running, fs, p);
     };
     // At the run's final time (a driving constraint in Maggi makes positions depend on t).
@@ -253,6 +254,7 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
   }
   const FullState<double> start = form.template full_state<double>(model.t0, x0, p, nullptr, false);
   detail::check_redundant_rows_hold(model, start.motion, p);
+  detail::check_drivers_on_their_branch(model, start.motion, p);
   detail::check_initial_contacts(model, start.motion, p, form.template contact_set<double>(x0).active);
   for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
   for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);

@@ -403,11 +403,12 @@ class Reader : yaml::Fields {
     return Value3{least == 0 ? 1.0 : 0.0, least == 1 ? 1.0 : 0.0, least == 2 ? 1.0 : 0.0};
   }
 
-  /// The normals that measure an angle about axis_a and axis_b: given, else default_normal.
+  /// The normals that measure an angle about axis_a and axis_b: given; else normal_b is
+  /// normal_a when that is given (as for translational joints), and default_normal otherwise.
   void read_angle_normals(const YAML::Node& n, const std::string& field, Value3& normal_a, Value3& normal_b,
                           const Value3& axis_a, const Value3& axis_b) const {
     normal_a = optional_triple(n, "normal_a", field, default_normal(axis_a));
-    normal_b = optional_triple(n, "normal_b", field, default_normal(axis_b));
+    normal_b = optional_triple(n, "normal_b", field, n["normal_a"] ? normal_a : default_normal(axis_b));
   }
 
   /// A driver takes the bodies, points and axes of the joint it drives.

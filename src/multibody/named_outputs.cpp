@@ -112,7 +112,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_u
       add(f.name + ".torque", "N m");
     } else if (f.type == SpatialForceType::Bushing) {
       for (int i = 0; i < 3; ++i) add(fmt::format("{}.displacement[{}]", f.name, i), "m");
-      for (int i = 0; i < 3; ++i) add(fmt::format("{}.rotation[{}]", f.name, i), "rad");
+      for (int i = 0; i < 3; ++i) add(fmt::format("{}.rotation[{}]", f.name, i), "1");  // 2 sin(theta/2) n
     }
   }
   for (const Contact& c : m.contacts) add(c.name + ".gap", c.kind == ContactKind::AngleStop ? "rad" : "m");

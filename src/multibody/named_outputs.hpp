@@ -15,7 +15,8 @@
 //   <spring>.angle <spring>.torque     rotational springs (theta_b - theta_a) [rad, N m]
 //   then the spatial forces in their order: <spring>.length <spring>.force of a spatial
 //   spring; <contact>.penetration .normal_force .friction .slip of a compliant contact:
-//   delta [m], N [N], |friction| [N], |v_t| [m/s]
+//   delta [m], N [N], |friction| [N], |v_t| [m/s]; <spring>.angle .torque of a spatial
+//   rotational spring [rad, N m]; <bushing>.displacement[k] [m] and .rotation[k] [1] (phi)
 //   <contact>.gap           normal distance of the contact point to its line [m]
 //   <contact>.force         persistent contacts: the push while active (>= 0), else 0 [N, N m]
 //   <contact>.friction      frictional contacts: the friction force on the point along the

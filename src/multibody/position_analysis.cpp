@@ -80,6 +80,13 @@ int first_joint_row_of(const Model& every_row, int row) {
 
 }  // namespace
 
+/// The spatial joint that row r of the joints' rows (0 = the first joint's first row) belongs to.
+static int joint_of_row(const Model& m, int r) {
+  int joint = 0;
+  while (r >= m.spatial_joints[static_cast<size_t>(joint)].n_constraints()) r -= m.spatial_joints[static_cast<size_t>(joint++)].n_constraints();
+  return joint;
+}
+
 std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::VectorXd& p) {
   Model every_row = model;
   every_row.redundant_joint_rows.clear();
@@ -115,9 +122,37 @@ std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::Vect
                                    every_row.describe_row(static_cast<int>(row)),
                                    static_cast<int>(row) - first_joint_row_of(every_row, static_cast<int>(row))));
     }
-    if (!extend(row)) redundant.push_back(r);
+    if (!extend(row)) {
+      const int joint = joint_of_row(every_row, r);
+      const SpatialJoint& j = every_row.spatial_joints[static_cast<size_t>(joint)];
+      if (j.type == SpatialJointType::RotationalDriver || j.type == SpatialJointType::TranslationalDriver) {
+        // A driver's f(t) moves on: a row that merely agrees with the others at t0 would be
+        // dropped for the whole run.
+        throw InputError(fmt::format("{}: driver '{}' depends on the joints before it at the initial positions (it "
+                                     "drives a motion they already fix)",
+                                     every_row.locate(fmt::format("spatial.joints[{}]", joint)), j.name));
+      }
+      redundant.push_back(r);
+    }
   }
   return redundant;
+}
+
+void check_drivers_on_their_branch(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p) {
+  const In<double> params(p);
+  for (size_t i = 0; i < model.spatial_joints.size(); ++i) {
+    const SpatialJoint& j = model.spatial_joints[i];
+    if (j.type != SpatialJointType::RotationalDriver) continue;
+    const AngleRows<double> angle =
+        joint_angle_rows<double>(model, start, params, j.body_a, j.body_b, j.axis_a, j.normal_a, j.axis_b, j.normal_b, j.name);
+    const double theta = std::atan2(angle.sin.value, angle.cos.value);
+    const double f = evaluate<double>(j.drive, start.t, params).f;
+    if (!(std::cos(theta - f) > 0.0)) {
+      throw InputError(fmt::format("{}: driver '{}' starts at the angle {} rad where f(t0) = {} rad: draw the bodies "
+                                   "within a quarter turn of f(t0) (its row sin(theta - f) also holds at f + pi)",
+                                   model.locate(fmt::format("spatial.joints[{}]", i)), j.name, theta, f));
+    }
+  }
 }
 
 void check_redundant_rows_hold(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p) {

@@ -43,6 +43,10 @@ std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::Vect
 /// depends on them.
 inline constexpr double kRedundantRowTolerance = 1e-9;
 
+/// Each rotational driver's row sin(theta - f) also vanishes at theta = f + pi: the assembled
+/// start must be on the driven branch, cos(theta - f(t0)) > 0, else an InputError names it.
+void check_drivers_on_their_branch(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p);
+
 /// Throws InputError if a row left out as redundant does not hold at the assembled start (the
 /// joints conflict rather than repeat each other).
 void check_redundant_rows_hold(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p);

@@ -133,7 +133,7 @@ enum class SpatialJointType {
   Translational,  ///< cylindrical without the twist: normal_b stays along normal_a (5 rows)
   Fixed,          ///< P_a = P_b, axes parallel, no twist (6 rows)
   /// The angle of a revolute or cylindrical joint about its axis equals f(t) (1 row,
-  /// sin(theta - f(t)) = 0; theta as for a rotational spring, spatial_joint_angle).
+  /// sin(theta - f(t)) = 0; theta as for a rotational spring: spatial_joints.hpp).
   RotationalDriver,
   /// The travel of a translational or cylindrical joint along its axis, (A_a h_a)^T (P_b - P_a),
   /// equals f(t) (1 row).
@@ -152,8 +152,8 @@ struct SpatialJoint {
   /// rows hold (A_a normal_a) . (A_b (axis_b x normal_b)) = 0, so the normals stay parallel.
   Value3 normal_a, normal_b;
   Value length;             ///< Distance [m]
-  /// Drivers: the driven joint (index into Model::spatial_joints) whose bodies, points, axes
-  /// (and, for the angle, normals) the driver copies, and f(t) [rad or m].
+  /// Drivers: the driven joint (index into Model::spatial_joints) whose bodies, points and axes
+  /// the driver copies (the angle's normals are the driver's own), and f(t) [rad or m].
   int driven = -1;
   TimeFunction drive;
   int n_constraints() const;
@@ -169,8 +169,8 @@ enum class SpatialForceType {
   /// (docs/multibody.md, "Compliant contact").
   CompliantContact,
   /// A rotational spring-damper-actuator about axis_a between bodies a and b: torque
-  /// k (theta - rest angle) + c theta-dot + actuator against the angle theta from normal_a (on a)
-  /// to normal_b (on b) about axis_a (spatial_joint_angle).
+  /// k wrap(theta - rest angle) + c theta-dot + actuator against the angle theta from normal_a
+  /// (on a) to normal_b (on b) about axis_a (spatial_joints.hpp; wrap into (-pi, pi]).
   RotationalSpring,
   /// A bushing between frames at point_a on a and point_b on b: linear springs and dampers on
   /// the displacement u = A_a^T (P_b - P_a) and on the rotation phi = 2 G(p_a) p_b (the vector
@@ -193,7 +193,8 @@ struct SpatialForce {
   /// (expressions over the groups {x, y} then the parameters).
   std::shared_ptr<const Expression> height, height_x, height_y;
   /// RotationalSpring: the axes and the normals that measure its angle (in a's and b's frames;
-  /// axis_b is not used by the angle), the rest angle [rad]; `actuator` is its torque [N m].
+  /// normal_b is made perpendicular to axis_b), the rest angle [rad]; `actuator` is its torque
+  /// [N m].
   Value3 axis_a, axis_b, normal_a, normal_b;
   Value rest_angle = 0.0;
   /// Bushing: per axis of a's frame, stiffness [N/m] and damping [N s/m] on u, rotational

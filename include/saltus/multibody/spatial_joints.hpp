@@ -180,7 +180,7 @@ struct RotationalSpringState {
 template <class S>
 S wrapped_angle(const S& angle) {
   constexpr double turn = 2.0 * std::numbers::pi;
-  return angle - S(turn * std::round(real_part(angle) / turn));
+  return angle - S(turn * std::ceil((real_part(angle) - std::numbers::pi) / turn));
 }
 
 template <class S>
