@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev     # JSON output
   libfmt-dev             # report formatting
   libyaml-cpp-dev        # planar model files (YAML)
+  liburdfdom-dev         # URDF robots (urdf: in model files, saltus run robot.urdf)
   libnlopt-dev           # saltus optimize: bounded L-BFGS and CCSAQ
   libplplot-dev          # saltus optimize --out: the convergence plot
   plplot-driver-cairo    # PLplot's PNG driver (pngcairo)

@@ -451,7 +451,7 @@ TEST(Cli, CheckRefusesWhatARunRefuses) {
   EXPECT_TRUE(contains(r.err, "bad.yaml:6:") && contains(r.err, "bar 'rod' needs length > 0, got -1")) << r.err;
   r = saltus_cmd({"check", "ball1d"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(contains(r.err, "check takes a model file (*.yaml or *.yml), got 'ball1d'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "check takes a model file (*.yaml, *.yml or a URDF robot *.urdf), got 'ball1d'")) << r.err;
 }
 
 TEST(Cli, EquationModelsRunCheckAndOptimizeLikeTheirBuiltIns) {

@@ -106,6 +106,10 @@ TEST(DocumentedCommands, EveryDocumentedModelFileRuns) {
   const fs::path dir = fs::temp_directory_path() / "saltus_test_documented_models";
   fs::remove_all(dir);
   fs::create_directories(dir);
+  // A block may name a shipped URDF robot beside it (`urdf: arm.urdf`).
+  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(SALTUS_SOURCE_DIR) / "examples")) {
+    if (e.path().extension() == ".urdf") fs::copy_file(e.path(), dir / e.path().filename());
+  }
   int count = 0;
   for (const fs::path& file : documentation()) {
     for (const std::string& block : code_blocks(file, "yaml")) {

@@ -148,7 +148,7 @@ void print_equation_check(std::ostream& out, const std::string& file, const Prob
 
 int run_check(const std::string& file, std::ostream& out) {
   if (!multibody::is_model_file(file)) {
-    throw UsageError(fmt::format("check takes a model file (*.yaml or *.yml), got '{}'", file));
+    throw UsageError(fmt::format("check takes a model file (*.yaml, *.yml or a URDF robot *.urdf), got '{}'", file));
   }
   if (equations::is_equation_file(file)) {
     print_equation_check(out, file, equations::load_equation_problem(file));

@@ -299,7 +299,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   OptimizeArgs optimize_args;
   auto* optimize_cmd = add_optimize_command(app, optimize_args);
   RunArgs a;
-  run_cmd->add_option("name", a.name, "Example name (see `saltus list`) or a model file (*.yaml)")->required();
+  run_cmd->add_option("name", a.name, "Example name (see `saltus list`) or a model file (*.yaml, or a URDF robot *.urdf)")->required();
   run_cmd->add_option("--formulation", a.formulation,
                       "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 | index3 (default: the file's)");
   run_cmd->add_option("--param", a.params, "Override a parameter: name=value (repeatable)");

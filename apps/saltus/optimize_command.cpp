@@ -34,7 +34,7 @@ OptimizeOptions optimize_options(const OptimizeArgs& a, const Options& run) {
 
 CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
   auto* cmd = app.add_subcommand("optimize", "Optimize a cost over parameters within bounds, with exact gradients");
-  cmd->add_option("name", a.run.name, "Example name (see `saltus list`) or a model file (*.yaml)")->required();
+  cmd->add_option("name", a.run.name, "Example name (see `saltus list`) or a model file (*.yaml, or a URDF robot *.urdf)")->required();
   cmd->add_option("--cost", a.cost, "The cost to minimize (or maximize)")->required();
   cmd->add_flag("--maximize", a.maximize, "Maximize the cost instead of minimizing it");
   cmd->add_option("--vary", a.vary, "A parameter to vary within bounds: NAME=LO:HI (repeatable); it starts from "

@@ -574,6 +574,7 @@ Problem parse_equation_problem(const std::string& text, const std::string& sourc
 Problem load_equation_problem(const std::string& path) { return parse_equation_problem(yaml::read_file(path), path); }
 
 bool is_equation_file(const std::string& path) {
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".urdf") == 0) return false;  // a multibody robot
   const YAML::Node root = yaml::load_text(yaml::read_file(path), path);
   // `modes` too: a file that forgot `states` is still an equation model, and is told so.
   return root.IsMap() && (static_cast<bool>(root["states"]) || static_cast<bool>(root["modes"]));

@@ -256,6 +256,7 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
   detail::check_redundant_rows_hold(model, start.motion, p);
   detail::check_drivers_on_their_branch(model, start.motion, p);
   detail::check_initial_contacts(model, start.motion, p, form.template contact_set<double>(x0).active);
+  for (const std::string& note : model.notes) pb.add_note(note);
   for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
   for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);
   try {

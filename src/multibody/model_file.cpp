@@ -6,10 +6,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include "../yaml/yaml_fields.hpp"
+#include "urdf_import.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,13 +33,14 @@ class Reader : yaml::Fields {
   Model read() {
     check_root(root_, "name:, points:, elements:, ...",
                {"name", "description", "horizon", "outputs", "tolerances", "formulation", "gravity", "parameters",
-                "ground", "points", "bodies", "spatial", "independent", "elements", "contacts", "costs"});
+                "ground", "points", "bodies", "urdf", "spatial", "independent", "elements", "contacts", "costs"});
     model_.source = source();
     model_.name = root_["name"] ? scalar(root_["name"], "name") : "model";
     read_parameters();
     read_ground();
     read_points();
     read_bodies();
+    read_urdf_mechanism();
     read_spatial_bodies();
     check_size();
     read_settings();
@@ -240,6 +243,30 @@ class Reader : yaml::Fields {
     return n ? triple(n, field + "." + key) : fallback;
   }
 
+  /// urdf: path (relative to the model file): the links and joints of a URDF robot as spatial
+  /// bodies and joints, before the file's own (docs/model-files.md, "URDF").
+  void read_urdf_mechanism() {
+    const YAML::Node u = root_["urdf"];
+    if (!u) return;
+    note(u, "urdf");
+    std::filesystem::path path = scalar(u, "urdf");
+    if (path.is_relative()) path = std::filesystem::path(source()).parent_path() / path;
+    detail::UrdfMechanism mechanism;
+    try {
+      mechanism = detail::read_urdf(path.string());
+    } catch (const InputError& e) {
+      fail(u, "urdf", e.what());
+    }
+    for (SpatialBody& b : mechanism.bodies) {
+      claim_name(u, "urdf", b.name);
+      spatial_index_[b.name] = static_cast<int>(model_.spatial_bodies.size());
+      model_.spatial_bodies.push_back(std::move(b));
+    }
+    urdf_joints_ = mechanism.joints.size();
+    model_.spatial_joints = std::move(mechanism.joints);
+    model_.notes = std::move(mechanism.notes);
+  }
+
   /// spatial: {bodies: {name: {mass:, inertia:, center:, position:, orientation:, velocity:,
   /// angular_velocity:}}, joints: [...], forces: [...]} (docs/model-files.md, "Spatial bodies").
   void read_spatial_bodies() {
@@ -247,6 +274,7 @@ class Reader : yaml::Fields {
     if (!sp) return;
     if (!sp.IsMap()) fail(sp, "spatial", "expected a mapping {bodies:, joints:, forces:}");
     check_keys(sp, "spatial", {"bodies", "joints", "forces"});
+    if (!sp["bodies"] && root_["urdf"]) return;  // the URDF's links are the bodies
     const YAML::Node bs = require(sp, "bodies", "spatial");
     if (!bs.IsMap()) fail(bs, "spatial.bodies", "expected a mapping name: {mass:, inertia:, position:, ...}");
     for (const auto& kv : bs) {
@@ -293,22 +321,29 @@ class Reader : yaml::Fields {
 
   void read_spatial_joints_and_forces() {
     const YAML::Node sp = root_["spatial"];
-    if (!sp) return;
     std::set<std::string> names;
     const auto claim = [&](const YAML::Node& n, const std::string& field, const std::string& name) {
       if (!names.insert(name).second) fail(n, field, fmt::format("the name '{}' is already used by a joint or force", name));
     };
+    for (size_t i = 0; i < urdf_joints_; ++i) {  // the URDF's joints come first
+      const std::string& name = model_.spatial_joints[i].name;
+      claim(root_["urdf"], "urdf", name);
+      joint_index_[name] = static_cast<int>(i);
+    }
+    if (!sp) return;
     if (const YAML::Node js = sp["joints"]) {
       if (!js.IsSequence()) fail(js, "spatial.joints", "expected a list of joints");
+      // A joint's field path is its place in the model's list (after the URDF's joints).
+      const auto field_of = [this](size_t i) { return fmt::format("spatial.joints[{}]", urdf_joints_ + i); };
       for (size_t i = 0; i < js.size(); ++i) {
-        model_.spatial_joints.push_back(spatial_joint(js[i], fmt::format("spatial.joints[{}]", i)));
-        claim(js[i], fmt::format("spatial.joints[{}].name", i), model_.spatial_joints.back().name);
-        joint_index_[model_.spatial_joints.back().name] = static_cast<int>(i);
+        model_.spatial_joints.push_back(spatial_joint(js[i], field_of(i)));
+        claim(js[i], field_of(i) + ".name", model_.spatial_joints.back().name);
+        joint_index_[model_.spatial_joints.back().name] = static_cast<int>(urdf_joints_ + i);
       }
       for (size_t i = 0; i < js.size(); ++i) {
-        SpatialJoint& j = model_.spatial_joints[i];
+        SpatialJoint& j = model_.spatial_joints[urdf_joints_ + i];
         if (j.type == SpatialJointType::RotationalDriver || j.type == SpatialJointType::TranslationalDriver) {
-          attach_driver(js[i], fmt::format("spatial.joints[{}]", i), j);
+          attach_driver(js[i], field_of(i), j);
         }
       }
     }
@@ -1132,6 +1167,7 @@ class Reader : yaml::Fields {
   std::map<std::string, int> body_index_;
   std::map<std::string, int> spatial_index_;
   std::map<std::string, int> joint_index_;  ///< spatial joints by name
+  size_t urdf_joints_ = 0;                  ///< joints read from the URDF (the first ones)
   std::map<std::string, PointRef> refs_;
   std::set<std::string> names_;
   mutable std::map<std::string, std::string> locations_;
@@ -1145,13 +1181,33 @@ class Reader : yaml::Fields {
 
 Model parse_model(const std::string& text, const std::string& source) { return yaml::read_text<Reader>(text, source); }
 
-Model load_model(const std::string& path) { return parse_model(yaml::read_file(path), path); }
+namespace {
+
+bool ends_with(const std::string& name, const std::string& suffix) {
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// A URDF file alone: its mechanism for 1 s under gravity -z, with the kinetic energy at the end
+/// as its cost (docs/model-files.md, "URDF").
+std::string urdf_alone(const std::string& path) {
+  std::string quoted;
+  for (const char c : std::filesystem::absolute(path).string()) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return fmt::format("name: {}\nhorizon: 1\nurdf: '{}'\ncosts:\n  kinetic_energy: {{terminal: [{{signal: kinetic_energy}}]}}\n",
+                     std::filesystem::path(path).stem().string(), quoted);
+}
+
+}  // namespace
+
+Model load_model(const std::string& path) {
+  if (ends_with(path, ".urdf")) {
+    detail::read_urdf(path);  // its errors name the URDF file alone, not the model made around it
+    return parse_model(urdf_alone(path), path);
+  }
+  return parse_model(yaml::read_file(path), path);
+}
 
 bool is_model_file(const std::string& name) {
-  auto ends_with = [&](const std::string& suffix) {
-    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".yaml") || ends_with(".yml");
+  return ends_with(name, ".yaml") || ends_with(name, ".yml") || ends_with(name, ".urdf");
 }
 
 }  // namespace saltus::multibody

@@ -338,6 +338,8 @@ struct FormulationSettings {
 struct Model {
   std::string name;
   std::string source;  ///< file the model came from (for messages), may be empty
+  /// What reading the model left out or assumed (a URDF's joint limits), for the run's report.
+  std::vector<std::string> notes;
   std::vector<Parameter> parameters;
   std::vector<Point> points;
   std::vector<Body> bodies;

@@ -1,0 +1,205 @@
+#include "urdf_import.hpp"
+
+#include <saltus/core/error.hpp>
+
+#include <Eigen/Geometry>
+#include <console_bridge/console.h>
+#include <fmt/format.h>
+#include <urdf_parser/urdf_parser.h>
+
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace saltus::multibody::detail {
+
+namespace {
+
+/// Collects urdfdom's messages (it logs through console_bridge instead of throwing) while a
+/// file is parsed, so that an invalid file's reason goes into the one error line.
+class MessageCapture : public console_bridge::OutputHandler {
+ public:
+  MessageCapture() { console_bridge::useOutputHandler(this); }
+  ~MessageCapture() override { console_bridge::restorePreviousOutputHandler(); }
+  MessageCapture(const MessageCapture&) = delete;
+  MessageCapture& operator=(const MessageCapture&) = delete;
+  void log(const std::string& text, console_bridge::LogLevel level, const char*, int) override {
+    if (level >= console_bridge::CONSOLE_BRIDGE_LOG_WARN) text_ += (text_.empty() ? "" : "; ") + text;
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+/// A rigid transform: rotation (body to parent axes) and translation [m].
+struct Frame {
+  Eigen::Quaterniond rotation = Eigen::Quaterniond::Identity();
+  Eigen::Vector3d origin = Eigen::Vector3d::Zero();
+  Frame then(const Frame& inner) const { return {rotation * inner.rotation, origin + rotation * inner.origin}; }
+};
+
+Frame frame_of(const urdf::Pose& pose) {
+  Frame f;
+  f.rotation = Eigen::Quaterniond(pose.rotation.w, pose.rotation.x, pose.rotation.y, pose.rotation.z).normalized();
+  f.origin = Eigen::Vector3d(pose.position.x, pose.position.y, pose.position.z);
+  return f;
+}
+
+Value3 value3_of(const Eigen::Vector3d& v) { return Value3{v[0], v[1], v[2]}; }
+
+Eigen::Vector3d vector_of(const urdf::Vector3& v) { return {v.x, v.y, v.z}; }
+
+/// A unit vector perpendicular to the unit vector h: the frame axis least aligned with it,
+/// made perpendicular.
+Eigen::Vector3d perpendicular_to(const Eigen::Vector3d& h) {
+  Eigen::Index least = 0;
+  h.cwiseAbs().minCoeff(&least);
+  const Eigen::Vector3d e = Eigen::Vector3d::Unit(least);
+  return (e - e.dot(h) * h).normalized();
+}
+
+/// The spatial body of a moving link: its mass and inertia (URDF gives the inertia tensor's
+/// entries about the centre of mass in the inertial frame, turned here into the link's axes),
+/// placed at `world`.
+SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::string& path) {
+  if (!link.inertial || !(link.inertial->mass > 0.0)) {
+    throw InputError(fmt::format("{}: link '{}' moves but has no mass (give it an <inertial> with a mass > 0 and "
+                                 "its inertia)",
+                                 path, link.name));
+  }
+  const urdf::Inertial& in = *link.inertial;
+  const Frame inertial = frame_of(in.origin);
+  Eigen::Matrix3d J;
+  J << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
+  const Eigen::Matrix3d R = inertial.rotation.toRotationMatrix();
+  const Eigen::Matrix3d J_link = R * J * R.transpose();
+  SpatialBody b;
+  b.name = link.name;
+  b.mass = in.mass;
+  b.inertia = {J_link(0, 0), J_link(1, 1), J_link(2, 2), J_link(0, 1), J_link(0, 2), J_link(1, 2)};
+  b.center = value3_of(inertial.origin);
+  b.position0 = value3_of(world.origin);
+  const Eigen::AngleAxisd turn(world.rotation);
+  b.axis0 = value3_of(turn.angle() == 0.0 ? Eigen::Vector3d::UnitZ() : turn.axis());
+  b.angle0 = turn.angle();
+  return b;
+}
+
+/// The spatial joint of a URDF joint between the bodies a (parent, -1 the ground) and b (child):
+/// the joint frame sits at `origin` in the parent's frame and is the child's frame.
+SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, const std::string& path) {
+  SpatialJoint s;
+  s.name = j.name;
+  s.body_a = a;
+  s.body_b = b;
+  s.point_a = value3_of(origin.origin);
+  s.point_b = Value3{0.0, 0.0, 0.0};
+  Eigen::Vector3d axis = vector_of(j.axis);
+  if (j.type == urdf::Joint::FIXED || !(axis.norm() > 0.0)) axis = Eigen::Vector3d::UnitZ();
+  axis.normalize();
+  const Eigen::Vector3d normal = perpendicular_to(axis);
+  s.axis_a = value3_of(origin.rotation * axis);
+  s.axis_b = value3_of(axis);
+  s.normal_a = value3_of(origin.rotation * normal);
+  s.normal_b = value3_of(normal);
+  switch (j.type) {
+    case urdf::Joint::REVOLUTE:
+    case urdf::Joint::CONTINUOUS:
+      s.type = SpatialJointType::Revolute;
+      break;
+    case urdf::Joint::PRISMATIC:
+      s.type = SpatialJointType::Translational;
+      break;
+    case urdf::Joint::FIXED:
+      s.type = SpatialJointType::Fixed;
+      break;
+    default:
+      throw InputError(fmt::format("{}: joint '{}': planar joints are not supported (revolute, continuous, prismatic, "
+                                   "fixed and floating are)",
+                                   path, j.name));
+  }
+  return s;
+}
+
+/// The file's text: a regular file of at most 64 MiB (not a device or a pipe that never ends).
+std::string read_text(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) throw InputError(fmt::format("{}: no such file", path));
+  if (std::filesystem::file_size(path, error) > (std::uintmax_t{64} << 20)) {
+    throw InputError(fmt::format("{}: larger than 64 MiB", path));
+  }
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot read the file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+UrdfMechanism read_urdf(const std::string& path) {
+  const std::string text = read_text(path);
+  urdf::ModelInterfaceSharedPtr robot;
+  {
+    MessageCapture messages;
+    robot = urdf::parseURDF(text);
+    if (!robot) {
+      throw InputError(fmt::format("{}: not a valid URDF robot ({})", path,
+                                   messages.text().empty() ? "urdfdom gave no reason" : messages.text()));
+    }
+  }
+  UrdfMechanism m;
+  m.robot = robot->getName();
+  const urdf::LinkConstSharedPtr root = robot->getRoot();
+  m.root = root->name;
+  std::vector<std::string> limited, with_dynamics;
+  // Breadth-first from the root: each link's frame is its parent's then the joint's origin.
+  std::map<std::string, int> body_of_link{{root->name, -1}};
+  std::map<std::string, Frame> world{{root->name, Frame{}}};
+  std::deque<urdf::LinkConstSharedPtr> queue{root};
+  while (!queue.empty()) {
+    const urdf::LinkConstSharedPtr parent = queue.front();
+    queue.pop_front();
+    for (const urdf::JointSharedPtr& j : parent->child_joints) {
+      if (j->mimic) {
+        throw InputError(fmt::format("{}: joint '{}' mimics joint '{}': mimic joints are not supported", path, j->name,
+                                     j->mimic->joint_name));
+      }
+      const urdf::LinkConstSharedPtr child = robot->getLink(j->child_link_name);
+      const Frame origin = frame_of(j->parent_to_joint_origin_transform);
+      const Frame placed = world.at(parent->name).then(origin);
+      world[child->name] = placed;
+      body_of_link[child->name] = static_cast<int>(m.bodies.size());
+      m.bodies.push_back(body_of(*child, placed, path));
+      if (j->type != urdf::Joint::FLOATING) {
+        m.joints.push_back(joint_of(*j, body_of_link.at(parent->name), body_of_link.at(child->name), origin, path));
+      }
+      if (j->limits && (j->type == urdf::Joint::REVOLUTE || j->type == urdf::Joint::PRISMATIC)) limited.push_back(j->name);
+      if (j->dynamics && (j->dynamics->damping != 0.0 || j->dynamics->friction != 0.0)) with_dynamics.push_back(j->name);
+      queue.push_back(child);
+    }
+  }
+  if (m.bodies.empty()) throw InputError(fmt::format("{}: the robot has no moving link (only its root '{}')", path, m.root));
+  const auto listed = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  if (!limited.empty()) {
+    m.notes.push_back(fmt::format("URDF joint limits ignored ({}): Saltus has no joint stops on spatial joints yet",
+                                  listed(limited)));
+  }
+  if (!with_dynamics.empty()) {
+    m.notes.push_back(fmt::format("URDF joint damping and friction ignored ({}): add rotational_spring damping in "
+                                  "the model file",
+                                  listed(with_dynamics)));
+  }
+  return m;
+}
+
+}  // namespace saltus::multibody::detail

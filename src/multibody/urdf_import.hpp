@@ -1,0 +1,32 @@
+#pragma once
+// The mechanism of a URDF file (Unified Robot Description Format, read with Debian's urdfdom) as
+// spatial bodies and joints (docs/model-files.md, "URDF"): every link but the root is a spatial
+// body with the link's frame as its body frame, placed where the joints put it at zero joint
+// positions; the root link is the ground. Revolute and continuous joints become revolute
+// joints, prismatic ones translational joints, fixed ones fixed joints; a floating joint leaves
+// its child free.
+#include <saltus/multibody/model.hpp>
+
+#include <string>
+#include <vector>
+
+namespace saltus::multibody::detail {
+
+struct UrdfMechanism {
+  std::string robot;  ///< the robot's name
+  std::string root;   ///< the root link (the ground)
+  /// Bodies in the links' breadth-first order from the root; joint body indices refer to them
+  /// (-1: the ground).
+  std::vector<SpatialBody> bodies;
+  std::vector<SpatialJoint> joints;
+  /// What the import left out (joint limits and dynamics, visual and collision geometry), one
+  /// sentence each, for the run's report.
+  std::vector<std::string> notes;
+};
+
+/// Reads the URDF file at `path`. Throws InputError naming the file and the link or joint: an
+/// unreadable or invalid file (with urdfdom's message), a moving link without mass or with an
+/// inertia that is not positive definite, a planar joint, a mimic joint.
+UrdfMechanism read_urdf(const std::string& path);
+
+}  // namespace saltus::multibody::detail

@@ -1,0 +1,168 @@
+// URDF import (docs/model-files.md, "URDF"): a robot with a rotated joint frame, a rotated
+// inertial frame, a prismatic and a fixed joint runs exactly as the same mechanism written by
+// hand as spatial bodies and joints; a model file adds drivers, springs, parameters and costs
+// to a URDF, and its gradients agree across methods; bad files are named.
+#include <saltus/core/error.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/adjoint.hpp>
+#include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using namespace saltus;
+using namespace saltus::multibody;
+
+std::string example(const std::string& name) { return std::string(SALTUS_SOURCE_DIR) + "/examples/" + name; }
+
+/// Writes `text` to a file of the test's own in the temporary directory and returns its path.
+std::string write(const std::string& name, const std::string& text) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("saltus_test_urdf_" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// A link hinged 1 m up with its joint frame turned a quarter turn about z (the hinge's axis y
+// there is the ground's -x) and its inertial frame turned a quarter turn about z too (ixx and
+// iyy trade places in the link's axes); a slider along the link's x; a tip welded to it.
+const char* kRobot = R"(<?xml version="1.0"?>
+<robot name="pendulum">
+  <link name="world"/>
+  <link name="arm">
+    <inertial>
+      <origin xyz="0.3 0 0" rpy="0 0 1.5707963267948966"/>
+      <mass value="1"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/>
+    </inertial>
+  </link>
+  <link name="slider">
+    <inertial><mass value="0.5"/><inertia ixx="0.002" ixy="0" ixz="0" iyy="0.003" iyz="0" izz="0.004"/></inertial>
+  </link>
+  <link name="tip">
+    <inertial><mass value="0.2"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>
+  </link>
+  <joint name="hinge" type="revolute">
+    <parent link="world"/><child link="arm"/>
+    <origin xyz="0 0 1" rpy="0 0 1.5707963267948966"/>
+    <axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+  <joint name="rail" type="prismatic">
+    <parent link="arm"/><child link="slider"/>
+    <origin xyz="0.6 0 0"/>
+    <axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+  <joint name="weld" type="fixed">
+    <parent link="slider"/><child link="tip"/>
+    <origin xyz="0.1 0 0"/>
+  </joint>
+</robot>
+)";
+
+const std::string kCosts = R"(costs:
+  tip_z: {terminal: [{signal: z, of: tip}]}
+  tip_y: {terminal: [{signal: y, of: tip}]}
+  hinge_load: {running: [{signal: reaction, of: hinge, row: 2, power: 2}]}
+)";
+
+// The same mechanism by hand: every link frame turned a quarter turn about z, at its place.
+const std::string kByHand = R"(name: by_hand
+horizon: 0.8
+tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
+spatial:
+  bodies:
+    arm: {mass: 1, inertia: [0.03, 0.01, 0.04], center: [0.3, 0, 0], position: [0, 0, 1],
+          orientation: {axis: [0, 0, 1], angle: 1.5707963267948966}}
+    slider: {mass: 0.5, inertia: [0.002, 0.003, 0.004], position: [0, 0.6, 1],
+             orientation: {axis: [0, 0, 1], angle: 1.5707963267948966}}
+    tip: {mass: 0.2, inertia: [0.001, 0.001, 0.001], position: [0, 0.7, 1],
+          orientation: {axis: [0, 0, 1], angle: 1.5707963267948966}}
+  joints:
+    - {type: revolute, name: hinge, a: ground, b: arm, point_a: [0, 0, 1], axis_a: [-1, 0, 0], axis_b: [0, 1, 0]}
+    - {type: translational, name: rail, a: arm, b: slider, point_a: [0.6, 0, 0], axis_a: [1, 0, 0], normal_a: [0, 1, 0]}
+    - {type: fixed, name: weld, a: slider, b: tip, point_a: [0.1, 0, 0], axis_a: [0, 0, 1], normal_a: [1, 0, 0]}
+)" + kCosts;
+
+Eigen::VectorXd costs_of(const Model& model) {
+  const Problem pb = make_problem(model);
+  return simulate(pb, pb.nominal_parameters(), pb.options()).costs;
+}
+
+TEST(Urdf, RunsAsTheSameMechanismWrittenByHand) {
+  const std::string urdf = write("pendulum.urdf", kRobot);
+  const std::string file = write("pendulum.yaml", "name: from_urdf\nhorizon: 0.8\ntolerances: {rtol: 1.0e-10, atol: "
+                                                  "1.0e-12}\nurdf: saltus_test_urdf_pendulum.urdf\n" +
+                                                      kCosts);
+  const Model imported = load_model(file);
+  ASSERT_EQ(imported.spatial_bodies.size(), 3u);
+  ASSERT_EQ(imported.spatial_joints.size(), 3u);
+  ASSERT_EQ(imported.notes.size(), 1u);
+  EXPECT_NE(imported.notes[0].find("limits ignored (hinge, rail)"), std::string::npos) << imported.notes[0];
+  const Eigen::VectorXd by_urdf = costs_of(imported);
+  const Eigen::VectorXd by_hand = costs_of(parse_model(kByHand, "by_hand"));
+  ASSERT_GT(std::abs(by_hand[0] - 1.0), 0.05);  // the arm swung down and the slider slid
+  for (Eigen::Index i = 0; i < by_hand.size(); ++i) {
+    EXPECT_NEAR(by_urdf[i], by_hand[i], 1e-9 * (1.0 + std::abs(by_hand[i]))) << "cost " << i;
+  }
+}
+
+// A URDF alone runs 1 s with its kinetic energy at the end as the cost.
+TEST(Urdf, AFileAloneRunsWithItsKineticEnergy) {
+  const Model m = load_model(write("alone.urdf", kRobot));
+  EXPECT_EQ(m.tf, 1.0);
+  ASSERT_EQ(m.costs.size(), 1u);
+  EXPECT_EQ(m.costs[0].name, "kinetic_energy");
+  EXPECT_EQ(m.gravity_z.constant, -9.81);
+  EXPECT_TRUE(is_model_file("robot.urdf"));
+}
+
+// The example: gradients of the arm with its motor and servos agree across methods.
+TEST(Urdf, ExampleArmGradientsAgree) {
+  Model model = load_model(example("urdf_arm.yaml"));
+  model.tf = 0.5;
+  const Problem pb = make_problem(model);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Options o = pb.options();
+  const GradientCheck cmp = compare_gradients(
+      pb, {forward_estimate(forward_sensitivity(pb, p, o)), adjoint_estimate(adjoint(pb, p, o)), complex_step(pb, p, o)});
+  EXPECT_LT(cmp.max_relative_error[1], 1e-4) << "adjoint";
+  EXPECT_LT(cmp.max_relative_error[2], 1e-4) << "complex step";
+}
+
+TEST(Urdf, BadFilesAreNamed) {
+  const auto error_of = [](const std::string& urdf_text) {
+    const std::string urdf = write("bad.urdf", urdf_text);
+    try {
+      load_model(write("bad.yaml", "name: bad\nhorizon: 1\nurdf: saltus_test_urdf_bad.urdf\n" + kCosts));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string invalid = error_of("<robot name='r'><link name='a'/><joint name='j' type='revolute'></joint></robot>");
+  EXPECT_NE(invalid.find("saltus_test_urdf_bad.yaml:3:7: urdf:"), std::string::npos) << invalid;
+  EXPECT_NE(invalid.find("not a valid URDF robot"), std::string::npos) << invalid;
+  std::string massless = kRobot;
+  massless.replace(massless.find("<mass value=\"0.5\"/>"), 19, "<mass value=\"0\"/>");
+  EXPECT_NE(error_of(massless).find("link 'slider' moves but has no mass"), std::string::npos) << error_of(massless);
+  std::string mimic = kRobot;
+  mimic.replace(mimic.find("<axis xyz=\"1 0 0\"/>"), 19, "<axis xyz=\"1 0 0\"/><mimic joint=\"hinge\"/>");
+  EXPECT_NE(error_of(mimic).find("joint 'rail' mimics joint 'hinge'"), std::string::npos) << error_of(mimic);
+  try {
+    load_model(write("missing.yaml", "name: bad\nhorizon: 1\nurdf: no_such_robot.urdf\n" + kCosts));
+    ADD_FAILURE() << "no error for a missing file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_robot.urdf: no such file"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
