@@ -1,5 +1,5 @@
 """`pip install .`: builds the extension saltus._saltus with Saltus's own CMake build (static
-Saltus libraries, position-independent, linked into the module; SUNDIALS, yaml-cpp, NLopt and
+Saltus libraries, position-independent, linked into the module; SUNDIALS, yaml-cpp, urdfdom, NLopt and
 fmt stay the system's shared libraries), then packages it with python/saltus/__init__.py.
 The CMake build directory is build-pip/ (SALTUS_PIP_BUILD_DIR overrides it), reused by later
 installs; CMAKE_BUILD_PARALLEL_LEVEL sets its jobs (default: all cores)."""

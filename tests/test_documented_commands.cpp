@@ -108,7 +108,7 @@ TEST(DocumentedCommands, EveryDocumentedModelFileRuns) {
   fs::create_directories(dir);
   // A block may name a shipped URDF robot beside it (`urdf: arm.urdf`).
   for (const fs::directory_entry& e : fs::directory_iterator(fs::path(SALTUS_SOURCE_DIR) / "examples")) {
-    if (e.path().extension() == ".urdf") fs::copy_file(e.path(), dir / e.path().filename());
+    if (e.path().extension() == ".urdf") fs::copy_file(e.path(), dir / e.path().filename(), fs::copy_options::overwrite_existing);
   }
   int count = 0;
   for (const fs::path& file : documentation()) {

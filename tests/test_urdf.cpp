@@ -3,13 +3,16 @@
 // hand as spatial bodies and joints; a model file adds drivers, springs, parameters and costs
 // to a URDF, and its gradients agree across methods; bad files are named.
 #include <saltus/core/error.hpp>
+#include <saltus/multibody/dynamics.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
+#include <Eigen/Geometry>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -23,24 +26,27 @@ using namespace saltus::multibody;
 
 std::string example(const std::string& name) { return std::string(SALTUS_SOURCE_DIR) + "/examples/" + name; }
 
-/// Writes `text` to a file of the test's own in the temporary directory and returns its path.
+/// Writes `text` to a file in a directory of this process's own and returns its path.
 std::string write(const std::string& name, const std::string& text) {
-  const std::filesystem::path path = std::filesystem::temp_directory_path() / ("saltus_test_urdf_" + name);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("saltus_test_urdf_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / ("saltus_test_urdf_" + name);
   std::ofstream(path) << text;
   return path.string();
 }
 
 // A link hinged 1 m up with its joint frame turned a quarter turn about z (the hinge's axis y
-// there is the ground's -x) and its inertial frame turned a quarter turn about z too (ixx and
-// iyy trade places in the link's axes); a slider along the link's x; a tip welded to it.
+// there is the ground's -x) and its inertial frame turned a quarter turn about x (in the link's
+// axes the tensor [a d e; d b f; e f c] is [a -e d; -e c -f; d -f b]); a slider along the
+// link's x; a tip welded to it; a massless tool frame on the tip (part of the tip's body).
 const char* kRobot = R"(<?xml version="1.0"?>
 <robot name="pendulum">
   <link name="world"/>
   <link name="arm">
     <inertial>
-      <origin xyz="0.3 0 0" rpy="0 0 1.5707963267948966"/>
+      <origin xyz="0.3 0 0" rpy="1.5707963267948966 0 0"/>
       <mass value="1"/>
-      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/>
+      <inertia ixx="0.01" ixy="0.001" ixz="0.002" iyy="0.03" iyz="-0.003" izz="0.04"/>
     </inertial>
   </link>
   <link name="slider">
@@ -61,9 +67,14 @@ const char* kRobot = R"(<?xml version="1.0"?>
     <axis xyz="1 0 0"/>
     <limit lower="-1" upper="1" effort="1" velocity="1"/>
   </joint>
+  <link name="tool"/>
   <joint name="weld" type="fixed">
     <parent link="slider"/><child link="tip"/>
     <origin xyz="0.1 0 0"/>
+  </joint>
+  <joint name="mount" type="fixed">
+    <parent link="tip"/><child link="tool"/>
+    <origin xyz="0.05 0 0" rpy="0.3 0 0"/>
   </joint>
 </robot>
 )";
@@ -80,7 +91,7 @@ horizon: 0.8
 tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
 spatial:
   bodies:
-    arm: {mass: 1, inertia: [0.03, 0.01, 0.04], center: [0.3, 0, 0], position: [0, 0, 1],
+    arm: {mass: 1, inertia: [0.01, 0.04, 0.03, -0.002, 0.001, 0.003], center: [0.3, 0, 0], position: [0, 0, 1],
           orientation: {axis: [0, 0, 1], angle: 1.5707963267948966}}
     slider: {mass: 0.5, inertia: [0.002, 0.003, 0.004], position: [0, 0.6, 1],
              orientation: {axis: [0, 0, 1], angle: 1.5707963267948966}}
@@ -113,6 +124,35 @@ TEST(Urdf, RunsAsTheSameMechanismWrittenByHand) {
   for (Eigen::Index i = 0; i < by_hand.size(); ++i) {
     EXPECT_NEAR(by_urdf[i], by_hand[i], 1e-9 * (1.0 + std::abs(by_hand[i]))) << "cost " << i;
   }
+}
+
+// Joint origins compose parent first: a quarter turn about z, then one about y, put the second
+// link's frame at Rz Ry (its z along the ground's y). A rotational spring on the second joint
+// measures its angle from the URDF's zero position.
+TEST(Urdf, ComposesFramesInOrderAndAnglesStartAtZero) {
+  const std::string urdf = write("turns.urdf", R"(<robot name="turns">
+  <link name="world"/>
+  <link name="one"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <link name="two"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <joint name="first" type="continuous"><parent link="world"/><child link="one"/>
+    <origin xyz="0 0 1" rpy="0 0 1.5707963267948966"/><axis xyz="1 0 0"/></joint>
+  <joint name="second" type="continuous"><parent link="one"/><child link="two"/>
+    <origin xyz="0.5 0 0" rpy="0 1.5707963267948966 0"/><axis xyz="0 0 1"/></joint>
+</robot>
+)");
+  const Model m = load_model(write("turns.yaml", "name: turns\nhorizon: 1\nurdf: saltus_test_urdf_turns.urdf\n"
+                                                  "spatial:\n  forces:\n    - {type: rotational_spring, name: s, "
+                                                  "joint: second, stiffness: 10}\n"
+                                                  "costs:\n  z_T: {terminal: [{signal: z, of: two}]}\n"));
+  const SpatialBody& two = m.spatial_bodies[1];
+  const Eigen::Vector3d axis(two.axis0.x.constant, two.axis0.y.constant, two.axis0.z.constant);
+  const Eigen::Matrix3d A = Eigen::AngleAxisd(two.angle0.constant, axis.normalized()).toRotationMatrix();
+  Eigen::Matrix3d expected;
+  expected << 0, -1, 0, 0, 0, 1, -1, 0, 0;  // Rz(pi/2) Ry(pi/2)
+  EXPECT_LT((A - expected).cwiseAbs().maxCoeff(), 1e-12) << A;
+  EXPECT_NEAR(two.position0.y.constant, 0.5, 1e-12);  // one's x is the ground's y
+  const MotionState<double> start{0.0, m.initial_positions(), Eigen::VectorXd::Zero(m.n_coordinates())};
+  EXPECT_NEAR(rotational_spring_state<double>(m, m.spatial_forces[0], start, m.nominal_parameters()).angle.value, 0.0, 1e-12);
 }
 
 // A URDF alone runs 1 s with its kinetic energy at the end as the cost.
@@ -151,12 +191,22 @@ TEST(Urdf, BadFilesAreNamed) {
   const std::string invalid = error_of("<robot name='r'><link name='a'/><joint name='j' type='revolute'></joint></robot>");
   EXPECT_NE(invalid.find("saltus_test_urdf_bad.yaml:3:7: urdf:"), std::string::npos) << invalid;
   EXPECT_NE(invalid.find("not a valid URDF robot"), std::string::npos) << invalid;
-  std::string massless = kRobot;
-  massless.replace(massless.find("<mass value=\"0.5\"/>"), 19, "<mass value=\"0\"/>");
-  EXPECT_NE(error_of(massless).find("link 'slider' moves but has no mass"), std::string::npos) << error_of(massless);
-  std::string mimic = kRobot;
-  mimic.replace(mimic.find("<axis xyz=\"1 0 0\"/>"), 19, "<axis xyz=\"1 0 0\"/><mimic joint=\"hinge\"/>");
-  EXPECT_NE(error_of(mimic).find("joint 'rail' mimics joint 'hinge'"), std::string::npos) << error_of(mimic);
+  const auto replaced = [](const std::string& from, const std::string& to) {
+    std::string text = kRobot;
+    return text.replace(text.find(from), from.size(), to);
+  };
+  const std::string massless = error_of(replaced("<mass value=\"0.5\"/>", "<mass value=\"0\"/>"));
+  EXPECT_NE(massless.find("link 'slider' has no mass but is a body"), std::string::npos) << massless;
+  const std::string mimic = error_of(replaced("<axis xyz=\"1 0 0\"/>", "<axis xyz=\"1 0 0\"/><mimic joint=\"hinge\"/>"));
+  EXPECT_NE(mimic.find("joint 'rail' mimics joint 'hinge'"), std::string::npos) << mimic;
+  // A loop back to the arm: refused, by urdfdom (the arm has two parents) or by the import.
+  const std::string cycle = error_of(replaced("<link name=\"tool\"/>", "<link name=\"tool\"/><joint name=\"loop\" "
+                                                                        "type=\"fixed\"><parent link=\"tip\"/><child "
+                                                                        "link=\"arm\"/></joint>"));
+  EXPECT_TRUE(cycle.find("must form a tree") != std::string::npos || cycle.find("not a valid URDF") != std::string::npos)
+      << cycle;
+  const std::string no_axis = error_of(replaced("<axis xyz=\"1 0 0\"/>", "<axis xyz=\"0 0 0\"/>"));
+  EXPECT_NE(no_axis.find("joint 'rail' has a zero axis"), std::string::npos) << no_axis;
   try {
     load_model(write("missing.yaml", "name: bad\nhorizon: 1\nurdf: no_such_robot.urdf\n" + kCosts));
     ADD_FAILURE() << "no error for a missing file";

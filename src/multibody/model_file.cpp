@@ -446,6 +446,27 @@ class Reader : yaml::Fields {
     normal_b = optional_triple(n, "normal_b", field, n["normal_a"] ? normal_a : default_normal(axis_b));
   }
 
+  /// A joint that carries normals of its own (a URDF joint: they coincide at its zero
+  /// position) gives them to the drivers and springs on it as their defaults.
+  static bool has_normals(const SpatialJoint& j) {
+    const auto zero = [](const Value3& v) {
+      const auto constant_zero = [](const Value& x) { return !x.depends_on_parameters() && x.constant == 0.0; };
+      return constant_zero(v.x) && constant_zero(v.y) && constant_zero(v.z);
+    };
+    return !zero(j.normal_a) && !zero(j.normal_b);
+  }
+
+  /// The normals of an angle about joint j: given, else j's own, else read_angle_normals'.
+  void read_joint_angle_normals(const YAML::Node& n, const std::string& field, const SpatialJoint& j, Value3& normal_a,
+                                Value3& normal_b) const {
+    if (has_normals(j) && !n["normal_a"] && !n["normal_b"]) {
+      normal_a = j.normal_a;
+      normal_b = j.normal_b;
+      return;
+    }
+    read_angle_normals(n, field, normal_a, normal_b, j.axis_a, j.axis_b);
+  }
+
   /// A driver takes the bodies, points and axes of the joint it drives.
   void attach_driver(const YAML::Node& n, const std::string& field, SpatialJoint& j) const {
     const bool rotational = j.type == SpatialJointType::RotationalDriver;
@@ -460,7 +481,7 @@ class Reader : yaml::Fields {
     j.point_b = driven.point_b;
     j.axis_a = driven.axis_a;
     j.axis_b = driven.axis_b;
-    if (rotational) read_angle_normals(n, field, j.normal_a, j.normal_b, j.axis_a, j.axis_b);
+    if (rotational) read_joint_angle_normals(n, field, driven, j.normal_a, j.normal_b);
   }
 
   SpatialForce spatial_force(const YAML::Node& n, const std::string& field) const {
@@ -526,13 +547,15 @@ class Reader : yaml::Fields {
       f.body_b = j.body_b;
       f.axis_a = j.axis_a;
       f.axis_b = j.axis_b;
+      read_joint_angle_normals(n, field, j, f.normal_a, f.normal_b);
     } else {
+      if (!n["a"]) fail(n, field, "a rotational spring needs 'joint' (a revolute or cylindrical joint) or 'a', 'b' and 'axis_a'");
       f.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
       f.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");
       f.axis_a = triple(require(n, "axis_a", field), field + ".axis_a");
       f.axis_b = optional_triple(n, "axis_b", field, f.axis_a);
+      read_angle_normals(n, field, f.normal_a, f.normal_b, f.axis_a, f.axis_b);
     }
-    read_angle_normals(n, field, f.normal_a, f.normal_b, f.axis_a, f.axis_b);
     f.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
     f.damping = optional_value(n, "damping", field, 0.0);
     f.rest_angle = optional_value(n, "rest_angle", field, 0.0);
@@ -622,7 +645,9 @@ class Reader : yaml::Fields {
   void check_size() const {
     const int n = model_.n_coordinates();
     if (n <= Model::max_coordinates) return;
-    const char* field = !model_.points.empty() ? "points" : !model_.bodies.empty() ? "bodies" : "spatial";
+    const char* field = !model_.points.empty() ? "points" : !model_.bodies.empty() ? "bodies"
+                        : root_["spatial"] && root_["spatial"]["bodies"] ? "spatial"
+                                                                         : "urdf";
     fail(root_[field], field,
          fmt::format("the model has {} coordinates ({} points, {} bodies{}); Saltus's formulations take at most {} "
                      "(docs/multibody.md, \"Limits\")",
@@ -1190,10 +1215,17 @@ bool ends_with(const std::string& name, const std::string& suffix) {
 /// A URDF file alone: its mechanism for 1 s under gravity -z, with the kinetic energy at the end
 /// as its cost (docs/model-files.md, "URDF").
 std::string urdf_alone(const std::string& path) {
-  std::string quoted;
-  for (const char c : std::filesystem::absolute(path).string()) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-  return fmt::format("name: {}\nhorizon: 1\nurdf: '{}'\ncosts:\n  kinetic_energy: {{terminal: [{{signal: kinetic_energy}}]}}\n",
-                     std::filesystem::path(path).stem().string(), quoted);
+  // Single-quoted YAML scalars: a quote doubles; a line break cannot occur in them.
+  const auto quoted = [](const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+      if (c == '\n' || c == '\r') throw InputError(fmt::format("{}: a line break in the file's path", text));
+      out += c == '\'' ? std::string("''") : std::string(1, c);
+    }
+    return out;
+  };
+  return fmt::format("name: '{}'\nhorizon: 1\nurdf: '{}'\ncosts:\n  kinetic_energy: {{terminal: [{{signal: kinetic_energy}}]}}\n",
+                     quoted(std::filesystem::path(path).stem().string()), quoted(std::filesystem::absolute(path).string()));
 }
 
 }  // namespace

@@ -20,17 +20,28 @@ namespace saltus::multibody::detail {
 namespace {
 
 /// Collects urdfdom's messages (it logs through console_bridge instead of throwing) while a
-/// file is parsed, so that an invalid file's reason goes into the one error line.
+/// file is parsed, so that an invalid file's reason goes into the one error line. One capture
+/// lives for the whole process: console_bridge keeps a pointer to the handler it replaced, so a
+/// handler must outlive every later swap. Model files are read from one thread at a time.
 class MessageCapture : public console_bridge::OutputHandler {
  public:
-  MessageCapture() { console_bridge::useOutputHandler(this); }
-  ~MessageCapture() override { console_bridge::restorePreviousOutputHandler(); }
-  MessageCapture(const MessageCapture&) = delete;
-  MessageCapture& operator=(const MessageCapture&) = delete;
   void log(const std::string& text, console_bridge::LogLevel level, const char*, int) override {
     if (level >= console_bridge::CONSOLE_BRIDGE_LOG_WARN) text_ += (text_.empty() ? "" : "; ") + text;
   }
-  const std::string& text() const { return text_; }
+  /// Parses `text`, returning urdfdom's model (null if invalid) and its messages.
+  std::pair<urdf::ModelInterfaceSharedPtr, std::string> parse(const std::string& text) {
+    text_.clear();
+    console_bridge::useOutputHandler(this);
+    urdf::ModelInterfaceSharedPtr robot;
+    try {
+      robot = urdf::parseURDF(text);
+    } catch (...) {
+      console_bridge::restorePreviousOutputHandler();
+      throw;
+    }
+    console_bridge::restorePreviousOutputHandler();
+    return {robot, text_};
+  }
 
  private:
   std::string text_;
@@ -63,13 +74,13 @@ Eigen::Vector3d perpendicular_to(const Eigen::Vector3d& h) {
   return (e - e.dot(h) * h).normalized();
 }
 
-/// The spatial body of a moving link: its mass and inertia (URDF gives the inertia tensor's
+/// The spatial body of a link: its mass and inertia (URDF gives the inertia tensor's
 /// entries about the centre of mass in the inertial frame, turned here into the link's axes),
 /// placed at `world`.
 SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::string& path) {
   if (!link.inertial || !(link.inertial->mass > 0.0)) {
-    throw InputError(fmt::format("{}: link '{}' moves but has no mass (give it an <inertial> with a mass > 0 and "
-                                 "its inertia)",
+    throw InputError(fmt::format("{}: link '{}' has no mass but is a body (it moves, or carries a moving link): "
+                                 "give it an <inertial> with a mass > 0 and its inertia",
                                  path, link.name));
   }
   const urdf::Inertial& in = *link.inertial;
@@ -91,7 +102,7 @@ SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::strin
 }
 
 /// The spatial joint of a URDF joint between the bodies a (parent, -1 the ground) and b (child):
-/// the joint frame sits at `origin` in the parent's frame and is the child's frame.
+/// the joint frame sits at `origin` in a's body frame and is the child's frame.
 SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, const std::string& path) {
   SpatialJoint s;
   s.name = j.name;
@@ -99,8 +110,10 @@ SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, c
   s.body_b = b;
   s.point_a = value3_of(origin.origin);
   s.point_b = Value3{0.0, 0.0, 0.0};
-  Eigen::Vector3d axis = vector_of(j.axis);
-  if (j.type == urdf::Joint::FIXED || !(axis.norm() > 0.0)) axis = Eigen::Vector3d::UnitZ();
+  Eigen::Vector3d axis = j.type == urdf::Joint::FIXED ? Eigen::Vector3d::UnitZ() : vector_of(j.axis);
+  if (!(axis.norm() > 0.0) || !axis.allFinite()) {
+    throw InputError(fmt::format("{}: joint '{}' has a zero axis", path, j.name));
+  }
   axis.normalize();
   const Eigen::Vector3d normal = perpendicular_to(axis);
   s.axis_a = value3_of(origin.rotation * axis);
@@ -129,10 +142,11 @@ SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, c
 /// The file's text: a regular file of at most 64 MiB (not a device or a pipe that never ends).
 std::string read_text(const std::string& path) {
   std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) throw InputError(fmt::format("{}: no such file", path));
-  if (std::filesystem::file_size(path, error) > (std::uintmax_t{64} << 20)) {
-    throw InputError(fmt::format("{}: larger than 64 MiB", path));
-  }
+  if (!std::filesystem::exists(path, error)) throw InputError(fmt::format("{}: no such file", path));
+  if (!std::filesystem::is_regular_file(path, error)) throw InputError(fmt::format("{}: not a regular file", path));
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) throw InputError(fmt::format("{}: cannot read the file ({})", path, error.message()));
+  if (size > (std::uintmax_t{64} << 20)) throw InputError(fmt::format("{}: larger than 64 MiB", path));
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("{}: cannot read the file", path));
   std::ostringstream text;
@@ -142,24 +156,27 @@ std::string read_text(const std::string& path) {
 
 }  // namespace
 
+/// Where a link's frame is fixed: on a body (-1: the ground) at an offset in that body's frame.
+struct Attachment {
+  int body = -1;
+  Frame offset;
+};
+
 UrdfMechanism read_urdf(const std::string& path) {
   const std::string text = read_text(path);
-  urdf::ModelInterfaceSharedPtr robot;
-  {
-    MessageCapture messages;
-    robot = urdf::parseURDF(text);
-    if (!robot) {
-      throw InputError(fmt::format("{}: not a valid URDF robot ({})", path,
-                                   messages.text().empty() ? "urdfdom gave no reason" : messages.text()));
-    }
+  static MessageCapture capture;
+  const auto [robot, messages] = capture.parse(text);
+  if (!robot) {
+    throw InputError(fmt::format("{}: not a valid URDF robot ({})", path, messages.empty() ? "urdfdom gave no reason" : messages));
   }
   UrdfMechanism m;
   m.robot = robot->getName();
   const urdf::LinkConstSharedPtr root = robot->getRoot();
   m.root = root->name;
   std::vector<std::string> limited, with_dynamics;
-  // Breadth-first from the root: each link's frame is its parent's then the joint's origin.
-  std::map<std::string, int> body_of_link{{root->name, -1}};
+  // Breadth-first from the root: each link's frame is its parent's then the joint's origin. A
+  // link without mass on a fixed joint is a frame of its parent's body (a tool or sensor frame).
+  std::map<std::string, Attachment> attached{{root->name, Attachment{}}};
   std::map<std::string, Frame> world{{root->name, Frame{}}};
   std::deque<urdf::LinkConstSharedPtr> queue{root};
   while (!queue.empty()) {
@@ -171,18 +188,34 @@ UrdfMechanism read_urdf(const std::string& path) {
                                      j->mimic->joint_name));
       }
       const urdf::LinkConstSharedPtr child = robot->getLink(j->child_link_name);
+      if (!child || world.count(child->name) != 0) {
+        throw InputError(fmt::format("{}: joint '{}' leads to link '{}', which is missing or reached twice (the links "
+                                     "must form a tree)",
+                                     path, j->name, j->child_link_name));
+      }
       const Frame origin = frame_of(j->parent_to_joint_origin_transform);
       const Frame placed = world.at(parent->name).then(origin);
       world[child->name] = placed;
-      body_of_link[child->name] = static_cast<int>(m.bodies.size());
-      m.bodies.push_back(body_of(*child, placed, path));
-      if (j->type != urdf::Joint::FLOATING) {
-        m.joints.push_back(joint_of(*j, body_of_link.at(parent->name), body_of_link.at(child->name), origin, path));
+      const Attachment& from = attached.at(parent->name);
+      const bool massless = !child->inertial || child->inertial->mass == 0.0;
+      if (j->type == urdf::Joint::FIXED && massless) {
+        attached[child->name] = Attachment{from.body, from.offset.then(origin)};
+      } else {
+        attached[child->name] = Attachment{static_cast<int>(m.bodies.size()), Frame{}};
+        m.bodies.push_back(body_of(*child, placed, path));
+        if (j->type != urdf::Joint::FLOATING) {
+          m.joints.push_back(joint_of(*j, from.body, attached.at(child->name).body, from.offset.then(origin), path));
+        }
       }
+      if (!placed.origin.allFinite()) throw InputError(fmt::format("{}: link '{}' is placed at a non-finite position", path, child->name));
       if (j->limits && (j->type == urdf::Joint::REVOLUTE || j->type == urdf::Joint::PRISMATIC)) limited.push_back(j->name);
       if (j->dynamics && (j->dynamics->damping != 0.0 || j->dynamics->friction != 0.0)) with_dynamics.push_back(j->name);
       queue.push_back(child);
     }
+  }
+  if (world.size() != robot->links_.size()) {
+    throw InputError(fmt::format("{}: {} of the robot's {} links are not connected to its root '{}'", path,
+                                 robot->links_.size() - world.size(), robot->links_.size(), m.root));
   }
   if (m.bodies.empty()) throw InputError(fmt::format("{}: the robot has no moving link (only its root '{}')", path, m.root));
   const auto listed = [](const std::vector<std::string>& names) {
@@ -195,8 +228,8 @@ UrdfMechanism read_urdf(const std::string& path) {
                                   listed(limited)));
   }
   if (!with_dynamics.empty()) {
-    m.notes.push_back(fmt::format("URDF joint damping and friction ignored ({}): add rotational_spring damping in "
-                                  "the model file",
+    m.notes.push_back(fmt::format("URDF joint damping and friction ignored ({}): add a rotational_spring's damping "
+                                  "(or a spring's along a prismatic joint) in the model file",
                                   listed(with_dynamics)));
   }
   return m;

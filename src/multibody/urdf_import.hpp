@@ -2,9 +2,11 @@
 // The mechanism of a URDF file (Unified Robot Description Format, read with Debian's urdfdom) as
 // spatial bodies and joints (docs/model-files.md, "URDF"): every link but the root is a spatial
 // body with the link's frame as its body frame, placed where the joints put it at zero joint
-// positions; the root link is the ground. Revolute and continuous joints become revolute
-// joints, prismatic ones translational joints, fixed ones fixed joints; a floating joint leaves
-// its child free.
+// positions; the root link is the ground, and a massless link on a fixed joint is a frame of its
+// parent's body. Revolute and continuous joints become revolute joints, prismatic ones
+// translational joints, fixed ones fixed joints; a floating joint leaves its child free. Each
+// joint carries normals (perpendicular to its axis, equal at zero joint position), so that an
+// angle measured with them is 0 there.
 #include <saltus/multibody/model.hpp>
 
 #include <string>
@@ -19,14 +21,15 @@ struct UrdfMechanism {
   /// (-1: the ground).
   std::vector<SpatialBody> bodies;
   std::vector<SpatialJoint> joints;
-  /// What the import left out (joint limits and dynamics, visual and collision geometry), one
-  /// sentence each, for the run's report.
+  /// What the import left out (joint limits, joint damping and friction), one sentence each,
+  /// for the run's report.
   std::vector<std::string> notes;
 };
 
 /// Reads the URDF file at `path`. Throws InputError naming the file and the link or joint: an
-/// unreadable or invalid file (with urdfdom's message), a moving link without mass or with an
-/// inertia that is not positive definite, a planar joint, a mimic joint.
+/// unreadable or invalid file (with urdfdom's message), a body link without mass, a zero joint
+/// axis, a planar or mimic joint, links that do not form a tree from the root. (An inertia that
+/// is not positive definite is refused by the model's domain checks.)
 UrdfMechanism read_urdf(const std::string& path);
 
 }  // namespace saltus::multibody::detail
