@@ -156,6 +156,24 @@ std::string read_text(const std::string& path) {
 
 }  // namespace
 
+/// Clears every link's children when it goes out of scope: urdfdom's links own their children
+/// (shared pointers), so a loop in a malformed file would otherwise keep them alive for ever.
+class ChildLinksRelease {
+ public:
+  explicit ChildLinksRelease(urdf::ModelInterface& robot) : robot_(robot) {}
+  ~ChildLinksRelease() {
+    for (auto& [name, link] : robot_.links_) {
+      link->child_links.clear();
+      link->child_joints.clear();
+    }
+  }
+  ChildLinksRelease(const ChildLinksRelease&) = delete;
+  ChildLinksRelease& operator=(const ChildLinksRelease&) = delete;
+
+ private:
+  urdf::ModelInterface& robot_;
+};
+
 /// Where a link's frame is fixed: on a body (-1: the ground) at an offset in that body's frame.
 struct Attachment {
   int body = -1;
@@ -169,6 +187,7 @@ UrdfMechanism read_urdf(const std::string& path) {
   if (!robot) {
     throw InputError(fmt::format("{}: not a valid URDF robot ({})", path, messages.empty() ? "urdfdom gave no reason" : messages));
   }
+  const ChildLinksRelease release(*robot);
   UrdfMechanism m;
   m.robot = robot->getName();
   const urdf::LinkConstSharedPtr root = robot->getRoot();
