@@ -494,10 +494,7 @@ class Reader : yaml::Fields {
       check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "stiffness", "damping", "rest_length",
                             "actuator_force"});
       f.type = SpatialForceType::Spring;
-      f.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
-      f.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");
-      f.point_a = optional_triple(n, "point_a", field, Value3{});
-      f.point_b = optional_triple(n, "point_b", field, Value3{});
+      read_ends(n, field, f);
       f.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
       f.damping = optional_value(n, "damping", field, 0.0);
       f.rest_length = value(require(n, "rest_length", field), field + ".rest_length");
@@ -562,15 +559,21 @@ class Reader : yaml::Fields {
     f.actuator = optional_value(n, "torque", field, 0.0);
   }
 
+  /// The two ends of a force between bodies: `a`, `b` (spatial bodies or `ground`) and the
+  /// points `point_a`, `point_b` in their frames (default their origins).
+  void read_ends(const YAML::Node& n, const std::string& field, SpatialForce& f) const {
+    f.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
+    f.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");
+    f.point_a = optional_triple(n, "point_a", field, Value3{});
+    f.point_b = optional_triple(n, "point_b", field, Value3{});
+  }
+
   /// Linear springs and dampers on the relative displacement and rotation of two frames.
   void read_bushing(const YAML::Node& n, const std::string& field, SpatialForce& f) const {
     check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "stiffness", "damping",
                           "rotational_stiffness", "rotational_damping"});
     f.type = SpatialForceType::Bushing;
-    f.body_a = spatial_body_or_ground(require(n, "a", field), field + ".a");
-    f.body_b = spatial_body_or_ground(require(n, "b", field), field + ".b");
-    f.point_a = optional_triple(n, "point_a", field, Value3{});
-    f.point_b = optional_triple(n, "point_b", field, Value3{});
+    read_ends(n, field, f);
     f.linear_stiffness = triple(require(n, "stiffness", field), field + ".stiffness");
     f.linear_damping = optional_triple(n, "damping", field, Value3{});
     f.angular_stiffness = triple(require(n, "rotational_stiffness", field), field + ".rotational_stiffness");
