@@ -18,6 +18,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace {
@@ -451,32 +453,77 @@ INSTANTIATE_TEST_SUITE_P(Formulations, SpatialFivebar,
                                            FormulationType::StabilizedIndex1, FormulationType::Index3),
                          formulation_name);
 
-// The five-bar with a floor built from spatial bodies (a plane contact at the end of rod_12,
-// impulse law) gives fivebar_floor's results with the impulse law: the event times, their
-// sensitivities and the costs' gradients through two impacts.
-class SpatialFivebarFloor : public ::testing::TestWithParam<FormulationType> {};
+// The five-bar with a floor built from spatial bodies (a plane contact at p2, rod_12's frame
+// origin) gives fivebar_floor's results: the event times, their sensitivities and the costs'
+// gradients through two impacts, with the partitioning law on (rod_12.x, rod_12.y) as the planar
+// file's on (p2.x, p2.y), and with the impulse law in both.
+class SpatialFivebarFloor : public ::testing::TestWithParam<FormulationType> {
+ protected:
+  static void expect_same_results(const Model& planar, const Model& spatial) {
+    FormulationSettings settings = planar.formulation;
+    settings.type = GetParam();
+    const Problem a = make_problem(planar, settings), b = make_problem(spatial, settings);
+    const Solution sa = forward_sensitivity(a), sb = forward_sensitivity(b);
+    ASSERT_EQ(sb.events.size(), 2u);
+    ASSERT_EQ(sa.events.size(), 2u);
+    for (size_t k = 0; k < 2; ++k) EXPECT_NEAR(sb.events[k].time, sa.events[k].time, 1e-8);
+    for (Eigen::Index c = 0; c < sa.cost_gradient.rows(); ++c) {
+      EXPECT_NEAR(sb.costs[c], sa.costs[c], 1e-8 * (1.0 + std::abs(sa.costs[c]))) << "cost " << c;
+      const double scale = sa.cost_gradient.row(c).cwiseAbs().maxCoeff();
+      EXPECT_LT((sa.cost_gradient.row(c) - sb.cost_gradient.row(c)).cwiseAbs().maxCoeff() / scale, 1e-7)
+          << "cost " << c;
+    }
+  }
+};
+
+TEST_P(SpatialFivebarFloor, ReproducesThePlanarModel) {
+  const Model planar = load_model(example("fivebar_floor.yaml")), spatial = load_model(example("spatial_fivebar_floor.yaml"));
+  ASSERT_EQ(planar.contacts.size(), 1u);
+  ASSERT_EQ(spatial.contacts.size(), 1u);
+  ASSERT_EQ(planar.contacts[0].law, ImpactLaw::Partitioning);
+  ASSERT_EQ(spatial.contacts[0].law, ImpactLaw::Partitioning);
+  expect_same_results(planar, spatial);
+}
 
 TEST_P(SpatialFivebarFloor, ReproducesThePlanarImpulseVariant) {
-  Model planar = load_model(example("fivebar_floor.yaml"));
-  ASSERT_EQ(planar.contacts.size(), 1u);
+  Model planar = load_model(example("fivebar_floor.yaml")), spatial = load_model(example("spatial_fivebar_floor.yaml"));
   planar.contacts[0].law = ImpactLaw::Impulse;
-  const Model spatial = load_model(example("spatial_fivebar_floor.yaml"));
-  FormulationSettings settings = planar.formulation;
-  settings.type = GetParam();
-  const Problem a = make_problem(planar, settings), b = make_problem(spatial, settings);
-  const Solution sa = forward_sensitivity(a), sb = forward_sensitivity(b);
-  ASSERT_EQ(sb.events.size(), 2u);
-  ASSERT_EQ(sa.events.size(), 2u);
-  for (size_t k = 0; k < 2; ++k) EXPECT_NEAR(sb.events[k].time, sa.events[k].time, 1e-8);
-  for (Eigen::Index c = 0; c < sa.cost_gradient.rows(); ++c) {
-    const double scale = sa.cost_gradient.row(c).cwiseAbs().maxCoeff();
-    EXPECT_LT((sa.cost_gradient.row(c) - sb.cost_gradient.row(c)).cwiseAbs().maxCoeff() / scale, 1e-7) << "cost " << c;
-  }
+  spatial.contacts[0].law = ImpactLaw::Impulse;
+  expect_same_results(planar, spatial);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formulations, SpatialFivebarFloor,
                          ::testing::Values(FormulationType::Maggi, FormulationType::Index1, FormulationType::GGL),
                          formulation_name);
+
+// The partitioning law on a plane contact reverses the body frame origin's velocity: a contact
+// point elsewhere on the body, or a frame origin whose coordinates are dependent, is one
+// InputError naming the field.
+TEST(Spatial, PartitioningLawNeedsTheFrameOriginIndependent) {
+  std::ifstream file(example("spatial_fivebar_floor.yaml"));
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto error_of = [&](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    std::string edited = text;
+    edited.replace(at, from.size(), to);
+    try {
+      (void)make_problem(parse_model(edited, "floor.yaml"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string off_origin = error_of("    point: rod_12\n", "    point: {body: rod_12, at: [0.1, 0, 0]}\n");
+  EXPECT_NE(off_origin.find("floor.yaml:"), std::string::npos) << off_origin;
+  EXPECT_NE(off_origin.find("contacts[0].point.at"), std::string::npos) << off_origin;
+  EXPECT_NE(off_origin.find("frame origin"), std::string::npos) << off_origin;
+  const std::string dependent = error_of("independent: [rod_12.x, rod_12.y]", "independent: [rod_23.x, rod_23.y]");
+  EXPECT_NE(dependent.find("contacts[0].law"), std::string::npos) << dependent;
+  EXPECT_NE(dependent.find("'rod_12.y' is a dependent coordinate"), std::string::npos) << dependent;
+  // The frame origin written out as the point is the same contact.
+  EXPECT_EQ(error_of("    point: rod_12\n", "    point: {body: rod_12, at: [0, 0, 0]}\n"), "accepted");
+}
 
 // A free body dropped on a plane by a body point, restitution 1/2, persistent: its bounces
 // accumulate and it comes to rest on the point (the contact then holds it, frictionless, as

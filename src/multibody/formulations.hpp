@@ -7,6 +7,7 @@
 //   MaggiForm (null space, seed 003): state x = (u, u-dot) with u = B q, 2f entries.
 //   DaeForm (DAEs on IDAS: GGL, stabilized index-1, index 3): x = (q, v, multipliers, flags).
 #include "contacts.hpp"
+#include "partitioning_law.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,35 +20,6 @@
 #include <vector>
 
 namespace saltus::multibody::detail {
-
-/// Post-impact independent velocities by the partitioning law (multibody.md 9.2): the contact
-/// point's normal velocity, read from the independent velocities, is reversed and scaled by e.
-template <class S>
-VectorX<S> partitioned_velocity(const Model& m, const Partition& part, const Contact& c,
-                                VectorX<S> u_dot, In<S> p) {
-  using std::sqrt;
-  const S nx = value_of<S>(c.normal_x, p), ny = value_of<S>(c.normal_y, p);
-  const S length = sqrt(nx * nx + ny * ny);
-  const Vec2<S> normal(nx / length, ny / length);
-  const int o = m.point_offset(c.point.index);
-  S normal_velocity(0.0);
-  for (int i = 0; i < 2; ++i) {
-    if (real_part(normal[i]) == 0.0) continue;
-    const int slot = part.slot(o + i);
-    if (slot < 0) {
-      throw ModelError(fmt::format("contact '{}': the partitioning impact law needs coordinate '{}' "
-                                   "to be independent (use law: impulse, or list it in "
-                                   "'independent')",
-                                   c.name, m.coordinate_names()[static_cast<size_t>(o + i)]));
-    }
-    normal_velocity += normal[i] * u_dot[slot];
-  }
-  const S change = -(S(1.0) + value_of<S>(c.restitution, p)) * normal_velocity;
-  for (int i = 0; i < 2; ++i) {
-    if (real_part(normal[i]) != 0.0) u_dot[part.slot(o + i)] += change * normal[i];
-  }
-  return u_dot;
-}
 
 /// Shared data of the formulations.
 struct FormBase {
@@ -177,13 +149,7 @@ struct FormBase {
     const Eigen::MatrixXd jac = constraints<double>(*model, real, real_parts<S>(p)).dense_real_jacobian();
     if (jac.rows() == 0 || partition_gain(part, jac) <= kRepartitionGain) return part;
     // Keep the coordinates the law reverses: the point's along the normal's non-zero components.
-    const int o = model->point_offset(contact(c).point.index);
-    const double normal[2] = {real_part(value_of<S>(contact(c).normal_x, p)), real_part(value_of<S>(contact(c).normal_y, p))};
-    std::vector<int> keep;
-    for (int i = 0; i < 2; ++i) {
-      if (normal[i] != 0.0) keep.push_back(o + i);
-    }
-    const Partition kept = pivot_partition_keeping(jac, keep);
+    const Partition kept = pivot_partition_keeping(jac, partitioning_coordinates(*model, contact(c), real_parts<S>(p)));
     if (kept.f() != part.f()) {
       throw ModelError(fmt::format("contact '{}': the partitioning law's independent coordinates have degraded at the "
                                    "impact (|dq/du|^2 / f past {:g}) and no other set keeps the contact point's "

@@ -30,16 +30,14 @@ void check_partitioning_laws(const Model& model, const Partition& part) {
   for (size_t i = 0; i < model.contacts.size(); ++i) {
     const Contact& c = model.contacts[i];
     if (c.law != ImpactLaw::Partitioning) continue;
-    const double normal[2] = {value_of<double>(c.normal_x, p), value_of<double>(c.normal_y, p)};
-    const int o = model.point_offset(c.point.index);
-    for (int k = 0; k < 2; ++k) {
-      if (normal[k] == 0.0 || part.slot(o + k) >= 0) continue;
+    for (const int k : partitioning_coordinates(model, c, p)) {
+      if (part.slot(k) >= 0) continue;
       std::vector<std::string> independent;
       for (int j : part.independent) independent.push_back(names[static_cast<size_t>(j)]);
       throw InputError(fmt::format(
           "{}: contact '{}': the partitioning law reverses independent velocities, but '{}' is a "
           "dependent coordinate (independent: {}); list it in 'independent' or use law: impulse",
-          model.locate(fmt::format("contacts[{}].law", i)), c.name, names[static_cast<size_t>(o + k)],
+          model.locate(fmt::format("contacts[{}].law", i)), c.name, names[static_cast<size_t>(k)],
           fmt::join(independent, ", ")));
     }
   }

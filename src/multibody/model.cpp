@@ -468,9 +468,12 @@ void Model::validate() const {
         throw InputError(fmt::format("{}: contact '{}': spatial body index {} out of range",
                                      locate(fmt::format("contacts[{}].point", i)), c.name, c.spatial_body));
       }
-      if (c.law == ImpactLaw::Partitioning) {
-        throw InputError(fmt::format("{}: contact '{}': a point against a plane uses the impulse law (law: impulse)",
-                                     locate(fmt::format("contacts[{}].law", i)), c.name));
+      if (c.law == ImpactLaw::Partitioning && !c.spatial_at.is_zero()) {
+        throw InputError(fmt::format("{}: contact '{}': the partitioning law reverses the velocity of body '{}''s frame "
+                                     "origin, so the contact point must be that origin (place the frame there, with "
+                                     "the centre of mass in center), or use law: impulse",
+                                     locate(fmt::format("contacts[{}].point", i)), c.name,
+                                     spatial_bodies[static_cast<size_t>(c.spatial_body)].name));
       }
     } else if (c.kind != ContactKind::PointLine) {
       const int n_bodies = static_cast<int>(bodies.size()), n_elements = static_cast<int>(elements.size());

@@ -944,11 +944,18 @@ class Reader : yaml::Fields {
       if (n["law"]) note(n["law"], field + ".law");
       if (law == "partitioning") {
         c.law = ImpactLaw::Partitioning;
-        if (c.kind != ContactKind::PointLine) {
-          fail(n["law"], field + ".law", "the partitioning law is for a point against a ground line; a stop uses "
-                                         "law: impulse");
+        if (c.kind != ContactKind::PointLine && c.kind != ContactKind::PointPlane) {
+          fail(n["law"], field + ".law", "the partitioning law is for a point against a ground line or plane; a stop "
+                                         "uses law: impulse");
         }
-        if (c.point.kind != PointRef::Kind::Point) {
+        if (c.kind == ContactKind::PointPlane) {
+          if (!c.spatial_at.is_zero()) {
+            fail(n["point"]["at"], field + ".point.at",
+                 "the partitioning law reverses the velocity of the body's frame origin: the contact point must be "
+                 "that origin (point: body; place the frame there, with the centre of mass in center), or use "
+                 "law: impulse");
+          }
+        } else if (c.point.kind != PointRef::Kind::Point) {
           fail(n["point"], field + ".point", "the partitioning law needs a moving point (use law: impulse)");
         }
         if (c.line_body >= 0) {

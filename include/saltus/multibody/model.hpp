@@ -49,6 +49,8 @@ struct Value {
   bool is_parameter() const { return parameter >= 0; }
   /// Whether the value changes with some parameter.
   bool depends_on_parameters() const { return parameter >= 0 || expression != nullptr; }
+  /// Whether the value is 0 whatever the parameters.
+  bool is_zero() const { return !depends_on_parameters() && constant == 0.0; }
   /// The value at the parameter vector p.
   template <class S>
   S at(const Eigen::Ref<const VectorX<S>>& p) const {
@@ -95,6 +97,7 @@ struct Body {
 /// velocity, a force [SI units of what it holds].
 struct Value3 {
   Value x = 0.0, y = 0.0, z = 0.0;
+  bool is_zero() const { return x.is_zero() && y.is_zero() && z.is_zero(); }
 };
 
 /// A spatial rigid body (docs/multibody.md, "Spatial bodies"; theory multibody.md section 10).
