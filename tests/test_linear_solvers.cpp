@@ -321,6 +321,44 @@ TEST(LinearSolvers, SparseIdasNewtonMatrixMatchesTheClosedForm) {
   }
 }
 
+// A stiff coupling that switches on inside a segment (when the clock y = t passes 0.5): the
+// pattern probed at t = 0 has no entries between a and b. A plain run grows it at an
+// evaluation; the adjoint's recording, whose matrix must be a function of the point alone (its
+// backward pass recomputes forward steps), takes an extension probed where the segment's
+// pattern misses entries. Without one its Newton iteration lacks the coupling, converges at the
+// rate 1 / (1 + cj / k) and forces steps of about 1 / k. After the switch a + b = 1 + r holds
+// and a - b decays as exp(-2 k (t - 0.5)): a(1) = (1 + r) / 2 to e^-100.
+TEST(LinearSolvers, SparseAdjointRecordingFindsEntriesThatAppearInsideASegment) {
+  Problem pb("switched_coupling", "a, b coupled with rate k once the clock y passes 0.5");
+  pb.set_states({"y", "a", "b"});
+  pb.add_parameter("k", 1e5);
+  pb.add_parameter("r", 0.3);
+  pb.set_initial_state([](const auto& p, auto x0) {
+    x0[0] = 0.0 * p[1];
+    x0[1] = 1.0 + 0.0 * p[1];
+    x0[2] = p[1];
+  });
+  pb.add_mode("run", [](auto, const auto& x, const auto& p, auto xdot) {
+    const double on = real_part(x[0]) > 0.5 ? 1.0 : 0.0;
+    xdot[0] = 1.0 + 0.0 * x[0];
+    xdot[1] = -on * p[0] * (x[1] - x[2]);
+    xdot[2] = -on * p[0] * (x[2] - x[1]);
+  });
+  pb.add_terminal_cost("a_end", [](const auto& x, const auto&) { return x[1]; });
+  Options o = pb.options();
+  o.integrator = Integrator::Idas;
+  o.linear_solver = LinearSolver::Sparse;
+  o.rtol = 1e-8;
+  o.atol = 1e-10;
+  const Solution sim = simulate(pb, pb.nominal_parameters(), o);
+  const Solution adj = adjoint(pb, pb.nominal_parameters(), o);
+  EXPECT_NEAR(adj.costs[0], 0.65, 1e-7);
+  EXPECT_NEAR(adj.cost_gradient(0, 1), 0.5, 1e-6);
+  EXPECT_NEAR(adj.cost_gradient(0, 0), 0.0, 1e-9);
+  // The recording steps as the plain run does (the same matrices), not at 1 / k = 1e-5 s.
+  EXPECT_LT(adj.stats.steps, 2 * sim.stats.steps + 50) << sim.stats.steps;
+}
+
 // The DAE mechanism formulations take Automatic, which on IDAS is the sparse Newton matrix from
 // Options::sparse_min_states components: the ladder's persistent contacts switch their
 // multipliers' equations at events inside one mode, so its pattern grows when the top lands (a

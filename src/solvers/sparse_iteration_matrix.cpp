@@ -103,15 +103,14 @@ SparsePattern SparseIterationMatrix::probe(int mode, double t, In<double> x, In<
 
 int SparseIterationMatrix::add(int mode, SparsePattern pattern) {
   std::mt19937 random(7U + static_cast<unsigned>(patterns_.size()));
-  patterns_.push_back(ModePattern{mode, ColouredJacobian(std::move(pattern)), random_signs(nx_ + nq_, random), 0});
+  patterns_.push_back(ModePattern{mode, ColouredJacobian(std::move(pattern)), random_signs(nx_ + nq_, random), 0, {}});
   const int id = static_cast<int>(patterns_.size()) - 1;
   latest_[mode] = id;
   return id;
 }
 
-SparsePattern SparseIterationMatrix::grown(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p,
-                                           double w, const double* values, bool segment_start) {
-  if (!segment_start && m.false_alarms >= kMaxFalseAlarms) return {};
+bool SparseIterationMatrix::misses(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double w,
+                                   const double* values) {
   product(m.mode, t, x, xdot, p, w, m.check_direction, check_product_);
   check_values_.setZero();
   check_scale_.setZero();
@@ -124,14 +123,19 @@ SparsePattern SparseIterationMatrix::grown(ModePattern& m, double t, In<double> 
       check_scale_[row] += std::abs(values[e] * d);
     }
   }
-  bool misses = false;
-  for (Eigen::Index i = 0; i < check_product_.size() && !misses; ++i) {
+  for (Eigen::Index i = 0; i < check_product_.size(); ++i) {
     const double scale = std::max(check_scale_[i], std::abs(check_product_[i]));
-    misses = std::abs(check_product_[i] - check_values_[i]) > kCheckTolerance * scale;
+    if (std::abs(check_product_[i] - check_values_[i]) > kCheckTolerance * scale) return true;
   }
-  if (!misses) return {};
-  SparsePattern merged = merge_patterns(pattern, probe(m.mode, t, x, xdot, p));
-  if (merged.nonzeros() == pattern.nonzeros()) {
+  return false;
+}
+
+SparsePattern SparseIterationMatrix::grown(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p,
+                                           double w, const double* values, bool segment_start) {
+  if (!segment_start && m.false_alarms >= kMaxFalseAlarms) return {};
+  if (!misses(m, t, x, xdot, p, w, values)) return {};
+  SparsePattern merged = merge_patterns(m.jacobian.pattern(), probe(m.mode, t, x, xdot, p));
+  if (merged.nonzeros() == m.jacobian.pattern().nonzeros()) {
     ++m.false_alarms;
     return {};
   }
@@ -202,12 +206,49 @@ bool SparseIterationMatrix::fill(double t, In<double> x, In<double> xdot, In<dou
                        [](double v) { return std::isfinite(v); });
   };
   if (!finite()) return false;
-  if (grow_between_segments_only_) return true;
+  if (grow_between_segments_only_) return fill_recorded(active_, t, x, xdot, p, cj, J);
   SparsePattern bigger = grown(m, t, x, xdot, p, cj, SM_DATA_S(J), false);
   if (bigger.cols == 0) return true;
   m.jacobian = ColouredJacobian(std::move(bigger));
   write(m, t, x, xdot, p, cj, J);
   return finite();
+}
+
+bool SparseIterationMatrix::fill_recorded(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj,
+                                          SUNMatrix J) {
+  const auto finite = [&](int id) {
+    return std::all_of(SM_DATA_S(J), SM_DATA_S(J) + patterns_[static_cast<size_t>(id)].jacobian.pattern().nonzeros(),
+                       [](double v) { return std::isfinite(v); });
+  };
+  if (!misses(patterns_[static_cast<size_t>(base)], t, x, xdot, p, cj, SM_DATA_S(J))) return true;
+  // A copy: adding an extension below reallocates patterns_.
+  const std::vector<int> extensions = patterns_[static_cast<size_t>(base)].extensions;
+  for (const int id : extensions) {
+    write(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, J);
+    if (!finite(id)) return false;
+    if (!misses(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, SM_DATA_S(J))) return true;
+  }
+  // None holds here: probe here. The same point finds the same pattern, so a recomputed step
+  // that reaches this point takes this extension (or, if the probe found nothing new, the base).
+  const int mode = patterns_[static_cast<size_t>(base)].mode;
+  SparsePattern merged = merge_patterns(patterns_[static_cast<size_t>(base)].jacobian.pattern(), probe(mode, t, x, xdot, p));
+  int use = base;
+  if (merged.nonzeros() > patterns_[static_cast<size_t>(base)].jacobian.pattern().nonzeros()) {
+    const auto same = std::find_if(extensions.begin(), extensions.end(), [&](int id) {
+      const SparsePattern& e = patterns_[static_cast<size_t>(id)].jacobian.pattern();
+      return e.starts == merged.starts && e.indices == merged.indices;
+    });
+    if (same != extensions.end()) {
+      use = *same;
+    } else {
+      std::mt19937 random(7U + static_cast<unsigned>(patterns_.size()));
+      patterns_.push_back(ModePattern{mode, ColouredJacobian(std::move(merged)), random_signs(nx_ + nq_, random), 0, {}});
+      use = static_cast<int>(patterns_.size()) - 1;
+      patterns_[static_cast<size_t>(base)].extensions.push_back(use);
+    }
+  }
+  write(patterns_[static_cast<size_t>(use)], t, x, xdot, p, cj, J);
+  return finite(use);
 }
 
 }  // namespace saltus::detail

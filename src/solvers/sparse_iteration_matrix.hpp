@@ -10,9 +10,11 @@
 // only at events (a persistent contact's "active" flag turns its multiplier's row from lambda = 0
 // into the contact constraint). So every segment checks its mode's pattern at its start with one
 // more tangent in a fixed random direction d: if J d differs from the pattern's values times d,
-// the pattern is probed again there and merged with the old one. Outside adjoint recordings
-// each evaluation checks too (a residual that branches on a continuous state). The SUNDIALS
-// matrix stays here, in src/solvers.
+// the pattern is probed again there and merged with the old one. Each evaluation checks too (a
+// residual that branches on a continuous state, such as a compliant contact that touches): a
+// plain run grows the pattern for good; an adjoint recording, whose matrix must be a function
+// of the point alone, takes the first of the segment's extensions that holds there, or probes
+// a new one (fill_recorded). The SUNDIALS matrix stays here, in src/solvers.
 #include <saltus/core/options.hpp>
 #include <saltus/core/problem.hpp>
 #include <saltus/derivatives/sparse_columns.hpp>
@@ -32,9 +34,10 @@ bool uses_sparse_iteration_matrix(const Options& options, int n);
 class SparseIterationMatrix {
  public:
   /// For a problem whose IDAS system has its n_x states and `n_cost_integrals` integrals after
-  /// them. `grow_between_segments_only`: patterns change only in select(), never in fill(), so
-  /// that the matrix of a recorded segment is a pure function of the point (the adjoint's
-  /// recomputation of forward steps must repeat the recording's).
+  /// them. `grow_between_segments_only` (adjoint recordings): a segment's own pattern changes
+  /// only in select(); where it misses entries inside the segment, fill() takes an extension
+  /// chosen as a function of the point alone (fill_recorded), so that the adjoint's
+  /// recomputation of forward steps repeats the recording's.
   SparseIterationMatrix(const Problem& problem, int n_cost_integrals, bool grow_between_segments_only);
 
   /// Chooses the pattern of a segment of `mode` starting at (t, x, x-dot): the mode's latest,
@@ -60,6 +63,9 @@ class SparseIterationMatrix {
     ColouredJacobian jacobian;
     Eigen::VectorXd check_direction;  // random, fixed per pattern
     int false_alarms = 0;             // checks whose new probe found nothing new
+    // Adjoint recordings: supersets of this pattern probed where it missed entries, in the
+    // order found (fill_recorded).
+    std::vector<int> extensions;
   };
 
   /// Writes (dG/dy + w dG/dy-dot) d into `product` at (t, x, x-dot).
@@ -70,11 +76,18 @@ class SparseIterationMatrix {
   /// A new pattern of `mode` (its id).
   int add(int mode, SparsePattern pattern);
   /// Whether m's pattern misses entries at (t, x, x-dot): one tangent in m's random direction
-  /// against its values (`values`, pattern order, for weight w) times that direction. A miss
+  /// against its values (`values`, pattern order, for weight w) times that direction.
+  bool misses(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double w, const double* values);
+  /// m's pattern grown where it misses entries (misses, then a probe merged in). A miss
   /// that a new probe does not confirm counts as a false alarm; after a few, only segment starts
   /// check m. Returns the grown pattern (empty if none).
   SparsePattern grown(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double w,
                       const double* values, bool segment_start);
+  /// fill() in an adjoint recording, where the matrix at a point must not depend on the steps
+  /// before it (the backward pass recomputes forward steps from check points): the segment's
+  /// pattern `base` where it misses nothing, else its first extension that misses nothing there,
+  /// else one probed there (added to its extensions). Checks cost one tangent per evaluation.
+  bool fill_recorded(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
   /// Pattern and values of m into J.
   void write(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
 
