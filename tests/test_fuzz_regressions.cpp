@@ -122,19 +122,19 @@ std::string free_points(int count) {
 // Model::max_coordinates, checked when the file is read (before lookups that scale with n) and
 // by Model::validate for models built in C++.
 TEST(FuzzRegressions, ModelsLargerThanTheCoordinateLimit) {
-  static_assert(Model::max_coordinates == 600);
-  std::string msg = outcome(free_points(301));
-  EXPECT_TRUE(contains(msg, "fuzz.yaml:2:9: points: the model has 602 coordinates (301 points, 0 bodies); "
-                            "Saltus's formulations take at most 600")) << msg;
-  EXPECT_EQ(outcome(free_points(300)), "");
+  static_assert(Model::max_coordinates == 1000);
+  std::string msg = outcome(free_points(501));
+  EXPECT_TRUE(contains(msg, "fuzz.yaml:2:9: points: the model has 1002 coordinates (501 points, 0 bodies); "
+                            "Saltus's formulations take at most 1000")) << msg;
+  EXPECT_EQ(outcome(free_points(500)), "");
 
-  Model model = parse_model(free_points(300), "fuzz.yaml");
+  Model model = parse_model(free_points(500), "fuzz.yaml");
   model.points.push_back(Point{"extra"});
   try {
     model.validate();
     ADD_FAILURE() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_TRUE(contains(e.what(), "the model has 602 coordinates")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "the model has 1002 coordinates")) << e.what();
   }
 }
 

@@ -374,11 +374,12 @@ struct Model {
     return 2 * static_cast<int>(points.size()) + 3 * static_cast<int>(bodies.size()) +
            7 * static_cast<int>(spatial_bodies.size());
   }
-  /// The most coordinates validate() accepts: the chain of 256 rods (512) and some room. The
-  /// index-1 and penalty forms are sparse (O(nnz) per evaluation), but Maggi's reduced mass
-  /// matrix and IDAS's Jacobians in the DAE formulations stay dense, O(n^3) per factorization
-  /// (docs/multibody.md, "Limits"): far larger models would only stall.
-  static constexpr int max_coordinates = 600;
+  /// The most coordinates validate() accepts: the spatial chain of 128 bodies (896) and some
+  /// room. The index-1 and penalty forms and the DAE forms' forward Newton matrices are sparse
+  /// (O(nnz) per evaluation), but Maggi's reduced mass matrix and the DAE adjoints' backward
+  /// Newton matrices stay dense, O(n^3) per factorization (docs/multibody.md, "Limits"): far
+  /// larger models would only stall.
+  static constexpr int max_coordinates = 1000;
   /// The most contacts validate() accepts: each is an event whose guard every step evaluates
   /// (in Maggi with a position analysis of its own).
   static constexpr int max_contacts = 1000;
