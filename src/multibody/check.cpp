@@ -85,13 +85,13 @@ void describe_start(const Model& model, const std::vector<int>& active, ModelChe
     const detail::ContactGeometry<double> g = detail::contact_geometry<double>(model, c, start, p);
     const std::string what = c.kind == ContactKind::PointLine    ? fmt::format("point '{}'", c.point.label)
                              : c.kind == ContactKind::PointPlane ? fmt::format("a point of '{}'", model.spatial_bodies[static_cast<size_t>(c.spatial_body)].name)
-                             : c.kind == ContactKind::AngleStop ? std::string("angle stop")
-                                                                : std::string("travel stop");
+                             : measures_angle(c.kind)             ? std::string("angle stop")
+                                                                  : std::string("travel stop");
     const std::string persistence = !c.persistent ? ""
                                     : detail::contains(active, static_cast<int>(i)) ? "persistent, starts active"
                                                                                     : "persistent, starts open";
     out.contacts.push_back(
-        {c.name, what, c.kind == ContactKind::AngleStop ? "rad" : "m", g.gap.value, g.gap.rate, persistence});
+        {c.name, what, measures_angle(c.kind) ? "rad" : "m", g.gap.value, g.gap.rate, persistence});
   }
   for (const SpatialForce& f : model.spatial_forces) {
     if (f.type != SpatialForceType::CompliantContact) continue;

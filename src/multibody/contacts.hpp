@@ -4,6 +4,8 @@
 // force (ContactSet, with sliding friction on their force columns), the KKT impulse of impacts
 // and the contacts a model starts resting on. Templated on the scalar type like the
 // formulations that use them (formulations.hpp).
+#include <saltus/multibody/spatial_joints.hpp>
+
 #include "position_analysis.hpp"
 
 #include <algorithm>
@@ -62,6 +64,19 @@ ContactGeometry<S> contact_geometry(const Model& m, const Contact& c, const Moti
     return g;
   }
   const S limit = c.kind == ContactKind::PointLine ? S(0.0) : value_of<S>(c.limit, p);
+  if (c.kind == ContactKind::SpatialAngleStop || c.kind == ContactKind::SpatialTravelStop) {
+    const SpatialJoint& j = c.spatial_joint;
+    g.gap = c.kind == ContactKind::SpatialAngleStop
+                ? angle_row(joint_angle_rows(m, st, p, j.body_a, j.body_b, j.axis_a, j.normal_a, j.axis_b, j.normal_b,
+                                             c.name))
+                : joint_travel_row(m, st, p, j.body_a, j.body_b, j.axis_a, j.point_a, j.point_b);
+    g.gap.value = c.side * (g.gap.value - limit);
+    g.gap.jac *= S(c.side);
+    g.gap.rate *= c.side;
+    g.gap.phi_t *= c.side;
+    g.gap.bias *= c.side;
+    return g;
+  }
   if (c.kind == ContactKind::AngleStop) {
     const Rotation<S> r = relative_rotation(m, c.joint, st, p);
     g.gap.value = c.side * (r.angle - limit);

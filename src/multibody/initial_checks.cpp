@@ -55,7 +55,7 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
     // A persistent contact closed at rest but not active is pulled away from its line.
     const bool leaves = g.gap.rate > rate_tolerance || (c.persistent && g.gap.rate >= -rate_tolerance);
     if (c.kind != ContactKind::PointLine) {
-      const char* unit = c.kind == ContactKind::AngleStop ? "rad" : "m";
+      const char* unit = measures_angle(c.kind) ? "rad" : "m";
       const bool plane = c.kind == ContactKind::PointPlane;
       if (g.gap.value < -tolerance) {
         throw InputError(fmt::format("{}: contact '{}' starts beyond its {} (gap {:.3g} {} < 0): start {} on the allowed "

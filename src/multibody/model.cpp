@@ -7,6 +7,7 @@
 #include <Eigen/Eigenvalues>
 
 #include <cmath>
+#include <numbers>
 #include <set>
 
 namespace saltus::multibody {
@@ -475,6 +476,8 @@ void Model::validate() const {
                                      locate(fmt::format("contacts[{}].point", i)), c.name,
                                      spatial_bodies[static_cast<size_t>(c.spatial_body)].name));
       }
+    } else if (c.kind == ContactKind::SpatialAngleStop || c.kind == ContactKind::SpatialTravelStop) {
+      validate_spatial_stop(c, i);
     } else if (c.kind != ContactKind::PointLine) {
       const int n_bodies = static_cast<int>(bodies.size()), n_elements = static_cast<int>(elements.size());
       const Element& j = c.joint;
@@ -537,6 +540,33 @@ void Model::check_spatial_force_signal(const CostSpec& c, const CostTerm& t) con
       spatial_forces[static_cast<size_t>(t.spatial_force)].type != wanted) {
     throw InputError(fmt::format("{}: cost '{}': a term's spatial force index {} is not a {}", where(*this), c.name,
                                  t.spatial_force, of_contact ? "compliant contact" : "spatial spring"));
+  }
+}
+
+void Model::validate_spatial_stop(const Contact& c, size_t index) const {
+  const std::string field = fmt::format("contacts[{}].stop", index);
+  const SpatialJoint& j = c.spatial_joint;
+  const int n_spatial = static_cast<int>(spatial_bodies.size());
+  const bool bodies_ok = j.body_a >= -1 && j.body_a < n_spatial && j.body_b >= -1 && j.body_b < n_spatial &&
+                         j.body_a != j.body_b;
+  if (!bodies_ok || (c.side != 1.0 && c.side != -1.0)) {
+    throw InputError(fmt::format("{}: contact '{}': its joint's bodies are out of range or the same, or its side is "
+                                 "not +1 / -1",
+                                 locate(field), c.name));
+  }
+  if (c.law == ImpactLaw::Partitioning) {
+    throw InputError(fmt::format("{}: contact '{}': a joint stop uses the impulse law (law: impulse)",
+                                 locate(fmt::format("contacts[{}].law", index)), c.name));
+  }
+  // The angle is measured in (-pi, pi]: a limit at or beyond +-pi is never met from inside.
+  const double pi = std::numbers::pi;
+  if (c.kind == ContactKind::SpatialAngleStop && !c.limit.depends_on_parameters() &&
+      !(std::abs(c.limit.constant) < pi)) {
+    throw InputError(fmt::format("{}: contact '{}': an angle stop's limit must lie within (-pi, pi), got {:g} rad (the "
+                                 "joint angle is measured in (-pi, pi]: choose the normals so that the motion stays "
+                                 "inside)",
+                                 locate(fmt::format("{}.{}", field, c.side > 0 ? "min" : "max")), c.name,
+                                 c.limit.constant));
   }
 }
 

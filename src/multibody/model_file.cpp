@@ -448,13 +448,7 @@ class Reader : yaml::Fields {
 
   /// A joint that carries normals of its own (a URDF joint: they coincide at its zero
   /// position) gives them to the drivers and springs on it as their defaults.
-  static bool has_normals(const SpatialJoint& j) {
-    const auto zero = [](const Value3& v) {
-      const auto constant_zero = [](const Value& x) { return !x.depends_on_parameters() && x.constant == 0.0; };
-      return constant_zero(v.x) && constant_zero(v.y) && constant_zero(v.z);
-    };
-    return !zero(j.normal_a) && !zero(j.normal_b);
-  }
+  static bool has_normals(const SpatialJoint& j) { return !j.normal_a.is_zero() && !j.normal_b.is_zero(); }
 
   /// The normals of an angle about joint j: given, else j's own, else read_angle_normals'.
   void read_joint_angle_normals(const YAML::Node& n, const std::string& field, const SpatialJoint& j, Value3& normal_a,
@@ -997,10 +991,11 @@ class Reader : yaml::Fields {
     c.plane_normal = triple(require(plane, "normal", field + ".plane"), field + ".plane.normal");
   }
 
-  /// A joint stop: `{body_a, body_b | bar_a, bar_b | slider, min | max}`.
+  /// A joint stop: `{body_a, body_b | bar_a, bar_b | slider | joint, min | max}`.
   void read_stop(const YAML::Node& n, const std::string& field, Contact& c) const {
-    if (!n.IsMap()) fail(n, field, "expected a mapping {body_a, body_b | bar_a, bar_b | slider, min | max}");
-    check_keys(n, field, {"body_a", "body_b", "bar_a", "bar_b", "slider", "min", "max"});
+    if (!n.IsMap()) fail(n, field, "expected a mapping {body_a, body_b | bar_a, bar_b | slider | joint, min | max}");
+    check_keys(n, field, {"body_a", "body_b", "bar_a", "bar_b", "slider", "joint", "measure", "normal_a", "normal_b",
+                          "min", "max"});
     if (n["min"] && n["max"]) {
       fail(n["max"], field + ".max", "a stop has one limit, min or max: write two contacts for the two sides");
     }
@@ -1008,10 +1003,18 @@ class Reader : yaml::Fields {
     const char* side = n["min"] ? "min" : "max";
     c.side = n["min"] ? 1.0 : -1.0;
     c.limit = value(n[side], field + "." + side);
-    const int kinds = (n["slider"] ? 1 : 0) + (n["bar_a"] || n["bar_b"] ? 1 : 0) + (n["body_a"] || n["body_b"] ? 1 : 0);
+    const int kinds = (n["slider"] ? 1 : 0) + (n["bar_a"] || n["bar_b"] ? 1 : 0) + (n["body_a"] || n["body_b"] ? 1 : 0) +
+                      (n["joint"] ? 1 : 0);
     if (kinds != 1) {
       fail(n, field, "a stop limits one joint: the angle between two bodies (body_a, body_b), between two bars "
-                     "(bar_a, bar_b), or the travel of a prismatic joint (slider)");
+                     "(bar_a, bar_b), the travel of a prismatic joint (slider), or a spatial joint (joint)");
+    }
+    if (n["joint"]) {
+      read_spatial_stop(n, field, c);
+      return;
+    }
+    for (const char* key : {"measure", "normal_a", "normal_b"}) {
+      if (n[key]) fail(n[key], field + "." + key, fmt::format("'{}' belongs to a stop on a spatial joint (joint)", key));
     }
     if (n["slider"]) {
       const std::string name = scalar(n["slider"], field + ".slider");
@@ -1035,6 +1038,41 @@ class Reader : yaml::Fields {
       c.joint.body_a = body_or_ground(require(n, "body_a", field), field + ".body_a");
       c.joint.body_b = body_or_ground(require(n, "body_b", field), field + ".body_b");
       if (c.joint.body_a == c.joint.body_b) fail(n["body_b"], field + ".body_b", "the two bodies of a stop must differ");
+    }
+  }
+
+  /// A stop on a spatial joint: its angle (revolute; cylindrical with `measure: angle`), measured
+  /// as a rotational spring's with the same default normals, or its travel (translational;
+  /// cylindrical with `measure: travel`).
+  void read_spatial_stop(const YAML::Node& n, const std::string& field, Contact& c) const {
+    const int index = driven_joint(n, field,
+                                   {SpatialJointType::Revolute, SpatialJointType::Cylindrical,
+                                    SpatialJointType::Translational},
+                                   "revolute, cylindrical or translational");
+    const SpatialJoint& j = model_.spatial_joints[static_cast<size_t>(index)];
+    std::string measure = j.type == SpatialJointType::Revolute ? "angle" : "travel";
+    if (n["measure"]) {
+      measure = scalar(n["measure"], field + ".measure");
+      const bool allowed = (measure == "angle" && j.type != SpatialJointType::Translational) ||
+                           (measure == "travel" && j.type != SpatialJointType::Revolute);
+      if (!allowed) {
+        fail(n["measure"], field + ".measure",
+             fmt::format("joint '{}' has no {} to stop (a revolute joint has an angle, a translational one a travel, "
+                         "a cylindrical one both)",
+                         j.name, measure));
+      }
+    } else if (j.type == SpatialJointType::Cylindrical) {
+      fail(n, field, fmt::format("joint '{}' is cylindrical: say which it stops, measure: angle or measure: travel", j.name));
+    }
+    c.kind = measure == "angle" ? ContactKind::SpatialAngleStop : ContactKind::SpatialTravelStop;
+    c.spatial_joint = j;
+    c.spatial_joint.driven = index;
+    if (c.kind == ContactKind::SpatialAngleStop) {
+      read_joint_angle_normals(n, field, j, c.spatial_joint.normal_a, c.spatial_joint.normal_b);
+    } else {
+      for (const char* key : {"normal_a", "normal_b"}) {
+        if (n[key]) fail(n[key], field + "." + key, "a travel stop has no normals (they measure an angle)");
+      }
     }
   }
 

@@ -115,9 +115,9 @@ std::pair<std::vector<std::string>, std::vector<std::string>> output_names_and_u
       for (int i = 0; i < 3; ++i) add(fmt::format("{}.rotation[{}]", f.name, i), "1");  // 2 sin(theta/2) n
     }
   }
-  for (const Contact& c : m.contacts) add(c.name + ".gap", c.kind == ContactKind::AngleStop ? "rad" : "m");
+  for (const Contact& c : m.contacts) add(c.name + ".gap", measures_angle(c.kind) ? "rad" : "m");
   for (const Contact& c : m.contacts) {
-    if (c.persistent) add(c.name + ".force", c.kind == ContactKind::AngleStop ? "N m" : "N");
+    if (c.persistent) add(c.name + ".force", measures_angle(c.kind) ? "N m" : "N");
     if (c.frictional()) add(c.name + ".friction", "N");
   }
   add("kinetic_energy", "J");

@@ -243,8 +243,9 @@ UrdfMechanism read_urdf(const std::string& path) {
     return out;
   };
   if (!limited.empty()) {
-    m.notes.push_back(fmt::format("URDF joint limits ignored ({}): Saltus has no joint stops on spatial joints yet",
-                                  listed(limited)));
+    m.notes.push_back(fmt::format("URDF joint limits ignored ({}): a model file adds them as joint stops, e.g. "
+                                  "contacts: [{{name: {}_max, stop: {{joint: {}, max: ...}}, restitution: 0}}]",
+                                  listed(limited), limited.front(), limited.front()));
   }
   if (!with_dynamics.empty()) {
     m.notes.push_back(fmt::format("URDF joint damping and friction ignored ({}): add a rotational_spring's damping "

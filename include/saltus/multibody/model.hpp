@@ -248,7 +248,22 @@ enum class ContactKind {
   AngleStop,  ///< +-(angle - limit) [rad]: a relative rotation against its limit
   TravelStop, ///< +-(travel - limit) [m]: a prismatic joint's travel against its limit
   PointPlane, ///< n^T (P - O) [m]: a point of a spatial body against a ground plane
+  /// +-(theta - limit) [rad]: a spatial revolute or cylindrical joint's angle theta in (-pi, pi]
+  /// (spatial_joints.hpp: about axis_a from normal_a to normal_b) against its limit
+  SpatialAngleStop,
+  /// +-(travel - limit) [m]: a spatial translational or cylindrical joint's travel (A_a h_a)^T
+  /// (P_b - P_a) against its limit
+  SpatialTravelStop,
 };
+
+/// Whether a contact's gap is an angle [rad] (else a length [m]).
+inline bool measures_angle(ContactKind kind) {
+  return kind == ContactKind::AngleStop || kind == ContactKind::SpatialAngleStop;
+}
+/// Whether a contact is a joint stop (planar or spatial).
+inline bool is_joint_stop(ContactKind kind) {
+  return kind != ContactKind::PointLine && kind != ContactKind::PointPlane;
+}
 
 /// A point hitting a line, fixed or carried by a body (guard n^T (P - O) falling through zero),
 /// or a joint stop (guard angle - min, max - angle, travel - min or max - travel).
@@ -259,6 +274,9 @@ struct Contact {
   /// the angle theta_b - theta_a or the angle from bar_a to bar_b) or a Prismatic element
   /// (travel = dir_a^T (P_b - P_a), dir_a the unit direction in body_a's frame).
   Element joint;
+  /// Spatial joint stops: the joint measured (a copy of its bodies, points, axes and the normals
+  /// that measure its angle; `driven` is its index in Model::spatial_joints).
+  SpatialJoint spatial_joint;
   Value limit;        ///< the stop's limit [rad or m]
   double side = 1.0;  ///< +1: a lower limit (gap = q - limit); -1: an upper one (gap = limit - q)
   PointRef point;
@@ -478,6 +496,8 @@ struct Model {
   /// The structure of the spatial part: body indices in range, joints between two different
   /// bodies, names used once.
   void validate_spatial() const;
+  /// Throws InputError unless stop c (contacts[index], on a spatial joint) is well formed.
+  void validate_spatial_stop(const Contact& c, size_t index) const;
   /// Throws InputError unless every field with a physical domain lies in it at parameters p
   /// (docs/model-files.md, "Domains"): masses, inertias and bar lengths > 0, rod masses,
   /// stiffnesses, dampings and rest lengths >= 0, restitutions in [0, 1], line normals and

@@ -50,8 +50,10 @@ AngleRows<S> joint_angle_rows(const Model& m, const MotionState<S>& st, In<S> p,
           dot(spatial_vector<S>(m, st, body_a, Vec3<S>(skew(h_a) * n_a), false), along_b)};
 }
 
-/// theta = atan2(sin, cos) in (-pi, pi] with its gradient and rate, by theta_x = (cos sin_x -
-/// sin cos_x) / (cos^2 + sin^2) (exact also when the axes are not parallel); no bias.
+/// theta = atan2(sin, cos) in (-pi, pi] with its gradient, rate and bias, by theta_x = (cos
+/// sin_x - sin cos_x) / r2 with r2 = cos^2 + sin^2 (exact also when the axes are not parallel):
+/// with N = cos sin-dot - sin cos-dot, theta-dot = N / r2 and theta-ddot = (cos sin-ddot - sin
+/// cos-ddot) / r2 - 2 N (cos cos-dot + sin sin-dot) / r2^2, whose velocity terms are the bias.
 template <class S>
 KinRow<S> angle_row(const AngleRows<S>& r) {
   const S c = r.cos.value, s = r.sin.value;
@@ -60,9 +62,12 @@ KinRow<S> angle_row(const AngleRows<S>& r) {
   a.value = expression_detail::atan2_of(s, c);
   for (int k = 0; k < r.sin.jac.size(); ++k) a.jac.add_or_merge(r.sin.jac.coordinate(k), S(c / size2 * r.sin.jac.coefficient(k)));
   for (int k = 0; k < r.cos.jac.size(); ++k) a.jac.add_or_merge(r.cos.jac.coordinate(k), S(-s / size2 * r.cos.jac.coefficient(k)));
-  a.rate = (c * r.sin.rate - s * r.cos.rate) / size2;
-  a.phi_t = S(0.0);
-  a.bias = S(0.0);
+  const S turning = c * r.sin.rate - s * r.cos.rate;
+  a.rate = turning / size2;
+  a.phi_t = c * r.sin.phi_t - s * r.cos.phi_t;
+  a.phi_t /= size2;
+  a.bias = (c * r.sin.bias - s * r.cos.bias) / size2 -
+           S(2.0) * turning * (c * r.cos.rate + s * r.sin.rate) / (size2 * size2);
   return a;
 }
 
