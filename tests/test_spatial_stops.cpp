@@ -81,8 +81,10 @@ Problem problem_of(const std::string& text, FormulationType type) {
   return make_problem(model);
 }
 
-/// Events, costs and their gradients of the spatial model against the planar one.
-void expect_same(const std::string& planar, const std::string& spatial, FormulationType type, size_t min_events) {
+/// Events (to `time_tolerance` s), costs and their gradients of the spatial model against the
+/// planar one.
+void expect_same(const std::string& planar, const std::string& spatial, FormulationType type, size_t min_events,
+                 double time_tolerance = 1e-9) {
   const Solution a = forward_sensitivity(problem_of(planar, type));
   const Problem pb = problem_of(spatial, type);
   const Solution b = forward_sensitivity(pb);
@@ -90,7 +92,7 @@ void expect_same(const std::string& planar, const std::string& spatial, Formulat
   ASSERT_EQ(b.events.size(), a.events.size());
   for (size_t k = 0; k < a.events.size(); ++k) {
     EXPECT_EQ(b.events[k].name, a.events[k].name);
-    EXPECT_NEAR(b.events[k].time, a.events[k].time, 1e-9) << a.events[k].name;
+    EXPECT_NEAR(b.events[k].time, a.events[k].time, time_tolerance) << a.events[k].name;
   }
   for (Eigen::Index c = 0; c < a.cost_gradient.rows(); ++c) {
     EXPECT_NEAR(b.costs[c], a.costs[c], 1e-9 * (1.0 + std::abs(a.costs[c]))) << "cost " << c;
@@ -113,13 +115,26 @@ TEST_P(SpatialStops, AngleStopBouncesAsThePlanarOne) {
 }
 
 TEST_P(SpatialStops, PersistentAngleStopHoldsThePendulumAsThePlanarOne) {
-  // Restitution 1/2, persistent: the bounces accumulate and the rod comes to rest on the stop,
-  // pressed against it by gravity for the rest of the run.
-  const auto persistent = [](const std::string& text) {
-    return replace_once(replace_once(text, "restitution: e}", "restitution: e, persistent: true}"), "horizon: 1.6",
-                    "horizon: 2.5");
+  // The stop at 0.3 rad, restitution 1/2, persistent: the bounces accumulate and the rod comes
+  // to rest on the stop, pressed against it by gravity (the stop row held closed by its bias)
+  // for the rest of the run, its centre at x = l/2 sin 0.3. At rtol 1e-10: at 1e-11 and 1e-12
+  // ggl's forward run misses the accumulation of the spatial model's bounces and stops with a
+  // Zeno error (docs/multibody.md, "Joint stops"). The last bounces' times are ill-conditioned
+  // (1e-9 s apart, each doubling the error of the one before), so they are compared to 1e-7 s.
+  const auto persistent = [](const std::string& text, const std::string& stop) {
+    std::string t = replace_once(text, "restitution: e}", "restitution: e, persistent: true}");
+    t = replace_once(t, "horizon: 1.6", "horizon: 2");
+    t = replace_once(t, "tolerances: {rtol: 1.0e-11, atol: 1.0e-13}", "tolerances: {rtol: 1.0e-10, atol: 1.0e-12}");
+    return replace_once(t, stop + "min: 0}", stop + "min: 0.3}");
   };
-  expect_same(persistent(kPlanarPendulum), persistent(kSpatialPendulum), GetParam(), 3);
+  const std::string planar = persistent(kPlanarPendulum, "body_b: rod, ");
+  const std::string spatial = persistent(kSpatialPendulum, "joint: hinge, ");
+  expect_same(planar, spatial, GetParam(), 3, 1e-7);
+  const Solution sim = simulate(problem_of(spatial, GetParam()));
+  ASSERT_FALSE(sim.events.empty());
+  EXPECT_EQ(sim.events.back().name, "vertical (rest)");
+  EXPECT_LT(sim.events.back().time, 1.5);
+  EXPECT_NEAR(sim.costs[0], 0.4 * std::sin(0.3), 1e-8);
 }
 
 TEST_P(SpatialStops, TravelStopBouncesAsThePlanarOne) {
@@ -198,6 +213,22 @@ TEST(SpatialStops, BadStopsAreNamed) {
                "stop uses law: impulse");
   expect_error(replace_once(kSpatialRail, "stop: {joint: rail, max: L}", "stop: {joint: rail, max: L, normal_a: [1, 0, 0]}"),
                "contacts[0].stop.normal_a", "a travel stop has no normals");
+  expect_error(replace_once(kSpatialPendulum, stop, "stop: {joint: hinge, normal_a: [0, 0, 1], min: 0}"),
+               "contacts[0].stop.normal_a", "needs normal_a across its axis_a");
+  expect_error(replace_once(replace_once(kSpatialPendulum, stop, "stop: {joint: hinge, min: lim}"), "g: 9.81}",
+                            "g: 9.81, lim: -3.2}"),
+               "contacts[0].stop.min", "within (-pi, pi)");
+  // A stop built in C++ names its joint by index (`driven`): a wrong one is refused.
+  Model built = parse_model(kSpatialPendulum, "model.yaml");
+  built.contacts[0].spatial_joint.driven = 3;
+  try {
+    make_problem(built);
+    ADD_FAILURE() << "a stop on joint 3 of 1 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("its joint (index 3) is not a spatial revolute or cylindrical joint"),
+              std::string::npos)
+        << e.what();
+  }
   const std::string cylinder =
       replace_once(kSpatialRail, "{type: translational, name: rail, a: ground, b: block, axis_a: [0, -1, 0], normal_a: [1, 0, 0]}",
                "{type: cylindrical, name: rail, a: ground, b: block, axis_a: [0, -1, 0]}");

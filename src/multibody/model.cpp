@@ -156,6 +156,17 @@ class DomainCheck {
     const double x = eval(v);
     if (!(x >= 1.0)) fail(field, fmt::format("{} needs {} >= 1", owner, what), x, v);
   }
+  /// An angle stop's limit: the joint angle lives in (-pi, pi], so a limit at or beyond +-pi is
+  /// never met from inside.
+  void within_half_turn(const Value& v, const std::string& field, const std::string& owner) const {
+    const double x = eval(v);
+    if (!(std::abs(x) < std::numbers::pi)) {
+      fail(field, fmt::format("{} needs its angle limit within (-pi, pi) (the joint angle is measured in (-pi, pi]: "
+                              "choose the normals so that the motion stays inside)",
+                              owner),
+           x, v);
+    }
+  }
   void unit_interval(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
     const double x = eval(v);
     if (!(x >= 0.0 && x <= 1.0)) fail(field, fmt::format("{} needs {} in [0, 1]", owner, what), x, v);
@@ -388,6 +399,19 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
     if (c.frictional()) check.non_negative(c.friction, field + ".friction", owner, "friction");
     if (c.kind == ContactKind::PointLine) check.non_zero(c.normal_x, c.normal_y, field + ".line.normal", owner, "normal");
     if (c.kind == ContactKind::PointPlane) check.non_zero(c.plane_normal, field + ".plane.normal", owner, "normal");
+    if (c.kind == ContactKind::SpatialAngleStop || c.kind == ContactKind::SpatialTravelStop) {
+      const SpatialJoint& j = c.spatial_joint;
+      check.non_zero(j.axis_a, field + ".stop.joint", owner, "axis_a");
+    }
+    if (c.kind == ContactKind::SpatialAngleStop) {
+      const SpatialJoint& j = c.spatial_joint;
+      check.non_zero(j.axis_b, field + ".stop.joint", owner, "axis_b");
+      check.non_zero(j.normal_a, field + ".stop.normal_a", owner, "normal_a");
+      check.non_zero(j.normal_b, field + ".stop.normal_b", owner, "normal_b");
+      check.across_axis(j.normal_a, j.axis_a, field + ".stop.normal_a", owner, "normal_a", "its axis_a");
+      check.across_axis(j.normal_b, j.axis_b, field + ".stop.normal_b", owner, "normal_b", "its axis_b");
+      check.within_half_turn(c.limit, fmt::format("{}.stop.{}", field, c.side > 0 ? "min" : "max"), owner);
+    }
   }
 }
 
@@ -470,8 +494,8 @@ void Model::validate() const {
                                      locate(fmt::format("contacts[{}].point", i)), c.name, c.spatial_body));
       }
       if (c.law == ImpactLaw::Partitioning && !c.spatial_at.is_zero()) {
-        throw InputError(fmt::format("{}: contact '{}': the partitioning law reverses the velocity of body '{}''s frame "
-                                     "origin, so the contact point must be that origin (place the frame there, with "
+        throw InputError(fmt::format("{}: contact '{}': the partitioning law reverses the velocity of the frame origin of body "
+                                     "'{}', so the contact point must be that origin (place the frame there, with "
                                      "the centre of mass in center), or use law: impulse",
                                      locate(fmt::format("contacts[{}].point", i)), c.name,
                                      spatial_bodies[static_cast<size_t>(c.spatial_body)].name));
@@ -550,23 +574,24 @@ void Model::validate_spatial_stop(const Contact& c, size_t index) const {
   const bool bodies_ok = j.body_a >= -1 && j.body_a < n_spatial && j.body_b >= -1 && j.body_b < n_spatial &&
                          j.body_a != j.body_b;
   if (!bodies_ok || (c.side != 1.0 && c.side != -1.0)) {
-    throw InputError(fmt::format("{}: contact '{}': its joint's bodies are out of range or the same, or its side is "
-                                 "not +1 / -1",
-                                 locate(field), c.name));
+    throw InputError(fmt::format("{}: contact '{}': its joint's bodies ({} and {}; -1 the ground, 0 to {}) are out of "
+                                 "range or the same, or its side {} is not +1 / -1",
+                                 locate(field), c.name, j.body_a, j.body_b, n_spatial - 1, c.side));
+  }
+  // The stop measures joint `driven` (its copy's geometry is what the gap reads).
+  const bool angle = c.kind == ContactKind::SpatialAngleStop;
+  const auto type_fits = [&](SpatialJointType t) {
+    return t == SpatialJointType::Cylindrical ||
+           (angle ? t == SpatialJointType::Revolute : t == SpatialJointType::Translational);
+  };
+  if (j.driven < 0 || j.driven >= static_cast<int>(spatial_joints.size()) ||
+      !type_fits(spatial_joints[static_cast<size_t>(j.driven)].type)) {
+    throw InputError(fmt::format("{}: contact '{}': its joint (index {}) is not a spatial {} joint", locate(field), c.name,
+                                 j.driven, angle ? "revolute or cylindrical" : "translational or cylindrical"));
   }
   if (c.law == ImpactLaw::Partitioning) {
     throw InputError(fmt::format("{}: contact '{}': a joint stop uses the impulse law (law: impulse)",
                                  locate(fmt::format("contacts[{}].law", index)), c.name));
-  }
-  // The angle is measured in (-pi, pi]: a limit at or beyond +-pi is never met from inside.
-  const double pi = std::numbers::pi;
-  if (c.kind == ContactKind::SpatialAngleStop && !c.limit.depends_on_parameters() &&
-      !(std::abs(c.limit.constant) < pi)) {
-    throw InputError(fmt::format("{}: contact '{}': an angle stop's limit must lie within (-pi, pi), got {:g} rad (the "
-                                 "joint angle is measured in (-pi, pi]: choose the normals so that the motion stays "
-                                 "inside)",
-                                 locate(fmt::format("{}.{}", field, c.side > 0 ? "min" : "max")), c.name,
-                                 c.limit.constant));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -221,34 +222,61 @@ bool SparseIterationMatrix::fill_recorded(int base, double t, In<double> x, In<d
                        [](double v) { return std::isfinite(v); });
   };
   if (!misses(patterns_[static_cast<size_t>(base)], t, x, xdot, p, cj, SM_DATA_S(J))) return true;
+  // The segment's pattern misses entries here. A point met again (the backward pass recomputing
+  // steps from a check point) takes the pattern it took when recorded.
+  const std::uint64_t key = point_key(base, t, x, xdot, cj);
+  if (const auto known = recorded_choice_.find(key); known != recorded_choice_.end()) {
+    if (known->second == base) return true;
+    write(patterns_[static_cast<size_t>(known->second)], t, x, xdot, p, cj, J);
+    return finite(known->second);
+  }
+  const int use = recorded_extension(base, t, x, xdot, p, cj, J);
+  recorded_choice_.emplace(key, use);
+  write(patterns_[static_cast<size_t>(use)], t, x, xdot, p, cj, J);
+  return finite(use);
+}
+
+int SparseIterationMatrix::recorded_extension(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj,
+                                              SUNMatrix J) {
   // A copy: adding an extension below reallocates patterns_.
   const std::vector<int> extensions = patterns_[static_cast<size_t>(base)].extensions;
   for (const int id : extensions) {
     write(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, J);
-    if (!finite(id)) return false;
-    if (!misses(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, SM_DATA_S(J))) return true;
+    if (!misses(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, SM_DATA_S(J))) return id;
   }
-  // None holds here: probe here. The same point finds the same pattern, so a recomputed step
-  // that reaches this point takes this extension (or, if the probe found nothing new, the base).
-  const int mode = patterns_[static_cast<size_t>(base)].mode;
-  SparsePattern merged = merge_patterns(patterns_[static_cast<size_t>(base)].jacobian.pattern(), probe(mode, t, x, xdot, p));
-  int use = base;
-  if (merged.nonzeros() > patterns_[static_cast<size_t>(base)].jacobian.pattern().nonzeros()) {
-    const auto same = std::find_if(extensions.begin(), extensions.end(), [&](int id) {
-      const SparsePattern& e = patterns_[static_cast<size_t>(id)].jacobian.pattern();
-      return e.starts == merged.starts && e.indices == merged.indices;
-    });
-    if (same != extensions.end()) {
-      use = *same;
-    } else {
-      std::mt19937 random(7U + static_cast<unsigned>(patterns_.size()));
-      patterns_.push_back(ModePattern{mode, ColouredJacobian(std::move(merged)), random_signs(nx_ + nq_, random), 0, {}});
-      use = static_cast<int>(patterns_.size()) - 1;
-      patterns_[static_cast<size_t>(base)].extensions.push_back(use);
-    }
+  ModePattern& b = patterns_[static_cast<size_t>(base)];
+  if (b.false_alarms >= kMaxFalseAlarms) return base;  // round-off the probes cannot resolve
+  SparsePattern merged = merge_patterns(b.jacobian.pattern(), probe(b.mode, t, x, xdot, p));
+  if (merged.nonzeros() == b.jacobian.pattern().nonzeros()) {
+    ++b.false_alarms;
+    return base;
   }
-  write(patterns_[static_cast<size_t>(use)], t, x, xdot, p, cj, J);
-  return finite(use);
+  const auto same = std::find_if(extensions.begin(), extensions.end(), [&](int id) {
+    const SparsePattern& e = patterns_[static_cast<size_t>(id)].jacobian.pattern();
+    return e.starts == merged.starts && e.indices == merged.indices;
+  });
+  if (same != extensions.end()) return *same;
+  const int mode = b.mode;
+  std::mt19937 random(7U + static_cast<unsigned>(patterns_.size()));
+  patterns_.push_back(ModePattern{mode, ColouredJacobian(std::move(merged)), random_signs(nx_ + nq_, random), 0, {}});
+  const int id = static_cast<int>(patterns_.size()) - 1;
+  patterns_[static_cast<size_t>(base)].extensions.push_back(id);
+  return id;
+}
+
+std::uint64_t SparseIterationMatrix::point_key(int base, double t, In<double> x, In<double> xdot, double cj) const {
+  // FNV-1a over the bits: recomputed steps repeat the recorded points bit for bit.
+  std::uint64_t h = 1469598103934665603ULL;
+  const auto mix = [&h](const void* data, size_t bytes) {
+    const auto* c = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < bytes; ++i) h = (h ^ c[i]) * 1099511628211ULL;
+  };
+  mix(&base, sizeof base);
+  mix(&t, sizeof t);
+  mix(&cj, sizeof cj);
+  mix(x.data(), sizeof(double) * static_cast<size_t>(x.size()));
+  mix(xdot.data(), sizeof(double) * static_cast<size_t>(xdot.size()));
+  return h;
 }
 
 }  // namespace saltus::detail

@@ -22,7 +22,9 @@
 
 #include <sundials/sundials_matrix.h>
 
+#include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace saltus::detail {
@@ -83,11 +85,17 @@ class SparseIterationMatrix {
   /// check m. Returns the grown pattern (empty if none).
   SparsePattern grown(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double w,
                       const double* values, bool segment_start);
-  /// fill() in an adjoint recording, where the matrix at a point must not depend on the steps
-  /// before it (the backward pass recomputes forward steps from check points): the segment's
-  /// pattern `base` where it misses nothing, else its first extension that misses nothing there,
-  /// else one probed there (added to its extensions). Checks cost one tangent per evaluation.
+  /// fill() in an adjoint recording, where the matrix at a point must be the same whenever the
+  /// backward pass recomputes forward steps from a check point: the segment's pattern `base`
+  /// where it misses nothing (one check tangent), else the choice recorded for this exact point,
+  /// else recorded_extension's (remembered by point_key).
   bool fill_recorded(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
+  /// Where `base` misses entries: its first extension that misses nothing there, else one probed
+  /// there (added to its extensions), else `base` (the probe found nothing new: a false alarm;
+  /// after kMaxFalseAlarms of them base's misses are not probed again).
+  int recorded_extension(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
+  /// A hash of the exact bits of (base, t, x, x-dot, cj).
+  std::uint64_t point_key(int base, double t, In<double> x, In<double> xdot, double cj) const;
   /// Pattern and values of m into J.
   void write(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
 
@@ -96,6 +104,7 @@ class SparseIterationMatrix {
   bool grow_between_segments_only_;
   std::vector<ModePattern> patterns_;
   std::map<int, int> latest_;  // mode -> id of its latest pattern
+  std::unordered_map<std::uint64_t, int> recorded_choice_;  // point_key -> pattern, where a base missed
   int active_ = -1;
   std::vector<double> scratch_values_;
   Eigen::VectorXd rate_direction_, zero_p_, cost_tangents_, check_product_, check_values_, check_scale_;

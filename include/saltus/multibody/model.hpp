@@ -394,9 +394,9 @@ struct Model {
   }
   /// The most coordinates validate() accepts: the spatial chain of 128 bodies (896) and some
   /// room. The index-1 and penalty forms and the DAE forms' forward Newton matrices are sparse
-  /// (O(nnz) per evaluation), but Maggi's reduced mass matrix and the DAE adjoints' backward
-  /// Newton matrices stay dense, O(n^3) per factorization (docs/multibody.md, "Limits"): far
-  /// larger models would only stall.
+  /// (O(nnz) per evaluation), but Maggi's reduced mass matrix stays dense, O(n^3) per
+  /// factorization, and the DAE adjoints' backward passes linearize densely, O(n^2) per point
+  /// (docs/multibody.md, "Limits"): far larger models would only stall.
   static constexpr int max_coordinates = 1000;
   /// The most contacts validate() accepts: each is an event whose guard every step evaluates
   /// (in Maggi with a position analysis of its own).
