@@ -5,6 +5,7 @@
 #include <saltus/core/error.hpp>
 #include <saltus/multibody/dynamics.hpp>
 #include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/check.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
@@ -128,7 +129,7 @@ TEST(Urdf, RunsAsTheSameMechanismWrittenByHand) {
 
 // Joint origins compose parent first: a quarter turn about z, then one about y, put the second
 // link's frame at Rz Ry (its z along the ground's y). A rotational spring on the second joint
-// measures its angle from the URDF's zero position.
+// measures its angle from the URDF's zero position, and so does a stop on it.
 TEST(Urdf, ComposesFramesInOrderAndAnglesStartAtZero) {
   const std::string urdf = write("turns.urdf", R"(<robot name="turns">
   <link name="world"/>
@@ -143,6 +144,8 @@ TEST(Urdf, ComposesFramesInOrderAndAnglesStartAtZero) {
   const Model m = load_model(write("turns.yaml", "name: turns\nhorizon: 1\nurdf: saltus_test_urdf_turns.urdf\n"
                                                   "spatial:\n  forces:\n    - {type: rotational_spring, name: s, "
                                                   "joint: second, stiffness: 10}\n"
+                                                  "contacts:\n  - {name: second_max, stop: {joint: second, max: 0.2}, "
+                                                  "restitution: 0.5}\n"
                                                   "costs:\n  z_T: {terminal: [{signal: z, of: two}]}\n"));
   const SpatialBody& two = m.spatial_bodies[1];
   const Eigen::Vector3d axis(two.axis0.x.constant, two.axis0.y.constant, two.axis0.z.constant);
@@ -153,6 +156,11 @@ TEST(Urdf, ComposesFramesInOrderAndAnglesStartAtZero) {
   EXPECT_NEAR(two.position0.y.constant, 0.5, 1e-12);  // one's x is the ground's y
   const MotionState<double> start{0.0, m.initial_positions(), Eigen::VectorXd::Zero(m.n_coordinates())};
   EXPECT_NEAR(rotational_spring_state<double>(m, m.spatial_forces[0], start, m.nominal_parameters()).angle.value, 0.0, 1e-12);
+  // A stop on the imported joint measures from the URDF's zero too: its gap starts at the limit.
+  const ModelCheck check = check_model(m);
+  ASSERT_EQ(check.contacts.size(), 1u);
+  EXPECT_EQ(check.contacts[0].unit, "rad");
+  EXPECT_NEAR(check.contacts[0].gap, 0.2, 1e-12);
 }
 
 // A URDF alone runs 1 s with its kinetic energy at the end as the cost.
