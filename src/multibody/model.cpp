@@ -488,6 +488,10 @@ void Model::validate() const {
                                    locate(fmt::format("contacts[{}].line.body", i)), c.name, c.line_body,
                                    static_cast<int>(bodies.size()) - 1));
     }
+    if (is_joint_stop(c.kind) && c.law == ImpactLaw::Partitioning) {
+      throw InputError(fmt::format("{}: contact '{}': a joint stop uses the impulse law (law: impulse)",
+                                   locate(fmt::format("contacts[{}].law", i)), c.name));
+    }
     if (c.kind == ContactKind::PointPlane) {
       if (c.spatial_body < 0 || c.spatial_body >= static_cast<int>(spatial_bodies.size())) {
         throw InputError(fmt::format("{}: contact '{}': spatial body index {} out of range",
@@ -520,10 +524,6 @@ void Model::validate() const {
                                      "out of range, the same body twice, or a side other than +1 / -1)",
                                      locate(fmt::format("contacts[{}].stop", i)), c.name,
                                      c.kind == ContactKind::AngleStop ? "rotation" : "prismatic joint"));
-      }
-      if (c.law == ImpactLaw::Partitioning) {
-        throw InputError(fmt::format("{}: contact '{}': a joint stop uses the impulse law (law: impulse)",
-                                     locate(fmt::format("contacts[{}].law", i)), c.name));
       }
     }
     if (c.frictional() && (!c.persistent || c.kind != ContactKind::PointLine)) {
@@ -588,10 +588,6 @@ void Model::validate_spatial_stop(const Contact& c, size_t index) const {
       !type_fits(spatial_joints[static_cast<size_t>(j.driven)].type)) {
     throw InputError(fmt::format("{}: contact '{}': its joint (index {}) is not a spatial {} joint", locate(field), c.name,
                                  j.driven, angle ? "revolute or cylindrical" : "translational or cylindrical"));
-  }
-  if (c.law == ImpactLaw::Partitioning) {
-    throw InputError(fmt::format("{}: contact '{}': a joint stop uses the impulse law (law: impulse)",
-                                 locate(fmt::format("contacts[{}].law", index)), c.name));
   }
 }
 

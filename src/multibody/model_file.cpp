@@ -938,7 +938,7 @@ class Reader : yaml::Fields {
       if (n["law"]) note(n["law"], field + ".law");
       if (law == "partitioning") {
         c.law = ImpactLaw::Partitioning;
-        if (c.kind != ContactKind::PointLine && c.kind != ContactKind::PointPlane) {
+        if (is_joint_stop(c.kind)) {
           fail(n["law"], field + ".law", "the partitioning law is for a point against a ground line or plane; a stop "
                                          "uses law: impulse");
         }

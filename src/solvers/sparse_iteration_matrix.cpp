@@ -102,10 +102,14 @@ SparsePattern SparseIterationMatrix::probe(int mode, double t, In<double> x, In<
   return probe_pattern(nx_ + nq_, nx_ + nq_, probes);
 }
 
-int SparseIterationMatrix::add(int mode, SparsePattern pattern) {
+int SparseIterationMatrix::add_pattern(int mode, SparsePattern pattern) {
   std::mt19937 random(7U + static_cast<unsigned>(patterns_.size()));
   patterns_.push_back(ModePattern{mode, ColouredJacobian(std::move(pattern)), random_signs(nx_ + nq_, random), 0, {}});
-  const int id = static_cast<int>(patterns_.size()) - 1;
+  return static_cast<int>(patterns_.size()) - 1;
+}
+
+int SparseIterationMatrix::add(int mode, SparsePattern pattern) {
+  const int id = add_pattern(mode, std::move(pattern));
   latest_[mode] = id;
   return id;
 }
@@ -202,25 +206,22 @@ bool SparseIterationMatrix::fill(double t, In<double> x, In<double> xdot, In<dou
   if (active_ < 0) throw SolverError("no sparse Newton pattern selected");
   ModePattern& m = patterns_[static_cast<size_t>(active_)];
   write(m, t, x, xdot, p, cj, J);
-  const auto finite = [&] {
-    return std::all_of(SM_DATA_S(J), SM_DATA_S(J) + m.jacobian.pattern().nonzeros(),
-                       [](double v) { return std::isfinite(v); });
-  };
-  if (!finite()) return false;
+  if (!finite_values(m, J)) return false;
   if (grow_between_segments_only_) return fill_recorded(active_, t, x, xdot, p, cj, J);
   SparsePattern bigger = grown(m, t, x, xdot, p, cj, SM_DATA_S(J), false);
   if (bigger.cols == 0) return true;
   m.jacobian = ColouredJacobian(std::move(bigger));
   write(m, t, x, xdot, p, cj, J);
-  return finite();
+  return finite_values(m, J);
+}
+
+bool SparseIterationMatrix::finite_values(const ModePattern& m, SUNMatrix J) {
+  return std::all_of(SM_DATA_S(J), SM_DATA_S(J) + m.jacobian.pattern().nonzeros(),
+                     [](double v) { return std::isfinite(v); });
 }
 
 bool SparseIterationMatrix::fill_recorded(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj,
                                           SUNMatrix J) {
-  const auto finite = [&](int id) {
-    return std::all_of(SM_DATA_S(J), SM_DATA_S(J) + patterns_[static_cast<size_t>(id)].jacobian.pattern().nonzeros(),
-                       [](double v) { return std::isfinite(v); });
-  };
   if (!misses(patterns_[static_cast<size_t>(base)], t, x, xdot, p, cj, SM_DATA_S(J))) return true;
   // The segment's pattern misses entries here. A point met again (the backward pass recomputing
   // steps from a check point) takes the pattern it took when recorded.
@@ -228,40 +229,40 @@ bool SparseIterationMatrix::fill_recorded(int base, double t, In<double> x, In<d
   if (const auto known = recorded_choice_.find(key); known != recorded_choice_.end()) {
     if (known->second == base) return true;
     write(patterns_[static_cast<size_t>(known->second)], t, x, xdot, p, cj, J);
-    return finite(known->second);
+    return finite_values(patterns_[static_cast<size_t>(known->second)], J);
   }
   const int use = recorded_extension(base, t, x, xdot, p, cj, J);
   recorded_choice_.emplace(key, use);
-  write(patterns_[static_cast<size_t>(use)], t, x, xdot, p, cj, J);
-  return finite(use);
+  return finite_values(patterns_[static_cast<size_t>(use)], J);
 }
 
 int SparseIterationMatrix::recorded_extension(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj,
                                               SUNMatrix J) {
+  const auto chosen = [&](int id) {
+    write(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, J);
+    return id;
+  };
   // A copy: adding an extension below reallocates patterns_.
   const std::vector<int> extensions = patterns_[static_cast<size_t>(base)].extensions;
   for (const int id : extensions) {
     write(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, J);
-    if (!misses(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, SM_DATA_S(J))) return id;
+    if (!misses(patterns_[static_cast<size_t>(id)], t, x, xdot, p, cj, SM_DATA_S(J))) return id;  // J holds it
   }
   ModePattern& b = patterns_[static_cast<size_t>(base)];
-  if (b.false_alarms >= kMaxFalseAlarms) return base;  // round-off the probes cannot resolve
+  if (b.false_alarms >= kMaxFalseAlarms) return chosen(base);  // round-off the probes cannot resolve
   SparsePattern merged = merge_patterns(b.jacobian.pattern(), probe(b.mode, t, x, xdot, p));
   if (merged.nonzeros() == b.jacobian.pattern().nonzeros()) {
     ++b.false_alarms;
-    return base;
+    return chosen(base);
   }
   const auto same = std::find_if(extensions.begin(), extensions.end(), [&](int id) {
     const SparsePattern& e = patterns_[static_cast<size_t>(id)].jacobian.pattern();
     return e.starts == merged.starts && e.indices == merged.indices;
   });
-  if (same != extensions.end()) return *same;
-  const int mode = b.mode;
-  std::mt19937 random(7U + static_cast<unsigned>(patterns_.size()));
-  patterns_.push_back(ModePattern{mode, ColouredJacobian(std::move(merged)), random_signs(nx_ + nq_, random), 0, {}});
-  const int id = static_cast<int>(patterns_.size()) - 1;
+  if (same != extensions.end()) return chosen(*same);
+  const int id = add_pattern(b.mode, std::move(merged));
   patterns_[static_cast<size_t>(base)].extensions.push_back(id);
-  return id;
+  return chosen(id);
 }
 
 std::uint64_t SparseIterationMatrix::point_key(int base, double t, In<double> x, In<double> xdot, double cj) const {

@@ -75,8 +75,12 @@ class SparseIterationMatrix {
                const Eigen::VectorXd& d, Eigen::Ref<Eigen::VectorXd> product);
   /// The pattern of mode's matrix probed around (t, x, x-dot).
   SparsePattern probe(int mode, double t, In<double> x, In<double> xdot, In<double> p);
-  /// A new pattern of `mode` (its id).
+  /// A new pattern of `mode` (its id), with its random check direction.
+  int add_pattern(int mode, SparsePattern pattern);
+  /// add_pattern, made the mode's latest.
   int add(int mode, SparsePattern pattern);
+  /// Whether J's values of m's pattern are all finite.
+  static bool finite_values(const ModePattern& m, SUNMatrix J);
   /// Whether m's pattern misses entries at (t, x, x-dot): one tangent in m's random direction
   /// against its values (`values`, pattern order, for weight w) times that direction.
   bool misses(ModePattern& m, double t, In<double> x, In<double> xdot, In<double> p, double w, const double* values);
@@ -92,7 +96,7 @@ class SparseIterationMatrix {
   bool fill_recorded(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
   /// Where `base` misses entries: its first extension that misses nothing there, else one probed
   /// there (added to its extensions), else `base` (the probe found nothing new: a false alarm;
-  /// after kMaxFalseAlarms of them base's misses are not probed again).
+  /// after kMaxFalseAlarms of them base's misses are not probed again). J holds its values.
   int recorded_extension(int base, double t, In<double> x, In<double> xdot, In<double> p, double cj, SUNMatrix J);
   /// A hash of the exact bits of (base, t, x, x-dot, cj).
   std::uint64_t point_key(int base, double t, In<double> x, In<double> xdot, double cj) const;
