@@ -245,12 +245,47 @@ Partition pivot_partition_keeping(const Eigen::MatrixXd& jac, const std::vector<
 }
 
 Partition pivot_partition(const Eigen::MatrixXd& jac) {
-  // The pivot columns of a fully pivoted LU of Phi_q are the best-conditioned dependent set.
+  // Gaussian elimination with complete pivoting, as Eigen's FullPivLU, whose pivot columns are
+  // the best-conditioned dependent set; but pivots equal to kPivotTie take the lowest column
+  // (then row). Exact ties are common (a symmetric vehicle's four wheels), and FullPivLU breaks
+  // them on the last bit: a jump evaluated in double and again in Dual (its sensitivity
+  // transfer), whose configurations differ in the last bit, would land in different sets.
+  constexpr double kPivotTie = 1e-9;
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> a = jac;
+  const Eigen::Index rows = a.rows(), cols = a.cols();
+  std::vector<bool> row_done(static_cast<size_t>(rows), false), dependent(static_cast<size_t>(cols), false);
+  const double largest = rows > 0 && cols > 0 ? a.cwiseAbs().maxCoeff() : 0.0;
+  // Eigen's rank threshold: pivots below epsilon * min(rows, cols) of the largest are zero.
+  const double negligible = largest * std::numeric_limits<double>::epsilon() * static_cast<double>(std::min(rows, cols));
+  for (Eigen::Index step = 0; step < std::min(rows, cols); ++step) {
+    double biggest = 0.0;
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      if (row_done[static_cast<size_t>(i)]) continue;
+      for (Eigen::Index j = 0; j < cols; ++j) {
+        if (!dependent[static_cast<size_t>(j)]) biggest = std::max(biggest, std::abs(a(i, j)));
+      }
+    }
+    if (!(biggest > negligible)) break;
+    Eigen::Index pr = -1, pc = -1;
+    for (Eigen::Index j = 0; j < cols && pc < 0; ++j) {
+      if (dependent[static_cast<size_t>(j)]) continue;
+      for (Eigen::Index i = 0; i < rows; ++i) {
+        if (!row_done[static_cast<size_t>(i)] && std::abs(a(i, j)) >= biggest * (1.0 - kPivotTie)) {
+          pr = i;
+          pc = j;
+          break;
+        }
+      }
+    }
+    row_done[static_cast<size_t>(pr)] = true;
+    dependent[static_cast<size_t>(pc)] = true;
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      if (row_done[static_cast<size_t>(i)] || a(i, pc) == 0.0) continue;
+      a.row(i) -= (a(i, pc) / a(pr, pc)) * a.row(pr);
+    }
+  }
   Partition part;
-  part.n = static_cast<int>(jac.cols());
-  const Eigen::FullPivLU<Eigen::MatrixXd> lu(jac);
-  std::vector<bool> dependent(static_cast<size_t>(part.n), false);
-  for (int i = 0; i < lu.rank(); ++i) dependent[static_cast<size_t>(lu.permutationQ().indices()[i])] = true;
+  part.n = static_cast<int>(cols);
   for (int k = 0; k < part.n; ++k) {
     if (!dependent[static_cast<size_t>(k)]) part.independent.push_back(k);
   }
