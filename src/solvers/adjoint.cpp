@@ -179,7 +179,7 @@ detail::BackwardSettings AdjointSweep::settings() {
   const detail::AdjointTolerances tol = detail::adjoint_tolerances(opt_, p_, sol_.costs);
   detail::BackwardSettings s;
   s.rtol = tol.rtol;
-  s.atol = tol.atol;
+  s.state_atol = tol.per_state(nx_);
   s.quadrature_atol = tol.quadrature_atol;
   s.quadrature_error_control = opt_.adjoint_quadrature_error_control;
   s.max_steps = opt_.max_steps;

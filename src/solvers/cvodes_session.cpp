@@ -437,7 +437,12 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   check_cvode(CVodeInitB(mem_, which_, s.rhs, tB0, yB_), "CVodeInitB");
   check_cvode(CVodeSetErrHandlerFn(CVodeGetAdjCVodeBmem(mem_, which_), forward_message, nullptr),
               "CVodeSetErrHandlerFn (backward)");
-  check_cvode(CVodeSStolerancesB(mem_, which_, s.rtol, s.atol), "CVodeSStolerancesB");
+  N_Vector atol = N_VClone(yB_);
+  check_alloc(atol, "the adjoint tolerances");
+  view(atol) = Eigen::Map<const Eigen::VectorXd>(s.state_atol.data(), static_cast<Eigen::Index>(s.state_atol.size()));
+  const int tolerance_flag = CVodeSVtolerancesB(mem_, which_, s.rtol, atol);
+  N_VDestroy(atol);
+  check_cvode(tolerance_flag, "CVodeSVtolerancesB");
   check_cvode(CVodeSetUserDataB(mem_, which_, s.user_data), "CVodeSetUserDataB");
   check_cvode(CVodeSetMaxNumStepsB(mem_, which_, s.max_steps), "CVodeSetMaxNumStepsB");
   krylov_backward_ = krylov_ && s.jacobian_times != nullptr;

@@ -29,7 +29,7 @@ void check_cvode(int flag, const char* call);
 /// Settings and callbacks of a backward (adjoint) problem on a recorded session.
 struct BackwardSettings {
   double rtol = 1e-8;
-  double atol = 1e-10;            ///< adjoint states
+  std::vector<double> state_atol; ///< per adjoint state (size nB)
   std::vector<double> quadrature_atol; ///< per gradient quadrature
   bool quadrature_error_control = true;
   long max_steps = 500000;

@@ -348,7 +348,7 @@ IdasBackwardSettings DaeAdjointSweep::settings() {
   const AdjointTolerances tol = adjoint_tolerances(opt_, p_, sol_.costs);
   IdasBackwardSettings s;
   s.rtol = tol.rtol;
-  s.atol = tol.atol;
+  s.state_atol = tol.per_state(block());
   s.quadrature_atol = tol.quadrature_atol;
   s.quadrature_error_control = opt_.adjoint_quadrature_error_control;
   s.max_steps = opt_.max_steps;
@@ -357,7 +357,6 @@ IdasBackwardSettings DaeAdjointSweep::settings() {
   if (matrix_free_segment()) s.jacobian_times = jacobian_times_cb;
   s.quadrature = quadrature_cb;
   if (gradient_states() > 0) {
-    s.state_atol.assign(static_cast<size_t>(adjoint_states()), tol.atol);
     for (double a : tol.quadrature_atol) s.state_atol.push_back(opt_.adjoint_quadrature_error_control ? a : 1e300);
   }
   if (conservative_) {

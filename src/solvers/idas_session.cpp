@@ -161,6 +161,14 @@ void IdasSession::start(double t) {
   }
 }
 
+void IdasSession::set_initial_step(double h) { check_ida(IDASetInitStep(mem_, h), "IDASetInitStep"); }
+
+double IdasSession::last_step() const {
+  sunrealtype h = 0.0;
+  check_ida(IDAGetLastStep(mem_, &h), "IDAGetLastStep");
+  return h;
+}
+
 void IdasSession::set_roots(const std::vector<int>& directions) {
   const int nr = static_cast<int>(directions.size());
   n_roots_ = nr;
@@ -193,16 +201,12 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
   view(ypB_) = ypB0;
   check_ida(IDAInitB(mem_, which_, settings.residual, tB0, yB_, ypB_), "IDAInitB");
   check_ida(IDASetUserDataB(mem_, which_, settings.user_data), "IDASetUserDataB");
-  if (settings.state_atol.empty()) {
-    check_ida(IDASStolerancesB(mem_, which_, settings.rtol, settings.atol), "IDASStolerancesB");
-  } else {
-    N_Vector atol = N_VClone(yB_);
-    check_alloc(atol, "the adjoint tolerances");
-    for (int i = 0; i < nB; ++i) NV_Ith_S(atol, i) = settings.state_atol[static_cast<size_t>(i)];
-    const int flag = IDASVtolerancesB(mem_, which_, settings.rtol, atol);
-    N_VDestroy(atol);
-    check_ida(flag, "IDASVtolerancesB");
-  }
+  N_Vector atol = N_VClone(yB_);
+  check_alloc(atol, "the adjoint tolerances");
+  for (int i = 0; i < nB; ++i) NV_Ith_S(atol, i) = settings.state_atol.at(static_cast<size_t>(i));
+  const int tolerance_flag = IDASVtolerancesB(mem_, which_, settings.rtol, atol);
+  N_VDestroy(atol);
+  check_ida(tolerance_flag, "IDASVtolerancesB");
   check_ida(IDASetMaxNumStepsB(mem_, which_, settings.max_steps), "IDASetMaxNumStepsB");
   if (!settings.differential.empty()) {
     N_Vector id = N_VClone(yB_);

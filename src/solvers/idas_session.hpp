@@ -30,8 +30,7 @@ void check_ida(int flag, const char* call);
 /// Settings and callbacks of a backward (adjoint) problem on a recording session.
 struct IdasBackwardSettings {
   double rtol = 1e-8;
-  double atol = 1e-10;                  ///< adjoint states
-  std::vector<double> state_atol;       ///< if not empty (size nB): replaces atol per state
+  std::vector<double> state_atol;       ///< per backward state (size nB)
   std::vector<double> quadrature_atol;  ///< per gradient quadrature
   /// If not empty (size nB): 1 for differential, 0 for algebraic components, which IDAS then
   /// leaves out of its error test (IDASetSuppressAlgB).
@@ -79,6 +78,10 @@ class IdasSession {
 
   /// Starts (or restarts) integration at t from the current vectors.
   void start(double t);
+  /// The first step after the next start (0: IDAS's own estimate).
+  void set_initial_step(double h);
+  /// The size of the last step taken (0 before any).
+  double last_step() const;
   /// Watches `directions.size()` root functions with direction flags (+1, -1, 0).
   void set_roots(const std::vector<int>& directions);
   /// Advances towards tout; returns the IDAS flag (IDA_SUCCESS, IDA_TSTOP_RETURN,

@@ -61,9 +61,13 @@ AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& 
   AdjointTolerances tol;
   const auto n_costs = costs.size();
   tol.rtol = opt.adjoint_rtol > 0.0 ? opt.adjoint_rtol : opt.rtol;
-  tol.atol = opt.adjoint_atol >= 0.0 ? opt.adjoint_atol : opt.atol;
-  if (opt.adjoint_atol < 0.0 && opt.adjoint_atol_from_costs && n_costs > 0 && costs.allFinite()) {
-    tol.atol = std::max(opt.atol, tol.rtol * std::max(1.0, costs.cwiseAbs().maxCoeff()));
+  // Per cost: one scale for all would resolve a small cost's lambda only to the largest cost's
+  // size (the vehicle's penalty adjoint: comfort ~ 3.5 held to tyre_load's 2.6e6 * rtol, its
+  // gradient off by 2.3e-2).
+  const bool from_costs = opt.adjoint_atol < 0.0 && opt.adjoint_atol_from_costs && costs.allFinite();
+  for (Eigen::Index c = 0; c < n_costs; ++c) {
+    const double atol = opt.adjoint_atol >= 0.0 ? opt.adjoint_atol : opt.atol;
+    tol.cost_atol.push_back(from_costs ? std::max(opt.atol, tol.rtol * std::max(1.0, std::abs(costs[c]))) : atol);
   }
   const double cost_atol = opt.cost_atol >= 0.0 ? opt.cost_atol : opt.atol;
   const double quadrature_atol = opt.adjoint_quadrature_atol >= 0.0 ? opt.adjoint_quadrature_atol : cost_atol;
@@ -72,6 +76,13 @@ AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& 
     for (double scale : scales) tol.quadrature_atol.push_back(quadrature_atol / scale);
   }
   return tol;
+}
+
+std::vector<double> AdjointTolerances::per_state(int block) const {
+  std::vector<double> atol;
+  atol.reserve(cost_atol.size() * static_cast<size_t>(block));
+  for (double a : cost_atol) atol.insert(atol.end(), static_cast<size_t>(block), a);
+  return atol;
 }
 
 std::vector<double> output_grid(const Options& o) {

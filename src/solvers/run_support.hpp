@@ -70,8 +70,11 @@ bool runs_discrete(const Problem& problem, const Options& options);
 /// (n_c x n_p, cost-major), each divided by the parameter's scale.
 struct AdjointTolerances {
   double rtol = 0.0;
-  double atol = 0.0;
+  std::vector<double> cost_atol;  ///< per cost: the absolute tolerance of its adjoint lambda_c
   std::vector<double> quadrature_atol;
+  /// cost_atol repeated over each cost's `block` adjoint states (cost-major, as the backward
+  /// problems hold them).
+  std::vector<double> per_state(int block) const;
 };
 /// The backward tolerances; `costs` are the forward pass's psi (Options::adjoint_atol_from_costs).
 AdjointTolerances adjoint_tolerances(const Options& options, const Eigen::VectorXd& p, const Eigen::VectorXd& costs);
