@@ -150,7 +150,7 @@ TEST(Repartition, PartitioningLawLeavesItsDegradedSet) {
 // Ties between pivots are common (a symmetric mechanism's equal rows) and must not be broken by
 // the last bits: a jump evaluated in double and again in Dual (for its sensitivity transfer)
 // sees configurations that differ there, and both must land in the same set (the vehicle's Maggi
-// gradients were off by 5 % when they did not). Equal pivots take the lowest column.
+// gradients were off by up to 7.5e-2 when they did not). Equal pivots take the lowest column.
 TEST(Repartition, TiedPivotsChooseTheLowestColumnWhateverTheirLastBits) {
   const double above = std::nextafter(1.0, 2.0), below = std::nextafter(1.0, 0.0);
   for (const double nudge : {1.0, above, below}) {

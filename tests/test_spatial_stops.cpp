@@ -171,6 +171,19 @@ TEST(SpatialStops, Index3RestartsAfterTheImpact) {
     EXPECT_LT((fwd.cost_gradient.row(c) - planar.cost_gradient.row(c)).cwiseAbs().maxCoeff() / scale, 1e-6) << c;
     EXPECT_LT((adj.cost_gradient.row(c) - planar.cost_gradient.row(c)).cwiseAbs().maxCoeff() / scale, 1e-6) << c;
   }
+  // The same impact as a plane contact of the rod's lower end (the wall x = 0, from the side the
+  // rod swings from): forward and adjoint agree to index3's accuracy at rtol 1e-10.
+  const Problem wall = problem_of(
+      at(replace_once(kSpatialPendulum, "  - {name: vertical, stop: {joint: hinge, min: 0}, restitution: e}",
+                      "  - {name: vertical, point: {body: rod, at: [0, \"-l/2\", 0]}, plane: {point: [0, 0, 0], "
+                      "normal: [1, 0, 0]}, restitution: e}"),
+         "tolerances: {rtol: 1.0e-10, atol: 1.0e-12}"),
+      FormulationType::Index3);
+  const Solution wall_fwd = forward_sensitivity(wall);
+  ASSERT_FALSE(wall_fwd.events.empty());
+  const Solution wall_adj = adjoint(wall, wall.nominal_parameters(), wall.options());
+  const double scale = wall_fwd.cost_gradient.cwiseAbs().maxCoeff();
+  EXPECT_LT((wall_adj.cost_gradient - wall_fwd.cost_gradient).cwiseAbs().maxCoeff(), 1e-5 * scale);
 }
 
 // The angle row's gradient, rate and bias (its acceleration's velocity terms) against the

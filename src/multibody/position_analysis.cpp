@@ -246,8 +246,8 @@ Partition pivot_partition_keeping(const Eigen::MatrixXd& jac, const std::vector<
 
 Partition pivot_partition(const Eigen::MatrixXd& jac) {
   // Gaussian elimination with complete pivoting, as Eigen's FullPivLU, whose pivot columns are
-  // the best-conditioned dependent set; but pivots equal to kPivotTie take the lowest column
-  // (then row). Exact ties are common (a symmetric vehicle's four wheels), and FullPivLU breaks
+  // the best-conditioned dependent set; but pivots within kPivotTie (relative) of the largest
+  // take the lowest column (then row). Exact ties are common (a symmetric vehicle's four wheels), and FullPivLU breaks
   // them on the last bit: a jump evaluated in double and again in Dual (its sensitivity
   // transfer), whose configurations differ in the last bit, would land in different sets.
   constexpr double kPivotTie = 1e-9;

@@ -56,7 +56,7 @@ Model with_redundant_joint_rows_left_out(const Model& model, const Eigen::Vector
 
 /// The independent coordinates a fully pivoted LU of the constraint Jacobian leaves out of its
 /// pivot columns (its largest pivots make the dependent set); fewer than n - m if it is rank
-/// deficient. Pivots equal to 1e-9 relative go to the lowest column, then row: the choice does
+/// deficient. Pivots within 1e-9 (relative) of the largest go to the lowest column, then row: the choice does
 /// not change with the last bits of `jac` (a configuration computed in double or in Dual).
 Partition pivot_partition(const Eigen::MatrixXd& jac);
 

@@ -7,6 +7,7 @@
 #include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "sundials_footprint.hpp"
 
@@ -437,6 +438,9 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   check_cvode(CVodeInitB(mem_, which_, s.rhs, tB0, yB_), "CVodeInitB");
   check_cvode(CVodeSetErrHandlerFn(CVodeGetAdjCVodeBmem(mem_, which_), forward_message, nullptr),
               "CVodeSetErrHandlerFn (backward)");
+  if (s.state_atol.size() != static_cast<size_t>(nB)) {
+    throw std::logic_error("CvodesSession::start_backward: one absolute tolerance per adjoint state expected");
+  }
   N_Vector atol = N_VClone(yB_);
   check_alloc(atol, "the adjoint tolerances");
   view(atol) = Eigen::Map<const Eigen::VectorXd>(s.state_atol.data(), static_cast<Eigen::Index>(s.state_atol.size()));

@@ -227,13 +227,16 @@ Reached DaeRun::advance(double tout, double& t) {
 int DaeRun::restart_with_previous_step(double tout, double& t) {
   // IDAS's own first step after an event (about rtol |y| / |y'|, at most a thousandth of the way
   // to the next output) can be orders of magnitude below the motion's scale, and an index-3
-  // corrector fails at such steps, its Newton matrix having condition ~ 1/h^2: a spatial rod
+  // corrector fails at such steps, its Newton matrix's condition growing like h^-3: a spatial rod
   // pendulum's restart after its impact failed or not with the output grid. The step taken
   // before the event is of the motion's scale; IDAS's estimate stays the first choice, as a large
   // first step fails the error test where the event changed the rates much.
+  throw_if_interrupted(t);
   ida_->add_stats(book_.solution().stats);
+  book_.solution().stats.segments -= 1;  // the same segment, counted again when it ends
   if (kind_ == RunKind::AdjointRecording) segments_.pop_back();
   model_error_.clear();
+  non_finite_evaluations_ = 0;
   first_step_ = std::exchange(restart_step_, 0.0);
   begin_segment(segment_start_);
   first_step_ = 0.0;
@@ -273,7 +276,10 @@ void DaeRun::end_segment(double t) {
 }
 
 void DaeRun::record_output(double t, bool integrated) {
-  if (integrated) take_integrator_state(t, "at an output time");
+  if (integrated) {
+    take_integrator_state(t, "at an output time");
+    restart_step_ = 0.0;  // the restart went through: point_ is no longer the segment's start
+  }
   if (integrated && nq_ > 0) {
     book_.record_output(t, mode_, point_.x, S_, view(ida_->y()).tail(nq_));
   } else {

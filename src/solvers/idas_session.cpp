@@ -201,9 +201,12 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
   view(ypB_) = ypB0;
   check_ida(IDAInitB(mem_, which_, settings.residual, tB0, yB_, ypB_), "IDAInitB");
   check_ida(IDASetUserDataB(mem_, which_, settings.user_data), "IDASetUserDataB");
+  if (settings.state_atol.size() != static_cast<size_t>(nB)) {
+    throw std::logic_error("IdasSession::start_backward: one absolute tolerance per backward state expected");
+  }
   N_Vector atol = N_VClone(yB_);
   check_alloc(atol, "the adjoint tolerances");
-  for (int i = 0; i < nB; ++i) NV_Ith_S(atol, i) = settings.state_atol.at(static_cast<size_t>(i));
+  for (int i = 0; i < nB; ++i) NV_Ith_S(atol, i) = settings.state_atol[static_cast<size_t>(i)];
   const int tolerance_flag = IDASVtolerancesB(mem_, which_, settings.rtol, atol);
   N_VDestroy(atol);
   check_ida(tolerance_flag, "IDASVtolerancesB");

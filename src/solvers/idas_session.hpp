@@ -78,7 +78,8 @@ class IdasSession {
 
   /// Starts (or restarts) integration at t from the current vectors.
   void start(double t);
-  /// The first step after the next start (0: IDAS's own estimate).
+  /// The first step of the integration just started (0: IDAS's own estimate); it stays set
+  /// for later starts until set again.
   void set_initial_step(double h);
   /// The size of the last step taken (0 before any).
   double last_step() const;

@@ -152,9 +152,10 @@ long largest_checkpoint(long n, long nq, bool bdf) {
 }
 
 long backward_problem(long nB, long nqB, bool bdf, Corrector corrector) {
-  // CVodeCreateB's record, the backward CVODES integrator (scalar tolerances), the copy of yB0
-  // CVodeInitB keeps, the quadratures with vector tolerances and CVodeSetLinearSolverB's record.
-  return heap_block(kCVodeBMemRec) + integrator(nB, bdf, false, corrector) + nvector(nB) +
+  // CVodeCreateB's record, the backward CVODES integrator (vector tolerances: one per cost's
+  // adjoint), the copy of yB0 CVodeInitB keeps, the quadratures with vector tolerances and
+  // CVodeSetLinearSolverB's record.
+  return heap_block(kCVodeBMemRec) + integrator(nB, bdf, true, corrector) + nvector(nB) +
          quadratures(nqB, bdf, true) + heap_block(kCVLsMemRecB);
 }
 
