@@ -76,6 +76,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   std::string model_error_;
   ComplexSolution sol_;
   std::unique_ptr<IdasSession> ida_;
+  RestartStep restart_;  // the first step after an event (docs/dae.md, "Restarts")
 };
 
 std::vector<bool> stacked_differential(const Problem& problem, int nq) {
@@ -266,6 +267,7 @@ void ComplexDaeRun::begin_segment(double t) {
     yp.tail(nq_) = g.imag();
   }
   ida_->start(t);
+  ida_->set_initial_step(restart_.start(t));
   watched_ = watched_events(pb_, mode_);
   hold_guards_near_zero(pb_, watched_, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_,
                         opt_, ws_);
@@ -273,9 +275,19 @@ void ComplexDaeRun::begin_segment(double t) {
 }
 
 Reached ComplexDaeRun::advance(double tout, double& t) {
-  const int flag = ida_->advance(tout, t);
+  int flag = ida_->advance(tout, t);
+  if (flag < 0 && restart_.retry(t)) {
+    // The real run's retry (DaeRun::start_again), from the same complex state.
+    throw_if_interrupted(t);
+    ida_->add_stats(sol_.stats);
+    sol_.stats.segments -= 1;  // the same segment, counted again when it ends
+    model_error_.clear();
+    begin_segment(restart_.segment_start());
+    flag = ida_->advance(tout, t);
+  }
   if (flag < 0) fail(flag, t);
   load(ida_->y(), ida_->yp());
+  if (flag != IDA_ROOT_RETURN) restart_.passed_output();
   return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;
 }
 
@@ -287,6 +299,7 @@ void ComplexDaeRun::end_segment() {
 }
 
 void ComplexDaeRun::apply_roots(double t) {
+  restart_.after_event(ida_->last_step());
   const ComplexConsistentPoint point =
       consistent_point_complex(pb_, mode_, Complex(t), xc_, xdotc_, p_, "at an event", ws_);
   xc_ = point.x;

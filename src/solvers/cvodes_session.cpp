@@ -136,11 +136,9 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
     if (atol_quadrature.empty()) {
       check_cvode(CVodeQuadSStolerances(mem_, options.rtol, cost_atol), "CVodeQuadSStolerances");
     } else {
-      N_Vector qatol = N_VClone(q_);
-      for (int i = 0; i < nq; ++i) NV_Ith_S(qatol, i) = atol_quadrature[static_cast<size_t>(i)];
-      const int flag = CVodeQuadSVtolerances(mem_, options.rtol, qatol);
-      N_VDestroy(qatol);
-      check_cvode(flag, "CVodeQuadSVtolerances");
+      check_cvode(pass_as_vector(q_, atol_quadrature,
+                                 [&](N_Vector qatol) { return CVodeQuadSVtolerances(mem_, options.rtol, qatol); }),
+                  "CVodeQuadSVtolerances");
     }
     check_cvode(CVodeSetQuadErrCon(mem_, options.cost_error_control ? SUNTRUE : SUNFALSE),
                 "CVodeSetQuadErrCon");
@@ -438,15 +436,9 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   check_cvode(CVodeInitB(mem_, which_, s.rhs, tB0, yB_), "CVodeInitB");
   check_cvode(CVodeSetErrHandlerFn(CVodeGetAdjCVodeBmem(mem_, which_), forward_message, nullptr),
               "CVodeSetErrHandlerFn (backward)");
-  if (s.state_atol.size() != static_cast<size_t>(nB)) {
-    throw std::logic_error("CvodesSession::start_backward: one absolute tolerance per adjoint state expected");
-  }
-  N_Vector atol = N_VClone(yB_);
-  check_alloc(atol, "the adjoint tolerances");
-  view(atol) = Eigen::Map<const Eigen::VectorXd>(s.state_atol.data(), static_cast<Eigen::Index>(s.state_atol.size()));
-  const int tolerance_flag = CVodeSVtolerancesB(mem_, which_, s.rtol, atol);
-  N_VDestroy(atol);
-  check_cvode(tolerance_flag, "CVodeSVtolerancesB");
+  check_cvode(pass_as_vector(yB_, s.state_atol,
+                             [&](N_Vector atol) { return CVodeSVtolerancesB(mem_, which_, s.rtol, atol); }),
+              "CVodeSVtolerancesB");
   check_cvode(CVodeSetUserDataB(mem_, which_, s.user_data), "CVodeSetUserDataB");
   check_cvode(CVodeSetMaxNumStepsB(mem_, which_, s.max_steps), "CVodeSetMaxNumStepsB");
   krylov_backward_ = krylov_ && s.jacobian_times != nullptr;
@@ -469,11 +461,9 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
     check_alloc(qB_, "the gradient quadrature vector");
     N_VConst(0.0, qB_);
     check_cvode(CVodeQuadInitB(mem_, which_, s.quadrature, qB_), "CVodeQuadInitB");
-    N_Vector qatol = N_VClone(qB_);
-    for (int i = 0; i < nqB; ++i) NV_Ith_S(qatol, i) = s.quadrature_atol[static_cast<size_t>(i)];
-    const int flag = CVodeQuadSVtolerancesB(mem_, which_, s.rtol, qatol);
-    N_VDestroy(qatol);
-    check_cvode(flag, "CVodeQuadSVtolerancesB");
+    check_cvode(pass_as_vector(qB_, s.quadrature_atol,
+                               [&](N_Vector qatol) { return CVodeQuadSVtolerancesB(mem_, which_, s.rtol, qatol); }),
+                "CVodeQuadSVtolerancesB");
     check_cvode(CVodeSetQuadErrConB(mem_, which_, s.quadrature_error_control ? SUNTRUE : SUNFALSE),
                 "CVodeSetQuadErrConB");
   }

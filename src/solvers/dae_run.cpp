@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <utility>
 
 #include "event_log.hpp"
 #include "guard_rate.hpp"
@@ -208,8 +207,7 @@ void DaeRun::begin_segment(double t) {
     }
   }
   ida.start(t);
-  ida.set_initial_step(first_step_);
-  segment_start_ = t;
+  ida.set_initial_step(restart_.start(t));
   watched_ = watched_events(pb_, mode_);
   hold_guards_near_zero(pb_, watched_, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
   ida.set_roots(watched_.directions);
@@ -217,29 +215,20 @@ void DaeRun::begin_segment(double t) {
 
 Reached DaeRun::advance(double tout, double& t) {
   int flag = ida_->advance(tout, t);
-  // Failed before reaching the step size that it took before its event: the restart failed.
-  if (flag < 0 && restart_step_ > 0.0 && t - segment_start_ < restart_step_) flag = restart_with_previous_step(tout, t);
+  if (flag < 0 && restart_.retry(t)) flag = start_again(tout, t);
   if (flag < 0) fail(flag, t);
   if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
   return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;
 }
 
-int DaeRun::restart_with_previous_step(double tout, double& t) {
-  // IDAS's own first step after an event (about rtol |y| / |y'|, at most a thousandth of the way
-  // to the next output) can be orders of magnitude below the motion's scale, and an index-3
-  // corrector fails at such steps, its Newton matrix's condition growing like h^-3: a spatial rod
-  // pendulum's restart after its impact failed or not with the output grid. The step taken
-  // before the event is of the motion's scale; IDAS's estimate stays the first choice, as a large
-  // first step fails the error test where the event changed the rates much.
+int DaeRun::start_again(double tout, double& t) {
   throw_if_interrupted(t);
   ida_->add_stats(book_.solution().stats);
   book_.solution().stats.segments -= 1;  // the same segment, counted again when it ends
   if (kind_ == RunKind::AdjointRecording) segments_.pop_back();
   model_error_.clear();
   non_finite_evaluations_ = 0;
-  first_step_ = std::exchange(restart_step_, 0.0);
-  begin_segment(segment_start_);
-  first_step_ = 0.0;
+  begin_segment(restart_.segment_start());
   return ida_->advance(tout, t);
 }
 
@@ -278,7 +267,7 @@ void DaeRun::end_segment(double t) {
 void DaeRun::record_output(double t, bool integrated) {
   if (integrated) {
     take_integrator_state(t, "at an output time");
-    restart_step_ = 0.0;  // the restart went through: point_ is no longer the segment's start
+    restart_.passed_output();
   }
   if (integrated && nq_ > 0) {
     book_.record_output(t, mode_, point_.x, S_, view(ida_->y()).tail(nq_));
@@ -290,7 +279,7 @@ void DaeRun::record_output(double t, bool integrated) {
 void DaeRun::apply_roots(double t) {
   take_integrator_state(t, "at an event");
   const std::vector<int> fired = ida_->root_info();
-  restart_step_ = ida_->last_step();
+  restart_.after_event(ida_->last_step());
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(
       watched_, fired, t, [&] { return mode_; },

@@ -69,8 +69,8 @@ class DaeRun : private SegmentIntegrator {
   void apply_event(int k, double t, const std::optional<Accumulation>& rest);
   /// The event applied for a firing of k: k, or its resting variant (as event_log.hpp resolve_rest for explicit modes).
   int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
-  /// Starts the segment again with the step taken before its event (restart_step_), once.
-  int restart_with_previous_step(double tout, double& t);
+  /// Starts the failed segment again with the step taken before its event (RestartStep).
+  int start_again(double tout, double& t);
   [[noreturn]] void fail(int flag, double t);
   /// The IDAS components: the states, then the running-cost integrals (differential).
   std::vector<bool> differential_components() const;
@@ -106,9 +106,7 @@ class DaeRun : private SegmentIntegrator {
   std::unique_ptr<IdasSession> session_;  // simulation and forward runs
   std::vector<DaeSegment> segments_;      // adjoint recordings
   IdasSession* ida_ = nullptr;            // the session of the current segment
-  double segment_start_ = 0.0;            // where the current segment started
-  double restart_step_ = 0.0;             // the last step before the event that started it, or 0
-  double first_step_ = 0.0;               // the first step of a segment (0: IDAS's estimate)
+  RestartStep restart_;                   // the first step after an event (docs/dae.md, "Restarts")
 };
 
 }  // namespace saltus::detail

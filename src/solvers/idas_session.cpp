@@ -102,12 +102,9 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
     if (atol_quadrature.empty()) {
       check_ida(IDAQuadSStolerances(mem_, options.rtol, cost_atol), "IDAQuadSStolerances");
     } else {
-      N_Vector qatol = N_VClone(q_);
-      check_alloc(qatol, "the quadrature tolerances");
-      for (int i = 0; i < nq; ++i) NV_Ith_S(qatol, i) = atol_quadrature[static_cast<size_t>(i)];
-      const int flag = IDAQuadSVtolerances(mem_, options.rtol, qatol);
-      N_VDestroy(qatol);
-      check_ida(flag, "IDAQuadSVtolerances");
+      check_ida(pass_as_vector(q_, atol_quadrature,
+                               [&](N_Vector qatol) { return IDAQuadSVtolerances(mem_, options.rtol, qatol); }),
+                "IDAQuadSVtolerances");
     }
     check_ida(IDASetQuadErrCon(mem_, options.cost_error_control ? SUNTRUE : SUNFALSE), "IDASetQuadErrCon");
   }
@@ -201,23 +198,13 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
   view(ypB_) = ypB0;
   check_ida(IDAInitB(mem_, which_, settings.residual, tB0, yB_, ypB_), "IDAInitB");
   check_ida(IDASetUserDataB(mem_, which_, settings.user_data), "IDASetUserDataB");
-  if (settings.state_atol.size() != static_cast<size_t>(nB)) {
-    throw std::logic_error("IdasSession::start_backward: one absolute tolerance per backward state expected");
-  }
-  N_Vector atol = N_VClone(yB_);
-  check_alloc(atol, "the adjoint tolerances");
-  for (int i = 0; i < nB; ++i) NV_Ith_S(atol, i) = settings.state_atol[static_cast<size_t>(i)];
-  const int tolerance_flag = IDASVtolerancesB(mem_, which_, settings.rtol, atol);
-  N_VDestroy(atol);
-  check_ida(tolerance_flag, "IDASVtolerancesB");
+  check_ida(pass_as_vector(yB_, settings.state_atol,
+                           [&](N_Vector atol) { return IDASVtolerancesB(mem_, which_, settings.rtol, atol); }),
+            "IDASVtolerancesB");
   check_ida(IDASetMaxNumStepsB(mem_, which_, settings.max_steps), "IDASetMaxNumStepsB");
   if (!settings.differential.empty()) {
-    N_Vector id = N_VClone(yB_);
-    check_alloc(id, "the adjoint's differential components");
-    for (int i = 0; i < nB; ++i) NV_Ith_S(id, i) = settings.differential[static_cast<size_t>(i)];
-    const int flag = IDASetIdB(mem_, which_, id);
-    N_VDestroy(id);
-    check_ida(flag, "IDASetIdB");
+    check_ida(pass_as_vector(yB_, settings.differential, [&](N_Vector id) { return IDASetIdB(mem_, which_, id); }),
+              "IDASetIdB");
     check_ida(IDASetSuppressAlgB(mem_, which_, SUNTRUE), "IDASetSuppressAlgB");
   }
   if (settings.jacobian_times) {
@@ -238,12 +225,9 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
     check_alloc(qB_, "the adjoint quadratures");
     N_VConst(0.0, qB_);
     check_ida(IDAQuadInitB(mem_, which_, settings.quadrature, qB_), "IDAQuadInitB");
-    N_Vector qatol = N_VClone(qB_);
-    check_alloc(qatol, "the adjoint quadrature tolerances");
-    for (int i = 0; i < nqB; ++i) NV_Ith_S(qatol, i) = settings.quadrature_atol[static_cast<size_t>(i)];
-    const int flag = IDAQuadSVtolerancesB(mem_, which_, settings.rtol, qatol);
-    N_VDestroy(qatol);
-    check_ida(flag, "IDAQuadSVtolerancesB");
+    check_ida(pass_as_vector(qB_, settings.quadrature_atol,
+                             [&](N_Vector qatol) { return IDAQuadSVtolerancesB(mem_, which_, settings.rtol, qatol); }),
+              "IDAQuadSVtolerancesB");
     check_ida(IDASetQuadErrConB(mem_, which_, settings.quadrature_error_control ? SUNTRUE : SUNFALSE),
               "IDASetQuadErrConB");
   }

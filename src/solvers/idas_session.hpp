@@ -14,6 +14,7 @@
 #include <Eigen/Core>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <saltus/core/options.hpp>
@@ -53,6 +54,40 @@ struct IdasCallbacks {
   IDAQuadRhsFn quadrature = nullptr;
   IDASensResFn sensitivity = nullptr;
   IDAQuadSensRhsFn quadrature_sensitivity = nullptr;
+};
+
+/// The first step of an IDAS segment after an event (docs/dae.md, "Restarts"). IDAS's own
+/// estimate (about rtol |y| / |y'|, at most a thousandth of the way to the next output) can be
+/// orders of magnitude below the motion's scale, and an index-3 corrector fails at such steps,
+/// its Newton matrix's condition growing like h^-3 (a spatial rod pendulum's restart after its
+/// impact failed or not with the output grid). So: IDAS's estimate first, as a large first step
+/// fails the error test where the event changed the rates much; if the segment fails before its
+/// first output and before reaching the step taken before the event, once more from the same
+/// state with that step. DaeRun and ComplexDaeRun keep one each.
+class RestartStep {
+ public:
+  /// At an event: the last step IDAS took before it.
+  void after_event(double last_step) { before_event_ = last_step; }
+  /// A segment starts at t: the first step to give IDAS (0: its own estimate).
+  double start(double t) {
+    start_ = t;
+    return std::exchange(retry_, 0.0);
+  }
+  /// The segment returned at an output: the run's state is no longer the segment's start.
+  void passed_output() { before_event_ = 0.0; }
+  /// After a failure at t: whether to start the segment again at segment_start() (start() then
+  /// gives the step taken before the event). Once per event.
+  bool retry(double t) {
+    if (!(before_event_ > 0.0 && t - start_ < before_event_)) return false;
+    retry_ = std::exchange(before_event_, 0.0);
+    return true;
+  }
+  double segment_start() const { return start_; }
+
+ private:
+  double start_ = 0.0;
+  double before_event_ = 0.0;
+  double retry_ = 0.0;
 };
 
 /// One IDAS instance for n states (`differential[i]`: state i has a derivative in F), nq
