@@ -272,6 +272,21 @@ Eigen::SparseMatrix<S, Eigen::RowMajor, int> compressed(const multibody::DenseMa
   return sparse;
 }
 
+// The chain's KKT solve recorded on a fresh Reverse tape: its parameters and solution.
+struct RecordedChainSolve {
+  VectorX<Reverse> p, x;
+};
+RecordedChainSolve record_chain_solve(const VectorX<double>& p, int links) {
+  ReverseTape::clear();
+  RecordedChainSolve r{VectorX<Reverse>(p.size()), {}};
+  for (Eigen::Index i = 0; i < p.size(); ++i) r.p[i] = Reverse::independent(p[i]);
+  multibody::DenseMatrix<Reverse> A;
+  VectorX<Reverse> b;
+  chain_kkt<Reverse>(r.p, links, A, b);
+  r.x = multibody::solve_sparse<Reverse>(compressed(A), b, "chain KKT matrix").col(0);
+  return r;
+}
+
 // Matrices assembled sparse (solve_sparse): a large one goes to KLU from its compressed form, a
 // small one to the dense LU; values and dual tangents against the complex step of the
 // complex-arithmetic elimination (an independent computation), reverse gradients too.
@@ -290,13 +305,9 @@ TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
           return VectorX<Dual>(multibody::solve_sparse<Dual>(compressed(Ad), bd, "chain KKT matrix").col(0));
         });
     // Reverse: the gradient of sum_i x_i against the complex step.
-    ReverseTape::clear();
-    VectorX<Reverse> pr(3);
-    for (int i = 0; i < 3; ++i) pr[i] = Reverse::independent(p[i]);
-    multibody::DenseMatrix<Reverse> Ar;
-    VectorX<Reverse> br;
-    chain_kkt<Reverse>(pr, links, Ar, br);
-    const VectorX<Reverse> xr = multibody::solve_sparse<Reverse>(compressed(Ar), br, "chain KKT matrix").col(0);
+    const RecordedChainSolve recorded = record_chain_solve(p, links);
+    const VectorX<Reverse>& pr = recorded.p;
+    const VectorX<Reverse>& xr = recorded.x;
     Reverse total(0.0);
     for (int i = 0; i < xr.size(); ++i) total += xr[i];
     std::vector<double> adjoint(ReverseTape::nodes().size(), 0.0);
@@ -312,6 +323,49 @@ TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
       chain_kkt<Complex>(pc, links, Ac, bc);
       const double reference = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0).sum().imag() / 1e-30;
       EXPECT_NEAR(gradient_k, reference, 1e-10 * (1.0 + std::abs(reference))) << size << ", " << k;
+    }
+  }
+}
+
+// Several adjoint vectors in one pass over the tape (ReverseTape::sweep with columns, as the
+// backward passes sweep every cost at once): column c's gradient of w_c^T x, with w_c a
+// different weighting per column, against the complex step, through the KLU solve's recorded
+// operation (40 links) and the dense elimination's nodes (2 links).
+TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
+  for (const int links : {40, 2}) {
+    const std::string size = std::to_string(links) + " links";
+    VectorX<double> p(3);
+    p << 0.7, -0.4, 1.3;
+    const RecordedChainSolve recorded = record_chain_solve(p, links);
+    const VectorX<Reverse>& pr = recorded.p;
+    const VectorX<Reverse>& xr = recorded.x;
+    const Eigen::Index n = xr.size();
+    constexpr int kColumns = 3;
+    Eigen::MatrixXd w(n, kColumns);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      w(i, 0) = 1.0;
+      w(i, 1) = (i % 3 == 0) ? -2.0 : 0.0;  // zero seeds on most outputs
+      w(i, 2) = std::cos(0.3 * static_cast<double>(i));
+    }
+    std::vector<double> adjoint(ReverseTape::nodes().size() * kColumns, 0.0);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      for (int c = 0; c < kColumns; ++c) adjoint[static_cast<size_t>(xr[i].node()) * kColumns + c] += w(i, c);
+    }
+    ReverseTape::sweep(adjoint, kColumns);
+    ReverseTape::clear();
+    for (int k = 0; k < 3; ++k) {
+      VectorX<Complex> pc(3);
+      for (int i = 0; i < 3; ++i) pc[i] = Complex(p[i], i == k ? 1e-30 : 0.0);
+      multibody::DenseMatrix<Complex> Ac;
+      VectorX<Complex> bc;
+      chain_kkt<Complex>(pc, links, Ac, bc);
+      const VectorX<Complex> xc = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0);
+      for (int c = 0; c < kColumns; ++c) {
+        double reference = 0.0;
+        for (Eigen::Index i = 0; i < n; ++i) reference += w(i, c) * xc[i].imag() / 1e-30;
+        const double gradient = adjoint[static_cast<size_t>(pr[k].node()) * kColumns + c];
+        EXPECT_NEAR(gradient, reference, 1e-10 * (1.0 + std::abs(reference))) << size << ", p" << k << ", column " << c;
+      }
     }
   }
 }

@@ -26,20 +26,35 @@ std::int32_t ReverseTape::push_operation(std::unique_ptr<ReverseOperation> opera
   return first;
 }
 
-void ReverseTape::sweep(std::vector<double>& adjoint) {
+void ReverseTape::sweep(std::vector<double>& adjoint, int columns) {
   const Node* node = tape_nodes.data();
+  const auto m = static_cast<size_t>(columns);
   for (std::int32_t i = static_cast<std::int32_t>(tape_nodes.size()) - 1; i >= 0; --i) {
     const Node& n = node[i];
     if (n.a == kOperationOutput) {
       // The operation's outputs are consecutive and all their uses come after them: at its
       // last output every output's adjoint is complete.
-      if (n.da != 0.0) tape_operations[static_cast<size_t>(n.b)]->backward(adjoint);
+      if (n.da != 0.0) tape_operations[static_cast<size_t>(n.b)]->backward(adjoint, columns);
       continue;
     }
-    const double a = adjoint[static_cast<size_t>(i)];
-    if (a == 0.0) continue;
-    if (n.a >= 0) adjoint[static_cast<size_t>(n.a)] += n.da * a;
-    if (n.b >= 0) adjoint[static_cast<size_t>(n.b)] += n.db * a;
+    const double* a = adjoint.data() + static_cast<size_t>(i) * m;
+    if (m == 1) {
+      if (a[0] == 0.0) continue;
+      if (n.a >= 0) adjoint[static_cast<size_t>(n.a)] += n.da * a[0];
+      if (n.b >= 0) adjoint[static_cast<size_t>(n.b)] += n.db * a[0];
+      continue;
+    }
+    bool any = false;
+    for (size_t c = 0; c < m; ++c) any = any || a[c] != 0.0;
+    if (!any) continue;
+    if (n.a >= 0) {
+      double* to = adjoint.data() + static_cast<size_t>(n.a) * m;
+      for (size_t c = 0; c < m; ++c) to[c] += n.da * a[c];
+    }
+    if (n.b >= 0) {
+      double* to = adjoint.data() + static_cast<size_t>(n.b) * m;
+      for (size_t c = 0; c < m; ++c) to[c] += n.db * a[c];
+    }
   }
 }
 

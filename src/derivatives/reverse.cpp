@@ -18,44 +18,54 @@ VectorX<Reverse> independents(In<double> values) {
   return v;
 }
 
-/// Sweeps the tape with adjoint seeds on outputs (added, so shared nodes are seeded right).
-/// The adjoint vector lives in `storage` so that repeated sweeps do not allocate.
+/// Sweeps the tape with adjoint seeds on outputs (added, so shared nodes are seeded right), for
+/// `columns` weight vectors at once (ReverseTape::sweep). The adjoints live in `storage` so that
+/// repeated sweeps do not allocate.
 class Sweeper {
  public:
-  explicit Sweeper(std::vector<double>& storage) : adjoint_(storage) {}
-  void seed_clear() { adjoint_.assign(ReverseTape::nodes().size(), 0.0); }
-  void seed(const Reverse& output, double weight) {
-    if (!output.is_constant()) adjoint_[static_cast<size_t>(output.node())] += weight;
+  explicit Sweeper(std::vector<double>& storage, Eigen::Index columns = 1)
+      : adjoint_(storage), columns_(static_cast<size_t>(columns)) {}
+  void seed_clear() { adjoint_.assign(ReverseTape::nodes().size() * columns_, 0.0); }
+  void seed(const Reverse& output, double weight, Eigen::Index column = 0) {
+    if (!output.is_constant()) adjoint_[at(output, column)] += weight;
   }
-  void run() { ReverseTape::sweep(adjoint_); }
-  double adjoint(const Reverse& v) const {
-    return v.is_constant() ? 0.0 : adjoint_[static_cast<size_t>(v.node())];
+  void run() { ReverseTape::sweep(adjoint_, static_cast<int>(columns_)); }
+  double adjoint(const Reverse& v, Eigen::Index column = 0) const {
+    return v.is_constant() ? 0.0 : adjoint_[at(v, column)];
   }
-  void adjoints(const VectorX<Reverse>& v, Eigen::Ref<Eigen::VectorXd> out) const {
-    for (Eigen::Index i = 0; i < v.size(); ++i) out[i] = adjoint(v[i]);
+  void adjoints(const VectorX<Reverse>& v, Eigen::Ref<Eigen::VectorXd> out, Eigen::Index column = 0) const {
+    for (Eigen::Index i = 0; i < v.size(); ++i) out[i] = adjoint(v[i], column);
   }
 
  private:
+  size_t at(const Reverse& v, Eigen::Index column) const {
+    return static_cast<size_t>(v.node()) * columns_ + static_cast<size_t>(column);
+  }
   std::vector<double>& adjoint_;
+  size_t columns_;
 };
 
-/// Sweeps a recorded vector function y once per column of `weights`.
+/// Sweeps a recorded vector function y for every column of `weights` (one pass over the tape).
 TransposedProducts products(const VectorX<Reverse>& y, const Reverse& t,
                             const VectorX<Reverse>& x, const VectorX<Reverse>& p,
                             const Eigen::MatrixXd& weights) {
+  const Eigen::Index m = weights.cols();
   TransposedProducts out;
-  out.t.resize(weights.cols());
-  out.x.resize(x.size(), weights.cols());
-  out.p.resize(p.size(), weights.cols());
+  out.t.resize(m);
+  out.x.resize(x.size(), m);
+  out.p.resize(p.size(), m);
+  if (m == 0) return out;
   std::vector<double> storage;
-  Sweeper sweeper(storage);
-  for (Eigen::Index c = 0; c < weights.cols(); ++c) {
-    sweeper.seed_clear();
-    for (Eigen::Index i = 0; i < y.size(); ++i) sweeper.seed(y[i], weights(i, c));
-    sweeper.run();
-    out.t[c] = sweeper.adjoint(t);
-    sweeper.adjoints(x, out.x.col(c));
-    sweeper.adjoints(p, out.p.col(c));
+  Sweeper sweeper(storage, m);
+  sweeper.seed_clear();
+  for (Eigen::Index c = 0; c < m; ++c) {
+    for (Eigen::Index i = 0; i < y.size(); ++i) sweeper.seed(y[i], weights(i, c), c);
+  }
+  sweeper.run();
+  for (Eigen::Index c = 0; c < m; ++c) {
+    out.t[c] = sweeper.adjoint(t, c);
+    sweeper.adjoints(x, out.x.col(c), c);
+    sweeper.adjoints(p, out.p.col(c), c);
   }
   return out;
 }
@@ -155,22 +165,6 @@ TransposedProducts completion_products(const Problem& problem, int mode, double 
   return products(outputs, r.t, r.guess, r.p, weights);
 }
 
-TransposedProducts completed_cost_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
-                                           const Eigen::MatrixXd& weights) {
-  const Eigen::Index n = x.size(), nc = weights.cols();
-  const RecordedCompletion r = record_completion(problem, mode, t, x, p);
-  VectorX<Reverse> outputs(n + nc);
-  outputs.head(n) = r.xdot;
-  for (Eigen::Index c = 0; c < nc; ++c) {
-    const auto& g = problem.cost(static_cast<int>(c)).running;
-    outputs[n + c] = g ? g.reverse(r.t, r.x, r.xdot, r.p) : Reverse(0.0);
-  }
-  Eigen::MatrixXd seeds = Eigen::MatrixXd::Zero(n + nc, nc);
-  seeds.topRows(n) = weights;
-  seeds.bottomRows(nc).setIdentity();
-  return products(outputs, r.t, r.guess, r.p, seeds);
-}
-
 ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p) {
   const auto& w = problem.cost(cost).terminal;
@@ -243,34 +237,55 @@ void StageProducts::sweep(const Eigen::MatrixXd& f_weights, const Eigen::MatrixX
   out.t.resize(m);
   out.x.resize(n_x_, m);
   out.p.resize(p_.size(), m);
-  Sweeper sweeper(adjoint_);
+  if (m == 0) return;
+  Sweeper sweeper(adjoint_, m);
+  sweeper.seed_clear();
   for (Eigen::Index c = 0; c < m; ++c) {
-    sweeper.seed_clear();
-    for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], f_weights(i, c));
-    for (int k = 0; k < n_c_; ++k) sweeper.seed(g_ad_[k], g_weights(k, c));
-    sweeper.run();
-    out.t[c] = sweeper.adjoint(t_ad_);
-    sweeper.adjoints(x_ad_, out.x.col(c));
-    sweeper.adjoints(p_ad_, out.p.col(c));
+    for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], f_weights(i, c), c);
+    for (int k = 0; k < n_c_; ++k) sweeper.seed(g_ad_[k], g_weights(k, c), c);
+  }
+  sweeper.run();
+  for (Eigen::Index c = 0; c < m; ++c) {
+    out.t[c] = sweeper.adjoint(t_ad_, c);
+    sweeper.adjoints(x_ad_, out.x.col(c), c);
+    sweeper.adjoints(p_ad_, out.p.col(c), c);
   }
 }
 
 CompletionRateProducts::CompletionRateProducts(const Problem& problem, const Eigen::VectorXd& p)
-    : problem_(problem), p_(p), n_x_(problem.n_states()) {}
+    : problem_(problem), p_(p), n_x_(problem.n_states()), n_c_(problem.n_costs()) {}
 
 void CompletionRateProducts::record(int mode, double t, In<double> x_guess) {
   if (point_.holds(mode, t, x_guess)) return;
   begin_recording();
-  const Reverse t_ad(t);  // passive: the backward Newton matrix needs no time derivative
+  const Reverse t_ad(t);  // passive: the backward problem needs no time derivative
   x_ad_ = independents(x_guess);
   p_ad_ = independents(p_);
   completed_x_ = VectorX<Reverse>::Zero(n_x_);
   completed_xdot_ = VectorX<Reverse>::Zero(n_x_);
   problem_.mode(mode).completion.reverse(t_ad, x_ad_, p_ad_, completed_x_, completed_xdot_);
+  costs_ = VectorX<Reverse>::Zero(n_c_);
+  for (int c = 0; c < n_c_; ++c) {
+    const auto& g = problem_.cost(c).running;
+    if (g) costs_[c] = g.reverse(t_ad, completed_x_, completed_xdot_, p_ad_);
+  }
   point_.remember(mode, t, x_guess);  // only a finished recording is reused
 }
 
 void CompletionRateProducts::sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate_weights, TransposedProducts& out) {
+  sweep(rate_weights, false, out);
+}
+
+void CompletionRateProducts::cost_sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate_weights, TransposedProducts& out) {
+  if (rate_weights.cols() != n_c_) {
+    throw Error(fmt::format("CompletionRateProducts::cost_sweep: {} weight columns for {} costs", rate_weights.cols(),
+                            n_c_));
+  }
+  sweep(rate_weights, true, out);
+}
+
+void CompletionRateProducts::sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate_weights, bool with_costs,
+                                   TransposedProducts& out) {
   if (!point_.current()) {
     throw Error("CompletionRateProducts::sweep: the recording was recycled; call record() first");
   }
@@ -278,13 +293,17 @@ void CompletionRateProducts::sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate
   out.t.resize(0);
   out.x.resize(n_x_, m);
   out.p.resize(p_.size(), m);
-  Sweeper sweeper(adjoint_);
+  if (m == 0) return;
+  Sweeper sweeper(adjoint_, m);
+  sweeper.seed_clear();
   for (Eigen::Index c = 0; c < m; ++c) {
-    sweeper.seed_clear();
-    for (int i = 0; i < n_x_; ++i) sweeper.seed(completed_xdot_[i], rate_weights(i, c));
-    sweeper.run();
-    sweeper.adjoints(x_ad_, out.x.col(c));
-    sweeper.adjoints(p_ad_, out.p.col(c));
+    for (int i = 0; i < n_x_; ++i) sweeper.seed(completed_xdot_[i], rate_weights(i, c), c);
+    if (with_costs) sweeper.seed(costs_[c], 1.0, c);
+  }
+  sweeper.run();
+  for (Eigen::Index c = 0; c < m; ++c) {
+    sweeper.adjoints(x_ad_, out.x.col(c), c);
+    sweeper.adjoints(p_ad_, out.p.col(c), c);
   }
 }
 
@@ -320,15 +339,41 @@ void AdjointRhs::apply(int cost, In<double> lambda, Out<double> dx, Out<double> 
   if (dp.size() > 0) sweeper.adjoints(p_ad_, dp);
 }
 
-void AdjointRhs::state_product(In<double> v, Out<double> out) {
+void AdjointRhs::apply_all(const Eigen::Ref<const Eigen::MatrixXd>& lambda, Eigen::Ref<Eigen::MatrixXd> dx,
+                           Eigen::Ref<Eigen::MatrixXd> dp) {
   if (!point_.current()) {
-    throw Error("AdjointRhs::state_product: the recording was recycled; call record() first");
+    throw Error("AdjointRhs::apply_all: the recording was recycled; call record() first");
   }
-  Sweeper sweeper(adjoint_);
+  if (lambda.cols() != n_c_) {
+    throw Error(fmt::format("AdjointRhs::apply_all: {} adjoint columns for {} costs", lambda.cols(), n_c_));
+  }
+  if (n_c_ == 0) return;
+  Sweeper sweeper(adjoint_, n_c_);
   sweeper.seed_clear();
-  for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], v[i]);
+  for (int c = 0; c < n_c_; ++c) {
+    for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], lambda(i, c), c);
+    sweeper.seed(g_ad_[c], 1.0, c);
+  }
   sweeper.run();
-  sweeper.adjoints(x_ad_, out);
+  for (int c = 0; c < n_c_; ++c) {
+    sweeper.adjoints(x_ad_, dx.col(c), c);
+    sweeper.adjoints(p_ad_, dp.col(c), c);
+  }
+}
+
+void AdjointRhs::state_products(const Eigen::Ref<const Eigen::MatrixXd>& v, Eigen::Ref<Eigen::MatrixXd> out) {
+  if (!point_.current()) {
+    throw Error("AdjointRhs::state_products: the recording was recycled; call record() first");
+  }
+  const Eigen::Index m = v.cols();
+  if (m == 0) return;
+  Sweeper sweeper(adjoint_, m);
+  sweeper.seed_clear();
+  for (Eigen::Index c = 0; c < m; ++c) {
+    for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], v(i, c), c);
+  }
+  sweeper.run();
+  for (Eigen::Index c = 0; c < m; ++c) sweeper.adjoints(x_ad_, out.col(c), c);
 }
 
 }  // namespace saltus

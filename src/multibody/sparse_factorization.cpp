@@ -217,28 +217,39 @@ class SparseSolveOperation : public ReverseOperation {
   SparseSolveOperation(std::shared_ptr<const SparseFactors> factors, const char* what)
       : factors_(std::move(factors)), what_(what) {}
 
-  void backward(std::vector<double>& adjoint) const override {
+  void backward(std::vector<double>& adjoint, int columns) const override {
+    // X = A^-1 B for each of the sweep's columns c: B-bar = A^-T X-bar, A-bar = -B-bar X^T,
+    // every column's X-bar solved at once (bar's column c k + j).
     const Eigen::Index n = values_.rows(), k = values_.cols();
-    Eigen::MatrixXd bar(n, k);
+    const auto m = static_cast<size_t>(columns);
+    const auto at = [m](std::int32_t node, Eigen::Index c) { return static_cast<size_t>(node) * m + static_cast<size_t>(c); };
+    bar_.resize(n, k * columns);  // kept between sweeps: no allocation once sized
     bool any = false;
-    for (Eigen::Index j = 0; j < k; ++j) {
-      for (Eigen::Index i = 0; i < n; ++i) {
-        bar(i, j) = adjoint[static_cast<size_t>(first_output_ + j * n + i)];
-        any = any || bar(i, j) != 0.0;
+    for (Eigen::Index c = 0; c < columns; ++c) {
+      for (Eigen::Index j = 0; j < k; ++j) {
+        for (Eigen::Index i = 0; i < n; ++i) {
+          const double a = adjoint[at(first_output_ + static_cast<std::int32_t>(j * n + i), c)];
+          bar_(i, c * k + j) = a;
+          any = any || a != 0.0;
+        }
       }
     }
     if (!any) return;
-    solve_in_place(*factors_, bar, true, what_.c_str());  // now B-bar
-    for (Eigen::Index j = 0; j < k; ++j) {
-      for (Eigen::Index i = 0; i < n; ++i) {
-        const std::int32_t node = rhs_nodes_[static_cast<size_t>(j * n + i)];
-        if (node >= 0) adjoint[static_cast<size_t>(node)] += bar(i, j);
+    solve_in_place(*factors_, bar_, true, what_.c_str());  // now B-bar
+    for (Eigen::Index c = 0; c < columns; ++c) {
+      for (Eigen::Index j = 0; j < k; ++j) {
+        for (Eigen::Index i = 0; i < n; ++i) {
+          const std::int32_t node = rhs_nodes_[static_cast<size_t>(j * n + i)];
+          if (node >= 0) adjoint[at(node, c)] += bar_(i, c * k + j);
+        }
       }
     }
     for (const MatrixEntry& e : matrix_entries_) {
-      double sum = 0.0;
-      for (Eigen::Index j = 0; j < k; ++j) sum += bar(e.row, j) * values_(e.col, j);
-      adjoint[static_cast<size_t>(e.node)] -= sum;
+      for (Eigen::Index c = 0; c < columns; ++c) {
+        double sum = 0.0;
+        for (Eigen::Index j = 0; j < k; ++j) sum += bar_(e.row, c * k + j) * values_(e.col, j);
+        adjoint[at(e.node, c)] -= sum;
+      }
     }
   }
 
@@ -254,6 +265,7 @@ class SparseSolveOperation : public ReverseOperation {
  private:
   std::shared_ptr<const SparseFactors> factors_;
   std::string what_;
+  mutable Eigen::MatrixXd bar_;  // the outputs' adjoints, then B-bar (the tape is one thread's)
 };
 
 }  // namespace

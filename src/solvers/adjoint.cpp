@@ -108,9 +108,8 @@ void AdjointSweep::products_at(double t, const Eigen::Ref<const Eigen::VectorXd>
       sweep_yB_ == yB) {
     return;
   }
-  for (int c = 0; c < nc_; ++c) {
-    rhs_.apply(c, yB.segment(c * nx_, nx_), dx_.col(c), dp_.col(c));
-  }
+  const Eigen::Map<const Eigen::MatrixXd> lambda(yB.data(), nx_, nc_);  // lambda by cost, in place
+  rhs_.apply_all(lambda, dx_, dp_);  // every cost in one sweep
   sweep_recordings_ = rhs_.recordings();
   sweep_yB_ = yB;
 }
@@ -158,7 +157,7 @@ int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUN
 }
 
 // -f_x^T v block by block (the matrix-free backward solver): one sweep of the point's recording
-// per cost.
+// for every cost's block.
 int AdjointSweep::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector, N_Vector,
                                     void* ptr, N_Vector) {
   auto* self = static_cast<AdjointSweep*>(ptr);
@@ -167,10 +166,11 @@ int AdjointSweep::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Ve
     auto in = view(v);
     auto out = view(Jv);
     const int n = self->nx_;
-    for (int c = 0; c < self->nc_; ++c) {
-      self->rhs_.state_product(in.segment(c * n, n), out.segment(c * n, n));
-      out.segment(c * n, n) *= -1.0;
-    }
+    const int m = self->nc_;
+    const Eigen::Map<const Eigen::MatrixXd> blocks(in.data(), n, m);  // the cost blocks in place
+    Eigen::Map<Eigen::MatrixXd> products(out.data(), n, m);
+    self->rhs_.state_products(blocks, products);  // every cost's block in one sweep
+    products *= -1.0;
   });
   return flag == 0 && !view(Jv).allFinite() ? 1 : flag;
 }

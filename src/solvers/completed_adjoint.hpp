@@ -21,9 +21,10 @@
 // the completed one, and the sensitivities it pairs with are the consistent ones.
 //
 // Cost: the backward residual takes one reverse sweep of the completion and the costs per point
-// (derivatives/reverse.hpp, completed_cost_products); the dense Jacobian, which IDAS asks for far
-// less often, n_x + n_p tangents of the completion (forward-mode AD, below); from
-// Options::krylov_min_states states on, GMRES's products instead (dae_adjoint.cpp).
+// (derivatives/reverse.hpp, CompletionRateProducts::cost_sweep: one recording per point, which
+// GMRES's products share); the dense Jacobian, which IDAS asks for far less often, n_x + n_p
+// tangents of the completion (forward-mode AD, below); from Options::krylov_min_states states
+// on, GMRES's products instead (dae_adjoint.cpp).
 #include <saltus/core/problem.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 

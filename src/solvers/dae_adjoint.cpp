@@ -112,9 +112,10 @@ class DaeAdjointSweep {
   int block() const { return conservative_ ? nx_ + ny_ : nx_; }
   int adjoint_states() const { return block() * nc_; }
   /// R_x^T lambda_c + g~_x^T and R_p^T lambda_c + g~_p^T per cost at the forward state x, by
-  /// one reverse sweep of the completion and the costs (completed_adjoint.hpp); `yB` holds the
-  /// costs' lambda first.
-  TransposedProducts completed_products(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
+  /// one reverse sweep (all costs' columns in one pass) of the completion and the costs recorded
+  /// at x, the recording GMRES's products there share (completed_adjoint.hpp); `yB` holds the
+  /// costs' lambda first. Valid until the next call.
+  const TransposedProducts& completed_products(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                         const Eigen::Ref<const Eigen::VectorXd>& yB);
   /// The backward residual of a mode with a completion: lambda-dot + R_x^T lambda + g~_x^T and
   /// the gradient states' q-dot + R_p^T lambda + g~_p^T. Reverse sweeps rather than the n_x + n_p
@@ -139,9 +140,9 @@ class DaeAdjointSweep {
   bool conservative_ = false;   // the segment being integrated takes the conservative form
   bool segment_completed_ = false;  // and whether its mode has a completion (read per callback)
   Eigen::VectorXd work_x_, work_e_;  // scratch of the conservative residual
-  Eigen::MatrixXd weights_;          // lambda by cost, for completed_products
-  CompletionRateProducts rate_products_;  // the completion recorded for jacobian_times_cb
-  TransposedProducts rate_product_;       // its sweep's output
+  CompletionRateProducts rate_products_;  // the completion and costs recorded at the forward point
+  TransposedProducts rate_product_;       // its rate sweep's output (jacobian_times_cb)
+  TransposedProducts cost_product_;       // its cost sweep's output (completed_products)
 
   Eigen::MatrixXd lambda_;  // n_x x n_c
   Eigen::MatrixXd grad_;    // n_c x n_p
@@ -456,16 +457,18 @@ bool DaeAdjointSweep::mass_varies(const DaeSegment& seg) {
   return differs();
 }
 
-TransposedProducts DaeAdjointSweep::completed_products(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
+const TransposedProducts& DaeAdjointSweep::completed_products(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                                       const Eigen::Ref<const Eigen::VectorXd>& yB) {
-  weights_ = yB.head(nx_ * nc_).reshaped(nx_, nc_);
-  return completed_cost_products(pb_, mode_, t, x, p_, weights_);
+  rate_products_.record(mode_, t, x);  // shared with GMRES's products at this point
+  const Eigen::Map<const Eigen::MatrixXd> weights(yB.data(), nx_, nc_);  // lambda by cost, in place
+  rate_products_.cost_sweep(weights, cost_product_);
+  return cost_product_;
 }
 
 void DaeAdjointSweep::completed_residual(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                          const Eigen::Ref<const Eigen::VectorXd>& yB,
                                          const Eigen::Ref<const Eigen::VectorXd>& ypB, Eigen::Ref<Eigen::VectorXd> r) {
-  const TransposedProducts products = completed_products(t, x, yB);
+  const TransposedProducts& products = completed_products(t, x, yB);
   const Eigen::Index na = nx_ * nc_;
   r.head(na) = ypB.head(na) + products.x.reshaped();
   const int nq = gradient_states();

@@ -28,8 +28,9 @@ namespace saltus {
 class ReverseOperation {
  public:
   virtual ~ReverseOperation() = default;
-  /// Adds to adjoint[input] for every input node, reading adjoint[output] of its outputs.
-  virtual void backward(std::vector<double>& adjoint) const = 0;
+  /// Adds to the adjoints of every input node, reading those of its outputs: `columns`
+  /// adjoint vectors interleaved, node i's in adjoint[i * columns + c] (ReverseTape::sweep).
+  virtual void backward(std::vector<double>& adjoint, int columns) const = 0;
 };
 
 /// The tape of the current thread.
@@ -59,7 +60,12 @@ class ReverseTape {
   static long generation();
   /// Adjoints of every node after seeding `adjoint[node]` for the outputs: runs the tape
   /// backwards in place (adjoint has one entry per node).
-  static void sweep(std::vector<double>& adjoint);
+  static void sweep(std::vector<double>& adjoint) { sweep(adjoint, 1); }
+  /// The same for `columns` adjoint vectors at once, interleaved: node i's adjoint in column c
+  /// is adjoint[i * columns + c]. One pass over the tape for all of them: the tape's reads and
+  /// an operation's factorization are shared (a backward Newton product of the vehicle sweeps
+  /// one column per cost).
+  static void sweep(std::vector<double>& adjoint, int columns);
 };
 
 class Reverse {

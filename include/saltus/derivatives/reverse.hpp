@@ -51,13 +51,6 @@ TransposedProducts jump_products(const Problem& problem, int event, double t, In
 TransposedProducts completion_products(const Problem& problem, int mode, double t, In<double> x_guess,
                                        In<double> p, const Eigen::MatrixXd& weights);
 
-/// Products of a mode's completion followed by the running costs at the completed point: with
-/// (x_c, x-dot_c) = C(t, x, p) and G_c = g_c(t, x_c, x-dot_c, p) (n_c), for each column w_c of
-/// `weights` (n_x x n_c): x.col(c) = C_xdot,x^T w_c + G_c,x^T and p.col(c) = C_xdot,p^T w_c +
-/// G_c,p^T (the adjoint through the completion: R_x^T lambda + g~_x^T).
-TransposedProducts completed_cost_products(const Problem& problem, int mode, double t, In<double> x, In<double> p,
-                                           const Eigen::MatrixXd& weights);
-
 /// w_t, w_x and w_p of the terminal part of `cost` at (tf, x(tf), p); zero if it has none.
 ScalarGradient terminal_cost_gradient(const Problem& problem, int cost, double t, In<double> x,
                                       In<double> p);
@@ -125,25 +118,35 @@ class RecordedPoint {
 
 /// Products of the rates of a mode's completion (Problem::set_completion) with weight vectors,
 /// at one point: with (x_c, x-dot_c) = C(t, x_guess, p), for each column w of `rate_weights`
-/// (n_x x m) the derivatives x = C_xdot,x^T w (n_x x m) and p = C_xdot,p^T w (n_p x m). One
-/// recording per point serves every product there: GMRES takes several products of the backward
-/// Newton matrix at one forward point, and a recording costs about a completion's reverse tape.
+/// (n_x x m) the derivatives x = C_xdot,x^T w (n_x x m) and p = C_xdot,p^T w (n_p x m); and,
+/// with the running costs read at the completed point, G_c = g_c(t, x_c, x-dot_c, p), the
+/// adjoint's products through the completion (cost_sweep, one column w_c per cost):
+/// x.col(c) = C_xdot,x^T w_c + G_c,x^T (R_x^T lambda + g~_x^T), p.col(c) = C_xdot,p^T w_c + G_c,p^T.
+/// One recording per point serves every product there: the backward residual, its quadrature
+/// and GMRES's products of the backward Newton matrix come at one forward point in turn, and a
+/// recording costs about a completion's reverse tape. Each sweep takes all its columns in one
+/// pass over the tape.
 class CompletionRateProducts {
  public:
   CompletionRateProducts(const Problem& problem, const Eigen::VectorXd& p);
-  /// Records the completion of `mode` from (t, x_guess) unless the tape already holds it.
+  /// Records the completion of `mode` from (t, x_guess) and the running costs there, unless the
+  /// tape already holds them.
   void record(int mode, double t, In<double> x_guess);
-  /// Sweeps the recording once per column of `rate_weights` into `out` (sized on first use;
-  /// out.t is left empty: time is passive).
+  /// Rates only: C_xdot^T w per column of `rate_weights` into `out` (sized on first use; out.t
+  /// is left empty: time is passive).
   void sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate_weights, TransposedProducts& out);
+  /// Rates and costs: column c of `rate_weights` (n_x x n_c) with cost c's integrand.
+  void cost_sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate_weights, TransposedProducts& out);
   long recordings() const { return point_.recordings(); }
 
  private:
+  void sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate_weights, bool with_costs, TransposedProducts& out);
+
   const Problem& problem_;
   Eigen::VectorXd p_;
-  int n_x_;
+  int n_x_, n_c_;
   RecordedPoint point_;
-  VectorX<Reverse> x_ad_, p_ad_, completed_x_, completed_xdot_;
+  VectorX<Reverse> x_ad_, p_ad_, completed_x_, completed_xdot_, costs_;
   std::vector<double> adjoint_;
 };
 
@@ -161,8 +164,13 @@ class AdjointRhs {
   /// Sweeps the recording for cost `cost` with adjoint vector `lambda` (n_x). `dp` may have
   /// size 0 to skip copying the parameter part.
   void apply(int cost, In<double> lambda, Out<double> dx, Out<double> dp);
-  /// f_x^T v (n_x) from the same recording (no cost term): the backward Jacobian's products.
-  void state_product(In<double> v, Out<double> out);
+  /// Every cost at once, in one pass over the tape: column c of `lambda` (n_x x n_c) with cost
+  /// c, into column c of `dx` (n_x x n_c) and `dp` (n_p x n_c).
+  void apply_all(const Eigen::Ref<const Eigen::MatrixXd>& lambda, Eigen::Ref<Eigen::MatrixXd> dx,
+                 Eigen::Ref<Eigen::MatrixXd> dp);
+  /// f_x^T V (n_x x m) from the same recording (no cost term), all columns in one pass: the
+  /// backward Jacobian's products.
+  void state_products(const Eigen::Ref<const Eigen::MatrixXd>& v, Eigen::Ref<Eigen::MatrixXd> out);
   /// Number of recordings made (diagnostics).
   long recordings() const { return point_.recordings(); }
 
