@@ -232,6 +232,40 @@ costs: {c: {terminal: [{signal: z, of: a}]}}
   EXPECT_GT(std::abs(base.bias.real()), 1e-3);  // the check is not of a vanishing term
 }
 
+// A pendulum spinning over the top passes the hinge angle's +-pi, where the angle (measured in
+// (-pi, pi]) and with it the stop's guard jump by 2 pi. That firing is no impact, and past it the
+// rod would swing through its stop at the bottom unseen: the run stops at the top (x = 0, y =
+// +l/2) with the reason, in every formulation and in the sensitivity runs.
+TEST(SpatialStops, AnAnglePassingPiStopsTheRunWithTheReason) {
+  std::string spinning = replace_once(kSpatialPendulum, "parameters: {l: 0.8, th0: 0.9, e: 0.5, g: 9.81}",
+                                      "parameters: {l: 0.8, th0: 2.5, e: 0.5, g: 9.81, w0: 12}");
+  spinning = replace_once(spinning, "orientation: {axis: [0, 0, 1], angle: th0}}",
+                          "orientation: {axis: [0, 0, 1], angle: th0},\n"
+                          "          velocity: [\"w0*l/2*cos(th0)\", \"w0*l/2*sin(th0)\", 0], angular_velocity: [0, 0, w0]}");
+  spinning = replace_once(spinning, "tolerances: {rtol: 1.0e-11, atol: 1.0e-13}", "tolerances: {rtol: 1.0e-8, atol: 1.0e-10}");
+  for (const FormulationType type : {FormulationType::Index1, FormulationType::Maggi, FormulationType::GGL}) {
+    const Problem pb = problem_of(spinning, type);
+    for (const bool sensitivities : {false, true}) {
+      try {
+        if (sensitivities) {
+          forward_sensitivity(pb);
+        } else {
+          simulate(pb);
+        }
+        ADD_FAILURE() << "no error, formulation " << static_cast<int>(type);
+      } catch (const ModelError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("joint stop 'vertical' fired"), std::string::npos) << what;
+        EXPECT_NE(what.find("passed +-pi"), std::string::npos) << what;
+        // Where: the rod upright, a quarter turn of the spin after the start (2.5 -> pi at 12 rad/s).
+        const double t = std::stod(what.substr(what.find("at t = ") + 7));
+        EXPECT_GT(t, 0.03) << what;
+        EXPECT_LT(t, 0.08) << what;
+      }
+    }
+  }
+}
+
 // Bad stops on spatial joints: one InputError each, naming the field.
 TEST(SpatialStops, BadStopsAreNamed) {
   const auto expect_error = [&](const std::string& text, const std::string& field, const std::string& part) {

@@ -133,10 +133,29 @@ struct FormBase {
   /// law knows only the model's constraints).
   template <class S>
   VectorX<S> impact_velocity(int c, const MotionState<S>& st, In<S> p, const ContactSet& held) const {
+    if (measures_angle(contact(c).kind)) refuse_wrapped_angle(c, st, p);
     if (contact(c).law == ImpactLaw::Impulse || !held.empty()) return impulse_velocity(*model, contact(c), st, p, held);
     const Partition law = law_partition<S>(c, st, p);
     const VectorX<S> u_dot = partitioned_velocity(*model, law, contact(c), select(law, st.v), p);
     return velocities_from_independent(*model, law, st, u_dot, p);
+  }
+
+  /// An angle measured in (-pi, pi] (a spatial joint's, the angle between two bars) jumps by
+  /// 2 pi where the joint passes +-pi, and its stop's guard changes sign there too: that firing,
+  /// far from the limit, is no impact, and past it the guard's sign no longer tells the allowed
+  /// side (the limit would be crossed unseen). The run stops there with the reason rather than
+  /// go on wrong. A firing at the limit has a gap of the root finder's tolerance (the rate
+  /// times ~1e-14 s); a wrapped one, of the distance from the limit to +-pi.
+  template <class S>
+  void refuse_wrapped_angle(int c, const MotionState<S>& st, In<S> p) const {
+    constexpr double kWrappedGap = 1e-6;  // [rad]
+    const double gap = real_part(contact_geometry(*model, contact(c), st, p).gap.value);
+    if (!(std::abs(gap) > kWrappedGap)) return;
+    throw ModelError(fmt::format(
+        "joint stop '{}' fired {:.6g} rad from its limit at t = {:.17g}: the joint's angle passed +-pi, where "
+        "it jumps by 2 pi (angles are measured in (-pi, pi]), so the stop cannot tell its side any more; keep the "
+        "motion inside (-pi, pi) (a spatial joint's normal_a and normal_b set where the angle is 0)",
+        contact(c).name, std::abs(gap), real_part(st.t)));
   }
 
   /// The independent set the partitioning law of contact c applies at st (decided on real
