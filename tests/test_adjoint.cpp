@@ -234,9 +234,12 @@ TEST_P(ReverseProducts, AgreeWithComplexStepAtEveryEvent) {
     rhs.record(e.mode_before, e.time, e.state_before);
     VectorX<Complex> fc(nx);
     pb.mode(e.mode_before).rhs.complex(Complex(e.time), xc, pc, fc);
+    // Every cost's sweep in one pass, each column with its own cost's integrand.
+    const Eigen::MatrixXd lambda = l.replicate(1, pb.n_costs());
+    Eigen::MatrixXd gxs(nx, pb.n_costs()), gps(np, pb.n_costs());
+    rhs.apply_all(lambda, gxs, gps);
     for (int c = 0; c < pb.n_costs(); ++c) {
-      Eigen::VectorXd gx(nx), gp(np);
-      rhs.apply(c, l, gx, gp);
+      const Eigen::VectorXd gx = gxs.col(c), gp = gps.col(c);
       Complex g = 0.0;
       if (pb.cost(c).running) g = pb.cost(c).running.complex(Complex(e.time), xc, fc, pc);
       const double reference = (l.cast<Complex>().dot(fc) + g).imag() / h;

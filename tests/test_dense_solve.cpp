@@ -272,18 +272,30 @@ Eigen::SparseMatrix<S, Eigen::RowMajor, int> compressed(const multibody::DenseMa
   return sparse;
 }
 
-// The chain's KKT solve recorded on a fresh Reverse tape: its parameters and solution.
+// The second right-hand side of the recorded chain solves: p0 b + 1, in any scalar type.
+template <class S>
+VectorX<S> second_rhs(const VectorX<S>& p, const VectorX<S>& b) {
+  return VectorX<S>(b * p[0] + VectorX<S>::Constant(b.size(), S(1.0)));
+}
+
+// The chain's KKT solve with two right-hand sides [b, p0 b + 1] (one recorded operation with
+// two columns) on a fresh Reverse tape: its parameters and both solutions.
 struct RecordedChainSolve {
-  VectorX<Reverse> p, x;
+  VectorX<Reverse> p, x, x2;
 };
 RecordedChainSolve record_chain_solve(const VectorX<double>& p, int links) {
   ReverseTape::clear();
-  RecordedChainSolve r{VectorX<Reverse>(p.size()), {}};
+  RecordedChainSolve r{VectorX<Reverse>(p.size()), {}, {}};
   for (Eigen::Index i = 0; i < p.size(); ++i) r.p[i] = Reverse::independent(p[i]);
   multibody::DenseMatrix<Reverse> A;
   VectorX<Reverse> b;
   chain_kkt<Reverse>(r.p, links, A, b);
-  r.x = multibody::solve_sparse<Reverse>(compressed(A), b, "chain KKT matrix").col(0);
+  multibody::DenseMatrix<Reverse> B(b.size(), 2);
+  B.col(0) = b;
+  B.col(1) = second_rhs<Reverse>(r.p, b);
+  const multibody::DenseMatrix<Reverse> X = multibody::solve_sparse<Reverse>(compressed(A), B, "chain KKT matrix");
+  r.x = X.col(0);
+  r.x2 = X.col(1);
   return r;
 }
 
@@ -328,9 +340,10 @@ TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
 }
 
 // Several adjoint vectors in one pass over the tape (ReverseTape::sweep with columns, as the
-// backward passes sweep every cost at once): column c's gradient of w_c^T x, with w_c a
-// different weighting per column, against the complex step, through the KLU solve's recorded
-// operation (40 links) and the dense elimination's nodes (2 links).
+// backward passes sweep every cost at once): column c's gradient of w_c^T x + w_c^T x2 / 2
+// (x, x2 the solutions of one solve with two right-hand sides), with w_c a different weighting
+// per column, against the complex step, through the KLU solve's recorded operation (40 links)
+// and the dense elimination's nodes (2 links).
 TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
   for (const int links : {40, 2}) {
     const std::string size = std::to_string(links) + " links";
@@ -339,6 +352,7 @@ TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
     const RecordedChainSolve recorded = record_chain_solve(p, links);
     const VectorX<Reverse>& pr = recorded.p;
     const VectorX<Reverse>& xr = recorded.x;
+    const VectorX<Reverse>& x2r = recorded.x2;
     const Eigen::Index n = xr.size();
     constexpr int kColumns = 3;
     Eigen::MatrixXd w(n, kColumns);
@@ -349,7 +363,10 @@ TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
     }
     std::vector<double> adjoint(ReverseTape::nodes().size() * kColumns, 0.0);
     for (Eigen::Index i = 0; i < n; ++i) {
-      for (int c = 0; c < kColumns; ++c) adjoint[static_cast<size_t>(xr[i].node()) * kColumns + c] += w(i, c);
+      for (int c = 0; c < kColumns; ++c) {
+        adjoint[static_cast<size_t>(xr[i].node()) * kColumns + c] += w(i, c);
+        adjoint[static_cast<size_t>(x2r[i].node()) * kColumns + c] += 0.5 * w(i, c);
+      }
     }
     ReverseTape::sweep(adjoint, kColumns);
     ReverseTape::clear();
@@ -360,9 +377,10 @@ TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
       VectorX<Complex> bc;
       chain_kkt<Complex>(pc, links, Ac, bc);
       const VectorX<Complex> xc = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0);
+      const VectorX<Complex> x2c = solve_dense<Complex>(Ac, second_rhs<Complex>(pc, bc), "chain KKT matrix").col(0);
       for (int c = 0; c < kColumns; ++c) {
         double reference = 0.0;
-        for (Eigen::Index i = 0; i < n; ++i) reference += w(i, c) * xc[i].imag() / 1e-30;
+        for (Eigen::Index i = 0; i < n; ++i) reference += w(i, c) * (xc[i].imag() + 0.5 * x2c[i].imag()) / 1e-30;
         const double gradient = adjoint[static_cast<size_t>(pr[k].node()) * kColumns + c];
         EXPECT_NEAR(gradient, reference, 1e-10 * (1.0 + std::abs(reference))) << size << ", p" << k << ", column " << c;
       }

@@ -1,5 +1,6 @@
 // Reverse-mode products of the model functions on the Reverse tape (core/reverse_scalar.hpp):
-// one recording per point, one sweep per weight vector. Seeds are added, so an output that is
+// one recording per point, one sweep (one pass over the tape) for all the weight vectors there.
+// Seeds are added, so an output that is
 // an input (xdot[0] = x[1]) or shared by two outputs is handled.
 #include <saltus/derivatives/reverse.hpp>
 
@@ -324,19 +325,6 @@ void AdjointRhs::record(int mode, double t, In<double> x) {
     if (g) g_ad_[c] = g.reverse(t_ad, x_ad_, f_ad_, p_ad_);
   }
   point_.remember(mode, t, x);  // only a finished recording is reused
-}
-
-void AdjointRhs::apply(int cost, In<double> lambda, Out<double> dx, Out<double> dp) {
-  if (!point_.current()) {
-    throw Error("AdjointRhs::apply: the recording was recycled; call record() first");
-  }
-  Sweeper sweeper(adjoint_);
-  sweeper.seed_clear();
-  for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], lambda[i]);
-  sweeper.seed(g_ad_[cost], 1.0);
-  sweeper.run();
-  sweeper.adjoints(x_ad_, dx);
-  if (dp.size() > 0) sweeper.adjoints(p_ad_, dp);
 }
 
 void AdjointRhs::apply_all(const Eigen::Ref<const Eigen::MatrixXd>& lambda, Eigen::Ref<Eigen::MatrixXd> dx,

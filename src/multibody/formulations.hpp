@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numbers>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -141,21 +142,31 @@ struct FormBase {
   }
 
   /// An angle measured in (-pi, pi] (a spatial joint's, the angle between two bars) jumps by
-  /// 2 pi where the joint passes +-pi, and its stop's guard changes sign there too: that firing,
-  /// far from the limit, is no impact, and past it the guard's sign no longer tells the allowed
-  /// side (the limit would be crossed unseen). The run stops there with the reason rather than
-  /// go on wrong. A firing at the limit has a gap of the root finder's tolerance (the rate
-  /// times ~1e-14 s); a wrapped one, of the distance from the limit to +-pi.
+  /// 2 pi where the joint passes +-pi, and its stop's guard changes sign there too: that firing
+  /// is no impact, and past it the guard's sign no longer tells the allowed side (the limit
+  /// would be crossed unseen). The run stops there with the reason rather than go on wrong. A
+  /// wrapped firing has the angle at +-pi (within kWrapBand) and its gap at least the limit's
+  /// distance to +-pi; a firing at the limit has a gap of the solver's tolerance (the root
+  /// finder's, and in the DAE forms the consistent point's projection, ~rtol |q|), far below
+  /// half that distance, and a jump evaluated away from any firing (a derivative check at x0)
+  /// passes unless its angle sits at +-pi. Decided on real parts, in double: no tape nodes.
   template <class S>
   void refuse_wrapped_angle(int c, const MotionState<S>& st, In<S> p) const {
-    constexpr double kWrappedGap = 1e-6;  // [rad]
-    const double gap = real_part(contact_geometry(*model, contact(c), st, p).gap.value);
-    if (!(std::abs(gap) > kWrappedGap)) return;
+    constexpr double kWrapBand = 1e-3;  // [rad]
+    const Eigen::VectorXd p_real = real_parts<S>(p);
+    const MotionState<double> real{real_part(st.t), real_parts<S>(st.q), real_parts<S>(st.v)};
+    const Contact& stop = contact(c);
+    const double gap = contact_geometry<double>(*model, stop, real, p_real).gap.value;
+    const double limit = value_of<double>(stop.limit, p_real);
+    const double angle = limit + stop.side * gap;
+    const double to_wrap = std::numbers::pi - std::abs(limit);
+    if (!(std::numbers::pi - std::abs(angle) < kWrapBand && std::abs(gap) > 0.5 * to_wrap)) return;
     throw ModelError(fmt::format(
         "joint stop '{}' fired {:.6g} rad from its limit at t = {:.17g}: the joint's angle passed +-pi, where "
         "it jumps by 2 pi (angles are measured in (-pi, pi]), so the stop cannot tell its side any more; keep the "
-        "motion inside (-pi, pi) (a spatial joint's normal_a and normal_b set where the angle is 0)",
-        contact(c).name, std::abs(gap), real_part(st.t)));
+        "motion inside (-pi, pi) ({} set where the angle is 0)",
+        stop.name, std::abs(gap), real.t,
+        stop.kind == ContactKind::SpatialAngleStop ? "a spatial joint's normal_a and normal_b" : "the bars' directions"));
   }
 
   /// The independent set the partitioning law of contact c applies at st (decided on real

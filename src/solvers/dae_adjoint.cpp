@@ -63,9 +63,10 @@ class DaeAdjointSweep {
   static int quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector qdot,
                            void* self);
   /// J v = c_j v + (R_x^T v_lambda per cost; R_p^T v_lambda per cost for the gradient states),
-  /// the backward Newton matrix of a completed segment times v, by a sweep per cost of the
-  /// completion recorded at the forward point (rate_products_, one recording per point for all
-  /// of GMRES's products there): GMRES's product, which needs no n_x completion tangents.
+  /// the backward Newton matrix of a completed segment times v, by one sweep (every cost's block
+  /// in one pass) of the completion recorded at the forward point (rate_products_, one recording
+  /// per point for the residual and all of GMRES's products there): GMRES's product, which needs
+  /// no n_x completion tangents.
   static int jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector rB,
                                N_Vector v, N_Vector Jv, sunrealtype cj, void* self, N_Vector, N_Vector);
   /// Whether this segment's backward Newton systems take matrix-free GMRES (jacobian_times_cb):
@@ -305,7 +306,7 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
   return self->guarded([&] {
     if (self->segment_completed_) {
-      // -(R_p^T lambda + g~_p^T), by one reverse sweep per cost.
+      // -(R_p^T lambda + g~_p^T), by one reverse sweep for every cost.
       view(qdot) = -self->completed_products(t, view(y).head(self->nx_), view(yB)).p.reshaped();
       return view(qdot).allFinite() ? 0 : 1;
     }

@@ -2,8 +2,9 @@
 // Vector-Jacobian products of a problem's model functions by reverse-mode AD (saltus::Reverse).
 //
 // Each function records its model function once with saltus::Reverse scalars at the given
-// point and sweeps the tape backwards once per weight vector, so that lambda^T F_x and
-// lambda^T F_p cost a few evaluations of F whatever the number of parameters. The adjoint of
+// point and sweeps the tape backwards for its weight vectors (all of them in one pass over the
+// tape, ReverseTape::sweep with columns), so that lambda^T F_x and lambda^T F_p cost a few
+// evaluations of F whatever the number of parameters. The adjoint of
 // theory/hybrid-ode.md section 6 is built from these products; none of them forms f_p.
 //
 // The tape is per thread: every recording here clears it, and a generation counter tells
@@ -74,7 +75,7 @@ class StageProducts {
   StageProducts(const Problem& problem, const Eigen::VectorXd& p);
   /// Records f and every running cost of `mode` at (t, x) (t active).
   void record(int mode, double t, In<double> x);
-  /// Sweeps the last recording once per weight column into `out` (resized if needed).
+  /// Sweeps the last recording for every weight column (one pass) into `out` (resized if needed).
   void sweep(const Eigen::MatrixXd& f_weights, const Eigen::MatrixXd& g_weights, TransposedProducts& out);
   long recordings() const { return recordings_; }
 
@@ -161,9 +162,6 @@ class AdjointRhs {
   AdjointRhs(const Problem& problem, const Eigen::VectorXd& p);
   /// Records f and the running costs at (mode, t, x) unless the tape already holds them.
   void record(int mode, double t, In<double> x);
-  /// Sweeps the recording for cost `cost` with adjoint vector `lambda` (n_x). `dp` may have
-  /// size 0 to skip copying the parameter part.
-  void apply(int cost, In<double> lambda, Out<double> dx, Out<double> dp);
   /// Every cost at once, in one pass over the tape: column c of `lambda` (n_x x n_c) with cost
   /// c, into column c of `dx` (n_x x n_c) and `dp` (n_p x n_c).
   void apply_all(const Eigen::Ref<const Eigen::MatrixXd>& lambda, Eigen::Ref<Eigen::MatrixXd> dx,
