@@ -1,7 +1,7 @@
 // Reverse-mode products of the model functions on the Reverse tape (core/reverse_scalar.hpp):
 // one recording per point, one sweep (one pass over the tape) for all the weight vectors there.
-// Seeds are added, so an output that is
-// an input (xdot[0] = x[1]) or shared by two outputs is handled.
+// Seeds are added, so an output that is an input (xdot[0] = x[1]) or shared by two outputs is
+// handled.
 #include <saltus/derivatives/reverse.hpp>
 
 #include <fmt/format.h>
@@ -31,6 +31,15 @@ class Sweeper {
     if (!output.is_constant()) adjoint_[at(output, column)] += weight;
   }
   void run() { ReverseTape::sweep(adjoint_, static_cast<int>(columns_)); }
+  /// One sweep of every column: seed(c) seeds column c, then read(c) reads it.
+  template <class Seed, class Read>
+  void sweep_columns(Seed&& seed, Read&& read) {
+    const auto m = static_cast<Eigen::Index>(columns_);
+    seed_clear();
+    for (Eigen::Index c = 0; c < m; ++c) seed(c);
+    run();
+    for (Eigen::Index c = 0; c < m; ++c) read(c);
+  }
   double adjoint(const Reverse& v, Eigen::Index column = 0) const {
     return v.is_constant() ? 0.0 : adjoint_[at(v, column)];
   }
@@ -58,16 +67,15 @@ TransposedProducts products(const VectorX<Reverse>& y, const Reverse& t,
   if (m == 0) return out;
   std::vector<double> storage;
   Sweeper sweeper(storage, m);
-  sweeper.seed_clear();
-  for (Eigen::Index c = 0; c < m; ++c) {
-    for (Eigen::Index i = 0; i < y.size(); ++i) sweeper.seed(y[i], weights(i, c), c);
-  }
-  sweeper.run();
-  for (Eigen::Index c = 0; c < m; ++c) {
-    out.t[c] = sweeper.adjoint(t, c);
-    sweeper.adjoints(x, out.x.col(c), c);
-    sweeper.adjoints(p, out.p.col(c), c);
-  }
+  sweeper.sweep_columns(
+      [&](Eigen::Index c) {
+        for (Eigen::Index i = 0; i < y.size(); ++i) sweeper.seed(y[i], weights(i, c), c);
+      },
+      [&](Eigen::Index c) {
+        out.t[c] = sweeper.adjoint(t, c);
+        sweeper.adjoints(x, out.x.col(c), c);
+        sweeper.adjoints(p, out.p.col(c), c);
+      });
   return out;
 }
 
@@ -240,17 +248,16 @@ void StageProducts::sweep(const Eigen::MatrixXd& f_weights, const Eigen::MatrixX
   out.p.resize(p_.size(), m);
   if (m == 0) return;
   Sweeper sweeper(adjoint_, m);
-  sweeper.seed_clear();
-  for (Eigen::Index c = 0; c < m; ++c) {
-    for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], f_weights(i, c), c);
-    for (int k = 0; k < n_c_; ++k) sweeper.seed(g_ad_[k], g_weights(k, c), c);
-  }
-  sweeper.run();
-  for (Eigen::Index c = 0; c < m; ++c) {
-    out.t[c] = sweeper.adjoint(t_ad_, c);
-    sweeper.adjoints(x_ad_, out.x.col(c), c);
-    sweeper.adjoints(p_ad_, out.p.col(c), c);
-  }
+  sweeper.sweep_columns(
+      [&](Eigen::Index c) {
+        for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], f_weights(i, c), c);
+        for (int k = 0; k < n_c_; ++k) sweeper.seed(g_ad_[k], g_weights(k, c), c);
+      },
+      [&](Eigen::Index c) {
+        out.t[c] = sweeper.adjoint(t_ad_, c);
+        sweeper.adjoints(x_ad_, out.x.col(c), c);
+        sweeper.adjoints(p_ad_, out.p.col(c), c);
+      });
 }
 
 CompletionRateProducts::CompletionRateProducts(const Problem& problem, const Eigen::VectorXd& p)
@@ -296,16 +303,15 @@ void CompletionRateProducts::sweep(const Eigen::Ref<const Eigen::MatrixXd>& rate
   out.p.resize(p_.size(), m);
   if (m == 0) return;
   Sweeper sweeper(adjoint_, m);
-  sweeper.seed_clear();
-  for (Eigen::Index c = 0; c < m; ++c) {
-    for (int i = 0; i < n_x_; ++i) sweeper.seed(completed_xdot_[i], rate_weights(i, c), c);
-    if (with_costs) sweeper.seed(costs_[c], 1.0, c);
-  }
-  sweeper.run();
-  for (Eigen::Index c = 0; c < m; ++c) {
-    sweeper.adjoints(x_ad_, out.x.col(c), c);
-    sweeper.adjoints(p_ad_, out.p.col(c), c);
-  }
+  sweeper.sweep_columns(
+      [&](Eigen::Index c) {
+        for (int i = 0; i < n_x_; ++i) sweeper.seed(completed_xdot_[i], rate_weights(i, c), c);
+        if (with_costs) sweeper.seed(costs_[c], 1.0, c);
+      },
+      [&](Eigen::Index c) {
+        sweeper.adjoints(x_ad_, out.x.col(c), c);
+        sweeper.adjoints(p_ad_, out.p.col(c), c);
+      });
 }
 
 AdjointRhs::AdjointRhs(const Problem& problem, const Eigen::VectorXd& p)
@@ -337,16 +343,15 @@ void AdjointRhs::apply_all(const Eigen::Ref<const Eigen::MatrixXd>& lambda, Eige
   }
   if (n_c_ == 0) return;
   Sweeper sweeper(adjoint_, n_c_);
-  sweeper.seed_clear();
-  for (int c = 0; c < n_c_; ++c) {
-    for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], lambda(i, c), c);
-    sweeper.seed(g_ad_[c], 1.0, c);
-  }
-  sweeper.run();
-  for (int c = 0; c < n_c_; ++c) {
-    sweeper.adjoints(x_ad_, dx.col(c), c);
-    sweeper.adjoints(p_ad_, dp.col(c), c);
-  }
+  sweeper.sweep_columns(
+      [&](Eigen::Index c) {
+        for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], lambda(i, c), c);
+        sweeper.seed(g_ad_[c], 1.0, c);
+      },
+      [&](Eigen::Index c) {
+        sweeper.adjoints(x_ad_, dx.col(c), c);
+        sweeper.adjoints(p_ad_, dp.col(c), c);
+      });
 }
 
 void AdjointRhs::state_products(const Eigen::Ref<const Eigen::MatrixXd>& v, Eigen::Ref<Eigen::MatrixXd> out) {
@@ -356,12 +361,11 @@ void AdjointRhs::state_products(const Eigen::Ref<const Eigen::MatrixXd>& v, Eige
   const Eigen::Index m = v.cols();
   if (m == 0) return;
   Sweeper sweeper(adjoint_, m);
-  sweeper.seed_clear();
-  for (Eigen::Index c = 0; c < m; ++c) {
-    for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], v(i, c), c);
-  }
-  sweeper.run();
-  for (Eigen::Index c = 0; c < m; ++c) sweeper.adjoints(x_ad_, out.col(c), c);
+  sweeper.sweep_columns(
+      [&](Eigen::Index c) {
+        for (int i = 0; i < n_x_; ++i) sweeper.seed(f_ad_[i], v(i, c), c);
+      },
+      [&](Eigen::Index c) { sweeper.adjoints(x_ad_, out.col(c), c); });
 }
 
 }  // namespace saltus
