@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
+  ccache                 # compiler cache: `make pip-check` reuses the objects of `make build`
   libeigen3-dev          # linear algebra
   libsundials-dev        # CVODES and IDAS (integration, root finding, forward sensitivities)
   libsuitesparse-dev     # KLU: sparse LU of large multibody matrices

@@ -150,8 +150,16 @@ TEST(AdjointMemory, ABudgetBelowOneMebibyteIsBadInput) {
 
 // ---- the byte count against the heap ------------------------------------------------------
 
+// The sanitizer's allocator bypasses glibc's counters (g++ defines __SANITIZE_ADDRESS__, clang
+// answers __has_feature(address_sanitizer)).
 #if defined(__SANITIZE_ADDRESS__)
-constexpr bool kHeapIsMeasurable = false;  // the sanitizer's allocator bypasses glibc's counters
+constexpr bool kHeapIsMeasurable = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kHeapIsMeasurable = false;
+#else
+constexpr bool kHeapIsMeasurable = true;
+#endif
 #else
 constexpr bool kHeapIsMeasurable = true;
 #endif

@@ -54,7 +54,7 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
                          const std::vector<double>& parameter_scales, long checkpoint_steps,
                          const std::vector<double>& atol_quadrature, bool suppress_algebraic,
                          int sparse_nonzeros)
-    : n_(n), nq_(nq), ns_(ns), sparse_(sparse_nonzeros > 0), roots_fn_(cb.roots), tf_(options.tf) {
+    : nq_(nq), ns_(ns), sparse_(sparse_nonzeros > 0), roots_fn_(cb.roots), tf_(options.tf) {
   check_ida(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
   y_ = N_VNew_Serial(n, ctx_);
   check_alloc(y_, "the state vector");

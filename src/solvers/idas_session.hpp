@@ -168,7 +168,7 @@ class IdasSession {
   N_Vector* qS_ = nullptr;
   SUNMatrix A_ = nullptr;
   SUNLinearSolver LS_ = nullptr;
-  int n_, nq_, ns_;
+  int nq_, ns_;
   bool sparse_ = false;
   IDARootFn roots_fn_;
   double tf_;
