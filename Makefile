@@ -6,7 +6,9 @@ DEMO_OUT ?= demo-output
 # ccache (installed by deps) when present: pip-check's static build compiles the same objects as
 # $(BUILD) (the same flags but the shared libraries' export macros), so it takes them from the
 # cache instead of compiling the library a second time.
+# The cache lives beside the builds (CCACHE_DIR from the environment wins).
 CCACHE = $$(command -v ccache 2>/dev/null)
+export CCACHE_DIR ?= $(CURDIR)/build-ccache
 LAUNCHER = -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
 
 # The sanitized builds (test-sanitize, fuzz) are clang's, at -O1 with line tables: g++'s
@@ -97,4 +99,4 @@ fuzz: deps-fuzz
 	  -print_final_stats=1 $(FUZZ_EXPRESSION_CORPUS) fuzz/seeds_expression
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize $(FUZZ_BUILD) $(DEMO_OUT)
+	rm -rf $(BUILD) $(BUILD)-sanitize $(FUZZ_BUILD) $(DEMO_OUT) build-ccache
