@@ -45,14 +45,16 @@ test: build
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs it after `test`).
 # tests/lsan.supp lists the third-party caches LeakSanitizer must not count (fontconfig, libltdl).
-# Built with clang (deps-fuzz installs it) at SANITIZE_FLAGS. The sanitizers slow the runs 7 to
+# Built with clang (deps-fuzz installs it) at SANITIZE_FLAGS; the compiler is named on the
+# command line, so that a directory configured with g++ before is configured afresh. The sanitizers slow the runs 7 to
 # 15 times; SANITIZE_SKIP leaves out the six longest tests, which repeat at full size (every
 # documented command, the whole vehicle, every DAE form's adjoint, the index-3 and completion
 # convergence studies, every ODE form's discrete five-bar) what shorter tests take through the
 # same code: under the sanitizers they took about 25 of the suite's 70 CPU minutes.
 SANITIZE_SKIP ?= ^(DocumentedCommands\.EveryCommandRunsAsShown|CompliantContact\.VehicleGradientsAgree|Cli\.MethodAllComparesTheAdjointOfEveryDaeForm|DaeFormulations\.Index3ConvergesToIndex1|DaeFormulations\.TheCompletionStaysWellConditionedAlongTheChain|DiscreteMultibody\.EveryOdeFormulationOfTheFiveBar)$$
 test-sanitize: deps-fuzz
-	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_WERROR=ON \
+	cmake -S . -B $(BUILD)-sanitize -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_WERROR=ON \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" \
 	  -DSALTUS_SANITIZE=ON -DSALTUS_BUILD_BENCH=OFF $(LAUNCHER)
 	cmake --build $(BUILD)-sanitize -j $(JOBS)
@@ -83,9 +85,9 @@ deps-fuzz:
 # A finding (crash, sanitizer report, foreign exception, timeout, memory blow-up) stops the run
 # with a non-zero status and leaves its input in $(FUZZ_BUILD)/artifacts/.
 fuzz: deps-fuzz
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_FUZZ=ON -DSALTUS_PYTHON=OFF \
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_FUZZ=ON -DSALTUS_PYTHON=OFF \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" \
-	  -DSALTUS_BUILD_TESTS=OFF -DSALTUS_BUILD_BENCH=OFF $(LAUNCHER)
+	  -DSALTUS_BUILD_TESTS=OFF -DSALTUS_BUILD_BENCH=OFF
 	cmake --build $(FUZZ_BUILD) --target fuzz_model_file fuzz_expression -j $(JOBS)
 	mkdir -p $(FUZZ_CORPUS) $(FUZZ_EXPRESSION_CORPUS) $(FUZZ_BUILD)/artifacts
 	cp examples/*.yaml examples/equations/*.yaml $(FUZZ_CORPUS)/

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Saltus builds and tests with. Idempotent: packages already present
 # are skipped, so `make demo` / `make test` stay fast on a prepared machine. `--fuzz` adds the
-# compiler `make fuzz` needs.
+# compiler `make fuzz` and `make test-sanitize` need.
 set -euo pipefail
 
 packages=(
@@ -29,7 +29,7 @@ packages=(
   python3-venv python3-pip python3-setuptools python3-wheel   # `pip install .` (make pip-check)
 )
 
-# `make fuzz` (docs/fuzzing.md) passes --fuzz: clang with libFuzzer and the sanitizer runtimes
+# `make fuzz` (docs/fuzzing.md) and `make test-sanitize` pass --fuzz: clang with libFuzzer and the sanitizer runtimes
 # (bookworm's clang is 14; libFuzzer is in libclang-rt-14-dev), llvm for llvm-symbolizer.
 for arg in "$@"; do
   case "$arg" in
