@@ -46,12 +46,10 @@ test: build
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs it after `test`).
 # tests/lsan.supp lists the third-party caches LeakSanitizer must not count (fontconfig, libltdl).
 # Built with clang (deps-fuzz installs it) at SANITIZE_FLAGS; the compiler is named on the
-# command line, so that a directory configured with g++ before is configured afresh. The sanitizers slow the runs 7 to
-# 15 times; SANITIZE_SKIP leaves out the six longest tests, which repeat at full size (every
-# documented command, the whole vehicle, every DAE form's adjoint, the index-3 and completion
-# convergence studies, every ODE form's discrete five-bar) what shorter tests take through the
-# same code: under the sanitizers they took about 25 of the suite's 70 CPU minutes.
-SANITIZE_SKIP ?= ^(DocumentedCommands\.EveryCommandRunsAsShown|CompliantContact\.VehicleGradientsAgree|Cli\.MethodAllComparesTheAdjointOfEveryDaeForm|DaeFormulations\.Index3ConvergesToIndex1|DaeFormulations\.TheCompletionStaysWellConditionedAlongTheChain|DiscreteMultibody\.EveryOdeFormulationOfTheFiveBar)$$
+# command line, so that a directory configured with g++ before is configured afresh. The tests
+# named in tests/sanitize_skip.txt (those over 1 s in the Release suite; the file says why) are
+# left out of the sanitized pass.
+SANITIZE_SKIP := $(shell sed -e '/^\#/d' -e 's/\./\\./g' tests/sanitize_skip.txt | paste -sd'|' -)
 test-sanitize: deps-fuzz
 	cmake -S . -B $(BUILD)-sanitize -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_WERROR=ON \
@@ -59,7 +57,7 @@ test-sanitize: deps-fuzz
 	  -DSALTUS_SANITIZE=ON -DSALTUS_BUILD_BENCH=OFF $(LAUNCHER)
 	cmake --build $(BUILD)-sanitize -j $(JOBS)
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
-	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -E '$(SANITIZE_SKIP)'
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -E '^($(SANITIZE_SKIP))([ /]|$$)'
 
 # `pip install .` into a fresh virtual environment (Debian's setuptools and wheel, nothing
 # downloaded; setup.py builds the module with CMake in $(BUILD)-pip), then the Python tests
