@@ -16,6 +16,10 @@ LAUNCHER = -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$
 # templates (src/multibody/formulation.cpp), compiles in 6.6 min at g++ -O3; with ASan/UBSan it
 # was still compiling after 23.5 min at g++ -O2 -g; clang -O1 -gline-tables-only takes 5.7 min.
 SANITIZE_FLAGS ?= -O1 -gline-tables-only -DNDEBUG
+# The compiler named on the command line, so that a directory configured with g++ before is
+# configured afresh.
+CLANG_SANITIZED = -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)"
 
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 120
@@ -45,15 +49,12 @@ test: build
 
 # The test suite under AddressSanitizer and UndefinedBehaviorSanitizer (CI runs it after `test`).
 # tests/lsan.supp lists the third-party caches LeakSanitizer must not count (fontconfig, libltdl).
-# Built with clang (deps-fuzz installs it) at SANITIZE_FLAGS; the compiler is named on the
-# command line, so that a directory configured with g++ before is configured afresh. The tests
+# Built with clang (deps-fuzz installs it) at SANITIZE_FLAGS. The tests
 # named in tests/sanitize_skip.txt (those over 1 s in the Release suite; the file says why) are
 # left out of the sanitized pass.
-SANITIZE_SKIP := $(shell sed -e '/^\#/d' -e 's/\./\\./g' tests/sanitize_skip.txt | paste -sd'|' -)
+SANITIZE_SKIP = $(shell sed -e '/^\#/d' -e 's/\./\\./g' tests/sanitize_skip.txt | paste -sd'|' -)
 test-sanitize: deps-fuzz
-	cmake -S . -B $(BUILD)-sanitize -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_WERROR=ON \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" \
+	cmake -S . -B $(BUILD)-sanitize $(CLANG_SANITIZED) -DSALTUS_WERROR=ON \
 	  -DSALTUS_SANITIZE=ON -DSALTUS_BUILD_BENCH=OFF $(LAUNCHER)
 	cmake --build $(BUILD)-sanitize -j $(JOBS)
 	cd $(BUILD)-sanitize && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
@@ -83,8 +84,7 @@ deps-fuzz:
 # A finding (crash, sanitizer report, foreign exception, timeout, memory blow-up) stops the run
 # with a non-zero status and leaves its input in $(FUZZ_BUILD)/artifacts/.
 fuzz: deps-fuzz
-	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSALTUS_FUZZ=ON -DSALTUS_PYTHON=OFF \
-	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SANITIZE_FLAGS)" \
+	cmake -S . -B $(FUZZ_BUILD) $(CLANG_SANITIZED) -DSALTUS_FUZZ=ON -DSALTUS_PYTHON=OFF \
 	  -DSALTUS_BUILD_TESTS=OFF -DSALTUS_BUILD_BENCH=OFF
 	cmake --build $(FUZZ_BUILD) --target fuzz_model_file fuzz_expression -j $(JOBS)
 	mkdir -p $(FUZZ_CORPUS) $(FUZZ_EXPRESSION_CORPUS) $(FUZZ_BUILD)/artifacts
