@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 using namespace saltus;
 
@@ -93,6 +95,32 @@ TEST(Errors, NaNInitialStateIsReported) {
   pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
   const auto msg = message_of<ModelError>([&] { simulate(pb); });
   EXPECT_TRUE(contains(msg, "initial state")) << msg;
+}
+
+// A large model's state in a message: the non-finite entries and the first ones, twelve in
+// all, and the count of the others, so that the message stays one readable line.
+TEST(Errors, ALargeStateInAMessageNamesItsNonFiniteEntriesAndCountsTheRest) {
+  constexpr int n = 300;
+  Problem pb("large_bad_start");
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) names.push_back("x" + std::to_string(i));
+  pb.set_states(names);
+  pb.add_parameter("a", -1.0);
+  pb.set_initial_state([](const auto& p, auto x) {
+    using std::sqrt;
+    for (int i = 0; i < n; ++i) x[i] = 1.0 + i;
+    x[250] = sqrt(p[0]);  // NaN
+  });
+  pb.add_mode("m", [](auto, const auto& x, const auto&, auto xdot) {
+    for (int i = 0; i < n; ++i) xdot[i] = -x[i];
+  });
+  pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
+  const auto msg = message_of<ModelError>([&] { simulate(pb); });
+  EXPECT_TRUE(contains(msg, "(x0=1, x1=2, ")) << msg;
+  EXPECT_TRUE(contains(msg, "x10=11, x250=")) << msg;  // sqrt(-1): nan or -nan
+  EXPECT_TRUE(contains(msg, "nan, and 288 more of 300 states)")) << msg;
+  EXPECT_FALSE(contains(msg, "x11=")) << msg;
+  EXPECT_LT(msg.size(), 400u) << msg;
 }
 
 TEST(Errors, IncompleteProblemsAreRejected) {

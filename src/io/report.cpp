@@ -122,10 +122,10 @@ void print_adjoint(std::ostream& out, const Problem& pb, const RunResult& r) {
                static_cast<double>(a.memory_budget) / kMiB, static_cast<double>(a.stored_bytes) / kMiB,
                a.recomputed_segments, a.backward.segments, a.backward.steps, a.backward.rhs_evals,
                a.tape_recordings);
-    if (a.backward.linear_solver.starts_with("GMRES")) {
-      fmt::print(out, "Adjoint backward linear solver: {}, {} iterations\n", a.backward.linear_solver,
-                 a.backward.linear_iterations);
-    }
+  }
+  if (a.backward.linear_solver.starts_with("GMRES")) {
+    fmt::print(out, "Adjoint backward linear solver: {}, {} iterations\n", a.backward.linear_solver,
+               a.backward.linear_iterations);
   }
   fmt::print(out, "Initial-state gradient d cost / d x0 (adjoint):\n  {:<14}", "cost");
   for (const auto& name : pb.state_names()) fmt::print(out, " {:>14}", name);

@@ -214,7 +214,8 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
               "IDASetIdB");
     check_ida(IDASetSuppressAlgB(mem_, which_, SUNTRUE), "IDASetSuppressAlgB");
   }
-  if (settings.jacobian_times) {
+  krylov_backward_ = settings.jacobian_times != nullptr;
+  if (krylov_backward_) {
     LSB_ = SUNLinSol_SPGMR(yB_, SUN_PREC_NONE, kBackwardKrylovDimension, ctx_);
     check_alloc(LSB_, "the adjoint linear solver");
     check_ida(IDASetLinearSolverB(mem_, which_, LSB_, nullptr), "IDASetLinearSolverB");
@@ -266,6 +267,10 @@ void IdasSession::add_backward_stats(SolverStats& s) const {
   if (IDAGetNumErrTestFails(mem, &v) == IDA_SUCCESS) s.error_test_failures += v;
   if (IDAGetNumNonlinSolvIters(mem, &v) == IDA_SUCCESS) s.nonlinear_iterations += v;
   if (IDAGetNumNonlinSolvConvFails(mem, &v) == IDA_SUCCESS) s.nonlinear_failures += v;
+  if (krylov_backward_) {
+    s.linear_solver = "GMRES (matrix-free)";
+    if (IDAGetNumLinIters(mem, &v) == IDA_SUCCESS) s.linear_iterations += v;
+  }
   s.segments += 1;
 }
 

@@ -183,6 +183,7 @@ class IdasSession {
   N_Vector qB_ = nullptr;
   SUNMatrix AB_ = nullptr;
   SUNLinearSolver LSB_ = nullptr;
+  bool krylov_backward_ = false;  // the backward Newton systems take matrix-free GMRES
 };
 
 }  // namespace saltus::detail

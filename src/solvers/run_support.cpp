@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace saltus::detail {
 
@@ -223,11 +225,29 @@ Eigen::VectorXd costs_to_date(const Problem& problem, double t, In<double> x, In
 }
 
 std::string describe_state(const Problem& problem, const Eigen::VectorXd& x) {
-  std::string s = "(";
-  for (int i = 0; i < x.size(); ++i) {
-    s += fmt::format("{}{}={:.9g}", i ? ", " : "", problem.state_names()[static_cast<size_t>(i)],
-                     x[i]);
+  // A message is one line: a large model lists its first entries and every non-finite one (the
+  // usual culprit), kDescribedEntries in all, and counts the rest.
+  const auto n = static_cast<int>(x.size());
+  std::vector<char> shown(static_cast<size_t>(n), n <= kDescribedEntries ? 1 : 0);
+  if (n > kDescribedEntries) {
+    int count = 0;
+    const auto show_first = [&](const auto& wanted) {
+      for (int i = 0; i < n && count < kDescribedEntries; ++i) {
+        if (wanted(i) && !shown[static_cast<size_t>(i)]) {
+          shown[static_cast<size_t>(i)] = 1;
+          ++count;
+        }
+      }
+    };
+    show_first([&](int i) { return !std::isfinite(x[i]); });
+    show_first([](int) { return true; });
   }
+  std::string s = "(";
+  for (int i = 0; i < n; ++i) {
+    if (!shown[static_cast<size_t>(i)]) continue;
+    s += fmt::format("{}{}={:.9g}", s.size() > 1 ? ", " : "", problem.state_names()[static_cast<size_t>(i)], x[i]);
+  }
+  if (n > kDescribedEntries) s += fmt::format(", and {} more of {} states", n - kDescribedEntries, n);
   return s + ")";
 }
 

@@ -204,7 +204,12 @@ bool same_instant(double a, double b, const Options& options);
 /// event terms so far, n_c) plus the terminal parts at (t, x). Solution::cost_history.
 Eigen::VectorXd costs_to_date(const Problem& problem, double t, In<double> x, In<double> p, In<double> integrals);
 
-/// "x = (h=1, v=-2)" for messages.
+/// At most this many entries of a state in a message (describe_state).
+inline constexpr int kDescribedEntries = 12;
+
+/// "(h=1, v=-2)" for messages: every entry of a state of at most kDescribedEntries, else the
+/// non-finite entries and the first ones, kDescribedEntries in all, in order, and the count of
+/// the others ("..., and 372 more of 384 states").
 std::string describe_state(const Problem& problem, const Eigen::VectorXd& x);
 
 }  // namespace saltus::detail
