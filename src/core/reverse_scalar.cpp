@@ -63,20 +63,11 @@ void sweep_columns(std::vector<double>& adjoint, int columns) {
 
 void ReverseTape::sweep(std::vector<double>& adjoint, int columns) {
   switch (columns) {
-    case 1:
-      sweep_columns<1>(adjoint, columns);
-      return;
-    case 2:
-      sweep_columns<2>(adjoint, columns);
-      return;
-    case 3:
-      sweep_columns<3>(adjoint, columns);
-      return;
-    case 4:
-      sweep_columns<4>(adjoint, columns);
-      return;
-    default:
-      sweep_columns<0>(adjoint, columns);
+    case 1: return sweep_columns<1>(adjoint, columns);
+    case 2: return sweep_columns<2>(adjoint, columns);
+    case 3: return sweep_columns<3>(adjoint, columns);
+    case 4: return sweep_columns<4>(adjoint, columns);
+    default: return sweep_columns<0>(adjoint, columns);
   }
 }
 
