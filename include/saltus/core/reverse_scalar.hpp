@@ -82,16 +82,18 @@ class Reverse {
   std::int32_t node() const { return node_; }
   bool is_constant() const { return node_ < 0; }
 
-  /// Unary operation with partial `d`.
+  /// Unary operation with partial `d`. An operand whose partial is exactly zero (a product
+  /// with a constant zero, as a projection's zero velocities give) passes no adjoint: the result
+  /// is then a constant and records no node.
   static Reverse unary(double value, const Reverse& x, double d) {
-    if (x.node_ < 0) return Reverse(value);
+    if (x.node_ < 0 || d == 0.0) return Reverse(value);
     return Reverse(value, ReverseTape::push(x.node_, d, -1, 0.0));
   }
-  /// Binary operation with partials `dx`, `dy`.
+  /// Binary operation with partials `dx`, `dy` (operands with a zero partial dropped, as above).
   static Reverse binary(double value, const Reverse& x, double dx, const Reverse& y, double dy) {
-    if (x.node_ < 0 && y.node_ < 0) return Reverse(value);
-    if (x.node_ < 0) return unary(value, y, dy);
-    if (y.node_ < 0) return unary(value, x, dx);
+    const bool x_passes = x.node_ >= 0 && dx != 0.0, y_passes = y.node_ >= 0 && dy != 0.0;
+    if (!x_passes) return unary(value, y, dy);
+    if (!y_passes) return unary(value, x, dx);
     return Reverse(value, ReverseTape::push(x.node_, dx, y.node_, dy));
   }
 
