@@ -119,6 +119,48 @@ TEST(DaeFormulations, Index3ConvergesToIndex1) {
 // ODE form). Measured at the file's rtol 1e-10: stabilized_index1 8e-9, index3 1.7e-6 relative to
 // the largest entry of each cost's row; index3's own forward sensitivities are 3e-4 off (docs/
 // multibody.md, "Index 3"), so there the adjoint is the closer of the two.
+// A compound pendulum on a revolute joint with a rotational spring, damper and torque, started
+// at angle th0 with angular velocity w/2: index3's forward sensitivities at rtol 1e-10. IDAS's
+// own first step (about rtol |q| / |v|, 2e-11 s) gave d theta_T / d th0 = 0.70449 and d
+// theta_T / d l = 0.09992 (its index-3 Newton matrix's condition grows like h^-3), and a run at
+// atol 1e-14 made no progress past t = 2.4e-12; the run now starts at the motion's scale
+// (DaeRun::completed_first_step). Reference: I theta'' = -m g l/2 sin theta - k (theta - thr) -
+// c theta' - tau, I = m l^2 / 3, integrated by scipy's DOP853 at rtol 1e-13 (central differences
+// of 1e-5): theta_T = 0.523273234460, d/d th0 = 0.7070352534, d/d l = 0.1008365528.
+TEST(DaeFormulations, Index3ForwardSensitivitiesOfAMechanismThatStartsMoving) {
+  const multibody::Model model = multibody::parse_model(R"yaml(name: moving_pendulum
+horizon: 1.3
+tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
+parameters: {l: 0.8, th0: 0.7, m: 2, g: 9.81, k: 3, c: 0.2, tau: 0.5, thr: 0.1, w: 1.5}
+gravity: [0, -g]
+ground: {O: [0, 0]}
+bodies:
+  rod: {mass: m, inertia: "m*l^2/12", position: ["l/2*sin(th0)", "-l/2*cos(th0)"], angle: th0, angular_velocity: "w/2"}
+elements:
+  - {type: revolute, name: pin, a: {body: rod, at: [0, "l/2"]}, b: O}
+  - {type: rotational_spring, name: rs, body_a: ground, body_b: rod, stiffness: k, damping: c, rest_angle: thr, torque: tau}
+costs:
+  theta_T: {terminal: [{signal: theta, of: rod}]}
+)yaml",
+                                                        "moving_pendulum.yaml");
+  multibody::FormulationSettings settings = model.formulation;
+  settings.type = multibody::FormulationType::Index3;
+  const Problem pb = multibody::make_problem(model, settings);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const auto column = [&](const char* name) {
+    const auto names = pb.parameter_names();
+    return static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  for (const double atol : {1e-12, 1e-14}) {
+    Options o = pb.options();
+    o.atol = atol;
+    const Solution s = forward_sensitivity(pb, p, o);
+    EXPECT_NEAR(s.costs[0], 0.523273234460, 5e-7) << "atol " << atol;  // index3: 1e-7 .. 2.4e-7 off
+    EXPECT_NEAR(s.cost_gradient(0, column("th0")), 0.7070352534, 5e-5 * 0.7070352534) << "atol " << atol;
+    EXPECT_NEAR(s.cost_gradient(0, column("l")), 0.1008365528, 5e-5 * 0.1008365528) << "atol " << atol;
+  }
+}
+
 TEST(DaeFormulations, TheAdjointThroughTheCompletionAgreesWithIndex1ThroughImpacts) {
   const Problem index1 = load("fivebar_floor.yaml", multibody::FormulationType::Index1);
   const Solution reference = forward_sensitivity(index1);
