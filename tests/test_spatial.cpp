@@ -562,6 +562,70 @@ costs:
 // Bad spatial input is one clear error naming the joint: a universal joint whose axes start
 // parallel (its dot-1 row, 1 instead of 0, depends on the normalization there), two joints that conflict (a row left out as redundant that
 // does not hold), and a mechanism that cannot be assembled (named by its worst row).
+// orientation: {sequence, angles}: turns about the body's own axes in order (intrinsic), so
+// zyx (yaw, pitch, roll) is A = R_z(yaw) R_y(pitch) R_x(roll), Eigen's AngleAxis product; a
+// single axis is the axis-angle turn about it; the initial Euler parameters' derivative with
+// respect to an angle parameter (forward AD through the product) against the complex step.
+TEST(Spatial, OrientationAsARotationSequenceTurnsAboutTheBodyAxesInOrder) {
+  const auto model_with = [](const std::string& orientation) {
+    return parse_model("name: turned\nhorizon: 1\nparameters: {yaw: 0.3, pitch: -0.4, roll: 0.5}\nspatial:\n  bodies:\n"
+                       "    b: {mass: 1, inertia: [0.1, 0.2, 0.3], position: [0, 0, 0], orientation: " +
+                           orientation + "}\ncosts: {c: {terminal: [{signal: x, of: b}]}}\n",
+                       "turned.yaml");
+  };
+  const auto rotation = [](const Model& m, const Eigen::VectorXd& p) {
+    const Eigen::VectorXd q = m.initial_positions<double>(p);
+    const int k = m.spatial_offset(0) + 3;
+    return Eigen::Quaterniond(q[k], q[k + 1], q[k + 2], q[k + 3]).toRotationMatrix();
+  };
+  const Model zyx = model_with("{sequence: zyx, angles: [yaw, pitch, roll]}");
+  const Eigen::VectorXd p = zyx.nominal_parameters();
+  const Eigen::Matrix3d expected = (Eigen::AngleAxisd(0.3, Eigen::Vector3d::UnitZ()) *
+                                    Eigen::AngleAxisd(-0.4, Eigen::Vector3d::UnitY()) *
+                                    Eigen::AngleAxisd(0.5, Eigen::Vector3d::UnitX()))
+                                       .toRotationMatrix();
+  EXPECT_LT((rotation(zyx, p) - expected).cwiseAbs().maxCoeff(), 1e-15);
+  const Eigen::Matrix3d euler = (Eigen::AngleAxisd(0.3, Eigen::Vector3d::UnitZ()) *
+                                 Eigen::AngleAxisd(-0.4, Eigen::Vector3d::UnitX()) *
+                                 Eigen::AngleAxisd(0.5, Eigen::Vector3d::UnitZ()))
+                                    .toRotationMatrix();
+  EXPECT_LT((rotation(model_with("{sequence: zxz, angles: [yaw, pitch, roll]}"), p) - euler).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_LT((rotation(model_with("{sequence: y, angles: [pitch]}"), p) -
+             rotation(model_with("{axis: [0, 2, 0], angle: pitch}"), p))
+                .cwiseAbs()
+                .maxCoeff(),
+            1e-15);
+  // d q0 / d pitch by forward AD against the complex step.
+  VectorX<Dual> p_dual = p.cast<Dual>();
+  p_dual[1] = make_dual(p[1], 1.0);
+  VectorX<Complex> p_complex = p.cast<Complex>();
+  p_complex[1] += kI;
+  const VectorX<Dual> q_dual = zyx.initial_positions<Dual>(p_dual);
+  const VectorX<Complex> q_complex = zyx.initial_positions<Complex>(p_complex);
+  for (Eigen::Index i = 0; i < q_dual.size(); ++i) {
+    EXPECT_NEAR(q_dual[i].v[0], q_complex[i].imag() / kStep, 1e-14) << i;
+  }
+  // Bad sequences are named, with the file's line and column.
+  const auto error_of = [&](const std::string& orientation) {
+    try {
+      model_with(orientation);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string axis = error_of("{sequence: zyw, angles: [1, 2, 3]}");
+  EXPECT_NE(axis.find("turned.yaml:6:"), std::string::npos) << axis;
+  EXPECT_NE(axis.find("spatial.bodies.b.orientation.sequence: 'zyw': expected one to three of the body axes"),
+            std::string::npos)
+      << axis;
+  const std::string count = error_of("{sequence: zy, angles: [1, 2, 3]}");
+  EXPECT_NE(count.find("orientation.angles: expected 2 angles [rad], one per axis of sequence 'zy'"), std::string::npos)
+      << count;
+  const std::string both = error_of("{axis: [0, 0, 1], angle: 1, sequence: z, angles: [1]}");
+  EXPECT_NE(both.find("give either axis and angle or sequence and angles, not both"), std::string::npos) << both;
+}
+
 TEST(Spatial, DegenerateConflictingAndUnassemblableJointsAreNamed) {
   const auto error_of = [](const std::string& joints) {
     const std::string text = R"(

@@ -148,8 +148,10 @@ TEST(Urdf, ComposesFramesInOrderAndAnglesStartAtZero) {
                                                   "restitution: 0.5}\n"
                                                   "costs:\n  z_T: {terminal: [{signal: z, of: two}]}\n"));
   const SpatialBody& two = m.spatial_bodies[1];
-  const Eigen::Vector3d axis(two.axis0.x.constant, two.axis0.y.constant, two.axis0.z.constant);
-  const Eigen::Matrix3d A = Eigen::AngleAxisd(two.angle0.constant, axis.normalized()).toRotationMatrix();
+  ASSERT_EQ(two.orientation0.size(), 1u);  // one axis-angle turn
+  const SpatialBody::Turn& turn = two.orientation0[0];
+  const Eigen::Vector3d axis(turn.axis.x.constant, turn.axis.y.constant, turn.axis.z.constant);
+  const Eigen::Matrix3d A = Eigen::AngleAxisd(turn.angle.constant, axis.normalized()).toRotationMatrix();
   Eigen::Matrix3d expected;
   expected << 0, -1, 0, 0, 0, 1, -1, 0, 0;  // Rz(pi/2) Ry(pi/2)
   EXPECT_LT((A - expected).cwiseAbs().maxCoeff(), 1e-12) << A;

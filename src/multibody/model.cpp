@@ -290,7 +290,7 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
     const std::string owner = "spatial body '" + b.name + "'";
     check.positive(b.mass, field + ".mass", owner, "mass");
     check.positive_definite(b.inertia, field + ".inertia", owner);
-    check.non_zero(b.axis0, field + ".orientation.axis", owner, "rotation axis");
+    for (const SpatialBody::Turn& turn : b.orientation0) check.non_zero(turn.axis, field + ".orientation.axis", owner, "rotation axis");
   }
   for (size_t i = 0; i < spatial_joints.size(); ++i) {
     const SpatialJoint& j = spatial_joints[i];

@@ -296,18 +296,44 @@ class Reader : yaml::Fields {
       for (size_t k = 0; k < j.size(); ++k) body.inertia[k] = value(j[k], fmt::format("{}.inertia[{}]", field, k));
       body.center = optional_triple(b, "center", field, Value3{});
       body.position0 = triple(require(b, "position", field), field + ".position");
-      if (const YAML::Node o = b["orientation"]) {
-        if (!o.IsMap()) fail(o, field + ".orientation", "expected {axis: [x, y, z], angle: radians}");
-        check_keys(o, field + ".orientation", {"axis", "angle"});
-        body.axis0 = triple(require(o, "axis", field + ".orientation"), field + ".orientation.axis");
-        body.angle0 = value(require(o, "angle", field + ".orientation"), field + ".orientation.angle");
-      }
+      if (const YAML::Node o = b["orientation"]) body.orientation0 = orientation(o, field + ".orientation");
       body.velocity0 = optional_triple(b, "velocity", field, Value3{});
       body.angular_velocity0 = optional_triple(b, "angular_velocity", field, Value3{});
       body.velocity_given = b["velocity"] || b["angular_velocity"];
       spatial_index_[name] = static_cast<int>(model_.spatial_bodies.size());
       model_.spatial_bodies.push_back(body);
     }
+  }
+
+  /// A spatial body's initial orientation: {axis: [x, y, z], angle: radians}, or a rotation
+  /// sequence {sequence: zyx, angles: [a1, a2, a3]}, turns about the body's own axes in order
+  /// (intrinsic: A = A_z(a1) A_y(a2) A_x(a3) for zyx).
+  std::vector<SpatialBody::Turn> orientation(const YAML::Node& o, const std::string& field) const {
+    constexpr const char* kExpected = "expected {axis: [x, y, z], angle: radians} or {sequence: zyx, angles: [a1, a2, a3]}";
+    if (!o.IsMap()) fail(o, field, kExpected);
+    check_keys(o, field, {"axis", "angle", "sequence", "angles"});
+    if (!o["sequence"] && !o["angles"]) {
+      return {{triple(require(o, "axis", field), field + ".axis"), value(require(o, "angle", field), field + ".angle")}};
+    }
+    if (o["axis"] || o["angle"]) fail(o, field, "give either axis and angle or sequence and angles, not both");
+    const YAML::Node sequence = require(o, "sequence", field);
+    const std::string axes = scalar(sequence, field + ".sequence");
+    if (axes.empty() || axes.size() > 3 || axes.find_first_not_of("xyz") != std::string::npos) {
+      fail(sequence, field + ".sequence", fmt::format("'{}': expected one to three of the body axes x, y, z, in order (e.g. zyx)", axes));
+    }
+    const YAML::Node angles = require(o, "angles", field);
+    note(angles, field + ".angles");
+    if (!angles.IsSequence() || angles.size() != axes.size()) {
+      fail(angles, field + ".angles", fmt::format("expected {} angle{} [rad], one per axis of sequence '{}'", axes.size(),
+                                                  axes.size() == 1 ? "" : "s", axes));
+    }
+    std::vector<SpatialBody::Turn> turns;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int axis = axes[k] - 'x';
+      turns.push_back({Value3{axis == 0 ? 1.0 : 0.0, axis == 1 ? 1.0 : 0.0, axis == 2 ? 1.0 : 0.0},
+                       value(angles[k], fmt::format("{}.angles[{}]", field, k))});
+    }
+    return turns;
   }
 
   /// A spatial body's name, or "ground" (-1).

@@ -96,8 +96,7 @@ SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::strin
   b.center = value3_of(inertial.origin);
   b.position0 = value3_of(world.origin);
   const Eigen::AngleAxisd turn(world.rotation);
-  b.axis0 = value3_of(turn.angle() == 0.0 ? Eigen::Vector3d::UnitZ() : turn.axis());
-  b.angle0 = turn.angle();
+  if (turn.angle() != 0.0) b.orientation0.push_back({value3_of(turn.axis()), turn.angle()});
   return b;
 }
 

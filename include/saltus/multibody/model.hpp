@@ -113,8 +113,15 @@ struct SpatialBody {
   std::array<Value, 6> inertia;
   Value3 center;  ///< the centre of mass in the body frame [m]
   Value3 position0;                  ///< initial frame origin [m]
-  Value3 axis0{0.0, 0.0, 1.0};       ///< initial orientation: a rotation by angle0 about axis0
-  Value angle0 = 0.0;                ///< [rad]
+  /// A turn by `angle` [rad] about `axis` (normalized at use).
+  struct Turn {
+    Value3 axis{0.0, 0.0, 1.0};
+    Value angle = 0.0;
+  };
+  /// Initial orientation: these turns in order, each about the body's axes as the turns before
+  /// left them (intrinsic: A = A_1 A_2 ...; the first about ground axes); none: aligned with
+  /// the ground.
+  std::vector<Turn> orientation0;
   Value3 velocity0;                  ///< initial velocity of the frame origin [m/s]
   Value3 angular_velocity0;          ///< initial angular velocity, ground axes [rad/s]
   bool velocity_given = false;       ///< velocity or angular_velocity stated (else derived)
@@ -451,8 +458,8 @@ struct Model {
     }
     return v;
   }
-  /// (r, e0, e1, e2, e3) of a spatial body's initial pose: e0 = cos(angle/2), e = sin(angle/2)
-  /// axis/|axis|.
+  /// (r, e0, e1, e2, e3) of a spatial body's initial pose: the product of its turns' Euler
+  /// parameters, each (cos(angle/2), sin(angle/2) axis/|axis|).
   template <class S>
   static Eigen::Matrix<S, 7, 1> spatial_initial_pose(const SpatialBody& b, const Eigen::Ref<const VectorX<S>>& p) {
     using std::cos;
@@ -461,13 +468,22 @@ struct Model {
     Eigen::Matrix<S, 7, 1> pose;
     pose << b.position0.x.template at<S>(p), b.position0.y.template at<S>(p), b.position0.z.template at<S>(p), S(0.0),
         S(0.0), S(0.0), S(0.0);
-    const S ax = b.axis0.x.template at<S>(p), ay = b.axis0.y.template at<S>(p), az = b.axis0.z.template at<S>(p);
-    const S half = b.angle0.template at<S>(p) / S(2.0);
-    const S size = sqrt(ax * ax + ay * ay + az * az);
-    pose[3] = cos(half);
-    pose[4] = sin(half) * ax / size;
-    pose[5] = sin(half) * ay / size;
-    pose[6] = sin(half) * az / size;
+    // The quaternion product q_1 q_2 ... of the turns' Euler parameters: A(q_1 q_2) = A_1 A_2.
+    Eigen::Matrix<S, 4, 1> q(S(1.0), S(0.0), S(0.0), S(0.0));
+    for (const SpatialBody::Turn& turn : b.orientation0) {
+      const S ax = turn.axis.x.template at<S>(p), ay = turn.axis.y.template at<S>(p), az = turn.axis.z.template at<S>(p);
+      const S half = turn.angle.template at<S>(p) / S(2.0);
+      const S size = sqrt(ax * ax + ay * ay + az * az);
+      const S c = cos(half), s0 = sin(half) / size;
+      // (q0, e)(c, u) = (q0 c - e.u, q0 u + c e + e x u), written out: Eigen's dot conjugates a
+      // Complex operand, which the complex step must not.
+      const S ux = s0 * ax, uy = s0 * ay, uz = s0 * az;
+      q = Eigen::Matrix<S, 4, 1>(q[0] * c - (q[1] * ux + q[2] * uy + q[3] * uz),
+                                 q[0] * ux + c * q[1] + (q[2] * uz - q[3] * uy),
+                                 q[0] * uy + c * q[2] + (q[3] * ux - q[1] * uz),
+                                 q[0] * uz + c * q[3] + (q[1] * uy - q[2] * ux));
+    }
+    pose.template tail<4>() = q;
     return pose;
   }
   /// (r-dot, p-dot) from the initial velocity and angular velocity omega (ground axes):
