@@ -89,6 +89,7 @@ TEST(DenseSolve, ReverseGradientMatchesComplexStep) {
     VectorX<Reverse> b;
     matrix_and_rhs<Reverse>(p, A, b);
     const VectorX<Reverse> x = solve_dense<Reverse>(A, b, "test matrix").col(0);
+    ASSERT_FALSE(x[out].is_constant());  // a recorded output (a zero partial records no node)
     std::vector<double> adjoint(ReverseTape::nodes().size(), 0.0);
     adjoint[static_cast<size_t>(x[out].node())] = 1.0;
     ReverseTape::sweep(adjoint);
@@ -322,6 +323,7 @@ TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
     const VectorX<Reverse>& xr = recorded.x;
     Reverse total(0.0);
     for (int i = 0; i < xr.size(); ++i) total += xr[i];
+    ASSERT_FALSE(total.is_constant());
     std::vector<double> adjoint(ReverseTape::nodes().size(), 0.0);
     adjoint[static_cast<size_t>(total.node())] = 1.0;
     ReverseTape::sweep(adjoint);
@@ -363,6 +365,7 @@ TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
     }
     std::vector<double> adjoint(ReverseTape::nodes().size() * kColumns, 0.0);
     for (Eigen::Index i = 0; i < n; ++i) {
+      ASSERT_FALSE(xr[i].is_constant() || x2r[i].is_constant()) << i;
       for (int c = 0; c < kColumns; ++c) {
         adjoint[static_cast<size_t>(xr[i].node()) * kColumns + c] += w(i, c);
         adjoint[static_cast<size_t>(x2r[i].node()) * kColumns + c] += 0.5 * w(i, c);

@@ -113,18 +113,12 @@ TEST(DaeFormulations, Index3ConvergesToIndex1) {
   }
 }
 
-// stabilized_index1 and index3 are not semi-explicit index 2: their adjoint runs through the
-// completion (completed_adjoint.hpp). Through fivebar_floor's three impacts, with a cost that reads
-// accelerations, both agree with index1's forward gradient (a separate integrator, CVODES, on the
-// ODE form). Measured at the file's rtol 1e-10: stabilized_index1 8e-9, index3 1.7e-6 relative to
-// the largest entry of each cost's row; index3's own forward sensitivities are 3e-4 off (docs/
-// multibody.md, "Index 3"), so there the adjoint is the closer of the two.
 // A compound pendulum on a revolute joint with a rotational spring, damper and torque, started
 // at angle th0 with angular velocity w/2: index3's forward sensitivities at rtol 1e-10. IDAS's
 // own first step (about rtol |q| / |v|, 2e-11 s) gave d theta_T / d th0 = 0.70449 and d
 // theta_T / d l = 0.09992 (its index-3 Newton matrix's condition grows like h^-3), and a run at
 // atol 1e-14 made no progress past t = 2.4e-12; the run now starts at the motion's scale
-// (DaeRun::completed_first_step). Reference: I theta'' = -m g l/2 sin theta - k (theta - thr) -
+// (completed_first_step, run_support.hpp). Reference: I theta'' = -m g l/2 sin theta - k (theta - thr) -
 // c theta' - tau, I = m l^2 / 3, integrated by scipy's DOP853 at rtol 1e-13 (central differences
 // of 1e-5): theta_T = 0.523273234460, d/d th0 = 0.7070352534, d/d l = 0.1008365528.
 TEST(DaeFormulations, Index3ForwardSensitivitiesOfAMechanismThatStartsMoving) {
@@ -161,6 +155,12 @@ costs:
   }
 }
 
+// stabilized_index1 and index3 are not semi-explicit index 2: their adjoint runs through the
+// completion (completed_adjoint.hpp). Through fivebar_floor's three impacts, with a cost that reads
+// accelerations, both agree with index1's forward gradient (a separate integrator, CVODES, on the
+// ODE form). Measured at the file's rtol 1e-10: stabilized_index1 8e-9, index3 1.7e-6 relative to
+// the largest entry of each cost's row; index3's own forward sensitivities are 3e-4 off (docs/
+// multibody.md, "Index 3"), so there the adjoint is the closer of the two.
 TEST(DaeFormulations, TheAdjointThroughTheCompletionAgreesWithIndex1ThroughImpacts) {
   const Problem index1 = load("fivebar_floor.yaml", multibody::FormulationType::Index1);
   const Solution reference = forward_sensitivity(index1);

@@ -559,9 +559,6 @@ costs:
   EXPECT_LT(cmp.max_relative_error[2], 1e-6);
 }
 
-// Bad spatial input is one clear error naming the joint: a universal joint whose axes start
-// parallel (its dot-1 row, 1 instead of 0, depends on the normalization there), two joints that conflict (a row left out as redundant that
-// does not hold), and a mechanism that cannot be assembled (named by its worst row).
 // orientation: {sequence, angles}: turns about the body's own axes in order (intrinsic), so
 // zyx (yaw, pitch, roll) is A = R_z(yaw) R_y(pitch) R_x(roll), Eigen's AngleAxis product; a
 // single axis is the axis-angle turn about it; the initial Euler parameters' derivative with
@@ -626,6 +623,9 @@ TEST(Spatial, OrientationAsARotationSequenceTurnsAboutTheBodyAxesInOrder) {
   EXPECT_NE(both.find("give either axis and angle or sequence and angles, not both"), std::string::npos) << both;
 }
 
+// Bad spatial input is one clear error naming the joint: a universal joint whose axes start
+// parallel (its dot-1 row, 1 instead of 0, depends on the normalization there), two joints that conflict (a row left out as redundant that
+// does not hold), and a mechanism that cannot be assembled (named by its worst row).
 TEST(Spatial, DegenerateConflictingAndUnassemblableJointsAreNamed) {
   const auto error_of = [](const std::string& joints) {
     const std::string text = R"(

@@ -319,7 +319,7 @@ class Reader : yaml::Fields {
     const YAML::Node sequence = require(o, "sequence", field);
     const std::string axes = scalar(sequence, field + ".sequence");
     if (axes.empty() || axes.size() > 3 || axes.find_first_not_of("xyz") != std::string::npos) {
-      fail(sequence, field + ".sequence", fmt::format("'{}': expected one to three of the body axes x, y, z, in order (e.g. zyx)", axes));
+      fail(sequence, field + ".sequence", fmt::format("'{}': expected one to three of the body axes x, y, z (lowercase), in order (e.g. zyx)", axes));
     }
     const YAML::Node angles = require(o, "angles", field);
     note(angles, field + ".angles");

@@ -267,7 +267,11 @@ void ComplexDaeRun::begin_segment(double t) {
     yp.tail(nq_) = g.imag();
   }
   ida_->start(t);
-  ida_->set_initial_step(restart_.start(t));
+  const double retry_step = restart_.start(t);
+  ida_->set_initial_step(retry_step > 0.0 ? retry_step
+                                          : completed_first_step(pb_, mode_, t, Eigen::VectorXd(xc_.real()),
+                                                                 Eigen::VectorXd(xdotc_.real()), p_real_, opt_,
+                                                                 nx_ + nq_, ws_));
   watched_ = watched_events(pb_, mode_);
   hold_guards_near_zero(pb_, watched_, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_,
                         opt_, ws_);

@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "event_log.hpp"
@@ -209,7 +208,9 @@ void DaeRun::begin_segment(double t) {
   }
   ida.start(t);
   const double retry_step = restart_.start(t);
-  ida.set_initial_step(retry_step > 0.0 ? retry_step : completed_first_step(t));
+  ida.set_initial_step(retry_step > 0.0 ? retry_step
+                                        : completed_first_step(pb_, mode_, t, point_.x, point_.xdot, p_, opt_,
+                                                               nx_ + nq_, ws_));
   watched_ = watched_events(pb_, mode_);
   hold_guards_near_zero(pb_, watched_, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
   ida.set_roots(watched_.directions);
@@ -221,45 +222,6 @@ Reached DaeRun::advance(double tout, double& t) {
   if (flag < 0) fail(flag, t);
   if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
   return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;
-}
-
-// IDAS's own first step, 0.5 / |x-dot|_WRMS, is about rtol |q| / |v| for a mechanism that starts
-// moving (2e-11 s for a pendulum at rtol 1e-10). At such steps an index-3 corrector's Newton
-// matrix has a condition growing like h^-3, and its forward sensitivities came out wrong (d
-// theta_T / d theta_0 0.70449 against 0.707035; right from a first step of 1e-9 to 1e-4 s). The
-// step whose first-order local error h^2/2 |x-ddot| is half the error weight is the scale of the
-// motion instead: h = |x-ddot|_WRMS^-1/2 over the error-tested states, with x-ddot the
-// completion's rates differentiated along the motion (one tangent), where it is larger than the
-// states' first-order estimate, at most a thousandth of the way to the first output (IDAS's
-// cap); IDAS shrinks it if its error test fails. A run that starts at rest keeps IDAS's choice
-// (which also reads the cost integrals' and the sensitivities' rates; taking this step there
-// too changed index3's results on the shipped mechanisms both ways, within its accuracy: the
-// ladder's gradients at rtol 1e-12 from 1.7e-8 to 1.0e-5 of index1's, fivebar_floor's at 1e-10
-// from 2.0e-4 to 3.8e-4). At the run's start only: after events RestartStep keeps IDAS's
-// estimate, with its retry.
-double DaeRun::completed_first_step(double t) {
-  if (t != opt_.t0 || !pb_.mode(mode_).index2()) return 0.0;
-  Eigen::VectorXd x_tangent(nx_), xddot(nx_);
-  completion_tangent(pb_, mode_, t, point_.x, p_, 1.0, point_.xdot, zero_p_, x_tangent, xddot, ws_);
-  const std::vector<double> atol = dae_state_atol(pb_, opt_);
-  double rates = 0.0, second_rates = 0.0;
-  int tested = 0;
-  for (int i = 0; i < nx_; ++i) {
-    if (pb_.is_algebraic(i)) continue;
-    const double weight = 1.0 / (opt_.rtol * std::abs(point_.x[i]) + atol[static_cast<size_t>(i)]);
-    rates += std::pow(point_.xdot[i] * weight, 2);
-    second_rates += std::pow(xddot[i] * weight, 2);
-    ++tested;
-  }
-  if (tested == 0 || !(rates > 0.0) || !std::isfinite(rates) || !std::isfinite(second_rates)) return 0.0;
-  const double first_order = 0.5 / std::sqrt(rates / tested);
-  const double second_order = 1.0 / std::sqrt(std::sqrt(second_rates / tested));  // infinite without acceleration
-  if (!(second_order > first_order)) return 0.0;
-  // IDAS's cap: a thousandth of the way to the first output after t0.
-  const std::vector<double> grid = output_grid(opt_);
-  const auto first_output = std::upper_bound(grid.begin(), grid.end(), t);
-  const double cap = 1e-3 * ((first_output != grid.end() ? *first_output : opt_.tf) - t);
-  return std::min(second_order, cap);
 }
 
 int DaeRun::start_again(double tout, double& t) {

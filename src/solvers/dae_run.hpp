@@ -71,8 +71,6 @@ class DaeRun : private SegmentIntegrator {
   int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
   /// Starts the failed segment again with the step taken before its event (RestartStep).
   int start_again(double tout, double& t);
-  /// The first step of the run in a mode with a completion (0 elsewhere: IDAS's own estimate).
-  double completed_first_step(double t);
   [[noreturn]] void fail(int flag, double t);
   /// The IDAS components: the states, then the running-cost integrals (differential).
   std::vector<bool> differential_components() const;

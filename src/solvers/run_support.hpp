@@ -3,6 +3,7 @@
 // guards of a mode, the Zeno guard, and the absolute-tolerance vector.
 #include <saltus/core/interrupt.hpp>
 #include <saltus/core/problem.hpp>
+#include <saltus/derivatives/tangent.hpp>
 
 #include <cmath>
 #include <deque>
@@ -203,6 +204,18 @@ bool same_instant(double a, double b, const Options& options);
 /// Every cost as if the horizon ended at t: `integrals` (the running integrals to t with the
 /// event terms so far, n_c) plus the terminal parts at (t, x). Solution::cost_history.
 Eigen::VectorXd costs_to_date(const Problem& problem, double t, In<double> x, In<double> p, In<double> integrals);
+
+/// The first step of an IDAS run that starts at t = options.t0 in a mode with a completion
+/// (0 elsewhere, and where IDAS's own estimate is as large: IDAS then takes its own). IDAS's
+/// estimate, 0.5 / |x-dot|, is about rtol |q| / |v| for a mechanism that starts moving, where an
+/// index-3 Newton matrix's condition grows like h^-3; this is the motion's scale instead, h =
+/// |x-ddot|^-1/2 (the first-order local error h^2/2 |x-ddot| at half the error weight), both in
+/// IDAS's norm over its `components` (n_x and the cost integrals; algebraic states and the
+/// integrals count, as IDAS counts them, but add nothing), at most a thousandth of the way to the
+/// first output. x-ddot: the completion's rates differentiated along the motion (one tangent).
+/// The complex step's run takes the same step from the real parts.
+double completed_first_step(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                            const Options& options, int components, TangentWorkspace& ws);
 
 /// At most this many entries of a state in a message (describe_state).
 inline constexpr int kDescribedEntries = 12;
