@@ -619,6 +619,10 @@ TEST(Spatial, OrientationAsARotationSequenceTurnsAboutTheBodyAxesInOrder) {
   const std::string count = error_of("{sequence: zy, angles: [1, 2, 3]}");
   EXPECT_NE(count.find("orientation.angles: expected 2 angles [rad], one per axis of sequence 'zy'"), std::string::npos)
       << count;
+  const std::string empty = error_of("{}");
+  EXPECT_NE(empty.find("expected {axis: [x, y, z], angle: radians} or {sequence: zyx, angles: [a1, a2, a3]}"),
+            std::string::npos)
+      << empty;
   const std::string both = error_of("{axis: [0, 0, 1], angle: 1, sequence: z, angles: [1]}");
   EXPECT_NE(both.find("give either axis and angle or sequence and angles, not both"), std::string::npos) << both;
 }

@@ -312,6 +312,7 @@ class Reader : yaml::Fields {
     constexpr const char* kExpected = "expected {axis: [x, y, z], angle: radians} or {sequence: zyx, angles: [a1, a2, a3]}";
     if (!o.IsMap()) fail(o, field, kExpected);
     check_keys(o, field, {"axis", "angle", "sequence", "angles"});
+    if (o.size() == 0) fail(o, field, kExpected);  // neither form begun: name both
     if (!o["sequence"] && !o["angles"]) {
       return {{triple(require(o, "axis", field), field + ".axis"), value(require(o, "angle", field), field + ".angle")}};
     }
