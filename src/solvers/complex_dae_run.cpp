@@ -317,12 +317,15 @@ void ComplexDaeRun::apply_roots(double t) {
 
 int ComplexDaeRun::resolve_rest(int k, double t) {
   const Event& ev = pb_.event(k);
-  if (ev.rest_event < 0) return k;
   // The decisions of the real run (DaeRun::resolve_rest), on the real parts.
-  bool rest = zeno_.accumulation(k, t).has_value();
-  if (!rest) {
-    const EventValues v = fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
-    rest = dae_guard_rate(pb_, k, v.mode_after, t, v.x_plus, v.f_plus, p_real_, ws_).grazing(opt_.grazing_tolerance);
+  zeno_.refuse_accumulation(pb_, k, t);
+  bool rest = false;
+  if (ev.rest_event >= 0) {
+    rest = zeno_.accumulation(k, t).has_value();
+    if (!rest) {
+      const EventValues v = fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
+      rest = dae_guard_rate(pb_, k, v.mode_after, t, v.x_plus, v.f_plus, p_real_, ws_).grazing(opt_.grazing_tolerance);
+    }
   }
   zeno_.record(k, t, -1);
   return rest ? ev.rest_event : k;

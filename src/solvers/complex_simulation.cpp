@@ -237,6 +237,7 @@ void ComplexRun::apply_roots(double t) {
   const std::vector<int> fired = cv_->root_info();
   detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
+    zeno_.refuse_accumulation(pb_, fired_event, t);
     int k = fired_event;
     if (ev.rest_event >= 0) {
       real_x_ = xc_.real();
@@ -244,8 +245,8 @@ void ComplexRun::apply_roots(double t) {
                         detail::jump_stays_on_guard(pb_, fired_event, mode_, t, real_x_, p_real_,
                                                     opt_.grazing_tolerance, ws_);
       if (rest) k = ev.rest_event;
-      zeno_.record(fired_event, t, -1);
     }
+    zeno_.record(fired_event, t, -1);
     apply_event(k, t);
   });
 }

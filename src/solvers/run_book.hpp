@@ -40,20 +40,20 @@ class RunBook {
   /// Applies the events whose guards fired at one root at t (`fired[i]` for the watched event
   /// `watched.events[i]`, for_each_fired_event's order and skipping): `resolve(k, rest)` returns
   /// the event to apply for a firing of k (its resting variant where the motion comes to rest,
-  /// with `rest` set), `apply(k, rest)` applies it. Records the firings of events with a resting
-  /// variant in the Zeno watch. Returns the events applied.
+  /// with `rest` set), `apply(k, rest)` applies it. Records every firing in the Zeno watch
+  /// (ZenoError where the firings of an event without a resting variant accumulate).
+  /// Returns the events applied.
   template <class Mode, class Resolve, class Apply>
   std::vector<int> apply_fired_events(const WatchedEvents& watched, const std::vector<int>& fired, double t,
                                       const Mode& mode, const Resolve& resolve, const Apply& apply) {
     std::vector<int> applied;
     for_each_fired_event(pb_, watched, fired, mode, [&](int fired_event) {
+      zeno_.refuse_accumulation(pb_, fired_event, t);
       std::optional<Accumulation> rest;
       const int k = resolve(fired_event, rest);
       apply(k, rest);
       applied.push_back(k);
-      if (pb_.event(fired_event).rest_event >= 0) {
-        zeno_.record(fired_event, t, static_cast<long>(sol_.events.size()) - 1);
-      }
+      zeno_.record(fired_event, t, static_cast<long>(sol_.events.size()) - 1);
     });
     return applied;
   }

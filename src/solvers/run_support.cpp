@@ -190,6 +190,19 @@ std::optional<Accumulation> ZenoWatch::accumulation(int event, double t) const {
   return a;
 }
 
+void ZenoWatch::refuse_accumulation(const Problem& problem, int event, double t) const {
+  const Event& ev = problem.event(event);
+  if (ev.rest_event >= 0) return;
+  const std::optional<Accumulation> limit = accumulation(event, t);
+  if (!limit) return;
+  throw ZenoError(fmt::format(
+      "Zeno behaviour: the firings of event '{}' accumulate (at t = {:.17g} the intervals between "
+      "its last {} firings shrink geometrically toward t = {:.17g}) and the event has no resting "
+      "variant to continue past their limit with (a model file's contact: persistent: true; "
+      "EventBuilder::rests_in, or rests_in: in an equation file; docs/events.md)",
+      ev.name, t, options_.zeno_intervals + 1, limit->time));
+}
+
 void ZenoWatch::record(int event, double t, long record) {
   std::deque<Firing>& f = firings_[event];
   f.push_back({t, record});

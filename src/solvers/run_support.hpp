@@ -179,13 +179,18 @@ struct Accumulation {
   long record_a = -1, record_b = -1;  ///< event-log indices of the firings a and b (-1: none)
 };
 
-/// Watches the firings of events that have a resting variant and decides where the motion comes
-/// to rest (Options::zeno_intervals, zeno_ratio_tolerance, zeno_tail).
+/// Watches the firings of events and decides where the motion comes to rest (Options::
+/// zeno_intervals, zeno_ratio_tolerance, zeno_tail): an event with a resting variant switches to
+/// it there, one without stops the run (refuse_accumulation).
 class ZenoWatch {
  public:
   explicit ZenoWatch(const Options& options) : options_(options) {}
   /// The accumulation if a firing of `event` at t would complete a qualifying geometric sequence.
   std::optional<Accumulation> accumulation(int event, double t) const;
+  /// Throws ZenoError if a firing of `event`, which has no resting variant, at t completes a
+  /// geometric accumulation: the run cannot continue past its limit (the bounces of a chain's
+  /// tip pressed onto a floor by the rest of the chain). Called before the firing is applied.
+  void refuse_accumulation(const Problem& problem, int event, double t) const;
   /// Records a firing of `event` at t, logged as event-log entry `record`.
   void record(int event, double t, long record);
 
