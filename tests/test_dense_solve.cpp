@@ -192,6 +192,20 @@ void chain_kkt(const VectorX<S>& p, int links, multibody::DenseMatrix<S>& A, Vec
   for (int i = 0; i < n; ++i) b[i] = S(std::sin(1.0 + i)) + p[2] * S(0.2 * (i % 5));
 }
 
+/// The chain's system in complex arithmetic, parameter k stepped by i 1e-30 (the complex step).
+struct ComplexChainSystem {
+  VectorX<Complex> p;
+  multibody::DenseMatrix<Complex> A;
+  VectorX<Complex> b;
+};
+ComplexChainSystem complex_chain_system(const VectorX<double>& p, int k, int links) {
+  ComplexChainSystem system;
+  system.p = p.cast<Complex>();
+  system.p[k] += Complex(0.0, 1e-30);
+  chain_kkt<Complex>(system.p, links, system.A, system.b);
+  return system;
+}
+
 /// For each parameter direction: the dual solve `solve` of the chain's system (value against x,
 /// tangent against the complex step of the complex-arithmetic elimination, an independent
 /// computation).
@@ -374,13 +388,9 @@ TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
     ReverseTape::sweep(adjoint, kColumns);
     ReverseTape::clear();
     for (int k = 0; k < 3; ++k) {
-      VectorX<Complex> pc(3);
-      for (int i = 0; i < 3; ++i) pc[i] = Complex(p[i], i == k ? 1e-30 : 0.0);
-      multibody::DenseMatrix<Complex> Ac;
-      VectorX<Complex> bc;
-      chain_kkt<Complex>(pc, links, Ac, bc);
-      const VectorX<Complex> xc = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0);
-      const VectorX<Complex> x2c = solve_dense<Complex>(Ac, second_rhs<Complex>(pc, bc), "chain KKT matrix").col(0);
+      const ComplexChainSystem system = complex_chain_system(p, k, links);
+      const VectorX<Complex> xc = solve_dense<Complex>(system.A, system.b, "chain KKT matrix").col(0);
+      const VectorX<Complex> x2c = solve_dense<Complex>(system.A, second_rhs<Complex>(system.p, system.b), "chain KKT matrix").col(0);
       for (int c = 0; c < kColumns; ++c) {
         double reference = 0.0;
         for (Eigen::Index i = 0; i < n; ++i) reference += w(i, c) * (xc[i].imag() + 0.5 * x2c[i].imag()) / 1e-30;
@@ -391,32 +401,56 @@ TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
   }
 }
 
-// A singular or non-finite matrix assembled sparse is named, on the KKT path and the dense one.
+
+// A singular or non-finite matrix assembled sparse is named (scalar type S, `links` links).
+template <class S>
+void expect_singular_and_non_finite_named(int links) {
+  multibody::DenseMatrix<S> A;
+  VectorX<S> b;
+  chain_kkt<S>(VectorX<S>::Zero(3), links, A, b);
+  multibody::DenseMatrix<S> singular = A;
+  singular.row(2 * links + 1).setZero();
+  singular.col(2 * links + 1).setZero();
+  try {
+    multibody::solve_sparse<S>(compressed(singular), b, "chain KKT matrix");
+    ADD_FAILURE() << "no error for " << links << " links";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("the chain KKT matrix is singular"), std::string::npos) << e.what();
+  }
+  multibody::DenseMatrix<S> infinite = A;
+  infinite(1, 1) = S(std::numeric_limits<double>::infinity());
+  try {
+    multibody::solve_sparse<S>(compressed(infinite), b, "chain KKT matrix");
+    ADD_FAILURE() << "no error for " << links << " links";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("the chain KKT matrix has non-finite entries"), std::string::npos)
+        << e.what();
+  }
+}
+
+// In double, on the KLU path (40 links) and the dense one (2 links).
 TEST(DenseSolve, SingularOrNonFiniteSparseMatricesAreNamed) {
-  for (const int links : {40, 2}) {
-    VectorX<double> p = VectorX<double>::Zero(3);
-    multibody::DenseMatrix<double> A;
-    VectorX<double> b;
-    chain_kkt<double>(p, links, A, b);
-    multibody::DenseMatrix<double> singular = A;
-    singular.row(2 * links + 1).setZero();
-    singular.col(2 * links + 1).setZero();
-    try {
-      multibody::solve_sparse<double>(compressed(singular), b, "chain KKT matrix");
-      FAIL() << "no error for " << links << " links";
-    } catch (const ModelError& e) {
-      EXPECT_NE(std::string(e.what()).find("the chain KKT matrix is singular"), std::string::npos) << e.what();
-    }
-    multibody::DenseMatrix<double> infinite = A;
-    infinite(1, 1) = std::numeric_limits<double>::infinity();
-    try {
-      multibody::solve_sparse<double>(compressed(infinite), b, "chain KKT matrix");
-      FAIL() << "no error for " << links << " links";
-    } catch (const ModelError& e) {
-      EXPECT_NE(std::string(e.what()).find("the chain KKT matrix has non-finite entries"), std::string::npos)
-          << e.what();
+  for (const int links : {40, 2}) expect_singular_and_non_finite_named<double>(links);
+}
+
+// The complex step's solve of a large matrix assembled sparse: Eigen's sparse LU in complex
+// arithmetic, against the dense complex elimination (independent code), the real parts and the
+// complex step's imaginary parts; a singular or non-finite one is named as on the other paths.
+TEST(DenseSolve, LargeComplexMatricesAssembledSparseSolveSparseInComplexArithmetic) {
+  const int links = 40;  // 120 x 120
+  VectorX<double> p(3);
+  p << 0.7, -0.4, 1.3;
+  for (int k = 0; k < 3; ++k) {
+    const ComplexChainSystem system = complex_chain_system(p, k, links);
+    const VectorX<Complex> sparse = multibody::solve_sparse<Complex>(compressed(system.A), system.b, "chain KKT matrix").col(0);
+    const VectorX<Complex> dense = solve_dense<Complex>(system.A, system.b, "chain KKT matrix").col(0);
+    for (Eigen::Index i = 0; i < dense.size(); ++i) {
+      EXPECT_NEAR(sparse[i].real(), dense[i].real(), 1e-12 * (1.0 + std::abs(dense[i].real()))) << i;
+      const double tangent = dense[i].imag() / 1e-30;
+      EXPECT_NEAR(sparse[i].imag() / 1e-30, tangent, 1e-10 * (1.0 + std::abs(tangent))) << i << ", p" << k;
     }
   }
+  expect_singular_and_non_finite_named<Complex>(links);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <saltus/core/error.hpp>
 #include <saltus/core/reverse_scalar.hpp>
 
+#include <Eigen/SparseLU>
 #include <fmt/format.h>
 #include <klu.h>
 
@@ -324,6 +325,32 @@ DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eige
     for (Eigen::Index i = 0; i < n; ++i) X(i, j) = Reverse::output(x(i, j), first + static_cast<std::int32_t>(j * n + i));
   }
   return X;
+}
+
+DenseMatrix<Complex> solve_sparse_complex(const Eigen::SparseMatrix<Complex, Eigen::RowMajor, int>& matrix,
+                                          const DenseMatrix<Complex>& rhs, const char* what) {
+  if (matrix.rows() != matrix.cols()) {
+    throw ModelError(fmt::format("the {} is not square ({} x {})", what, matrix.rows(), matrix.cols()));
+  }
+  for (int i = 0; i < matrix.outerSize(); ++i) {
+    for (Eigen::SparseMatrix<Complex, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
+      if (!std::isfinite(it.value().real()) || !std::isfinite(it.value().imag())) {
+        throw ModelError(fmt::format("the {} has non-finite entries: the state it was evaluated at is not finite "
+                                     "(an overflow of the integration?)",
+                                     what));
+      }
+    }
+  }
+  using ColumnMatrix = Eigen::SparseMatrix<Complex, Eigen::ColMajor, int>;
+  Eigen::SparseLU<ColumnMatrix, Eigen::COLAMDOrdering<int>> lu;
+  lu.compute(ColumnMatrix(matrix));
+  if (lu.info() != Eigen::Success) {
+    throw ModelError(fmt::format("the {} is singular (complex sparse LU of order {}: {})", what, matrix.rows(),
+                                 lu.lastErrorMessage()));
+  }
+  DenseMatrix<Complex> x = lu.solve(rhs);
+  if (!x.allFinite()) throw ModelError(fmt::format("the {} is singular (complex sparse LU of order {})", what, matrix.rows()));
+  return x;
 }
 
 }  // namespace saltus::multibody::detail

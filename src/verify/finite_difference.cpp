@@ -34,6 +34,7 @@ GradientEstimate central_differences(const Problem& problem, const Eigen::Vector
   const int np = problem.n_parameters();
   GradientEstimate est;
   est.method = "central differences";
+  est.noise_fraction = options.rtol / relative_step + relative_step * relative_step;
   est.costs = nominal.costs;
   est.cost_gradient.resize(problem.n_costs(), np);
   est.final_sensitivity.resize(problem.n_states(), np);

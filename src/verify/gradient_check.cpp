@@ -23,13 +23,15 @@ GradientCheck compare_gradients(const Problem& problem,
   const auto params = problem.parameter_names();
   const auto costs = problem.cost_names();
   for (int c = 0; c < ref.rows() && ref.cols() > 0; ++c) {
-    const double floor = floor_fraction * ref.row(c).cwiseAbs().maxCoeff();
+    const double row_scale = ref.row(c).cwiseAbs().maxCoeff();
     for (int k = 0; k < ref.cols(); ++k) {
       GradientCheckEntry entry;
       entry.cost = costs[static_cast<size_t>(c)];
       entry.parameter = params[static_cast<size_t>(k)];
       for (size_t m = 0; m < estimates.size(); ++m) {
         const double v = estimates[m].cost_gradient(c, k);
+        const double floor =
+            std::max({floor_fraction, estimates[0].noise_fraction, estimates[m].noise_fraction}) * row_scale;
         const double err = m == 0 ? 0.0 : relative_difference(v, ref(c, k), floor);
         entry.values.push_back(v);
         entry.relative_errors.push_back(err);

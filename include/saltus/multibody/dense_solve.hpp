@@ -17,7 +17,10 @@
 //             double factors), not as an elimination (solve_dense_reverse); a large matrix
 //             assembled sparse as one tape operation whose sweep is a transposed KLU solve.
 //   - Complex: Gaussian elimination in complex arithmetic, pivoting on the real parts, so the
-//             complex step stays an independent check of the dual and reverse paths.
+//             complex step stays an independent check of the dual and reverse paths; a large
+//             matrix assembled sparse (64 rows or more) by Eigen's sparse LU in complex
+//             arithmetic (solve_sparse_complex), still no implicit differentiation, at the cost of
+//             a sparse factorization instead of an O(n^3) elimination per solve.
 // Every path throws ModelError naming `what` for a non-finite or singular matrix (a pivot below
 // 1e-13 of the largest entry).
 #include <saltus/core/error.hpp>
@@ -218,6 +221,13 @@ DenseMatrix<Reverse> solve_dense_reverse(const DenseMatrix<Reverse>& matrix, con
 DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& matrix,
                                          const DenseMatrix<Reverse>& rhs, const char* what);
 
+/// X = A^-1 B for a large matrix A assembled sparse, in complex arithmetic throughout (Eigen's
+/// supernodal sparse LU with COLAMD ordering, pivoting on the largest magnitude): the complex
+/// step's solve, independent of the factor-and-differentiate path of the other scalar types.
+/// Throws ModelError naming `what` when A is not square, not finite or singular.
+DenseMatrix<Complex> solve_sparse_complex(const Eigen::SparseMatrix<Complex, Eigen::RowMajor, int>& matrix,
+                                          const DenseMatrix<Complex>& rhs, const char* what);
+
 }  // namespace detail
 
 /// Solves A X = B for square A (n x n) and B (n x k) in the scalar type S (see the file comment
@@ -239,8 +249,9 @@ DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const c
 /// Solves A X = B for a square A assembled sparse (n x n, compressed rows) and B (n x k) in the
 /// scalar type S: double and Dual factor the values sparse (KLU from 64 rows, dense LU below);
 /// Reverse records one tape operation from 64 rows (record_sparse_solve), the dense recording
-/// below; Complex and HyperDual eliminate the dense form as solve_dense does. Throws like
-/// solve_dense.
+/// below; Complex factors sparse in complex arithmetic from 64 rows (solve_sparse_complex);
+/// HyperDual, and Complex below 64 rows, eliminate the dense form as solve_dense does. Throws
+/// like solve_dense.
 template <class S, class Rhs>
 DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& matrix, const Rhs& rhs,
                             const char* what) {
@@ -251,6 +262,9 @@ DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& 
   } else if constexpr (std::is_same_v<S, Reverse>) {
     if (matrix.rows() >= kSparseSolveMinRows) return detail::record_sparse_solve(matrix, DenseMatrix<Reverse>(rhs), what);
     return detail::solve_dense_reverse(DenseMatrix<Reverse>(matrix), rhs, what);
+  } else if constexpr (std::is_same_v<S, Complex>) {
+    if (matrix.rows() >= kSparseSolveMinRows) return detail::solve_sparse_complex(matrix, DenseMatrix<Complex>(rhs), what);
+    return solve_dense<S>(DenseMatrix<S>(matrix), rhs, what);
   } else {
     return solve_dense<S>(DenseMatrix<S>(matrix), rhs, what);
   }

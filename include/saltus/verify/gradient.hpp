@@ -21,6 +21,11 @@ struct GradientEstimate {
   /// Per parameter: a perturbed run had another event sequence than the nominal one, so the
   /// estimate straddles a point where the cost is not smooth (e.g. an event crossing tf).
   std::vector<bool> event_sequence_changed;
+  /// The estimate's expected error relative to the largest |d cost/dp| of each cost: 0 for the
+  /// forward sensitivity, the adjoint and the complex step (exact up to the integration);
+  /// central differences: rtol / relative_step + relative_step^2 (their integration noise and
+  /// truncation). compare_gradients judges entries below it absolutely.
+  double noise_fraction = 0.0;
 };
 
 /// Step of central differences for parameter value v: relative_step * |v|, or relative_step
@@ -70,8 +75,10 @@ struct GradientCheck {
 };
 
 /// Compares estimates entry by entry against `estimates[0]`. The floor of the relative error
-/// of an entry is `floor_fraction` times the largest |d cost/dp| of that cost, so that entries
-/// that are zero in exact arithmetic are judged absolutely.
+/// of an entry is the largest |d cost/dp| of that cost times `floor_fraction` or the two
+/// estimates' noise_fraction, whichever is largest, so that entries that are zero in exact
+/// arithmetic are judged absolutely (central differences' noise on an exactly zero entry is no
+/// disagreement).
 GradientCheck compare_gradients(const Problem& problem,
                                 const std::vector<GradientEstimate>& estimates,
                                 double floor_fraction = 1e-6);
