@@ -326,6 +326,30 @@ costs: {yT: {terminal: [{signal: y, of: p}]}}
       << builtin.err;
 }
 
+// --param values are checked at the model's start too (a point started below its floor), and
+// values valid only together are accepted in any order (each refused one is retried after the
+// others): the point lowered with its floor runs, the point lowered alone is refused.
+TEST(Cli, ParameterOverridesAreCheckedAtTheStartAndTogether) {
+  const auto dir = temp_dir("start_overrides");
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "drop.yaml").string();
+  std::ofstream(path) << R"(name: drop
+horizon: 0.5
+parameters: {y0: 1, floor: 0}
+points: {p: {position: [0, y0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+contacts: [{name: floor, point: p, line: {point: [0, floor], normal: [0, 1]}, restitution: 0.5}]
+costs: {yT: {terminal: [{signal: y, of: p}]}}
+)";
+  const Outcome alone = saltus_cmd({"run", path, "--method", "simulate", "--param", "y0=-2"});
+  EXPECT_EQ(alone.status, 2) << alone.err;
+  EXPECT_TRUE(contains(alone.err, "--param y0=-2: " + path + ":6:")) << alone.err;
+  EXPECT_TRUE(contains(alone.err, "contact 'floor' starts penetrating")) << alone.err;
+  EXPECT_EQ(std::count(alone.err.begin(), alone.err.end(), '\n'), 1) << alone.err;
+  const Outcome together = saltus_cmd({"run", path, "--method", "simulate", "--param", "y0=-2", "--param", "floor=-2.5"});
+  EXPECT_EQ(together.status, 0) << together.err;
+}
+
 // Stated velocities that the constraints overrule: a warning line and the run goes on, or with
 // --strict exit status 2 before any work.
 TEST(Cli, CorrectedVelocitiesWarnOrAreRefusedWithStrict) {

@@ -451,6 +451,16 @@ TEST(DenseSolve, LargeComplexMatricesAssembledSparseSolveSparseInComplexArithmet
     }
   }
   expect_singular_and_non_finite_named<Complex>(links);
+  // A real part that is singular is refused although the imaginary parts make the complex
+  // matrix regular (as the real runs refuse it).
+  ComplexChainSystem system = complex_chain_system(p, 0, links);
+  system.A.row(2 * links + 1).setConstant(Complex(1e-30, 1e-20));
+  try {
+    multibody::solve_sparse<Complex>(compressed(system.A), system.b, "chain KKT matrix");
+    ADD_FAILURE() << "no error for a singular real part";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("the chain KKT matrix is singular"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -66,18 +66,18 @@ INSTANTIATE_TEST_SUITE_P(Mechanisms, DaeFormulationsAgreeWithIndex1,
 
 // index3 (theory multibody 2) on IDAS, its velocities and multipliers out of the error test:
 // the costs and event times converge to the index-1 ODE's as the tolerances tighten, at a lower
-// order; the gradients agree on smooth motions, and through impacts (which read the velocities
-// IDAS does not control) to about 1e-4 at the file's tolerances, no better at tighter ones
-// (docs/multibody.md, "index3"). The bounds are the measured differences rounded up, per file.
+// order, and so do the gradients, through impacts too since index3 takes the motion's first step
+// after each impact (Options::motion_first_step_at_restarts; with IDAS's own step fivebar_floor's
+// gradients were 2e-4 off at the file's tolerances and 1e-3 at rtol 1e-12; docs/multibody.md,
+// "Index 3"). The bounds are the measured differences rounded up, per file.
 TEST(DaeFormulations, Index3ConvergesToIndex1) {
   struct Bound {
     const char* file;
     double at_file, tight;  // costs and event times, relative
-    double gradient;        // at the file's tolerances (and at 1e-12 on smooth motions), relative
-    bool impacts;
+    double gradient;        // at the file's tolerances and at 1e-12, relative
   };
-  for (const Bound& b : {Bound{"fivebar.yaml", 2e-7, 1e-8, 1e-6, false}, Bound{"slidercrank.yaml", 2e-7, 2e-8, 1e-5, false},
-                         Bound{"ladder.yaml", 3e-6, 1e-8, 1e-4, false}, Bound{"fivebar_floor.yaml", 3e-6, 3e-7, 6e-4, true}}) {
+  for (const Bound& b : {Bound{"fivebar.yaml", 2e-7, 1e-8, 1e-6}, Bound{"slidercrank.yaml", 2e-7, 2e-8, 1e-5},
+                         Bound{"ladder.yaml", 3e-6, 1e-8, 1e-4}, Bound{"fivebar_floor.yaml", 3e-6, 3e-7, 2e-5}}) {
     const Problem index3 = load(b.file, multibody::FormulationType::Index3);
     const Problem index1 = load(b.file, multibody::FormulationType::Index1);
     EXPECT_TRUE(index3.has_index2_modes());
@@ -100,7 +100,6 @@ TEST(DaeFormulations, Index3ConvergesToIndex1) {
         EXPECT_LT(worst, last) << b.file;  // converges
       }
       last = worst;
-      if (!at_file && b.impacts) continue;
       const Eigen::ArrayXXd scale = reference.cost_gradient.array().abs().max(1.0);
       EXPECT_LT(((s.cost_gradient - reference.cost_gradient).array().abs() / scale).maxCoeff(), b.gradient)
           << b.file << " rtol " << o.rtol << "\n" << s.cost_gradient << "\n" << reference.cost_gradient;
@@ -158,14 +157,15 @@ costs:
 // stabilized_index1 and index3 are not semi-explicit index 2: their adjoint runs through the
 // completion (completed_adjoint.hpp). Through fivebar_floor's three impacts, with a cost that reads
 // accelerations, both agree with index1's forward gradient (a separate integrator, CVODES, on the
-// ODE form). Measured at the file's rtol 1e-10: stabilized_index1 8e-9, index3 1.7e-6 relative to
-// the largest entry of each cost's row; index3's own forward sensitivities are 3e-4 off (docs/
-// multibody.md, "Index 3"), so there the adjoint is the closer of the two.
+// ODE form). Measured at the file's rtol 1e-10: stabilized_index1 8e-9, index3 1.2e-5 relative to
+// the largest entry of each cost's row (1.7e-6 while index3 took IDAS's own first step after
+// impacts, when its forward sensitivities were 3e-4 off; with the motion's first step they are
+// within 6e-6: docs/multibody.md, "Index 3").
 TEST(DaeFormulations, TheAdjointThroughTheCompletionAgreesWithIndex1ThroughImpacts) {
   const Problem index1 = load("fivebar_floor.yaml", multibody::FormulationType::Index1);
   const Solution reference = forward_sensitivity(index1);
   for (const auto& [type, tolerance] : {std::pair{multibody::FormulationType::StabilizedIndex1, 1e-7},
-                                        std::pair{multibody::FormulationType::Index3, 1e-5}}) {
+                                        std::pair{multibody::FormulationType::Index3, 2e-5}}) {
     const Problem pb = load("fivebar_floor.yaml", type);
     const Solution adj = adjoint(pb);
     ASSERT_EQ(adj.events.size(), reference.events.size());

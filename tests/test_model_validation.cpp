@@ -157,6 +157,17 @@ contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restit
 elements: [{type: point_mass, point: p, mass: 1}]
 contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
 )", {"contact 'floor' starts closed", "normal velocity 0 m/s"}},
+      {"too many independent coordinates", R"(points: {p: {position: [1, 0]}}
+independent: [p.x, p.y]
+elements: [{type: bar, name: rod, from: O, to: p, length: 1, mass: 1}]
+)", {"model.yaml:7:", "independent", "2 independent coordinates given (p.x, p.y)", "1 degrees of freedom"}},
+      {"driven coordinate named independent", R"(points: {p: {position: [1, 0]}, q: {position: [1, 1]}}
+independent: [p.x, q.x]
+elements:
+  - {type: coordinate_driver, name: drive, coordinate: p.x, function: {offset: 1}}
+  - {type: point_mass, point: p, mass: 1}
+  - {type: bar, name: rod, from: p, to: q, length: 1, mass: 1}
+)", {"model.yaml:7:", "independent[0]", "'p.x' is prescribed by coordinate_driver 'drive'"}},
       {"contact starting closed and approaching", R"(points: {p: {position: [1, 0], velocity: [0, -1]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
@@ -182,6 +193,21 @@ TEST(ModelValidation, EveryFormulationRefusesTheSameModels) {
       EXPECT_FALSE(contains(error_of(kHead + c.body, type), "not an InputError")) << c.what;
     }
   }
+}
+
+TEST(ModelValidation, ATerminalTermReadingAReactionIsLocated) {
+  const std::string text = R"(name: pull
+horizon: 1
+points: {p: {position: [1, 0]}}
+elements: [{type: bar, name: rod, from: O, to: p, length: 1, mass: 1}]
+ground: {O: [0, 0]}
+costs: {pull: {terminal: [{signal: reaction, of: rod}]}}
+)";
+  const std::string message = error_of(text);
+  EXPECT_TRUE(contains(message, "model.yaml:6:")) << message;
+  EXPECT_TRUE(contains(message, "costs.pull.terminal[0].signal: cost 'pull': a terminal term cannot use "
+                                "accelerations or reactions"))
+      << message;
 }
 
 TEST(ModelValidation, AMissingHorizonIsAnError) {
@@ -219,6 +245,20 @@ contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restit
   }
   EXPECT_DOUBLE_EQ(pb.nominal_parameters()[2], 0.5);
   EXPECT_THROW(pb.set_nominal("m", -1.0), InputError);
+  // The start checks too: the point at height L (a parameter) starts below its floor.
+  Problem lifted = make_problem(parse_model(kHead + R"(points: {p: {position: [1, L]}}
+elements: [{type: point_mass, point: p, mass: m}]
+contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
+)", "model.yaml"));
+  try {
+    lifted.set_nominal("L", -0.25);
+    FAIL() << "a start below the floor accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "contact 'floor' starts penetrating")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "0.25 m beyond")) << e.what();
+    EXPECT_TRUE(located(e.what())) << e.what();
+  }
+  EXPECT_DOUBLE_EQ(lifted.nominal_parameters()[0], 1.0);
   EXPECT_NO_THROW(pb.set_nominal("e", 1.0));
   // Solvers called with an explicit vector do not check domains: differences may step across
   // e = 1.

@@ -88,20 +88,46 @@ Problem load_problem(const RunArgs& a) {
   return examples::make_example(a.name);
 }
 
-void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
-  for (const auto& assignment : a.params) {
+namespace {
+
+/// Sets the --param values. Each is checked as it is set (domains, and a model's start at the
+/// new values), so values that are only valid together (a point and the floor below it moved
+/// down at once) cannot all pass in one order: an assignment refused in one pass is retried
+/// after the others, and only one that no pass accepts is an error.
+void apply_parameter_overrides(Problem& pb, const std::vector<std::string>& params) {
+  struct Assignment {
+    std::string text, name;
+    double value;
+  };
+  std::vector<Assignment> pending;
+  for (const auto& assignment : params) {
     const auto eq = assignment.find('=');
     if (eq == std::string::npos || eq == 0) {
       throw UsageError(fmt::format("--param '{}': expected name=value", assignment));
     }
     const std::string name = assignment.substr(0, eq);
-    const double value = parse_number(assignment.substr(eq + 1), fmt::format("--param {}", name));
-    try {
-      pb.set_nominal(name, value);
-    } catch (const InputError& e) {
-      throw UsageError(fmt::format("--param {}: {}", assignment, e.what()));
-    }
+    pending.push_back({assignment, name, parse_number(assignment.substr(eq + 1), fmt::format("--param {}", name))});
   }
+  while (!pending.empty()) {
+    std::vector<Assignment> refused;
+    std::string first_error;
+    for (const Assignment& a : pending) {
+      try {
+        pb.set_nominal(a.name, a.value);
+      } catch (const InputError& e) {
+        if (refused.empty()) first_error = fmt::format("--param {}: {}", a.text, e.what());
+        refused.push_back(a);
+      }
+    }
+    if (refused.size() == pending.size()) throw UsageError(first_error);
+    pending = std::move(refused);
+  }
+}
+
+}  // namespace
+
+void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
+  apply_parameter_overrides(pb, a.params);
   if (!a.tend.empty()) {
     const double tf = parse_number(a.tend, "--tend");
     if (!(tf > options.t0)) {

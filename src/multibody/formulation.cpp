@@ -222,6 +222,7 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   // Likewise the forward sensitivities' stiff directions (Options::sensitivity_atol_from_states).
   o.adjoint_atol_from_costs = settings.type == FormulationType::Penalty;
   o.sensitivity_atol_from_states = settings.type == FormulationType::Penalty;
+  o.motion_first_step_at_restarts = settings.type == FormulationType::Index3;
   // The index-1 and Maggi forms solve their constraints inside the right-hand side: their Newton
   // matrix is well conditioned, and matrix-free GMRES beats the dense LU from 64 states on
   // (docs/benchmarks.md, the chain of rods). The penalty form is stiff: dense. The DAE forms
@@ -234,14 +235,13 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   return pb;
 }
 
-/// Assembles and starts the model once in double at the nominal parameters, so that a model
-/// that cannot run fails here as bad input, naming the model and the element, rather than as a
-/// failed run inside a solver: assembly, contacts at t0, singular matrices at t0. Stated
-/// initial velocities that the constraints overrule become notes on the problem.
+/// Assembles and starts the model once in double at the parameters p, so that a model that
+/// cannot run fails here as bad input, naming the model and the element, rather than as a
+/// failed run inside a solver: assembly, contacts at t0, singular matrices at t0. With `notes`,
+/// stated initial velocities that the constraints overrule become notes on that problem.
 template <class Form>
-void check_start(const Form& form, Problem& pb, const FormulationSettings& settings) {
+void check_start(const Form& form, const Eigen::VectorXd& p, const FormulationSettings& settings, Problem* notes) {
   const Model& model = *form.model;
-  const Eigen::VectorXd p = model.nominal_parameters();
   Eigen::VectorXd x0(form.n_states()), xdot(form.n_states());
   try {
     form.template initial_state<double>(p, x0);
@@ -252,13 +252,22 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
   if (!x0.allFinite()) {
     throw InputError(fmt::format("model '{}': the initial state is not finite", model.name));
   }
-  const FullState<double> start = form.template full_state<double>(model.t0, x0, p, nullptr, false);
+  FullState<double> start;
+  try {
+    start = form.template full_state<double>(model.t0, x0, p, nullptr, false);
+  } catch (const ModelError& e) {
+    detail::report_singular_start(model, to_string(settings.type), e.what(), p);
+  }
   detail::check_redundant_rows_hold(model, start.motion, p);
   detail::check_drivers_on_their_branch(model, start.motion, p);
   detail::check_initial_contacts(model, start.motion, p, form.template contact_set<double>(x0).active);
-  for (const std::string& note : model.notes) pb.add_note(note);
-  for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) pb.add_note(note);
-  for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) pb.add_note(note);
+  if (notes) {
+    for (const std::string& note : model.notes) notes->add_note(note);
+    for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) notes->add_note(note);
+    for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) {
+      notes->add_note(note);
+    }
+  }
   try {
     if constexpr (std::is_same_v<Form, detail::DaeForm>) {
       form.template start_rates<double>(model.t0, x0, p, xdot);
@@ -270,9 +279,16 @@ void check_start(const Form& form, Problem& pb, const FormulationSettings& setti
   }
 }
 
-/// The model's domain checks, run by Problem::set_nominal and the command's --param.
-void add_domain_checks(Problem& pb, const std::shared_ptr<const Model>& model) {
+/// The start checks at the nominal parameters (with their notes), and the model's domain
+/// checks then the start checks as parameter checks, run by Problem::set_nominal and the
+/// command's --param: a contact that starts penetrating, a stop started beyond its limit or a
+/// driver off its branch is bad input at any parameter values, not only the file's.
+template <class Form>
+void add_start_checks(Problem& pb, const std::shared_ptr<const Form>& form, const std::shared_ptr<const Model>& model,
+                      const FormulationSettings& settings) {
+  check_start(*form, model->nominal_parameters(), settings, &pb);
   pb.add_parameter_check([model](In<double> p) { model->check_domains(p); });
+  pb.add_parameter_check([form, settings](In<double> p) { check_start(*form, Eigen::VectorXd(p), settings, nullptr); });
 }
 
 }  // namespace
@@ -297,22 +313,19 @@ Problem make_problem(const Model& given, const FormulationSettings& settings) {
                                    e.what()));
     }
     Problem pb = build<detail::MaggiForm>(model, form, settings);
-    check_start(*form, pb, settings);
-    add_domain_checks(pb, shared);
+    add_start_checks(pb, form, shared, settings);
     return pb;
   }
   if (settings.type == FormulationType::GGL || settings.type == FormulationType::StabilizedIndex1 ||
       settings.type == FormulationType::Index3) {
     auto form = std::make_shared<const detail::DaeForm>(shared, part, settings);
     Problem pb = build<detail::DaeForm>(model, form, settings);
-    check_start(*form, pb, settings);
-    add_domain_checks(pb, shared);
+    add_start_checks(pb, form, shared, settings);
     return pb;
   }
   auto form = std::make_shared<const detail::CartesianForm>(shared, part, settings);
   Problem pb = build<detail::CartesianForm>(model, form, settings);
-  check_start(*form, pb, settings);
-  add_domain_checks(pb, shared);
+  add_start_checks(pb, form, shared, settings);
   return pb;
 }
 

@@ -545,11 +545,11 @@ void Model::validate() const {
     for (const auto* terms : {&c.running, &c.terminal}) {
       for (const CostTerm& t : *terms) check_spatial_force_signal(c, t);
     }
-    for (const CostTerm& t : c.terminal) {
-      if (t.needs_acceleration()) {
+    for (size_t i = 0; i < c.terminal.size(); ++i) {
+      if (c.terminal[i].needs_acceleration()) {
         throw InputError(fmt::format("{}: cost '{}': a terminal term cannot use accelerations or "
-                                     "reactions (they are not functions of the final state)",
-                                     where(*this), c.name));
+                                     "reactions (they are not functions of the final state; use a running term)",
+                                     locate(fmt::format("costs.{}.terminal[{}].signal", c.name, i)), c.name));
       }
     }
   }

@@ -1107,8 +1107,10 @@ class Reader : yaml::Fields {
     const YAML::Node ind = root_["independent"];
     if (!ind) return;
     if (!ind.IsSequence()) fail(ind, "independent", "expected a list of coordinates, e.g. [p2.x, p2.y]");
+    note(ind, "independent");
     for (size_t i = 0; i < ind.size(); ++i) {
       const std::string field = fmt::format("independent[{}]", i);
+      note(ind[i], field);
       const int k = coordinate(ind[i], field);
       if (std::find(model_.independent.begin(), model_.independent.end(), k) != model_.independent.end()) {
         fail(ind[i], field, fmt::format("'{}' is listed twice", ind[i].Scalar()));
@@ -1147,6 +1149,7 @@ class Reader : yaml::Fields {
       const std::string tf = fmt::format("{}[{}]", field, i);
       check_keys(t, tf, {"signal", "of", "row", "weight", "offset", "power"});
       CostTerm term;
+      note(t["signal"], tf + ".signal");
       const std::string name = scalar(require(t, "signal", tf), tf + ".signal");
       const auto it = signals.find(name);
       if (it == signals.end()) {

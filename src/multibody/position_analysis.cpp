@@ -178,6 +178,26 @@ Model with_redundant_joint_rows_left_out(const Model& model, const Eigen::Vector
   return resolved;
 }
 
+namespace {
+
+/// A declared independent coordinate must not be one a coordinate driver prescribes: the
+/// position analysis could not move it (its column of [Phi_q; B] would repeat the driver's row).
+void require_free_independent_coordinates(const Model& model) {
+  for (size_t i = 0; i < model.independent.size(); ++i) {
+    for (size_t e = 0; e < model.elements.size(); ++e) {
+      const Element& element = model.elements[e];
+      if (element.type != ElementType::CoordinateDriver || element.coordinate != model.independent[i]) continue;
+      throw InputError(fmt::format("{}: '{}' is prescribed by {}: an independent coordinate must be free to move "
+                                   "(name one the drivers leave free)",
+                                   model.locate(fmt::format("independent[{}]", i)),
+                                   describe_coordinates(model, {model.independent[i]}),
+                                   model.describe_element(static_cast<int>(e))));
+    }
+  }
+}
+
+}  // namespace
+
 Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
   Partition part;
   part.n = model.n_coordinates();
@@ -199,11 +219,12 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
     std::sort(part.independent.begin(), part.independent.end());
     if (static_cast<int>(part.independent.size()) != f) {
       throw InputError(fmt::format(
-          "model '{}': {} independent coordinates given ({}), but the model has {} degrees of "
+          "{}: {} independent coordinates given ({}), but the model has {} degrees of "
           "freedom ({} coordinates, {} constraints)",
-          model.name, part.independent.size(), describe_coordinates(model, part.independent), f,
-          part.n, m));
+          model.locate("independent"), part.independent.size(),
+          describe_coordinates(model, part.independent), f, part.n, m));
     }
+    require_free_independent_coordinates(model);
     return part;
   }
   const ConstraintSet<double> c =

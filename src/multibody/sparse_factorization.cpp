@@ -132,6 +132,12 @@ struct SparseCache {
 
 thread_local SparseCache cache;
 
+[[noreturn]] void throw_non_finite(const char* what) {
+  throw ModelError(fmt::format("the {} has non-finite entries: the state it was evaluated at is not finite "
+                               "(an overflow of the integration?)",
+                               what));
+}
+
 [[noreturn]] void throw_sparse_singular(const char* what, double rcond, Eigen::Index n) {
   throw ModelError(fmt::format("the {} is singular (sparse LU of order {}: smallest pivot {:.1e} of the largest)",
                                what, n, rcond));
@@ -162,11 +168,7 @@ const std::shared_ptr<SparseFactors>& factored(Eigen::Index n, const char* what)
     if (entry && entry->valid && entry->columns.same(columns)) return entry;
   }
   for (const double v : columns.values) {
-    if (!std::isfinite(v)) {
-      throw ModelError(fmt::format("the {} has non-finite entries: the state it was evaluated at is not finite "
-                                   "(an overflow of the integration?)",
-                                   what));
-    }
+    if (!std::isfinite(v)) throw_non_finite(what);
   }
   std::shared_ptr<SparseFactors>& slot = cache.entries[cache.next];
   if (!slot || slot.use_count() > 1) slot = std::make_shared<SparseFactors>();
@@ -334,13 +336,12 @@ DenseMatrix<Complex> solve_sparse_complex(const Eigen::SparseMatrix<Complex, Eig
   }
   for (int i = 0; i < matrix.outerSize(); ++i) {
     for (Eigen::SparseMatrix<Complex, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
-      if (!std::isfinite(it.value().real()) || !std::isfinite(it.value().imag())) {
-        throw ModelError(fmt::format("the {} has non-finite entries: the state it was evaluated at is not finite "
-                                     "(an overflow of the integration?)",
-                                     what));
-      }
+      if (!std::isfinite(it.value().real()) || !std::isfinite(it.value().imag())) throw_non_finite(what);
     }
   }
+  // Singular as the real runs judge it (KLU's pivot ratio on the real parts, sparse_factors): a
+  // real part that is singular must not pass on the complex step's O(h) imaginary parts.
+  sparse_factors(Eigen::SparseMatrix<double, Eigen::RowMajor, int>(matrix.real()), what);
   using ColumnMatrix = Eigen::SparseMatrix<Complex, Eigen::ColMajor, int>;
   Eigen::SparseLU<ColumnMatrix, Eigen::COLAMDOrdering<int>> lu;
   lu.compute(ColumnMatrix(matrix));

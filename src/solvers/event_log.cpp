@@ -52,13 +52,12 @@ void require_leaving_guards(const Problem& problem, const std::vector<int>& appl
       continue;
     }
     throw ZenoError(fmt::format(
-        "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}, grazing against the scale "
-        "|r_t| + |r_x| |f| = {:.3g}): "
+        "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}, grazing against its scale {:.3g}): "
         "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno "
         "sequence); Saltus cannot continue past this point unless the event has a resting "
-        "variant (a model file's contact: persistent: true; EventBuilder::rests_in, or rests_in: in an "
-        "equation file; docs/events.md)",
-        problem.event(k).name, t, describe_state(problem, Eigen::VectorXd(x)), after.rate, after.scale));
+        "variant ({})",
+        problem.event(k).name, t, describe_state(problem, Eigen::VectorXd(x)), after.rate, after.scale,
+        kRestingVariantHint));
   }
 }
 

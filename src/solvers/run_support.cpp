@@ -194,13 +194,12 @@ void ZenoWatch::refuse_accumulation(const Problem& problem, int event, double t)
   const Event& ev = problem.event(event);
   if (ev.rest_event >= 0) return;
   const std::optional<Accumulation> limit = accumulation(event, t);
-  if (!limit) return;
+  if (!limit || limit->time >= options_.tf) return;  // a limit past the horizon is never reached
   throw ZenoError(fmt::format(
       "Zeno behaviour: the firings of event '{}' accumulate (at t = {:.17g} the intervals between "
       "its last {} firings shrink geometrically toward t = {:.17g}) and the event has no resting "
-      "variant to continue past their limit with (a model file's contact: persistent: true; "
-      "EventBuilder::rests_in, or rests_in: in an equation file; docs/events.md)",
-      ev.name, t, options_.zeno_intervals + 1, limit->time));
+      "variant to continue past their limit with ({})",
+      ev.name, t, options_.zeno_intervals + 1, limit->time, kRestingVariantHint));
 }
 
 void ZenoWatch::record(int event, double t, long record) {
@@ -248,7 +247,7 @@ Eigen::VectorXd costs_to_date(const Problem& problem, double t, In<double> x, In
 // under load is "moving" here: its first-order estimate is about atol / |a|.
 double completed_first_step(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                             const Options& options, int components, TangentWorkspace& ws) {
-  if (t != options.t0 || !problem.mode(mode).index2()) return 0.0;
+  if (!problem.mode(mode).index2() || (t != options.t0 && !options.motion_first_step_at_restarts)) return 0.0;
   const auto n = static_cast<int>(x.size());
   Eigen::VectorXd x_tangent(n), xddot(n);
   completion_tangent(problem, mode, t, x, p, 1.0, xdot, Eigen::VectorXd::Zero(p.size()), x_tangent, xddot, ws);

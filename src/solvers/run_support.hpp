@@ -179,6 +179,11 @@ struct Accumulation {
   long record_a = -1, record_b = -1;  ///< event-log indices of the firings a and b (-1: none)
 };
 
+/// Where a message points a user whose event needs a resting variant.
+inline constexpr const char* kRestingVariantHint =
+    "a model file's contact: persistent: true; EventBuilder::rests_in, or rests_in: in an equation file; "
+    "docs/events.md";
+
 /// Watches the firings of events and decides where the motion comes to rest (Options::
 /// zeno_intervals, zeno_ratio_tolerance, zeno_tail): an event with a resting variant switches to
 /// it there, one without stops the run (refuse_accumulation).
@@ -210,8 +215,9 @@ bool same_instant(double a, double b, const Options& options);
 /// event terms so far, n_c) plus the terminal parts at (t, x). Solution::cost_history.
 Eigen::VectorXd costs_to_date(const Problem& problem, double t, In<double> x, In<double> p, In<double> integrals);
 
-/// The first step of an IDAS run that starts at t = options.t0 in a mode with a completion
-/// (0 elsewhere, and where IDAS's own estimate is as large: IDAS then takes its own). IDAS's
+/// The first step of an IDAS run that starts at t = options.t0 in a mode with a completion, and
+/// with Options::motion_first_step_at_restarts of every segment after an event (0 elsewhere,
+/// and where IDAS's own estimate is as large: IDAS then takes its own). IDAS's
 /// estimate, 0.5 / |x-dot|, is about rtol |q| / |v| for a mechanism that starts moving, where an
 /// index-3 Newton matrix's condition grows like h^-3; this is the motion's scale instead, h =
 /// |x-ddot|^-1/2 (the first-order local error h^2/2 |x-ddot| at half the error weight), both in

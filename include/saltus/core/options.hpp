@@ -139,6 +139,12 @@ struct Options {
   /// five-bar's forward run take 36,482 steps (1.41 s) where the simulation took 5,632; with it
   /// 14,024 steps (0.51 s), the gradient within 8e-8 of a tight reference (5e-8 before).
   bool sensitivity_atol_from_states = false;
+  /// DAE runs in a mode with a completion take the motion's scale as their first step
+  /// (completed_first_step in src/solvers/run_support.hpp) at every restart after an event, not
+  /// only at the run's start. Set by the index-3 formulation: IDAS's own first step after an
+  /// impact, about rtol |q| / |v|, is where its Newton matrix's condition grows like h^-3, and
+  /// index3's forward sensitivities through impacts were off by up to 7e-3 relative there.
+  bool motion_first_step_at_restarts = false;
   long max_steps = 500000;               ///< CVODES steps allowed between two outputs
 
   // Adjoint.
@@ -185,7 +191,8 @@ struct Options {
   /// the last `zeno_intervals` intervals between firings of that event shrink geometrically,
   /// their successive ratios rho lying in (0, 1) and agreeing within `zeno_ratio_tolerance`
   /// (relative), and the extrapolated remaining time Delta rho / (1 - rho) is at most
-  /// `zeno_tail` * max(1, |t|) (docs/events.md).
+  /// `zeno_tail` * max(1, |t|) (docs/events.md). The firings of an event without a resting
+  /// variant that accumulate so, before tf, stop the run with a ZenoError naming the limit.
   int zeno_intervals = 4;
   double zeno_ratio_tolerance = 1e-2;
   double zeno_tail = 1e-4;
