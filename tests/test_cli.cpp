@@ -24,6 +24,7 @@ using saltus::test::contains;
 using saltus::test::Outcome;
 using saltus::test::saltus_cmd;
 using saltus::test::temp_dir;
+using saltus::test::write_temp_file;
 
 }  // namespace
 
@@ -299,17 +300,14 @@ TEST(Cli, FormulationErrorsAreUsageErrors) {
 // Bad model input is exit status 2 with one line naming the file, line and column, whether the
 // value comes from the file or from --param (which is named too).
 TEST(Cli, ModelErrorsAreBadInputWithTheirLocation) {
-  const auto dir = temp_dir("bad_model");
-  std::filesystem::create_directories(dir);
-  const auto path = (dir / "ball.yaml").string();
-  std::ofstream(path) << R"(name: ball
+  const std::string path = write_temp_file("bad_model", "ball.yaml", R"(name: ball
 horizon: 1
 parameters: {m: 2, e: 0.5}
 points: {p: {position: [0, 1]}}
 elements: [{type: point_mass, point: p, mass: m}]
 contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
 costs: {yT: {terminal: [{signal: y, of: p}]}}
-)";
+)");
   const Outcome fine = saltus_cmd({"run", path});
   EXPECT_EQ(fine.status, 0) << fine.err;
   const Outcome mass = saltus_cmd({"run", path, "--param", "m=-1"});
@@ -330,17 +328,14 @@ costs: {yT: {terminal: [{signal: y, of: p}]}}
 // values valid only together are accepted in any order (each refused one is retried after the
 // others): the point lowered with its floor runs, the point lowered alone is refused.
 TEST(Cli, ParameterOverridesAreCheckedAtTheStartAndTogether) {
-  const auto dir = temp_dir("start_overrides");
-  std::filesystem::create_directories(dir);
-  const auto path = (dir / "drop.yaml").string();
-  std::ofstream(path) << R"(name: drop
+  const std::string path = write_temp_file("start_overrides", "drop.yaml", R"(name: drop
 horizon: 0.5
 parameters: {y0: 1, floor: 0}
 points: {p: {position: [0, y0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 contacts: [{name: floor, point: p, line: {point: [0, floor], normal: [0, 1]}, restitution: 0.5}]
 costs: {yT: {terminal: [{signal: y, of: p}]}}
-)";
+)");
   const Outcome alone = saltus_cmd({"run", path, "--method", "simulate", "--param", "y0=-2"});
   EXPECT_EQ(alone.status, 2) << alone.err;
   EXPECT_TRUE(contains(alone.err, "--param y0=-2: " + path + ":6:")) << alone.err;

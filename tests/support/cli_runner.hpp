@@ -3,6 +3,7 @@
 #include <cli.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("saltus_test_" + name);
   std::filesystem::remove_all(dir);
   return dir;
+}
+
+/// Writes `text` as `file` into a fresh temp_dir(name) and returns the file's path.
+inline std::string write_temp_file(const std::string& name, const std::string& file, const std::string& text) {
+  const std::filesystem::path dir = temp_dir(name);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / file).string();
+  std::ofstream(path) << text;
+  return path;
 }
 
 }  // namespace saltus::test
