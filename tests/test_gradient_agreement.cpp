@@ -87,3 +87,26 @@ TEST(GradientAgreement, AdamsMethodAndSimultaneousCorrectorGiveTheSameGradient) 
     }
   }
 }
+
+// compare_gradients' floor: an entry that is zero in exact arithmetic, where central differences
+// leave noise below their noise_fraction of the row, is judged absolutely against that noise
+// (1e-3 of it here, not 5 from the 1e-6 floor alone); a real disagreement above it still shows.
+TEST(GradientAgreement, CentralDifferencesNoiseOnAnExactZeroIsNoDisagreement) {
+  const Problem pb = examples::make_example("ball1d");
+  ASSERT_GE(pb.n_parameters(), 2);
+  GradientEstimate exact, central;
+  exact.method = "forward sensitivity";
+  central.method = "central differences";
+  exact.cost_gradient = Eigen::MatrixXd::Zero(pb.n_costs(), pb.n_parameters());
+  exact.cost_gradient(0, 0) = 1.0;  // the row's largest entry; entry (0, 1) is exactly zero
+  central.cost_gradient = exact.cost_gradient;
+  central.cost_gradient(0, 0) = 1.01;
+  central.cost_gradient(0, 1) = 5e-6;
+  central.noise_fraction = 1e-4;  // an estimate whose noise is 1e-4 of the row
+  const GradientCheck check = compare_gradients(pb, {exact, central});
+  EXPECT_NEAR(check.entries[1].relative_errors[1], 5e-6 / 1e-4, 1e-12);
+  EXPECT_NEAR(check.entries[0].relative_errors[1], 0.01, 1e-12);
+  EXPECT_NEAR(check.max_relative_error[1], 0.05, 1e-12);
+  central.noise_fraction = 0.0;  // the 1e-6 floor alone
+  EXPECT_NEAR(compare_gradients(pb, {exact, central}).entries[1].relative_errors[1], 5.0, 1e-9);
+}
