@@ -468,6 +468,14 @@ TEST(Cli, CheckRefusesWhatARunRefuses) {
   Outcome r = saltus_cmd({"check", path});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "bad.yaml:6:") && contains(r.err, "bar 'rod' needs length > 0, got -1")) << r.err;
+  // --quiet prints nothing for a model that passes, and the same line for one that does not.
+  r = saltus_cmd({"check", "--quiet", path});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "bar 'rod' needs length > 0, got -1")) << r.err;
+  const Outcome quiet = saltus_cmd({"check", "--quiet", std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml"});
+  EXPECT_EQ(quiet.status, 0) << quiet.err;
+  EXPECT_EQ(quiet.out, "");
+  EXPECT_EQ(quiet.err, "");
   r = saltus_cmd({"check", "ball1d"});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "check takes a model file (*.yaml, *.yml or a URDF robot *.urdf), got 'ball1d'")) << r.err;

@@ -15,6 +15,7 @@
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
+#include <Eigen/Geometry>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -235,8 +236,7 @@ TEST(SpatialElements, DampingDissipatesItsPower) {
 }
 
 // The forces' Jacobians in q, v and the parameters (Dual) against the complex step.
-TEST(SpatialElements, ForceDerivativesMatchTheComplexStep) {
-  const Model m = elements();
+void expect_force_derivatives_match_the_complex_step(const Model& m) {
   const int n = m.n_coordinates();
   const Eigen::VectorXd p = m.nominal_parameters();
   const MotionState<Complex> base = state(m, 0.0, Eigen::VectorXd::Zero(n));
@@ -267,6 +267,133 @@ TEST(SpatialElements, ForceDerivativesMatchTheComplexStep) {
       EXPECT_NEAR(Fd[i].v[0], cs, 1e-9 * (1.0 + std::abs(cs))) << "dF[" << i << "]/dx[" << j << "]";
     }
   }
+}
+
+TEST(SpatialElements, ForceDerivativesMatchTheComplexStep) { expect_force_derivatives_match_the_complex_step(elements()); }
+
+// A force at a body point and a torque given in the body's axes (`frame: body`), on a body off
+// its centre, with parameters in their components.
+const char* kFollowerLoads = R"(
+name: follower_loads
+horizon: 1
+parameters: {F: 3, n: 0.7}
+gravity: [0, 0, -9.81]
+spatial:
+  bodies:
+    b: {mass: 2, inertia: [0.3, 0.4, 0.5, 0.01, -0.02, 0.03], center: [0.1, -0.2, 0.05], position: [0.2, 0.1, 0.3],
+        orientation: {axis: [1, 2, 3], angle: 0.7}, angular_velocity: [0.5, -1, 2]}
+  forces:
+    - {type: force, name: thrust, body: b, at: [0.3, 0.1, -0.2], force: [F, -1, 0.5], frame: body}
+    - {type: torque, name: motor, body: b, torque: [0.2, n, -0.4], frame: body}
+costs:
+  c: {terminal: [{signal: z, of: b}]}
+)";
+
+TEST(SpatialElements, LoadsInBodyAxesHaveTheirDerivatives) {
+  expect_force_derivatives_match_the_complex_step(parse_model(kFollowerLoads, "follower_loads"));
+}
+
+// The power of loads in body axes is (A f_b) . v_P + (A n_b) . w, with A (Eigen's quaternion),
+// the body angular velocity w' = 2 G(e) e-dot and w = A w' written out here.
+TEST(SpatialElements, LoadsInBodyAxesHaveThePowerOfTheirTurnedVectors) {
+  Model m = parse_model(kFollowerLoads, "follower_loads");
+  m.gravity_x = m.gravity_y = m.gravity_z = 0.0;
+  const int n = m.n_coordinates();
+  MotionState<double> st{0.3, m.initial_positions(), Eigen::VectorXd(n)};
+  const Eigen::Vector4d e = st.q.segment<4>(3);
+  Eigen::Vector4d e_dot(0.2, 0.7, -0.4, 0.3);
+  e_dot -= e * e.dot(e_dot);
+  st.v << 0.3, -0.5, 0.8, e_dot;
+  Model still = m;
+  still.spatial_forces.clear();
+  const Eigen::VectorXd p = m.nominal_parameters();
+  // The velocity forces depend on v alone: the loads' part is the difference.
+  const Eigen::VectorXd Q = applied_forces<double>(m, st, p) - applied_forces<double>(still, st, p);
+  Eigen::Matrix<double, 3, 4> G;
+  G << -e[1], e[0], e[3], -e[2], -e[2], -e[3], e[0], e[1], -e[3], e[2], -e[1], e[0];
+  const Eigen::Matrix3d A = Eigen::Quaterniond(e[0], e[1], e[2], e[3]).toRotationMatrix();
+  const Eigen::Vector3d w_body = 2.0 * G * e_dot, s(0.3, 0.1, -0.2);
+  const Eigen::Vector3d v_point = st.v.head<3>() + A * w_body.cross(s);
+  const double power = (A * Eigen::Vector3d(3, -1, 0.5)).dot(v_point) + (A * Eigen::Vector3d(0.2, 0.7, -0.4)).dot(A * w_body);
+  ASSERT_GT(std::abs(power), 0.1);
+  EXPECT_NEAR(Q.dot(st.v), power, 1e-13);
+}
+
+// A body spinning at w about its symmetry axis z (no gravity, no torque) pushed at its centre by
+// a force F along its own x axis: the force turns with it, F (cos wt, sin wt, 0) in ground axes,
+// so the body drifts on x = F / (m w^2) (1 - cos wT), y = F / (m w) (T - sin(wT) / w); the same
+// force in ground axes moves it F T^2 / (2 m) along x. Gradients in F and m agree across methods.
+TEST(SpatialElements, AForceInBodyAxesTurnsWithTheBody) {
+  const auto spinning = [](const std::string& frame) {
+    return parse_model(R"(
+name: spinning
+horizon: 1.7
+parameters: {F: 1.5, m: 2}
+tolerances: {rtol: 1.0e-11, atol: 1.0e-12}
+gravity: [0, 0, 0]
+spatial:
+  bodies:
+    b: {mass: m, inertia: [0.2, 0.2, 0.3], position: [0, 0, 0], angular_velocity: [0, 0, 4]}
+  forces:
+    - {type: force, name: push, body: b, force: [F, 0, 0], frame: )" + frame + R"(}
+costs:
+  x_T: {terminal: [{signal: x, of: b}]}
+  y_T: {terminal: [{signal: y, of: b}]}
+)",
+                       "spinning.yaml");
+  };
+  const double F = 1.5, m = 2, w = 4, T = 1.7;
+  const Problem follower = make_problem(spinning("body"));
+  const Solution s = simulate(follower, follower.nominal_parameters(), follower.options());
+  EXPECT_NEAR(s.costs[0], F / (m * w * w) * (1 - std::cos(w * T)), 1e-9);
+  EXPECT_NEAR(s.costs[1], F / (m * w) * (T - std::sin(w * T) / w), 1e-9);
+  const Problem fixed = make_problem(spinning("ground"));
+  const Solution g = simulate(fixed, fixed.nominal_parameters(), fixed.options());
+  EXPECT_NEAR(g.costs[0], F * T * T / (2 * m), 1e-9);
+  EXPECT_NEAR(g.costs[1], 0.0, 1e-9);
+  // d x_T / dF = x_T / F, d x_T / dm = -x_T / m (both costs are F / m times a function of T).
+  const Solution fwd = forward_sensitivity(follower, follower.nominal_parameters(), follower.options());
+  const Solution adj = adjoint(follower, follower.nominal_parameters(), follower.options());
+  for (int c = 0; c < 2; ++c) {
+    const double cost = s.costs[static_cast<size_t>(c)];
+    EXPECT_NEAR(fwd.cost_gradient(c, 0), cost / F, 1e-8) << "forward, cost " << c;
+    EXPECT_NEAR(fwd.cost_gradient(c, 1), -cost / m, 1e-8) << "forward, cost " << c;
+    EXPECT_NEAR(adj.cost_gradient(c, 0), cost / F, 1e-7) << "adjoint, cost " << c;
+    EXPECT_NEAR(adj.cost_gradient(c, 1), -cost / m, 1e-7) << "adjoint, cost " << c;
+  }
+}
+
+// A top on a spherical joint driven by a torque in its own axes (tumbling, with gravity): forward
+// sensitivities, the adjoint and the complex step agree (measured: 8.5e-7 and 1.7e-6; at rtol
+// 1e-12, 1.4e-7 and 1.6e-8).
+TEST(SpatialElements, TopDrivenInBodyAxesHasAgreeingGradients) {
+  const Model model = parse_model(R"(
+name: driven_top
+horizon: 1
+parameters: {n: 0.3, m: 1.2}
+tolerances: {rtol: 1.0e-9, atol: 1.0e-11}
+gravity: [0, 0, -9.81]
+spatial:
+  bodies:
+    top: {mass: m, inertia: [0.02, 0.03, 0.01], center: [0, 0, 0.1], position: [0, 0, 0],
+          orientation: {axis: [1, 0.2, 0], angle: 0.3}, angular_velocity: [0, 0, 20]}
+  joints:
+    - {type: spherical, name: tip, a: ground, b: top}
+  forces:
+    - {type: torque, name: drive, body: top, torque: [n, 0, 0.05], frame: body}
+    - {type: force, name: kick, body: top, at: [0, 0.05, 0.2], force: [0, 0.4, n], frame: body}
+costs:
+  x_T: {terminal: [{signal: x, of: {body: top, at: [0, 0, 0.2]}}]}
+  z_T: {terminal: [{signal: z, of: {body: top, at: [0, 0, 0.2]}}]}
+)",
+                                  "driven_top.yaml");
+  const Problem pb = make_problem(model);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Options o = pb.options();
+  const GradientCheck cmp = compare_gradients(
+      pb, {forward_estimate(forward_sensitivity(pb, p, o)), adjoint_estimate(adjoint(pb, p, o)), complex_step(pb, p, o)});
+  EXPECT_LT(cmp.max_relative_error[1], 1e-5) << "adjoint";
+  EXPECT_LT(cmp.max_relative_error[2], 1e-5) << "complex step";
 }
 
 Solution run(const std::string& text) {
@@ -517,6 +644,11 @@ TEST(SpatialElements, BadInputIsNamed) {
   EXPECT_NE(negative.find("spatial.forces[2].stiffness[1]"), std::string::npos) << negative;
   EXPECT_NE(error_of(with("type: bushing, name: bu, a: b1, b: b2", "type: bushing, name: bu, a: b1, b: b1")).find("to itself"),
             std::string::npos);
+  std::string follower = kFollowerLoads;
+  follower.replace(follower.find("frame: body}"), 11, "frame: local");
+  const std::string frame = error_of(follower);
+  EXPECT_EQ(frame.rfind("bad.yaml:11:", 0), 0u) << frame;
+  EXPECT_NE(frame.find("spatial.forces[0].frame: unknown frame 'local' (ground, body)"), std::string::npos) << frame;
 }
 
 }  // namespace

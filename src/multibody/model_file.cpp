@@ -521,16 +521,18 @@ class Reader : yaml::Fields {
       f.rest_length = value(require(n, "rest_length", field), field + ".rest_length");
       f.actuator = optional_value(n, "actuator_force", field, 0.0);
     } else if (type == "force") {
-      check_keys(n, field, {"type", "name", "body", "at", "force"});
+      check_keys(n, field, {"type", "name", "body", "at", "force", "frame"});
       f.type = SpatialForceType::Force;
       f.body_a = spatial_body_or_ground(require(n, "body", field), field + ".body");
       f.point_a = optional_triple(n, "at", field, Value3{});
       f.vector = triple(require(n, "force", field), field + ".force");
+      f.body_axes = load_in_body_axes(n, field);
     } else if (type == "torque") {
-      check_keys(n, field, {"type", "name", "body", "torque"});
+      check_keys(n, field, {"type", "name", "body", "torque", "frame"});
       f.type = SpatialForceType::Torque;
       f.body_a = spatial_body_or_ground(require(n, "body", field), field + ".body");
       f.vector = triple(require(n, "torque", field), field + ".torque");
+      f.body_axes = load_in_body_axes(n, field);
     } else if (type == "compliant_contact") {
       read_compliant_contact(n, field, f);
     } else if (type == "rotational_spring") {
@@ -547,6 +549,17 @@ class Reader : yaml::Fields {
                              f.type == SpatialForceType::Bushing;
     if (!between_two && f.body_a < 0) fail(n["body"], field + ".body", "expected a spatial body");
     return f;
+  }
+
+  /// A force's or torque's `frame`: `ground` (default: the vector keeps its direction) or `body`
+  /// (the vector is in the body's axes and turns with it).
+  bool load_in_body_axes(const YAML::Node& n, const std::string& field) const {
+    if (!n["frame"]) return false;
+    const std::string frame = scalar(n["frame"], field + ".frame");
+    if (frame != "ground" && frame != "body") {
+      fail(n["frame"], field + ".frame", fmt::format("unknown frame '{}' (ground, body)", frame));
+    }
+    return frame == "body";
   }
 
   /// A rotational spring-damper-actuator about a revolute or cylindrical joint's axis (`joint`),

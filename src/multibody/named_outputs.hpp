@@ -59,7 +59,7 @@ S potential_energy(const Model& m, const MotionState<S>& st, In<S> p) {
       const SpatialSpringState<S> s = spatial_spring_state(m, f, st, p);
       const S stretch = s.length - value_of<S>(f.rest_length, p);
       v += S(0.5) * value_of<S>(f.stiffness, p) * stretch * stretch + value_of<S>(f.actuator, p) * s.length;
-    } else if (f.type == SpatialForceType::Force) {
+    } else if (f.type == SpatialForceType::Force && !f.body_axes) {  // a follower force has no potential
       v -= dot3(value3<S>(f.vector, p), spatial_vector<S>(m, st, f.body_a, value3<S>(f.point_a, p), true).value);
     } else if (f.type == SpatialForceType::CompliantContact) {
       v += compliant_contact_energy(m, f, st, p);

@@ -357,6 +357,15 @@ S compliant_contact_energy(const Model& m, const SpatialForce& f, const MotionSt
 /// Generalized forces of the spatial bodies: gravity on each centre of mass, the quadratic
 /// velocity forces, springs, applied forces (J^T f at their point) and torques (2 G^T A^T n on
 /// the Euler parameters).
+/// The vector of a Force [N] or Torque [N m] in ground axes: as given, or turned by its body's
+/// rotation A(p) when given in the body's axes (SpatialForce::body_axes).
+template <class S>
+Vec3<S> applied_load_in_ground_axes(const Model& m, const SpatialForce& e, const MotionState<S>& st, In<S> p) {
+  const Vec3<S> given = value3<S>(e.vector, p);
+  if (!e.body_axes) return given;
+  return rotation_matrix(spatial_pose(m, st, e.body_a).p) * given;
+}
+
 template <class S>
 void add_spatial_forces(const Model& m, const MotionState<S>& st, In<S> p, VectorX<S>& F) {
   const Vec3<S> g(value_of<S>(m.gravity_x, p), value_of<S>(m.gravity_y, p), value_of<S>(m.gravity_z, p));
@@ -378,13 +387,14 @@ void add_spatial_forces(const Model& m, const MotionState<S>& st, In<S> p, Vecto
       }
       case SpatialForceType::Force: {
         const Kin3<S> at = spatial_vector<S>(m, st, e.body_a, value3<S>(e.point_a, p), true);
-        at.jac.add_transposed(F, value3<S>(e.vector, p));
+        at.jac.add_transposed(F, applied_load_in_ground_axes(m, e, st, p));
         break;
       }
       case SpatialForceType::Torque: {
         // Virtual work n^T omega = n^T 2 E p-dot: the generalized force on p is 2 E^T n.
         const SpatialPose<S> pose = spatial_pose(m, st, e.body_a);
-        F.template segment<4>(pose.offset + 3) += S(2.0) * (e_matrix(pose.p).transpose() * value3<S>(e.vector, p));
+        F.template segment<4>(pose.offset + 3) +=
+            S(2.0) * (e_matrix(pose.p).transpose() * applied_load_in_ground_axes(m, e, st, p));
         break;
       }
       case SpatialForceType::CompliantContact: {

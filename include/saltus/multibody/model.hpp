@@ -194,7 +194,10 @@ struct SpatialForce {
   int body_a = -1, body_b = -1;  ///< -1: the ground
   Value3 point_a, point_b;       ///< in the bodies' frames [m]
   Value stiffness = 0.0, damping = 0.0, rest_length = 0.0, actuator = 0.0;  ///< Spring
-  Value3 vector;                 ///< Force [N] or Torque [N m], ground axes; the plane's normal
+  Value3 vector;                 ///< Force [N] or Torque [N m]; the plane's normal (ground axes)
+  /// Force / Torque: `vector` is in the body's axes and turns with it (a follower load, not
+  /// conservative) instead of ground axes.
+  bool body_axes = false;
   /// CompliantContact: normal force k delta^exponent (1 + damping delta-dot) >= 0 on a
   /// penetration delta > 0 [m], friction mu N along -v_t / sqrt(|v_t|^2 + slip_velocity^2).
   Value radius = 0.0, exponent = 1.5, friction = 0.0, slip_velocity = 0.1;
