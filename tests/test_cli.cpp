@@ -95,6 +95,7 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"run", "ball1d", "--param", "g"},
       {"run", "ball1d", "--rtol", "-1e-6"},
       {"run", "ball1d", "--atol", "-1"},
+      {"run", "ball1d", "--atol", "0"},
       {"run", "ball1d", "--tend", "-2"},
       {"run", "ball1d", "--method", "magic"},
       {"run", "ball1d", "--method", "adjoint", "--checkpoint-steps", "0"},
@@ -103,7 +104,7 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"frobnicate"},
   };
   const std::vector<std::string> expected_words = {
-      "nosuch", "gravity", "abc", "finite", "name=value", "rtol", "atol", "--tend -2: the final time must exceed",
+      "nosuch", "gravity", "abc", "finite", "name=value", "rtol", "atol", "--atol must be positive, got 0", "--tend -2: the final time must exceed",
       "magic", "checkpoint-steps must be a positive integer, got 0",
       "--adjoint-memory must be at least 1M (1048576 bytes), got 512k",
       "--adjoint-memory: 'lots' is not a size", "frobnicate"};

@@ -1,4 +1,5 @@
 // Simultaneous events, events at output times, grazing, Zeno, and sticking contacts.
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
@@ -8,6 +9,7 @@
 
 #include <cmath>
 #include <functional>
+#include <string>
 
 #include "support/test_problems.hpp"
 
@@ -205,5 +207,62 @@ TEST(StartOnGuard, AnAbsurdHorizonIsNamed) {
   } catch (const SolverError& e) {
     EXPECT_NE(std::string(e.what()).find("the first step failed"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("horizon [0, 1e+300] s"), std::string::npos) << e.what();
+  }
+}
+
+namespace {
+
+/// The documented bouncing ball (docs/model-files.md) with a raised floor, no drag and e = 0.6:
+/// it rests on its floor at h = r from the Zeno limit t_inf = t_1 + (2 v_1 / g) e / (1 - e),
+/// t_1 = sqrt(2 / g), v_1 = sqrt(2 g) (a 1 m drop), about 1.8061 s.
+Problem resting_ball(double rtol, const std::string& direction) {
+  Problem pb = equations::parse_equation_problem(
+      "name: ball\nhorizon: 6\nparameters: {g: 9.81, e: 0.6, h0: 1.25, r: 0.25}\nstates: {h: h0, v: 0}\n"
+      "modes: {flight: {rhs: [v, -g]}, rest: {rhs: [0, 0]}}\n"
+      "events:\n"
+      "  impact: {guard: h - r, direction: " + direction + ", jump: [h, -e*v], only_in: flight, rests_in: {mode: rest, jump: [r, 0]}}\n"
+      "  lift_off: {guard: -g, direction: rising, only_in: rest, next: flight}\n"
+      "costs: {h_T: {terminal: h}}\n",
+      "ball.yaml");
+  pb.options().rtol = rtol;
+  return pb;
+}
+
+}  // namespace
+
+// Near the Zeno limit a bounce leaves the floor at tolerance-level speed (2.6e-5 m/s at rtol
+// 1e-8); the integration's noise then crossed the guard 'falling' while the ball still rose,
+// and that spurious impact's jump sent the ball down through its floor (h = -86 m at t = 6,
+// exit 0; also at rtol 1e-6 and 3e-9). A root against its event's direction is now no firing.
+TEST(Zeno, ABounceAtNoiseLevelDoesNotFireAgainstItsDirection) {
+  for (double rtol : {1e-6, 1e-8, 3e-9, 1e-10}) {
+    const Problem pb = resting_ball(rtol, "falling");
+    const Solution s = simulate(pb, pb.nominal_parameters(), pb.options());
+    EXPECT_EQ(pb.mode(s.final_mode).name, "rest") << rtol;
+    EXPECT_NEAR(s.final_state[0], 0.25, 1e-12) << rtol;
+    EXPECT_EQ(s.final_state[1], 0.0) << rtol;
+    for (const EventRecord& e : s.events) {
+      if (e.name == "impact") {
+        EXPECT_LE(e.guard_rate, 0.0) << rtol << " at t = " << e.time;
+      }
+    }
+    const double t1 = std::sqrt(2.0 / 9.81), v1 = std::sqrt(2.0 * 9.81);
+    EXPECT_NEAR(s.events.back().accumulation_time, t1 + 2.0 * v1 / 9.81 * 0.6 / 0.4, 2e-3) << rtol;
+  }
+}
+
+// A floor watched in both directions (direction: either) whose jump reverses the crossing: the
+// bounce leaves the floor where the root was located just past zero, and watching both
+// directions fired the impact again at once, 18 times within 1e-13 s, then let the ball through
+// its floor. After its own firing an either-way guard watches the crossing that brings the state
+// back: the same bounces as a falling floor.
+TEST(Zeno, AnEitherWayFloorBouncesAsAFallingOne) {
+  for (double rtol : {1e-8, 1e-10}) {
+    const Problem either = resting_ball(rtol, "either"), falling = resting_ball(rtol, "falling");
+    const Solution a = simulate(either, either.nominal_parameters(), either.options());
+    const Solution b = simulate(falling, falling.nominal_parameters(), falling.options());
+    ASSERT_EQ(a.events.size(), b.events.size()) << rtol;
+    for (size_t i = 0; i < a.events.size(); ++i) EXPECT_NEAR(a.events[i].time, b.events[i].time, 1e-9) << rtol << " " << i;
+    EXPECT_NEAR(a.final_state[0], 0.25, 1e-12) << rtol;
   }
 }

@@ -2,10 +2,16 @@
 // B = delta A + gamma - beta:  x(T) = 2 B^2 + T - gamma, so
 //   dx_T/dx0 = 4B delta alpha,  dx_T/dalpha = 4B delta (x0 + 2 alpha - 1),
 //   dx_T/dbeta = 4B (delta - 1),  dx_T/ddelta = 4B A,  dx_T/dgamma = 4B - 1.
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
+#include <saltus/verify/gradient.hpp>
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
 
 using namespace saltus;
 
@@ -42,4 +48,45 @@ TEST(TimeEvents, StatesAtOutputTimesFollowTheRamp) {
                               2 * 27.125 * 27.125 + 0.5, 1473.03125};
   ASSERT_EQ(s.times.size(), 6u);  // tf is appended
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(s.states(i, 0), expected[i], 1e-8) << s.times[size_t(i)];
+}
+
+// A dose given exactly at the final time (tau = tf = 2) applies its jump and its event cost, and
+// every method differentiates it one-sidedly (the dose as given, tau at most tf): with
+// x' = -k x, x(0) = 1, x+ = x- + D at tau,
+//   x_T = e^{-k tf} + D e^{-k (tf - tau)}:  d/dk = -tf e^{-k tf}, d/dD = 1, d/dtau = D k;
+//   auc = integral of x = (1 - e^{-k tf}) / k:  d/dk = (k tf e^{-k tf} - (1 - e^{-k tf})) / k^2,
+//         d/dtau = -D (an earlier dose adds its area), d/dD = 0;
+//   trough = x(tau-) = e^{-k tau}:  d/dk = -tau e^{-k tau}, d/dtau = -k e^{-k tau}.
+// The adjoint missed events at the final time (they start no segment of the backward pass):
+// 0.15 for d x_T / d tau on a dosing model whose forward sensitivity said 0.59. Explicit (CVODES)
+// and residual (IDAS) modes.
+TEST(TimeEvents, AnEventAtTheFinalTimeEntersEveryGradient) {
+  const double k = 0.7, D = 1.5, tf = 2.0, e = std::exp(-k * tf);
+  const double expected[3][3] = {{-tf * e, 1.0, D * k},
+                                 {(k * tf * e - (1.0 - e)) / (k * k), 0.0, -D},
+                                 {-tf * e, 0.0, -k * e}};
+  for (const std::string mode : {"{rhs: [\"-k*x\"]}", "{residual: [\"der(x) + k*x\"]}"}) {
+    const Problem pb = equations::parse_equation_problem("name: dose_at_end\nhorizon: 2\nparameters: {k: 0.7, D: 1.5, tau: 2}\n"
+                                                         "states: {x: 1}\nmodes: {m: " + mode + "}\n"
+                                                         "events: {dose: {at: tau, jump: [\"x + D\"]}}\n"
+                                                         "tolerances: {rtol: 1.0e-10, atol: 1.0e-12}\n"
+                                                         "costs:\n  x_T: {terminal: x}\n  auc: {running: x}\n"
+                                                         "  trough: {events: {dose: x}}\n",
+                                                         "dose_at_end.yaml");
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    const Solution fwd = forward_sensitivity(pb, p, pb.options());
+    ASSERT_EQ(fwd.events.size(), 1u) << mode;
+    EXPECT_NEAR(fwd.costs[0], e + D, 1e-9) << mode;
+    EXPECT_NEAR(fwd.costs[1], (1.0 - e) / k, 1e-9) << mode;
+    EXPECT_NEAR(fwd.costs[2], e, 1e-9) << mode;
+    const Solution adj = adjoint(pb, p, pb.options());
+    const GradientEstimate cs = complex_step(pb, p, pb.options());
+    for (int c = 0; c < 3; ++c) {
+      for (int j = 0; j < 3; ++j) {
+        EXPECT_NEAR(fwd.cost_gradient(c, j), expected[c][j], 1e-7) << mode << " forward " << c << ", " << j;
+        EXPECT_NEAR(adj.cost_gradient(c, j), expected[c][j], 1e-7) << mode << " adjoint " << c << ", " << j;
+        EXPECT_NEAR(cs.cost_gradient(c, j), expected[c][j], 1e-7) << mode << " complex step " << c << ", " << j;
+      }
+    }
+  }
 }

@@ -165,7 +165,9 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   }
   if (!a.atol.empty()) {
     const double atol = parse_number(a.atol, "--atol");
-    if (atol < 0.0) throw UsageError(fmt::format("--atol must not be negative, got {}", a.atol));
+    // As a model file's tolerances.atol: 0 gives a state that passes through zero an infinite
+    // error weight, which CVODES and IDAS refuse only once the run has started.
+    if (atol <= 0.0) throw UsageError(fmt::format("--atol must be positive, got {}", a.atol));
     options.atol = atol;
     options.atol_per_state.clear();
   }

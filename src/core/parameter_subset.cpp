@@ -145,6 +145,11 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
       return embed->with_full<double>(p, [&](In<double> full) { return value(t, x, full); });
     };
   }
+  for (FailureDiagnosis& d : q.failure_diagnoses_) {
+    d = [d, embed](double t, In<double> x, In<double> p) {
+      return embed->with_full<double>(p, [&](In<double> full) { return d(t, x, full); });
+    };
+  }
   for (auto& check : q.parameter_checks_) {
     check = [check, embed](In<double> p) { embed->with_full<double>(p, [&](In<double> full) { check(full); }); };
   }

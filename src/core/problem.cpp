@@ -389,6 +389,19 @@ void Problem::validate() const {
   saltus::validate(options_, n_states(), n_parameters());
 }
 
+std::string Problem::diagnose_failure(double t, In<double> x, In<double> p) const {
+  std::string clauses;
+  for (const FailureDiagnosis& diagnosis : failure_diagnoses_) {
+    try {
+      const std::string clause = diagnosis(t, x, p);
+      if (!clause.empty()) clauses += "; " + clause;
+    } catch (const std::exception&) {
+      // The state the integrator stopped at may be outside the model's domain: no reading.
+    }
+  }
+  return clauses;
+}
+
 void Problem::validate_parameters(const Eigen::VectorXd& p) const {
   if (p.size() != n_parameters()) {
     throw InputError(fmt::format("problem '{}' has {} parameters, got a vector of {}", name_,

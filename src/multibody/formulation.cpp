@@ -1,11 +1,13 @@
 #include <saltus/multibody/formulation.hpp>
 
+#include "failure_diagnosis.hpp"
 #include "formulations.hpp"
 #include "initial_checks.hpp"
 #include "named_outputs.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <type_traits>
 
@@ -76,6 +78,15 @@ void add_residual_monitors(Problem& pb, const std::shared_ptr<const Form>& form)
                  [residual](double t, In<double> x, In<double> p) { return residual(t, x, p, false); });
   pb.add_monitor("velocity residual |Phi_q v + Phi_t|",
                  [residual](double t, In<double> x, In<double> p) { return residual(t, x, p, true); });
+}
+
+/// Where an integration fails, springs whose ends coincide are named (failure_diagnosis.hpp).
+template <class Form>
+void add_spring_diagnosis(Problem& pb, const std::shared_ptr<const Form>& form) {
+  pb.add_failure_diagnosis([form](double t, In<double> x, In<double> p) {
+    const FullState<double> fs = form->template full_state<double>(t, x, p, nullptr, false);
+    return detail::coincident_spring_ends(*form->model, fs.motion, p);
+  });
 }
 
 /// The mechanism's named outputs (named_outputs.hpp), the same in every formulation.
@@ -211,6 +222,11 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   add_costs<Form>(pb, model, form);
   add_named_outputs<Form>(pb, model, form);
   if (model.n_constraints() > 0) add_residual_monitors<Form>(pb, form);
+  const bool has_springs =
+      std::any_of(model.elements.begin(), model.elements.end(), [](const Element& e) { return e.type == ElementType::Spring; }) ||
+      std::any_of(model.spatial_forces.begin(), model.spatial_forces.end(),
+                  [](const SpatialForce& f) { return f.type == SpatialForceType::Spring; });
+  if (has_springs) add_spring_diagnosis<Form>(pb, form);
   Options& o = pb.options();
   o.t0 = model.t0;
   o.tf = model.tf;

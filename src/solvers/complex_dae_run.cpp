@@ -17,8 +17,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "guard_rate.hpp"
 #include "idas_session.hpp"
@@ -71,6 +73,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   VectorX<Complex> x_probe_, xdot_probe_, residual_probe_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
+  DroppedRoots dropped_;  // roots against their direction, dropped at this restart
   CascadeGuard cascade_;
   ZenoWatch zeno_;
   std::string model_error_;
@@ -273,8 +276,10 @@ void ComplexDaeRun::begin_segment(double t) {
                                                                  Eigen::VectorXd(xdotc_.real()), p_real_, opt_,
                                                                  nx_ + nq_, ws_));
   watched_ = watched_events(pb_, mode_);
-  hold_guards_near_zero(pb_, watched_, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_,
-                        opt_, ws_);
+  const Eigen::VectorXd x_real = xc_.real(), xdot_real = xdotc_.real();
+  watch_return_crossings(pb_, watched_, dropped_.with(complex_events_fired_at(sol_.event_times, sol_.event_ids, t)),
+                         mode_, t, x_real, xdot_real, p_real_, opt_.grazing_tolerance, ws_);
+  hold_guards_near_zero(pb_, watched_, mode_, t, x_real, xdot_real, p_real_, opt_, ws_);
   ida_->set_roots(watched_.directions);
 }
 
@@ -309,7 +314,12 @@ void ComplexDaeRun::apply_roots(double t) {
   xc_ = point.x;
   xdotc_ = point.xdot;
   end_segment();
-  const std::vector<int> fired = ida_->root_info();
+  std::vector<int> fired = ida_->root_info();
+  // The real run's decision (DaeRun::apply_roots), on the real parts.
+  dropped_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()),
+                                                          Eigen::VectorXd(xdotc_.real()), p_real_,
+                                                          opt_, ws_),
+                  fired, t);
   for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     apply_event(resolve_rest(fired_event, t), t);
   });
@@ -321,7 +331,7 @@ int ComplexDaeRun::resolve_rest(int k, double t) {
   zeno_.refuse_accumulation(pb_, k, t);
   bool rest = false;
   if (ev.rest_event >= 0) {
-    rest = zeno_.accumulation(k, t).has_value();
+    rest = dropped_.rests(k) || zeno_.accumulation(k, t).has_value();
     if (!rest) {
       const EventValues v = fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
       rest = dae_guard_rate(pb_, k, v.mode_after, t, v.x_plus, v.f_plus, p_real_, ws_).grazing(opt_.grazing_tolerance);
@@ -373,7 +383,8 @@ void ComplexDaeRun::fail(int flag, double t) {
   throw_if_interrupted(t);
   const std::string context = fmt::format("at t = {:.17g} in mode '{}' (complex-step run)", t, pb_.mode(mode_).name);
   if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, ida_flag_name(flag), context));
-  throw SolverError(fmt::format("IDAS failed with {} {}", ida_flag_name(flag), context));
+  throw SolverError(fmt::format("IDAS failed with {} {}{}", ida_flag_name(flag), context,
+                                pb_.diagnose_failure(t, view(ida_->y()).head(nx_), p_real_)));
 }
 
 void ComplexDaeRun::finish(double t) {

@@ -6,8 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "complex_dae_run.hpp"
 #include "runge_kutta/discrete_adjoint.hpp"
@@ -61,6 +63,7 @@ class ComplexRun : private detail::SegmentIntegrator {
   Eigen::MatrixXd identity_x_;
   TangentWorkspace ws_;
   detail::WatchedEvents watched_;
+  detail::DroppedRoots dropped_;  // roots against their direction, dropped at this restart
   detail::CascadeGuard cascade_;
   detail::ZenoWatch zeno_;  // the same resting decisions as the real run, on the real parts
   std::string model_error_;
@@ -194,7 +197,11 @@ void ComplexRun::begin_segment(double t) {
   }
   cv_->start(t);
   watched_ = detail::watched_events(pb_, mode_);
-  detail::hold_guards_near_zero(pb_, watched_, mode_, t, Eigen::VectorXd(xc_.real()), p_real_, opt_, ws_);
+  real_x_ = xc_.real();
+  detail::watch_return_crossings(pb_, watched_,
+                                 dropped_.with(detail::complex_events_fired_at(sol_.event_times, sol_.event_ids, t)),
+                                 mode_, t, real_x_, p_real_, opt_.grazing_tolerance, ws_);
+  detail::hold_guards_near_zero(pb_, watched_, mode_, t, real_x_, p_real_, opt_, ws_);
   cv_->set_roots(watched_.directions);
   segment_advanced_ = false;
 }
@@ -234,14 +241,17 @@ detail::Reached ComplexRun::advance(double tout, double& t) {
 void ComplexRun::apply_roots(double t) {
   load_state(cv_->y());
   end_segment(t);
-  const std::vector<int> fired = cv_->root_info();
+  std::vector<int> fired = cv_->root_info();
+  real_x_ = xc_.real();  // the real run's decision (HybridRun::apply_roots), on the real parts
+  dropped_.record(pb_, detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_,
+                                                                     opt_, ws_), fired, t);
   detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
     zeno_.refuse_accumulation(pb_, fired_event, t);
     int k = fired_event;
     if (ev.rest_event >= 0) {
       real_x_ = xc_.real();
-      const bool rest = zeno_.accumulation(fired_event, t).has_value() ||
+      const bool rest = dropped_.rests(fired_event) || zeno_.accumulation(fired_event, t).has_value() ||
                         detail::jump_stays_on_guard(pb_, fired_event, mode_, t, real_x_, p_real_,
                                                     opt_.grazing_tolerance, ws_);
       if (rest) k = ev.rest_event;
@@ -258,7 +268,9 @@ void ComplexRun::fail(int flag, double t) {
                                           pb_.mode(mode_).name);
   if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name,
                                                           context));
-  throw SolverError(fmt::format("CVODES failed with {} {}", flag_name, context));
+  // The real parts of the state CVODES reached: the model reads them as the real run's.
+  throw SolverError(fmt::format("CVODES failed with {} {}{}", flag_name, context,
+                                pb_.diagnose_failure(t, view(cv_->y()).head(nx_), p_real_)));
 }
 
 ComplexSolution ComplexRun::run() {

@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "event_log.hpp"
 #include "guard_rate.hpp"
@@ -177,8 +179,11 @@ void DaeRun::begin_segment(double t) {
     seg.events_begin = segments_.empty() ? 0 : segments_.back().events_end;
     seg.events_end = book_.solution().events.size();
     const int nonzeros = select_sparse_pattern(t);
+    // A segment that starts at tf (after an event there) is never integrated: its session must
+    // not record, because IDAS's IDAAdjFree crashes on a recording that IDASolveF never ran.
+    const long checkpoint_steps = t < opt_.tf ? opt_.checkpoint_steps : 0;
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
-                                                component_atol(), std::vector<double>{}, opt_.checkpoint_steps,
+                                                component_atol(), std::vector<double>{}, checkpoint_steps,
                                                 std::vector<double>{}, pb_.has_index2_modes(), nonzeros);
     seg.sparse_pattern = sparse_ ? sparse_->active_id() : -1;
     ida_ = seg.session.get();
@@ -212,6 +217,8 @@ void DaeRun::begin_segment(double t) {
                                         : completed_first_step(pb_, mode_, t, point_.x, point_.xdot, p_, opt_,
                                                                nx_ + nq_, ws_));
   watched_ = watched_events(pb_, mode_);
+  watch_return_crossings(pb_, watched_, dropped_.with(book_.events_fired_at(t)), mode_, t, point_.x, point_.xdot, p_,
+                         opt_.grazing_tolerance, ws_);
   hold_guards_near_zero(pb_, watched_, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
   ida.set_roots(watched_.directions);
 }
@@ -221,7 +228,16 @@ Reached DaeRun::advance(double tout, double& t) {
   if (flag < 0 && restart_.retry(t)) flag = start_again(tout, t);
   if (flag < 0) fail(flag, t);
   if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
-  return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;
+  if (flag == IDA_ROOT_RETURN) {
+    fired_ = ida_->root_info();
+    return Reached::Roots;
+  }
+  if (kind_ == RunKind::AdjointRecording && t == opt_.tf) {
+    fired_ = roots_at_the_final_time(pb_, watched_, mode_, t, view(ida_->y()).head(nx_), view(ida_->yp()).head(nx_),
+                                     p_, opt_.grazing_tolerance, ws_);
+    if (!fired_.empty()) return Reached::Roots;
+  }
+  return Reached::Output;
 }
 
 int DaeRun::start_again(double tout, double& t) {
@@ -281,7 +297,9 @@ void DaeRun::record_output(double t, bool integrated) {
 
 void DaeRun::apply_roots(double t) {
   take_integrator_state(t, "at an event");
-  const std::vector<int> fired = ida_->root_info();
+  std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
+  dropped_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, point_.x, point_.xdot, p_,
+                                                             opt_, ws_), fired, t);
   restart_.after_event(ida_->last_step());
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(
@@ -295,7 +313,7 @@ void DaeRun::apply_roots(double t) {
 int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
   const Event& ev = pb_.event(k);
   if (ev.rest_event < 0) return k;
-  rest = book_.zeno().accumulation(k, t);
+  rest = dropped_.rests(k) ? std::optional<Accumulation>(Accumulation{t}) : book_.zeno().accumulation(k, t);
   if (!rest) {
     // The jump would leave the state on the guard (restitution 0): the motion rests there.
     const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
@@ -330,6 +348,7 @@ void DaeRun::fail(int flag, double t) {
   if (flag == IDA_CONV_FAIL || flag == IDA_ERR_FAIL) {
     hint = "; the corrector kept failing: is the DAE index 1 along the motion (docs/dae.md)?";
   }
+  if (ida_ != nullptr) hint += pb_.diagnose_failure(t, view(ida_->y()).head(nx_), p_);  // the state IDAS reached
   throw SolverError(fmt::format("IDAS failed with {} {}{}", ida_flag_name(flag), context, hint));
 }
 

@@ -106,6 +106,9 @@ class DaeRun : private SegmentIntegrator {
   std::unique_ptr<IdasSession> session_;  // simulation and forward runs
   std::vector<DaeSegment> segments_;      // adjoint recordings
   IdasSession* ida_ = nullptr;            // the session of the current segment
+  // The roots that advance stopped at (HybridRun::fired_).
+  std::vector<int> fired_;
+  DroppedRoots dropped_;  // roots against their direction, dropped at this restart
   RestartStep restart_;                   // the first step after an event (docs/dae.md, "Restarts")
 };
 

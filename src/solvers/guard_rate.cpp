@@ -105,6 +105,14 @@ GuardRate dae_guard_rate(const Problem& problem, int event, int mode, double t, 
 
 bool off_guard(double r, const GuardRate& rate) { return std::abs(r) > 1e-8 * (1.0 + rate.reach); }
 
+double noise_band(const GuardRate& rate, const Options& options) {
+  const double atol = options.atol_per_state.empty()
+                          ? options.atol
+                          : *std::max_element(options.atol_per_state.begin(), options.atol_per_state.end());
+  const double noise = options.rtol * rate.reach + atol * rate.gradient_l1;
+  return std::max(1e-8 * (1.0 + rate.reach), kHoldNoiseFactor * noise);
+}
+
 void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,
                            In<double> xdot, In<double> p, const Options& options, TangentWorkspace& ws) {
   watched.held.assign(watched.events.size(), 0.0);
@@ -116,11 +124,7 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
     if (!(std::abs(r) <= screen)) continue;
     const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
     if (!rate.grazing(options.grazing_tolerance)) continue;
-    const double atol = options.atol_per_state.empty()
-                            ? options.atol
-                            : *std::max_element(options.atol_per_state.begin(), options.atol_per_state.end());
-    const double noise = options.rtol * rate.reach + atol * rate.gradient_l1;
-    const double band = std::max(1e-8 * (1.0 + rate.reach), kHoldNoiseFactor * noise);
+    const double band = noise_band(rate, options);
     if (std::abs(r) > band) continue;
     // The non-firing side: above zero for a falling crossing, below for a rising one.
     const int side = watched.directions[i] != 0 ? -watched.directions[i] : (r >= 0.0 ? 1 : -1);
@@ -133,6 +137,76 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
   Eigen::VectorXd xdot(x.size());
   problem.mode(mode).rhs.real(t, x, p, xdot);
   hold_guards_near_zero(problem, watched, mode, t, x, xdot, p, options, ws);
+}
+
+void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<int>& fired_here,
+                            int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                            double grazing_tolerance, TangentWorkspace& ws) {
+  for (size_t i = 0; i < watched.events.size(); ++i) {
+    const int k = watched.events[i];
+    if (watched.directions[i] != 0 || std::find(fired_here.begin(), fired_here.end(), k) == fired_here.end()) continue;
+    const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
+    if (rate.grazing(grazing_tolerance) || off_guard(problem.event(k).guard_at<double>(t, x, xdot, p), rate)) continue;
+    watched.directions[i] = rate.rate > 0.0 ? -1 : 1;  // leaving upwards, it comes back falling
+  }
+}
+
+void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<int>& fired_here,
+                            int mode, double t, In<double> x, In<double> p, double grazing_tolerance,
+                            TangentWorkspace& ws) {
+  if (fired_here.empty()) return;
+  Eigen::VectorXd xdot(x.size());
+  problem.mode(mode).rhs.real(t, x, p, xdot);
+  watch_return_crossings(problem, watched, fired_here, mode, t, x, xdot, p, grazing_tolerance, ws);
+}
+
+std::vector<int> roots_at_the_final_time(const Problem& problem, const WatchedEvents& watched, int mode, double tf,
+                                         In<double> x, In<double> xdot, In<double> p, double grazing_tolerance,
+                                         TangentWorkspace& ws) {
+  std::vector<int> fired(watched.events.size(), 0);
+  bool any = false;
+  for (size_t i = 0; i < watched.events.size(); ++i) {
+    const int k = watched.events[i];
+    if (problem.event(k).guard_at<double>(tf, x, xdot, p) != 0.0) continue;
+    const GuardRate rate = dae_guard_rate(problem, k, mode, tf, x, xdot, p, ws);
+    if (rate.grazing(grazing_tolerance) || rate.rate * watched.directions[i] < 0.0) continue;
+    fired[i] = rate.rate > 0.0 ? 1 : -1;
+    any = true;
+  }
+  if (!any) fired.clear();
+  return fired;
+}
+
+RootsAgainstDirection roots_against_their_direction(const Problem& problem, const WatchedEvents& watched,
+                                                    std::vector<int>& fired, int mode, double t, In<double> x,
+                                                    In<double> xdot, In<double> p, const Options& options,
+                                                    TangentWorkspace& ws) {
+  RootsAgainstDirection found;
+  for (size_t i = 0; i < fired.size() && i < watched.events.size(); ++i) {
+    if (fired[i] == 0 || watched.directions[i] == 0) continue;
+    const int k = watched.events[i];
+    const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
+    if (!(rate.rate * watched.directions[i] < 0.0) || rate.grazing(options.grazing_tolerance)) continue;
+    // Noise crosses zero only next to it; a guard that jumps across zero (an angle stop's angle
+    // wrapping at +-pi) is far from it on both sides and fires for its event to judge.
+    if (std::abs(problem.event(k).guard_at<double>(t, x, xdot, p)) > noise_band(rate, options)) continue;
+    if (problem.event(k).rest_event >= 0) {
+      found.resting.push_back(k);
+    } else {
+      fired[i] = 0;
+      found.dropped.push_back(k);
+    }
+  }
+  return found;
+}
+
+RootsAgainstDirection roots_against_their_direction(const Problem& problem, const WatchedEvents& watched,
+                                                    std::vector<int>& fired, int mode, double t, In<double> x,
+                                                    In<double> p, const Options& options, TangentWorkspace& ws) {
+  if (std::none_of(fired.begin(), fired.end(), [](int f) { return f != 0; })) return {};
+  Eigen::VectorXd xdot(x.size());
+  problem.mode(mode).rhs.real(t, x, p, xdot);
+  return roots_against_their_direction(problem, watched, fired, mode, t, x, xdot, p, options, ws);
 }
 
 }  // namespace saltus::detail

@@ -5,6 +5,8 @@
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/solvers/event_transfer.hpp>
 
+#include <vector>
+
 #include "run_support.hpp"
 
 namespace saltus::detail {
@@ -71,6 +73,53 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
 /// As above in an explicit mode, its rate x-dot = f(t, x, p) evaluated here.
 void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,
                            In<double> p, const Options& options, TangentWorkspace& ws);
+/// For each watched Direction::Either event among `fired_here` (it fired at t), whose jump left
+/// the state on its guard (|r| within round-off, off_guard) moving off it at a rate that is not
+/// grazing: watches only the crossing that brings the state back (falling if it leaves upwards).
+/// In exact arithmetic the state starts at r = 0 and the integrator masks that root; numerically
+/// the root was located just past zero, and watching both directions fired the event again at
+/// once, the jump reversing the rate each time (a ball with an either-way floor: 18 firings
+/// within 1e-13 s, then through the floor). Call before hold_guards_near_zero.
+void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<int>& fired_here,
+                            int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                            double grazing_tolerance, TangentWorkspace& ws);
+/// As above in an explicit mode, its rate x-dot = f(t, x, p) evaluated here.
+void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<int>& fired_here,
+                            int mode, double t, In<double> x, In<double> p, double grazing_tolerance,
+                            TangentWorkspace& ws);
+
+/// The roots at which an event's guard moves against its direction (a falling guard rising, a
+/// rising one falling) faster than grazing: the integration's noise crossing zero next to the
+/// guard, not the motion. Found: a ball's last bounce before its Zeno limit, leaving its floor at
+/// 2.6e-5 m/s, reported falling 3.5e-9 s later; its jump then sent the ball down through the
+/// floor. Only roots where the guard is within its noise band of zero count (noise_band; a
+/// guard that jumps across zero is no noise). Such a motion stays within the tolerance of its
+/// guard (its bounces are lower than the integration resolves): an event with a resting variant rests there (`resting`, left in
+/// `fired`); the others' roots are cleared from `fired` (`dropped`). Grazing roots and
+/// Direction::Either events are kept as they are.
+RootsAgainstDirection roots_against_their_direction(const Problem& problem, const WatchedEvents& watched,
+                                                    std::vector<int>& fired, int mode, double t, In<double> x,
+                                                    In<double> xdot, In<double> p, const Options& options,
+                                                    TangentWorkspace& ws);
+/// As above in an explicit mode, its rate x-dot = f(t, x, p) evaluated here.
+RootsAgainstDirection roots_against_their_direction(const Problem& problem, const WatchedEvents& watched,
+                                                    std::vector<int>& fired, int mode, double t, In<double> x,
+                                                    In<double> p, const Options& options, TangentWorkspace& ws);
+
+/// The roots exactly at the final time tf that a recording integrator returns as an output:
+/// CVodeF and IDASolveF, which step to their stop time tf one step at a time, report a root that
+/// lies exactly there (a time event at tf) as reaching tf, where CVode and IDASolve report the
+/// root. Per watched event, 1 where the guard is exactly zero at (tf, x) and moves in its watched
+/// direction without grazing; empty when none is. The recording run then fires them as the other
+/// runs do (the adjoint missed a dose at tf: 0.15 for a gradient whose forward value was 0.59).
+std::vector<int> roots_at_the_final_time(const Problem& problem, const WatchedEvents& watched, int mode, double tf,
+                                         In<double> x, In<double> xdot, In<double> p, double grazing_tolerance,
+                                         TangentWorkspace& ws);
+
+/// The guard's integration noise band around zero: kHoldNoiseFactor times its noise per step,
+/// rtol sum_i |r_x_i x_i| + atol sum_i |r_x_i|, and at least round-off (off_guard).
+double noise_band(const GuardRate& rate, const Options& options);
+
 /// The band of hold_guards_near_zero in units of the guard's integration noise per step: the
 /// noise accumulates over the steps a guard that opens at third order needs to leave it (the
 /// ladder's top leaving its wall at rtol 1e-8 in ggl, with its gap left at -1.3e-10 by the

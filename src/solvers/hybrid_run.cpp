@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "event_log.hpp"
 #include "guard_rate.hpp"
@@ -176,6 +177,8 @@ void HybridRun::begin_segment(double t) {
   }
   cv_->start(t);
   watched_ = watched_events(pb_, mode_);
+  watch_return_crossings(pb_, watched_, dropped_.with(book_.events_fired_at(t)), mode_, t, x_, p_,
+                         opt_.grazing_tolerance, ws_);
   hold_guards_near_zero(pb_, watched_, mode_, t, x_, p_, opt_, ws_);
   cv_->set_roots(watched_.directions);
   segment_advanced_ = false;
@@ -275,7 +278,18 @@ Reached HybridRun::advance(double tout, double& t) {
   }
   if (flag < 0) fail(flag, t);
   segment_advanced_ = true;
-  return flag == CV_ROOT_RETURN ? Reached::Roots : Reached::Output;
+  if (flag == CV_ROOT_RETURN) {
+    fired_ = cv_->root_info();
+    return Reached::Roots;
+  }
+  if (kind_ == RunKind::AdjointRecording && t == opt_.tf) {
+    const auto x = view(cv_->y());
+    Eigen::VectorXd xdot(nx_);
+    pb_.mode(mode_).rhs.real(t, x, p_, xdot);
+    fired_ = roots_at_the_final_time(pb_, watched_, mode_, t, x, xdot, p_, opt_.grazing_tolerance, ws_);
+    if (!fired_.empty()) return Reached::Roots;
+  }
+  return Reached::Output;
 }
 
 long HybridRun::recomputation_checkpoint_steps(const RecordedSegment& s) const {
@@ -336,7 +350,8 @@ void HybridRun::fail_recomputation(const RecordedSegment& s, int flag, double t)
   if (!model_error_.empty()) {
     throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name(flag), context));
   }
-  throw SolverError(fmt::format("CVODES failed with {} {}", flag_name(flag), context));
+  throw SolverError(fmt::format("CVODES failed with {} {}{}", flag_name(flag), context,
+                                pb_.diagnose_failure(t, view(s.session->y()), p_)));
 }
 
 void HybridRun::close_segment(double t) {
@@ -385,11 +400,17 @@ void HybridRun::apply_roots(double t) {
     cv_->load_sensitivities(t);
     for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
   }
-  const std::vector<int> fired = cv_->root_info();  // before end_segment clears the roots
+  std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
+  dropped_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, x_, p_,
+                                                             opt_, ws_), fired, t);
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(
       watched_, fired, t, [&] { return mode_; },
       [&](int k, std::optional<Accumulation>& rest) {
+        if (dropped_.rests(k)) {
+          rest = Accumulation{t};
+          return pb_.event(k).rest_event;
+        }
         return resolve_rest(pb_, book_.zeno(), k, mode_, t, x_, p_, opt_.grazing_tolerance, ws_, rest);
       },
       [&](int k, const std::optional<Accumulation>& rest) { apply_event(k, t, rest); });
@@ -433,6 +454,7 @@ void HybridRun::fail(int flag, double t) {
   if (flag == CV_TOO_MUCH_WORK) {
     hint += fmt::format("; Options::max_steps = {} steps were not enough", opt_.max_steps);
   }
+  if (cv_ != nullptr) hint += pb_.diagnose_failure(t, view(cv_->y()), p_);  // the state CVODES reached
   throw SolverError(fmt::format("CVODES failed with {} {}{}", name, context, hint));
 }
 

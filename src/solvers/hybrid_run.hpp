@@ -130,6 +130,10 @@ class HybridRun : private SegmentIntegrator {
   std::unique_ptr<CvodesSession> session_;  // simulation and forward runs
   std::vector<RecordedSegment> segments_;            // adjoint recordings
   CvodesSession* cv_ = nullptr;                      // the session of the current segment
+  // The roots that advance stopped at, per watched event: the integrator's, or a recording's at
+  // tf (roots_at_the_final_time).
+  std::vector<int> fired_;
+  DroppedRoots dropped_;  // roots against their direction, dropped at this restart
   // Adjoint recordings: the ledger, the oldest segment that may still hold its recording, the
   // quadratures a recording integrates, and what one backward problem will need.
   MemoryLedger ledger_;

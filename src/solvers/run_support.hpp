@@ -155,6 +155,40 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
   return evaluate_guards<S>(problem, watched, t, x, x.head(0), p, g, error);
 }
 
+/// The events a complex-step run applied at t (their times' real parts exactly t), latest first:
+/// RunBook::events_fired_at of the real runs.
+std::vector<int> complex_events_fired_at(const std::vector<Complex>& times, const std::vector<int>& events, double t);
+
+/// The roots against their events' directions at one root (roots_against_their_direction,
+/// guard_rate.hpp).
+struct RootsAgainstDirection {
+  std::vector<int> dropped;  ///< events whose roots were cleared
+  std::vector<int> resting;  ///< events that apply their resting variant at this root
+};
+
+/// A run's roots against their events' directions at its last root (roots_against_their_direction,
+/// guard_rate.hpp). The events that rest there apply their resting variant (rests); for the
+/// events whose roots were dropped the state sits on their guards as after their own firing, so
+/// the segment that starts there watches their return crossings too (watch_return_crossings).
+/// Noise that keeps crossing a guard against its direction, restart after restart, stops the run
+/// instead of looping.
+class DroppedRoots {
+ public:
+  /// Takes the roots found at t (`fired`: the roots left to apply). Throws ZenoError after
+  /// max_dropped_restarts roots in a row with nothing left to apply.
+  void record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t);
+  /// Whether event k rests at this root.
+  bool rests(int k) const;
+  /// `fired_here` with the dropped events added; forgets them (a segment's start takes them once).
+  std::vector<int> with(std::vector<int> fired_here);
+
+  static constexpr int max_dropped_restarts = 100;
+
+ private:
+  RootsAgainstDirection last_;
+  int in_a_row_ = 0;
+};
+
 /// Stops runs whose events pile up without time advancing.
 class CascadeGuard {
  public:

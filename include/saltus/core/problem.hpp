@@ -133,6 +133,11 @@ struct Monitor {
   std::function<double(double t, In<double> x, In<double> p)> value;
 };
 
+/// A model's reading of the state where an integration failed: a clause naming what in the
+/// model is singular there (a spring whose ends coincide), or "" when it sees nothing. Appended
+/// to the integrator's failure message; never called on a path that succeeds.
+using FailureDiagnosis = std::function<std::string(double t, In<double> x, In<double> p)>;
+
 /// Quantities derived from the state, y = h(t, x, p), recorded at the output times with their
 /// sensitivities dy/dp = h_x S + h_p (solvers/named_outputs.hpp). Not differentiated inside the
 /// run, so they cost nothing while integrating.
@@ -307,6 +312,11 @@ class Problem {
     monitors_.push_back(Monitor{name, std::move(value)});
   }
   const std::vector<Monitor>& monitors() const { return monitors_; }
+  /// Adds a reading of the state where an integration fails (see FailureDiagnosis).
+  void add_failure_diagnosis(FailureDiagnosis diagnosis) { failure_diagnoses_.push_back(std::move(diagnosis)); }
+  /// The diagnoses' clauses at (t, x, p), each after "; " ("" when none has one). A diagnosis
+  /// that throws says nothing: this runs on the way to reporting another failure.
+  std::string diagnose_failure(double t, In<double> x, In<double> p) const;
   /// Sets the named outputs: `h(t, x, p, y)` (a generic lambda) writes the n_y = names.size()
   /// values; `units` has one entry per name. Throws InputError on sizes that differ or names
   /// that repeat.
@@ -397,6 +407,7 @@ class Problem {
   std::vector<Event> events_;
   std::vector<Cost> costs_;
   std::vector<Monitor> monitors_;
+  std::vector<FailureDiagnosis> failure_diagnoses_;
   NamedOutputs outputs_;
   std::vector<std::function<void(In<double>)>> parameter_checks_;
   std::vector<std::string> notes_;

@@ -1,0 +1,52 @@
+// Springs whose ends coincide where an integration failed: failure_diagnosis.hpp.
+#include "failure_diagnosis.hpp"
+
+#include <saltus/multibody/spatial.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace saltus::multibody::detail {
+
+namespace {
+
+/// "spring 'name' (length 3.1e-10 m)" when the ends at `a` and `b` are within 1e-6 of the
+/// spring's size of each other, else "".
+template <class Vec>
+std::string when_coincident(const std::string& name, const Vec& a, const Vec& b, double rest_length) {
+  const double length = (a - b).norm();
+  const double size = std::max({rest_length, a.norm(), b.norm()});
+  if (length > 1e-6 * size) return "";
+  return fmt::format("spring '{}' (length {:.1e} m)", name, length);
+}
+
+}  // namespace
+
+std::string coincident_spring_ends(const Model& m, const MotionState<double>& st, In<double> p) {
+  std::vector<std::string> springs;
+  for (const Element& e : m.elements) {
+    if (e.type != ElementType::Spring) continue;
+    const std::string found = when_coincident(e.name, point_kinematics<double>(m, st, e.a, p).value,
+                                              point_kinematics<double>(m, st, e.b, p).value,
+                                              value_of<double>(e.rest_length, p));
+    if (!found.empty()) springs.push_back(found);
+  }
+  for (const SpatialForce& f : m.spatial_forces) {
+    if (f.type != SpatialForceType::Spring) continue;
+    const std::string found =
+        when_coincident(f.name, spatial_vector<double>(m, st, f.body_a, value3<double>(f.point_a, p), true).value,
+                        spatial_vector<double>(m, st, f.body_b, value3<double>(f.point_b, p), true).value,
+                        value_of<double>(f.rest_length, p));
+    if (!found.empty()) springs.push_back(found);
+  }
+  if (springs.empty()) return "";
+  return fmt::format("the ends of {} coincide there: a spring's direction, and with a rest length or an actuator force "
+                     "its force, flips as its ends pass each other, and a force that pulls them back from both sides "
+                     "makes them chatter about coincidence (keep the ends apart, or give the spring rest_length 0 and "
+                     "no actuator force)",
+                     fmt::join(springs, ", "));
+}
+
+}  // namespace saltus::multibody::detail

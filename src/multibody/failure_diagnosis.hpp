@@ -1,0 +1,19 @@
+#pragma once
+// What a mechanism's state says about an integration that failed there (Problem::
+// add_failure_diagnosis): springs whose ends all but coincide.
+#include <saltus/multibody/kinematics.hpp>
+#include <saltus/multibody/model.hpp>
+
+#include <string>
+
+namespace saltus::multibody::detail {
+
+/// The springs (planar `spring` elements and spatial `spring` forces) whose length at `st` is
+/// below 1e-6 of their size (the larger of the rest length and the ends' distances from the
+/// origin), named with their lengths in one clause, or "" when there are none. There a
+/// spring's direction, and with a rest length or an actuator force its force, flips as the
+/// ends pass each other; a force that pulls them back from both sides makes the ends chatter
+/// about coincidence, and the integrator's steps shrink until it gives up.
+std::string coincident_spring_ends(const Model& m, const MotionState<double>& st, In<double> p);
+
+}  // namespace saltus::multibody::detail

@@ -1,0 +1,130 @@
+// A failed integration's message carries the model's reading of the state where it stopped
+// (Problem::add_failure_diagnosis): the clauses are joined and a reading that throws says
+// nothing; a mechanism names its springs whose ends coincide there (a point pulled onto a
+// ground point by a spring with a rest length and an actuator force chatters about it until
+// the integrator gives up), in CVODES and IDAS runs, their complex-step runs, planar and
+// spatial; a failure elsewhere names no spring.
+#include <saltus/core/parameter_subset.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/complex_simulation.hpp>
+#include <saltus/solvers/simulate.hpp>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using namespace saltus;
+
+std::string failure_of(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const SolverError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a SolverError";
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// x' = sin(1000 t) over 100 s with 20 steps allowed between outputs: CVODES gives up at once.
+Problem endless() {
+  Problem pb("endless");
+  pb.set_states({"x"});
+  pb.add_parameter("a", 2.0);
+  pb.set_initial_state([](const auto&, auto x) { x[0] = 0.0; });
+  pb.add_mode("m", [](auto t, const auto&, const auto&, auto xdot) {
+    using std::sin;
+    xdot[0] = sin(1000.0 * t);
+  });
+  pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
+  pb.options().tf = 100.0;
+  pb.options().max_steps = 20;
+  return pb;
+}
+
+TEST(FailureDiagnosis, ClausesJoinAndAReadingThatThrowsSaysNothing) {
+  Problem pb = endless();
+  pb.add_failure_diagnosis([](double, In<double> x, In<double> p) { return fmt::format("x is {} with a = {}", std::isfinite(x[0]) ? "finite" : "not finite", p[0]); });
+  pb.add_failure_diagnosis([](double, In<double>, In<double>) -> std::string { throw std::runtime_error("no reading"); });
+  pb.add_failure_diagnosis([](double, In<double>, In<double>) { return std::string(); });
+  const std::string msg = failure_of([&] { simulate(pb); });
+  EXPECT_TRUE(contains(msg, "CV_TOO_MUCH_WORK")) << msg;
+  EXPECT_TRUE(contains(msg, "steps were not enough; x is finite with a = 2")) << msg;
+  EXPECT_FALSE(contains(msg, "no reading")) << msg;
+  // A problem restricted to some of its parameters reads the full vector.
+  const Problem sub = with_free_parameters(pb, {"a"});
+  EXPECT_TRUE(contains(failure_of([&] { simulate(sub); }), "x is finite with a = 2"));
+}
+
+// A point pulled onto O by a spring of rest length 0.3 with an actuator force of 30 N (its pull
+// at zero length, 30 - k 0.3 = 15 N, points back to O from both sides), damped.
+const char* kChatter = R"(
+name: chatter
+horizon: 10
+parameters: {k: 50}
+gravity: [0, 0]
+ground: {O: [0, 0]}
+points:
+  p: {position: [0.5, 0]}
+elements:
+  - {type: point_mass, name: pm, point: p, mass: 1}
+  - {type: spring, name: pull, from: O, to: p, stiffness: k, rest_length: 0.3, actuator_force: 30, damping: 5}
+costs:
+  x_T: {terminal: [{signal: x, of: p}]}
+)";
+
+Problem chatter(const std::string& formulation, int max_steps) {
+  multibody::Model m = multibody::parse_model(kChatter, "chatter.yaml");
+  multibody::FormulationSettings settings = m.formulation;
+  settings.type = multibody::parse_formulation(formulation);
+  Problem pb = multibody::make_problem(m, settings);
+  pb.options().max_steps = max_steps;
+  return pb;
+}
+
+TEST(FailureDiagnosis, ASpringWhoseEndsChatterAboutCoincidenceIsNamed) {
+  for (const std::string formulation : {"index1", "ggl"}) {
+    const Problem pb = chatter(formulation, 20000);
+    const std::string msg = failure_of([&] { simulate(pb); });
+    EXPECT_TRUE(contains(msg, "the ends of spring 'pull' (length ")) << formulation << ": " << msg;
+    EXPECT_TRUE(contains(msg, "coincide there")) << formulation << ": " << msg;
+    const std::string complex = failure_of([&] { simulate_complex(pb, pb.nominal_parameters().cast<Complex>(), pb.options(), 1e-20); });
+    EXPECT_TRUE(contains(complex, "(complex-step run); the ends of spring 'pull'")) << formulation << ": " << complex;
+  }
+  // Stopped while the ends are far apart (10 steps), the message names no spring.
+  const std::string early = failure_of([&] { simulate(chatter("index1", 10)); });
+  EXPECT_TRUE(contains(early, "steps were not enough")) << early;
+  EXPECT_FALSE(contains(early, "spring")) << early;
+}
+
+TEST(FailureDiagnosis, ASpatialSpringIsNamedToo) {
+  const Problem pb = multibody::make_problem(multibody::parse_model(R"(
+name: spatial_chatter
+horizon: 10
+gravity: [0, 0, 0]
+spatial:
+  bodies:
+    b: {mass: 1, inertia: [0.1, 0.1, 0.1], position: [0.3, 0.4, 0]}
+  joints:
+    - {type: translational, name: rail, a: ground, b: b, axis_a: [0.6, 0.8, 0], normal_a: [0, 0, 1]}
+  forces:
+    - {type: spring, name: tether, a: ground, b: b, stiffness: 50, rest_length: 0.3, damping: 5, actuator_force: 30}
+costs:
+  x_T: {terminal: [{signal: x, of: b}]}
+)",
+                                                                    "spatial_chatter.yaml"));
+  Problem limited = pb;
+  limited.options().max_steps = 20000;
+  const std::string msg = failure_of([&] { simulate(limited); });
+  EXPECT_TRUE(contains(msg, "the ends of spring 'tether' (length ")) << msg;
+}
+
+}  // namespace
