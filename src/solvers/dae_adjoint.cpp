@@ -154,6 +154,7 @@ class DaeAdjointSweep {
   ResidualLinearization lin_;
   double lin_t_ = 0.0;
   Eigen::VectorXd lin_x_, lin_xdot_;
+  Eigen::VectorXd lin_rates_;  // the rates lin_ is taken at: IDAS's, or the state's where costs read rates
   bool lin_valid_ = false;             // the state part is at (lin_t_, lin_x_, lin_xdot_)
   bool lin_parameters_valid_ = false;  // and the parameter part
   RateCostFold fold_;
@@ -204,10 +205,16 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
       completed_.states(pb_, mode_, t, x, p_, lin_, ws_);
     } else {
       linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
-      if (conservative_) {
-        residual_columns(pb_, mode_, t, x, xdot, p_, lin_.zeros_x, lin_.ones, lin_.f_xdot, ws_);
+      lin_rates_ = xdot;
+      if (!fold_.empty()) {
+        // The costs that read rates read the state's (RateCostFold::rates_of_the_state).
+        lin_rates_ = fold_.rates_of_the_state(pb_, mode_, t, x, xdot, p_, lin_.f_xdot, ws_);
+        if (lin_rates_ != xdot) linearize_states(pb_, mode_, t, x, lin_rates_, p_, lin_, ws_);
       }
-      fold_.apply(pb_, t, x, xdot, p_, lin_, RateCostFold::Part::States, ws_);
+      if (conservative_) {
+        residual_columns(pb_, mode_, t, x, lin_rates_, p_, lin_.zeros_x, lin_.ones, lin_.f_xdot, ws_);
+      }
+      fold_.apply(pb_, t, x, lin_rates_, p_, lin_, RateCostFold::Part::States, ws_);
     }
     lin_valid_ = true;
     lin_parameters_valid_ = false;
@@ -216,8 +223,8 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
     if (segment_completed_) {
       completed_.parameters(pb_, mode_, t, x, p_, lin_, ws_);
     } else {
-      linearize_parameters(pb_, mode_, t, x, xdot, p_, lin_, ws_);
-      fold_.apply(pb_, t, x, xdot, p_, lin_, RateCostFold::Part::Parameters, ws_);
+      linearize_parameters(pb_, mode_, t, x, lin_rates_, p_, lin_, ws_);
+      fold_.apply(pb_, t, x, lin_rates_, p_, lin_, RateCostFold::Part::Parameters, ws_);
     }
     lin_parameters_valid_ = true;
   }

@@ -55,31 +55,65 @@ Eigen::MatrixXd RateCostFold::rate_gradients(const Problem& problem, double t, I
   return g_rates;
 }
 
-void RateCostFold::apply(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
-                         ResidualLinearization& lin, Part part, TangentWorkspace& ws) const {
-  if (states_.empty()) return;
-  const Eigen::Index nx = x.size();
+namespace {
+
+/// The residual's rows with rates D and the rates they hold, with M_D,y = F_D,ydot factored.
+struct RateRows {
   std::vector<Eigen::Index> rows, columns;
-  for (Eigen::Index i = 0; i < nx; ++i) {
-    if (!lin.f_xdot.row(i).isZero(0.0)) rows.push_back(i);
-    if (!lin.f_xdot.col(i).isZero(0.0)) columns.push_back(i);
+  Eigen::MatrixXd m;                        ///< M_D,y
+  Eigen::PartialPivLU<Eigen::MatrixXd> lu;  ///< of M_D,y
+};
+
+RateRows rate_rows(const Eigen::MatrixXd& f_xdot) {
+  RateRows r;
+  for (Eigen::Index i = 0; i < f_xdot.rows(); ++i) {
+    if (!f_xdot.row(i).isZero(0.0)) r.rows.push_back(i);
+    if (!f_xdot.col(i).isZero(0.0)) r.columns.push_back(i);
   }
-  if (rows.size() != columns.size()) {
+  if (r.rows.size() != r.columns.size()) {
     throw InputError(fmt::format("a running cost reads rates, which the adjoint on IDAS takes from the residual's "
                                  "rows with rates; but they are {} rows for {} rates (docs/dae.md, \"Limits\")",
-                                 rows.size(), columns.size()));
+                                 r.rows.size(), r.columns.size()));
   }
-  const auto k = static_cast<Eigen::Index>(rows.size());
-  Eigen::MatrixXd m(k, k);
+  const auto k = static_cast<Eigen::Index>(r.rows.size());
+  r.m.resize(k, k);
   for (Eigen::Index a = 0; a < k; ++a) {
-    for (Eigen::Index b = 0; b < k; ++b) m(a, b) = lin.f_xdot(rows[static_cast<size_t>(a)], columns[static_cast<size_t>(b)]);
+    for (Eigen::Index b = 0; b < k; ++b) r.m(a, b) = f_xdot(r.rows[static_cast<size_t>(a)], r.columns[static_cast<size_t>(b)]);
   }
-  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(m.transpose());
-  if (!(lu.rcond() > 1e-14)) {
+  r.lu.compute(r.m);
+  if (!(r.lu.rcond() > 1e-14)) {
     throw InputError("a running cost reads rates, which the adjoint on IDAS takes from the residual's rows with "
                      "rates; but their matrix F_ydot is singular; use forward sensitivities (docs/dae.md, "
                      "\"Limits\")");
   }
+  return r;
+}
+
+}  // namespace
+
+Eigen::VectorXd RateCostFold::rates_of_the_state(const Problem& problem, int mode, double t, In<double> x,
+                                                 In<double> xdot, In<double> p, const Eigen::MatrixXd& f_xdot,
+                                                 TangentWorkspace& ws) const {
+  Eigen::VectorXd rates = xdot;
+  if (states_.empty()) return rates;
+  const RateRows r = rate_rows(f_xdot);
+  Eigen::VectorXd residual(x.size());
+  mode_residual(problem, mode, t, x, xdot, p, residual, ws);
+  Eigen::VectorXd residual_rows(static_cast<Eigen::Index>(r.rows.size()));
+  for (size_t a = 0; a < r.rows.size(); ++a) residual_rows[static_cast<Eigen::Index>(a)] = residual[r.rows[a]];
+  const Eigen::VectorXd step = r.lu.solve(residual_rows);
+  for (size_t b = 0; b < r.columns.size(); ++b) rates[r.columns[b]] -= step[static_cast<Eigen::Index>(b)];
+  return rates;
+}
+
+void RateCostFold::apply(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
+                         ResidualLinearization& lin, Part part, TangentWorkspace& ws) const {
+  if (states_.empty()) return;
+  const RateRows r = rate_rows(lin.f_xdot);
+  const std::vector<Eigen::Index>& rows = r.rows;
+  const std::vector<Eigen::Index>& columns = r.columns;
+  const auto k = static_cast<Eigen::Index>(rows.size());
+  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(r.m.transpose());
   const Eigen::MatrixXd g_all = rate_gradients(problem, t, x, xdot, p, ws);
   Eigen::MatrixXd g_rates(g_all.rows(), k);
   for (Eigen::Index b = 0; b < k; ++b) g_rates.col(b) = g_all.col(columns[static_cast<size_t>(b)]);

@@ -21,6 +21,14 @@ class RateCostFold {
   /// InputError naming the cost and the state if one reads an algebraic state's rate.
   void scan(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p, TangentWorkspace& ws);
   bool empty() const { return states_.empty(); }
+  /// x-dot with the rates the costs read replaced by the residual's at x: one Newton step on
+  /// the rows with rates, rates -= M_D,y^-1 F_D(t, x, x-dot, p) (exact for F linear in the
+  /// rates), with f_xdot = F_xdot at (t, x, x-dot). The backward pass's x-dot is IDAS's
+  /// interpolation of the forward rates, which carries the forward corrector's error and jumps
+  /// between its steps; a cost like der(y)^2 fed that into the adjoint's forcing, and the
+  /// backward error test failed (IDA_ERR_FAIL at some tolerances).
+  Eigen::VectorXd rates_of_the_state(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
+                                     In<double> p, const Eigen::MatrixXd& f_xdot, TangentWorkspace& ws) const;
   enum class Part { States, Parameters, Both };
   /// Folds the rates into lin.g_x, lin.g_p or both; lin holds F_xdot and F_x or F_p (as `part`
   /// needs) at (t, x, x-dot).
