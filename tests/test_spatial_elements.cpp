@@ -504,6 +504,26 @@ costs:
   EXPECT_NEAR(s.costs[1], std::sin(theta), 1e-8);
 }
 
+// The point rows of a spatial joint are P_a - P_b in ground axes: a body hanging at rest from the
+// ground by a spherical joint holds its weight in row 2, +m g (docs/model-files.md).
+TEST(SpatialElements, APointRowsReactionIsTheForceOnBInGroundAxes) {
+  const Solution s = run(R"(
+name: hanging
+horizon: 0.5
+gravity: [0, 0, -9.81]
+spatial:
+  bodies:
+    b: {mass: 2, inertia: [0.1, 0.1, 0.1], position: [0, 0, -1]}
+  joints:
+    - {type: spherical, name: pin, a: ground, b: b, point_b: [0, 0, 1]}
+costs:
+  rx: {running: [{signal: reaction, of: pin, row: 0}]}
+  rz: {running: [{signal: reaction, of: pin, row: 2}]}
+)");
+  EXPECT_NEAR(s.costs[0], 0.0, 1e-9);
+  EXPECT_NEAR(s.costs[1], 0.5 * 2 * 9.81, 1e-7);
+}
+
 // A body on a bushing under gravity with a torque about x settles where k_z z = -m g and the
 // rotational stiffness's torque k sin(theta) balances the applied one.
 TEST(SpatialElements, BushingSettlesAtTheClosedForm) {
