@@ -633,6 +633,9 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
        "character 1)"},
       {kHead + kModes + "events:\n  hit: {at: 1, direction: rising, jump: [x, 0]}\n" + kCosts,
        "bad.yaml:8:27: events.hit.direction: a time event ('at') fires as t rises: no direction"},
+      {kHead + kModes + "events:\n  hit: {at: k - 2, jump: [x, 0]}\n" + kCosts,
+       "bad.yaml:8:13: events.hit.at: the time event 'hit' at t = 0 does not come after the start t0 = 0: a time event "
+       "fires only after t0 (give a jump at the start in the initial states)"},
       {ev + "falling, only_in: stuck, next: {free: stuck}}\n" + kCosts,
        "bad.yaml:8:62: events.hit.next: the event is not watched in mode 'free' (only_in)"},
       {kHead + kModes + "costs: {x_T: {terminal: der(x)}}\n",

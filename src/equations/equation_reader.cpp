@@ -340,6 +340,23 @@ class Reader : yaml::Fields {
     for (const auto& kv : es) read_event(pb, kv.first.as<std::string>(), kv.second);
   }
 
+  /// A time event fires as t rises through its time: one at or before the start never would (at
+  /// t0 the run starts on its guard). A parameter check, so --param is held to it too.
+  void refuse_times_before_the_start(Problem& pb, const std::string& name, const Expression& at,
+                                     const std::string& where) const {
+    const double t0 = initial_time();
+    auto check = [at, t0, name, where](In<double> p) {
+      const double time = at.evaluate<double>(p);
+      if (!(time > t0)) {
+        throw InputError(fmt::format("{}: the time event '{}' at t = {} does not come after the start t0 = {}: a time "
+                                     "event fires only after t0 (give a jump at the start in the initial states)",
+                                     where, name, time, t0));
+      }
+    };
+    check(pb.nominal_parameters());
+    pb.add_parameter_check(std::move(check));
+  }
+
   void read_event(Problem& pb, const std::string& name, const YAML::Node& n) {
     const std::string field = "events." + name;
     check_keys(n, field,
@@ -350,7 +367,9 @@ class Reader : yaml::Fields {
     std::optional<EventBuilder> event;
     if (n["at"]) {
       if (n["direction"]) fail(n["direction"], field + ".direction", "a time event ('at') fires as t rises: no direction");
-      event.emplace(pb.add_event(name, Direction::Rising, time_guard(parse(n["at"], field + ".at", parameters_only()))));
+      const Expression at = parse(n["at"], field + ".at", parameters_only());
+      event.emplace(pb.add_event(name, Direction::Rising, time_guard(at)));
+      refuse_times_before_the_start(pb, name, at, location(n["at"]) + ": " + field + ".at");
     } else {
       const Direction direction = read_direction(require(n, "direction", field), field + ".direction");
       // A guard may read the rates der(y) of differential states: the model then runs on IDAS.
