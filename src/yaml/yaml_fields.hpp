@@ -132,6 +132,7 @@ class Fields {
   }
 
   std::string scalar(const YAML::Node& n, const std::string& field) const {
+    if (n.IsNull()) fail(n, field, "no value (the key is followed by nothing)");
     if (!n.IsScalar()) fail(n, field, "expected a single value");
     return n.Scalar();
   }
