@@ -265,4 +265,27 @@ TEST(Zeno, AnEitherWayFloorBouncesAsAFallingOne) {
     for (size_t i = 0; i < a.events.size(); ++i) EXPECT_NEAR(a.events[i].time, b.events[i].time, 1e-9) << rtol << " " << i;
     EXPECT_NEAR(a.final_state[0], 0.25, 1e-12) << rtol;
   }
+  // Every run type takes the same bounces (their complex-step event times differ from t by
+  // O(h): the decision reads the events applied, not the log's times).
+  const Problem either = resting_ball(1e-10, "either");
+  const Eigen::VectorXd p = either.nominal_parameters();
+  const Options o = either.options();
+  EXPECT_NEAR(forward_sensitivity(either, p, o).final_state[0], 0.25, 1e-12);
+  EXPECT_NEAR(adjoint(either, p, o).final_state[0], 0.25, 1e-12);
+  EXPECT_NEAR(complex_step(either, p, o).costs[0], 0.25, 1e-12);
+}
+
+// An either-way event whose mode switch (not its jump) turns the motion back keeps watching both
+// directions: a relay without hysteresis switches at T = 1 in a zero-time cascade (as before the
+// return-crossing rule), it does not cool for ever.
+TEST(Zeno, AnEitherWayModeSwitchThatTurnsTheMotionBackStillFires) {
+  const Problem relay = equations::parse_equation_problem(
+      "name: relay\nhorizon: 3\nstates: {T: 0}\nmodes: {heat: {rhs: [1]}, cool: {rhs: [-1]}}\n"
+      "events:\n  switch: {guard: T - 1, direction: either, next: {heat: cool, cool: heat}}\n"
+      "costs: {T_T: {terminal: T}}\n",
+      "relay.yaml");
+  const Solution s = simulate(relay);
+  ASSERT_GE(s.events.size(), 2u);
+  EXPECT_NEAR(s.events[1].time, 1.0, 1e-9);  // switched straight back: cool -> heat
+  EXPECT_EQ(relay.mode(s.events[1].mode_after).name, "heat");
 }

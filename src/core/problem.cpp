@@ -395,7 +395,7 @@ std::string Problem::diagnose_failure(double t, In<double> x, In<double> p) cons
     try {
       const std::string clause = diagnosis(t, x, p);
       if (!clause.empty()) clauses += "; " + clause;
-    } catch (const std::exception&) {
+    } catch (...) {
       // The state the integrator stopped at may be outside the model's domain: no reading.
     }
   }

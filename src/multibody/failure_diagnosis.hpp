@@ -9,8 +9,8 @@
 namespace saltus::multibody::detail {
 
 /// The springs (planar `spring` elements and spatial `spring` forces) whose length at `st` is
-/// below 1e-6 of their size (the larger of the rest length and the ends' distances from the
-/// origin), named with their lengths in one clause, or "" when there are none. There a
+/// below 1e-7 of their size (the largest of the rest length, the ends' distances from the origin
+/// and 1 mm), named with their lengths in one clause, or "" when there are none. There a
 /// spring's direction, and with a rest length or an actuator force its force, flips as the
 /// ends pass each other; a force that pulls them back from both sides makes the ends chatter
 /// about coincidence, and the integrator's steps shrink until it gives up.

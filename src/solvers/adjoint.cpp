@@ -42,10 +42,6 @@ class AdjointSweep {
   void terminal_conditions();
   void integrate_segment(detail::RecordedSegment& segment);
   void transpose_event(const EventRecord& event);
-  /// The events from `first` on fired at the final time: they start no segment (a segment's
-  /// events are those at its start), so the terminal conditions, lambda(tf+), go through their
-  /// transposes before the last segment is integrated.
-  void transpose_events_at_the_final_time(size_t first);
   detail::BackwardSettings settings();
 
   const Problem& pb_;
@@ -247,14 +243,9 @@ void AdjointSweep::transpose_event(const EventRecord& e) {
   grad_ += transfer.gradient;
 }
 
-void AdjointSweep::transpose_events_at_the_final_time(size_t first) {
-  for (size_t i = sol_.events.size(); i > first; --i) transpose_event(sol_.events[i - 1]);
-}
-
 void AdjointSweep::run() {
   terminal_conditions();
   auto& segments = run_.segments();
-  transpose_events_at_the_final_time(segments.empty() ? 0 : segments.back().events_end);
   for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
     integrate_segment(*it);
     for (size_t i = it->events_end; i > it->events_begin; --i) transpose_event(sol_.events[i - 1]);

@@ -73,7 +73,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   VectorX<Complex> x_probe_, xdot_probe_, residual_probe_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
-  DroppedRoots dropped_;  // roots against their direction, dropped at this restart
+  RootMemory roots_;  // what the last root leaves for the segment that starts there (DaeRun's)
   CascadeGuard cascade_;
   ZenoWatch zeno_;
   std::string model_error_;
@@ -277,8 +277,8 @@ void ComplexDaeRun::begin_segment(double t) {
                                                                  nx_ + nq_, ws_));
   watched_ = watched_events(pb_, mode_);
   const Eigen::VectorXd x_real = xc_.real(), xdot_real = xdotc_.real();
-  watch_return_crossings(pb_, watched_, dropped_.with(complex_events_fired_at(sol_.event_times, sol_.event_ids, t)),
-                         mode_, t, x_real, xdot_real, p_real_, opt_.grazing_tolerance, ws_);
+  watch_return_crossings(pb_, watched_, roots_.on_the_guard(), mode_, t, x_real, xdot_real, p_real_,
+                         opt_.grazing_tolerance, ws_);
   hold_guards_near_zero(pb_, watched_, mode_, t, x_real, xdot_real, p_real_, opt_, ws_);
   ida_->set_roots(watched_.directions);
 }
@@ -316,7 +316,7 @@ void ComplexDaeRun::apply_roots(double t) {
   end_segment();
   std::vector<int> fired = ida_->root_info();
   // The real run's decision (DaeRun::apply_roots), on the real parts.
-  dropped_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()),
+  roots_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()),
                                                           Eigen::VectorXd(xdotc_.real()), p_real_,
                                                           opt_, ws_),
                   fired, t);
@@ -331,7 +331,7 @@ int ComplexDaeRun::resolve_rest(int k, double t) {
   zeno_.refuse_accumulation(pb_, k, t);
   bool rest = false;
   if (ev.rest_event >= 0) {
-    rest = dropped_.rests(k) || zeno_.accumulation(k, t).has_value();
+    rest = roots_.rests(k) || zeno_.accumulation(k, t).has_value();
     if (!rest) {
       const EventValues v = fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
       rest = dae_guard_rate(pb_, k, v.mode_after, t, v.x_plus, v.f_plus, p_real_, ws_).grazing(opt_.grazing_tolerance);
@@ -346,6 +346,7 @@ void ComplexDaeRun::apply_event(int k, double t) {
   // The crossing speed and the grazing test on the real parts.
   const EventValues real =
       fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
+  roots_.applied({k, real.mode_before, real.mode_after, real.guard_rate});
   require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
   const Complex dt_c = -ev.guard_at<Complex>(Complex(t), xc_, xdotc_, p_) / real.guard_rate;
   const Complex tc = Complex(t) + dt_c;

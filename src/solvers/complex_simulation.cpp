@@ -63,7 +63,7 @@ class ComplexRun : private detail::SegmentIntegrator {
   Eigen::MatrixXd identity_x_;
   TangentWorkspace ws_;
   detail::WatchedEvents watched_;
-  detail::DroppedRoots dropped_;  // roots against their direction, dropped at this restart
+  detail::RootMemory roots_;  // what the last root leaves for the segment that starts there (HybridRun's)
   detail::CascadeGuard cascade_;
   detail::ZenoWatch zeno_;  // the same resting decisions as the real run, on the real parts
   std::string model_error_;
@@ -198,9 +198,8 @@ void ComplexRun::begin_segment(double t) {
   cv_->start(t);
   watched_ = detail::watched_events(pb_, mode_);
   real_x_ = xc_.real();
-  detail::watch_return_crossings(pb_, watched_,
-                                 dropped_.with(detail::complex_events_fired_at(sol_.event_times, sol_.event_ids, t)),
-                                 mode_, t, real_x_, p_real_, opt_.grazing_tolerance, ws_);
+  detail::watch_return_crossings(pb_, watched_, roots_.on_the_guard(), mode_, t, real_x_, p_real_,
+                                 opt_.grazing_tolerance, ws_);
   detail::hold_guards_near_zero(pb_, watched_, mode_, t, real_x_, p_real_, opt_, ws_);
   cv_->set_roots(watched_.directions);
   segment_advanced_ = false;
@@ -219,6 +218,7 @@ void ComplexRun::apply_event(int k, double t) {
   // speed changes dt_c only at O(h^2)).
   real_x_ = xc_.real();
   const EventValues real = fire_event(pb_, k, mode_, t, real_x_, p_real_, ws_);
+  roots_.applied({k, real.mode_before, real.mode_after, real.guard_rate});
   require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
   const ComplexTransfer transfer = transfer_complex(pb_, k, mode_, t, xc_, p_, real.guard_rate);
   cost_integral_ += transfer.cost_integral_jump;
@@ -243,7 +243,7 @@ void ComplexRun::apply_roots(double t) {
   end_segment(t);
   std::vector<int> fired = cv_->root_info();
   real_x_ = xc_.real();  // the real run's decision (HybridRun::apply_roots), on the real parts
-  dropped_.record(pb_, detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_,
+  roots_.record(pb_, detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_,
                                                                      opt_, ws_), fired, t);
   detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
@@ -251,7 +251,7 @@ void ComplexRun::apply_roots(double t) {
     int k = fired_event;
     if (ev.rest_event >= 0) {
       real_x_ = xc_.real();
-      const bool rest = dropped_.rests(fired_event) || zeno_.accumulation(fired_event, t).has_value() ||
+      const bool rest = roots_.rests(fired_event) || zeno_.accumulation(fired_event, t).has_value() ||
                         detail::jump_stays_on_guard(pb_, fired_event, mode_, t, real_x_, p_real_,
                                                     opt_.grazing_tolerance, ws_);
       if (rest) k = ev.rest_event;

@@ -106,9 +106,6 @@ class DaeAdjointSweep {
   /// perturbation of the state and the rates there (a mass matrix that returns to its value).
   bool mass_varies(const DaeSegment& segment);
   void transpose_event(const EventRecord& event);
-  /// The events from `first` on fired at the final time and start no segment: their transposes
-  /// take the terminal conditions to lambda(tf-) (as AdjointSweep's, adjoint.cpp).
-  void transpose_events_at_the_final_time(size_t first);
   IdasBackwardSettings settings();
 
   int gradient_states() const { return np_ * nc_ <= kGradientStatesLimit ? np_ * nc_ : 0; }
@@ -593,10 +590,6 @@ void DaeAdjointSweep::linearize_with_costs(int mode, double t, const Eigen::Vect
   fold_.apply(pb_, t, x, xdot, p_, lin, RateCostFold::Part::Both, ws_);
 }
 
-void DaeAdjointSweep::transpose_events_at_the_final_time(size_t first) {
-  for (size_t i = sol_.events.size(); i > first; --i) transpose_event(sol_.events[i - 1]);
-}
-
 void DaeAdjointSweep::run() {
   auto& segments = run_.segments();
   for (const DaeSegment& seg : segments) {
@@ -605,7 +598,6 @@ void DaeAdjointSweep::run() {
     fold_.scan(pb_, seg.t_end, seg.end.x, seg.end.xdot, p_, ws_);
   }
   terminal_conditions();
-  transpose_events_at_the_final_time(segments.empty() ? 0 : segments.back().events_end);
   for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
     integrate_segment(*it);
     for (size_t i = it->events_end; i > it->events_begin; --i) transpose_event(sol_.events[i - 1]);

@@ -181,7 +181,7 @@ void DaeRun::begin_segment(double t) {
     const int nonzeros = select_sparse_pattern(t);
     // A segment that starts at tf (after an event there) is never integrated: its session must
     // not record, because IDAS's IDAAdjFree crashes on a recording that IDASolveF never ran.
-    const long checkpoint_steps = t < opt_.tf ? opt_.checkpoint_steps : 0;
+    const long checkpoint_steps = at_output_time(t, opt_.tf) ? 0 : opt_.checkpoint_steps;
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
                                                 component_atol(), std::vector<double>{}, checkpoint_steps,
                                                 std::vector<double>{}, pb_.has_index2_modes(), nonzeros);
@@ -217,7 +217,7 @@ void DaeRun::begin_segment(double t) {
                                         : completed_first_step(pb_, mode_, t, point_.x, point_.xdot, p_, opt_,
                                                                nx_ + nq_, ws_));
   watched_ = watched_events(pb_, mode_);
-  watch_return_crossings(pb_, watched_, dropped_.with(book_.events_fired_at(t)), mode_, t, point_.x, point_.xdot, p_,
+  watch_return_crossings(pb_, watched_, roots_.on_the_guard(), mode_, t, point_.x, point_.xdot, p_,
                          opt_.grazing_tolerance, ws_);
   hold_guards_near_zero(pb_, watched_, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
   ida.set_roots(watched_.directions);
@@ -298,7 +298,7 @@ void DaeRun::record_output(double t, bool integrated) {
 void DaeRun::apply_roots(double t) {
   take_integrator_state(t, "at an event");
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
-  dropped_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, point_.x, point_.xdot, p_,
+  roots_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, point_.x, point_.xdot, p_,
                                                              opt_, ws_), fired, t);
   restart_.after_event(ida_->last_step());
   end_segment(t);
@@ -313,7 +313,7 @@ void DaeRun::apply_roots(double t) {
 int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
   const Event& ev = pb_.event(k);
   if (ev.rest_event < 0) return k;
-  rest = dropped_.rests(k) ? std::optional<Accumulation>(Accumulation{t}) : book_.zeno().accumulation(k, t);
+  rest = roots_.rests(k) ? std::optional<Accumulation>(Accumulation{t}) : book_.zeno().accumulation(k, t);
   if (!rest) {
     // The jump would leave the state on the guard (restitution 0): the motion rests there.
     const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
@@ -326,6 +326,7 @@ int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
 
 void DaeRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
+  roots_.applied({k, v.mode_before, v.mode_after, v.guard_rate});
   EventRecord rec = book_.open_event(v, rest);
   if (sens_) {
     require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");

@@ -108,7 +108,7 @@ class DaeRun : private SegmentIntegrator {
   IdasSession* ida_ = nullptr;            // the session of the current segment
   // The roots that advance stopped at (HybridRun::fired_).
   std::vector<int> fired_;
-  DroppedRoots dropped_;  // roots against their direction, dropped at this restart
+  RootMemory roots_;  // what the last root leaves for the segment that starts there
   RestartStep restart_;                   // the first step after an event (docs/dae.md, "Restarts")
 };
 

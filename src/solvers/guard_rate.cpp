@@ -139,25 +139,29 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
   hold_guards_near_zero(problem, watched, mode, t, x, xdot, p, options, ws);
 }
 
-void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<int>& fired_here,
+void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<OnTheGuard>& on_the_guard,
                             int mode, double t, In<double> x, In<double> xdot, In<double> p,
                             double grazing_tolerance, TangentWorkspace& ws) {
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
-    if (watched.directions[i] != 0 || std::find(fired_here.begin(), fired_here.end(), k) == fired_here.end()) continue;
+    const auto left = std::find_if(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) { return g.event == k; });
+    if (watched.directions[i] != 0 || left == on_the_guard.end()) continue;
     const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
     if (rate.grazing(grazing_tolerance) || off_guard(problem.event(k).guard_at<double>(t, x, xdot, p), rate)) continue;
+    const bool dropped = std::isnan(left->rate_before);
+    const bool bounced = left->mode_before == mode && left->mode_after == mode && left->rate_before * rate.rate < 0.0;
+    if (!dropped && !bounced) continue;
     watched.directions[i] = rate.rate > 0.0 ? -1 : 1;  // leaving upwards, it comes back falling
   }
 }
 
-void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<int>& fired_here,
+void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<OnTheGuard>& on_the_guard,
                             int mode, double t, In<double> x, In<double> p, double grazing_tolerance,
                             TangentWorkspace& ws) {
-  if (fired_here.empty()) return;
+  if (on_the_guard.empty()) return;
   Eigen::VectorXd xdot(x.size());
   problem.mode(mode).rhs.real(t, x, p, xdot);
-  watch_return_crossings(problem, watched, fired_here, mode, t, x, xdot, p, grazing_tolerance, ws);
+  watch_return_crossings(problem, watched, on_the_guard, mode, t, x, xdot, p, grazing_tolerance, ws);
 }
 
 std::vector<int> roots_at_the_final_time(const Problem& problem, const WatchedEvents& watched, int mode, double tf,
@@ -167,9 +171,13 @@ std::vector<int> roots_at_the_final_time(const Problem& problem, const WatchedEv
   bool any = false;
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
-    if (problem.event(k).guard_at<double>(tf, x, xdot, p) != 0.0) continue;
+    const double r = problem.event(k).guard_at<double>(tf, x, xdot, p);
     const GuardRate rate = dae_guard_rate(problem, k, mode, tf, x, xdot, p, ws);
     if (rate.grazing(grazing_tolerance) || rate.rate * watched.directions[i] < 0.0) continue;
+    // Zero, or just past zero on the side the crossing leads to, within the integrators' root
+    // location in time (about 100 ulp of t: the rate over 1e-12 max(1, tf)).
+    const bool past = r == 0.0 || (r * rate.rate > 0.0 && std::abs(r) <= std::abs(rate.rate) * 1e-12 * std::max(1.0, std::abs(tf)));
+    if (!past) continue;
     fired[i] = rate.rate > 0.0 ? 1 : -1;
     any = true;
   }

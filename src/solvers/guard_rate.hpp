@@ -73,18 +73,21 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
 /// As above in an explicit mode, its rate x-dot = f(t, x, p) evaluated here.
 void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,
                            In<double> p, const Options& options, TangentWorkspace& ws);
-/// For each watched Direction::Either event among `fired_here` (it fired at t), whose jump left
-/// the state on its guard (|r| within round-off, off_guard) moving off it at a rate that is not
-/// grazing: watches only the crossing that brings the state back (falling if it leaves upwards).
-/// In exact arithmetic the state starts at r = 0 and the integrator masks that root; numerically
-/// the root was located just past zero, and watching both directions fired the event again at
-/// once, the jump reversing the rate each time (a ball with an either-way floor: 18 firings
-/// within 1e-13 s, then through the floor). Call before hold_guards_near_zero.
-void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<int>& fired_here,
+/// For each watched Direction::Either event that left the state on its guard at the last root
+/// (`on_the_guard`, RootMemory) moving off it at a rate that is not grazing, with the guard within
+/// round-off of zero (off_guard): watches only the crossing that brings the state back (falling
+/// if it leaves upwards). In exact arithmetic the state starts at r = 0 and the integrator masks
+/// that root; numerically the root was located just past zero, and watching both directions fired
+/// the event again at once, its jump reversing the rate each time (a ball with an either-way
+/// floor: 18 firings within 1e-13 s, then through the floor). Only where the event's own jump
+/// reversed the guard's rate in its mode (a bounce), or its root was dropped: after a mode switch
+/// that turns the motion back (a relay without hysteresis) both directions stay watched. Call
+/// before hold_guards_near_zero.
+void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<OnTheGuard>& on_the_guard,
                             int mode, double t, In<double> x, In<double> xdot, In<double> p,
                             double grazing_tolerance, TangentWorkspace& ws);
 /// As above in an explicit mode, its rate x-dot = f(t, x, p) evaluated here.
-void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<int>& fired_here,
+void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<OnTheGuard>& on_the_guard,
                             int mode, double t, In<double> x, In<double> p, double grazing_tolerance,
                             TangentWorkspace& ws);
 
@@ -94,9 +97,10 @@ void watch_return_crossings(const Problem& problem, WatchedEvents& watched, cons
 /// 2.6e-5 m/s, reported falling 3.5e-9 s later; its jump then sent the ball down through the
 /// floor. Only roots where the guard is within its noise band of zero count (noise_band; a
 /// guard that jumps across zero is no noise). Such a motion stays within the tolerance of its
-/// guard (its bounces are lower than the integration resolves): an event with a resting variant rests there (`resting`, left in
-/// `fired`); the others' roots are cleared from `fired` (`dropped`). Grazing roots and
-/// Direction::Either events are kept as they are.
+/// guard (its bounces are lower than the integration resolves): an event with a resting variant
+/// rests there (`resting`, left in `fired`); the others' roots are cleared from `fired`
+/// (`dropped`). Grazing roots and events watched in both directions are kept as they are (an
+/// either-way event narrowed by watch_return_crossings is watched in one).
 RootsAgainstDirection roots_against_their_direction(const Problem& problem, const WatchedEvents& watched,
                                                     std::vector<int>& fired, int mode, double t, In<double> x,
                                                     In<double> xdot, In<double> p, const Options& options,
@@ -109,8 +113,9 @@ RootsAgainstDirection roots_against_their_direction(const Problem& problem, cons
 /// The roots exactly at the final time tf that a recording integrator returns as an output:
 /// CVodeF and IDASolveF, which step to their stop time tf one step at a time, report a root that
 /// lies exactly there (a time event at tf) as reaching tf, where CVode and IDASolve report the
-/// root. Per watched event, 1 where the guard is exactly zero at (tf, x) and moves in its watched
-/// direction without grazing; empty when none is. The recording run then fires them as the other
+/// root. Per watched event, 1 where the guard is zero at (tf, x), or past zero on the side its
+/// crossing leads to by at most the root's location in time (|r| <= |r-dot| 1e-12 max(1, tf)),
+/// moving in its watched direction without grazing; empty when none is. The recording run then fires them as the other
 /// runs do (the adjoint missed a dose at tf: 0.15 for a gradient whose forward value was 0.59).
 std::vector<int> roots_at_the_final_time(const Problem& problem, const WatchedEvents& watched, int mode, double tf,
                                          In<double> x, In<double> xdot, In<double> p, double grazing_tolerance,

@@ -177,7 +177,7 @@ void HybridRun::begin_segment(double t) {
   }
   cv_->start(t);
   watched_ = watched_events(pb_, mode_);
-  watch_return_crossings(pb_, watched_, dropped_.with(book_.events_fired_at(t)), mode_, t, x_, p_,
+  watch_return_crossings(pb_, watched_, roots_.on_the_guard(), mode_, t, x_, p_,
                          opt_.grazing_tolerance, ws_);
   hold_guards_near_zero(pb_, watched_, mode_, t, x_, p_, opt_, ws_);
   cv_->set_roots(watched_.directions);
@@ -401,13 +401,13 @@ void HybridRun::apply_roots(double t) {
     for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
   }
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
-  dropped_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, x_, p_,
+  roots_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, x_, p_,
                                                              opt_, ws_), fired, t);
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(
       watched_, fired, t, [&] { return mode_; },
       [&](int k, std::optional<Accumulation>& rest) {
-        if (dropped_.rests(k)) {
+        if (roots_.rests(k)) {
           rest = Accumulation{t};
           return pb_.event(k).rest_event;
         }
@@ -421,6 +421,7 @@ void HybridRun::apply_roots(double t) {
 
 void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const EventValues v = fire_event(pb_, k, mode_, t, x_, p_, ws_);
+  roots_.applied({k, v.mode_before, v.mode_after, v.guard_rate});
   EventRecord rec = book_.open_event(v, rest);
   if (sens_) {
     require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");

@@ -133,7 +133,7 @@ class HybridRun : private SegmentIntegrator {
   // The roots that advance stopped at, per watched event: the integrator's, or a recording's at
   // tf (roots_at_the_final_time).
   std::vector<int> fired_;
-  DroppedRoots dropped_;  // roots against their direction, dropped at this restart
+  RootMemory roots_;  // what the last root leaves for the segment that starts there
   // Adjoint recordings: the ledger, the oldest segment that may still hold its recording, the
   // quadratures a recording integrates, and what one backward problem will need.
   MemoryLedger ledger_;

@@ -62,13 +62,6 @@ class RunBook {
   /// the integrals; throws ModelError if a cost is not finite.
   void finish(double tf, In<double> x, int mode, const Eigen::MatrixXd& S, TangentWorkspace& ws);
 
-  /// The events applied at t (the log's entries at exactly that time), latest first.
-  std::vector<int> events_fired_at(double t) const {
-    std::vector<int> fired;
-    for (auto it = sol_.events.rbegin(); it != sol_.events.rend() && it->time == t; ++it) fired.push_back(it->event);
-    return fired;
-  }
-
   Solution& solution() { return sol_; }
   const std::vector<EventRecord>& events() const { return sol_.events; }
   Eigen::VectorXd& cost_integral() { return cost_integral_; }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -212,34 +213,22 @@ bool same_instant(double a, double b, const Options& o) {
   return std::abs(a - b) <= o.cascade_window * std::max(1.0, std::abs(a));
 }
 
-void DroppedRoots::record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t) {
+void RootMemory::record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t) {
   const bool applies = std::any_of(fired.begin(), fired.end(), [](int f) { return f != 0; });
   in_a_row_ = applies || found.dropped.empty() ? 0 : in_a_row_ + 1;
-  if (in_a_row_ > max_dropped_restarts) {
+  if (in_a_row_ >= max_dropped_restarts) {
     throw ZenoError(fmt::format(
         "the guard of event '{}' crossed zero against its direction {} times in a row by t = {:.17g}: the motion stays "
         "within the integration's noise of its guard (bounces lower than the tolerance resolves); give the event a "
         "resting variant ({}) or tighten rtol",
         problem.event(found.dropped.front()).name, in_a_row_, t, kRestingVariantHint));
   }
-  last_ = std::move(found);
+  resting_ = std::move(found.resting);
+  on_the_guard_.clear();
+  for (int k : found.dropped) on_the_guard_.push_back({k, -1, -1, std::numeric_limits<double>::quiet_NaN()});
 }
 
-bool DroppedRoots::rests(int k) const {
-  return std::find(last_.resting.begin(), last_.resting.end(), k) != last_.resting.end();
-}
-
-std::vector<int> DroppedRoots::with(std::vector<int> fired_here) {
-  fired_here.insert(fired_here.end(), last_.dropped.begin(), last_.dropped.end());
-  last_ = {};
-  return fired_here;
-}
-
-std::vector<int> complex_events_fired_at(const std::vector<Complex>& times, const std::vector<int>& events, double t) {
-  std::vector<int> fired;
-  for (size_t i = times.size(); i > 0 && times[i - 1].real() == t; --i) fired.push_back(events[i - 1]);
-  return fired;
-}
+bool RootMemory::rests(int k) const { return std::find(resting_.begin(), resting_.end(), k) != resting_.end(); }
 
 void CascadeGuard::record(double t, const std::string& event_name) {
   ++total_;

@@ -155,10 +155,6 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
   return evaluate_guards<S>(problem, watched, t, x, x.head(0), p, g, error);
 }
 
-/// The events a complex-step run applied at t (their times' real parts exactly t), latest first:
-/// RunBook::events_fired_at of the real runs.
-std::vector<int> complex_events_fired_at(const std::vector<Complex>& times, const std::vector<int>& events, double t);
-
 /// The roots against their events' directions at one root (roots_against_their_direction,
 /// guard_rate.hpp).
 struct RootsAgainstDirection {
@@ -166,26 +162,36 @@ struct RootsAgainstDirection {
   std::vector<int> resting;  ///< events that apply their resting variant at this root
 };
 
-/// A run's roots against their events' directions at its last root (roots_against_their_direction,
-/// guard_rate.hpp). The events that rest there apply their resting variant (rests); for the
-/// events whose roots were dropped the state sits on their guards as after their own firing, so
-/// the segment that starts there watches their return crossings too (watch_return_crossings).
-/// Noise that keeps crossing a guard against its direction, restart after restart, stops the run
-/// instead of looping.
-class DroppedRoots {
+/// An event that leaves the state on its guard at a root: applied there (its modes and its
+/// guard's rate before the jump), or dropped (no jump: rate_before NaN).
+struct OnTheGuard {
+  int event = -1;
+  int mode_before = 0, mode_after = 0;
+  double rate_before = 0.0;
+};
+
+/// What a run's last root leaves for the segment that starts there: the events applied (every
+/// run type notes them as it applies them) and the roots against their direction (dropped, or
+/// resting), so that the segment watches the guards the state sits on (watch_return_crossings).
+/// A retried segment start reads the same. Noise that keeps crossing a guard against its
+/// direction, restart after restart, stops the run instead of looping.
+class RootMemory {
  public:
-  /// Takes the roots found at t (`fired`: the roots left to apply). Throws ZenoError after
-  /// max_dropped_restarts roots in a row with nothing left to apply.
+  /// A root at t: the roots against their direction found there and the roots left to apply
+  /// (`fired`). Forgets the previous root. Throws ZenoError at the max_dropped_restarts-th root
+  /// in a row with nothing left to apply.
   void record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t);
+  /// An event applied at this root.
+  void applied(const OnTheGuard& event) { on_the_guard_.push_back(event); }
   /// Whether event k rests at this root.
   bool rests(int k) const;
-  /// `fired_here` with the dropped events added; forgets them (a segment's start takes them once).
-  std::vector<int> with(std::vector<int> fired_here);
+  const std::vector<OnTheGuard>& on_the_guard() const { return on_the_guard_; }
 
   static constexpr int max_dropped_restarts = 100;
 
  private:
-  RootsAgainstDirection last_;
+  std::vector<int> resting_;
+  std::vector<OnTheGuard> on_the_guard_;
   int in_a_row_ = 0;
 };
 

@@ -14,7 +14,7 @@ void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, dou
   run.begin_segment(t);
   while (next < grid.size()) {
     const double tout = grid[next];
-    if (tout - t <= 100.0 * 2.2e-16 * std::max(1.0, std::abs(t))) {
+    if (at_output_time(t, tout)) {
       run.record_output(t, false);  // an event fell on this output time: the state after it
       ++next;
       continue;

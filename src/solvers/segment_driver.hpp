@@ -6,6 +6,8 @@
 // its integrator adapter; the loop knows nothing of the integrator.
 #include <saltus/core/problem.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "run_support.hpp"
@@ -35,6 +37,10 @@ class SegmentIntegrator {
   /// Ends the last segment at the final output time t and completes the costs.
   virtual void finish(double t) = 0;
 };
+
+/// Whether t has reached the output time tout (to 100 ulp): the segment loop integrates no
+/// further towards it.
+inline bool at_output_time(double t, double tout) { return tout - t <= 100.0 * 2.2e-16 * std::max(1.0, std::abs(t)); }
 
 /// Runs `run` over the output grid (output_grid(options), starting at t0).
 void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, double t0);

@@ -354,9 +354,6 @@ S compliant_contact_energy(const Model& m, const SpatialForce& f, const MotionSt
   return value_of<S>(f.stiffness, p) * pow(c.penetration, e1) / e1;
 }
 
-/// Generalized forces of the spatial bodies: gravity on each centre of mass, the quadratic
-/// velocity forces, springs, applied forces (J^T f at their point) and torques (2 G^T A^T n on
-/// the Euler parameters).
 /// The vector of a Force [N] or Torque [N m] in ground axes: as given, or turned by its body's
 /// rotation A(p) when given in the body's axes (SpatialForce::body_axes).
 template <class S>
@@ -366,6 +363,9 @@ Vec3<S> applied_load_in_ground_axes(const Model& m, const SpatialForce& e, const
   return rotation_matrix(spatial_pose(m, st, e.body_a).p) * given;
 }
 
+/// Generalized forces of the spatial bodies: gravity on each centre of mass, the quadratic
+/// velocity forces, springs, applied forces (J^T f at their point) and torques (2 G^T A^T n on
+/// the Euler parameters), in ground axes or turned by the body (applied_load_in_ground_axes).
 template <class S>
 void add_spatial_forces(const Model& m, const MotionState<S>& st, In<S> p, VectorX<S>& F) {
   const Vec3<S> g(value_of<S>(m.gravity_x, p), value_of<S>(m.gravity_y, p), value_of<S>(m.gravity_z, p));
