@@ -219,8 +219,8 @@ void RootMemory::record(const Problem& problem, RootsAgainstDirection found, con
   if (in_a_row_ >= max_dropped_restarts) {
     throw ZenoError(fmt::format(
         "the guard of event '{}' crossed zero against its direction {} times in a row by t = {:.17g}: the motion stays "
-        "within the integration's noise of its guard (bounces lower than the tolerance resolves); give the event a "
-        "resting variant ({}) or tighten rtol",
+        "within the integration's noise of its guard; tighten rtol, or, for a contact whose bounces fall below the "
+        "tolerance, give its event a resting variant ({})",
         problem.event(found.dropped.front()).name, in_a_row_, t, kRestingVariantHint));
   }
   resting_ = std::move(found.resting);
