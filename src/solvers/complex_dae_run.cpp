@@ -316,10 +316,9 @@ void ComplexDaeRun::apply_roots(double t) {
   end_segment();
   std::vector<int> fired = ida_->root_info();
   // The real run's decision (DaeRun::apply_roots), on the real parts.
-  roots_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()),
-                                                          Eigen::VectorXd(xdotc_.real()), p_real_,
-                                                          opt_, ws_),
-                  fired, t);
+  RootsAgainstDirection against = roots_against_their_direction(
+      pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_, opt_, ws_);
+  roots_.record(pb_, std::move(against), fired, t);
   for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     apply_event(resolve_rest(fired_event, t), t);
   });

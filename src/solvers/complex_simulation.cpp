@@ -243,8 +243,9 @@ void ComplexRun::apply_roots(double t) {
   end_segment(t);
   std::vector<int> fired = cv_->root_info();
   real_x_ = xc_.real();  // the real run's decision (HybridRun::apply_roots), on the real parts
-  roots_.record(pb_, detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_,
-                                                                     opt_, ws_), fired, t);
+  detail::RootsAgainstDirection against =
+      detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_, opt_, ws_);
+  roots_.record(pb_, std::move(against), fired, t);
   detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
     zeno_.refuse_accumulation(pb_, fired_event, t);

@@ -298,8 +298,9 @@ void DaeRun::record_output(double t, bool integrated) {
 void DaeRun::apply_roots(double t) {
   take_integrator_state(t, "at an event");
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
-  roots_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, point_.x, point_.xdot, p_,
-                                                             opt_, ws_), fired, t);
+  RootsAgainstDirection against =
+      roots_against_their_direction(pb_, watched_, fired, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
+  roots_.record(pb_, std::move(against), fired, t);
   restart_.after_event(ida_->last_step());
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(

@@ -401,8 +401,8 @@ void HybridRun::apply_roots(double t) {
     for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
   }
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
-  roots_.record(pb_, roots_against_their_direction(pb_, watched_, fired, mode_, t, x_, p_,
-                                                             opt_, ws_), fired, t);
+  RootsAgainstDirection against = roots_against_their_direction(pb_, watched_, fired, mode_, t, x_, p_, opt_, ws_);
+  roots_.record(pb_, std::move(against), fired, t);
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(
       watched_, fired, t, [&] { return mode_; },
