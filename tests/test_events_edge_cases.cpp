@@ -276,16 +276,60 @@ TEST(Zeno, AnEitherWayFloorBouncesAsAFallingOne) {
 }
 
 // An either-way event whose mode switch (not its jump) turns the motion back keeps watching both
-// directions: a relay without hysteresis switches at T = 1 in a zero-time cascade (as before the
-// return-crossing rule), it does not cool for ever.
-TEST(Zeno, AnEitherWayModeSwitchThatTurnsTheMotionBackStillFires) {
+// directions: a relay without hysteresis switches at T = 1 in a zero-time cascade, heat -> cool
+// -> heat -> ... Its motion would slide along T = 1 (both modes drive T into the guard), which a
+// hybrid model does not continue: after six switches the noise left T just above 1 in 'heat' and
+// the run went on heating to T = 3 (exit 0), while the complex step cooled to T = -1. Every run
+// type now stops at the first switch back.
+TEST(Zeno, ARelayWithoutHysteresisStopsAsASlidingMode) {
   const Problem relay = equations::parse_equation_problem(
-      "name: relay\nhorizon: 3\nstates: {T: 0}\nmodes: {heat: {rhs: [1]}, cool: {rhs: [-1]}}\n"
-      "events:\n  switch: {guard: T - 1, direction: either, next: {heat: cool, cool: heat}}\n"
+      "name: relay\nhorizon: 3\nparameters: {T_set: 1}\nstates: {T: 0}\nmodes: {heat: {rhs: [1]}, cool: {rhs: [-1]}}\n"
+      "events:\n  switch: {guard: T - T_set, direction: either, next: {heat: cool, cool: heat}}\n"
       "costs: {T_T: {terminal: T}}\n",
       "relay.yaml");
-  const Solution s = simulate(relay);
-  ASSERT_GE(s.events.size(), 2u);
-  EXPECT_NEAR(s.events[1].time, 1.0, 1e-9);  // switched straight back: cool -> heat
-  EXPECT_EQ(relay.mode(s.events[1].mode_after).name, "heat");
+  const Eigen::VectorXd p = relay.nominal_parameters();
+  const auto expect_sliding = [](const std::function<void()>& run, const char* what) {
+    try {
+      run();
+      ADD_FAILURE() << what << ": the relay ran on";
+    } catch (const ZenoError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("sliding mode"), std::string::npos) << what << ": " << m;
+      EXPECT_NE(m.find("switched mode 'heat' to 'cool'"), std::string::npos) << what << ": " << m;
+      EXPECT_NE(m.find("'switch'"), std::string::npos) << what << ": " << m;
+    }
+  };
+  expect_sliding([&] { simulate(relay, p, relay.options()); }, "simulation");
+  expect_sliding([&] { forward_sensitivity(relay, p, relay.options()); }, "forward");
+  expect_sliding([&] { adjoint(relay, p, relay.options()); }, "adjoint");
+  expect_sliding([&] { complex_step(relay, p, relay.options()); }, "complex step");
+  // The same relay as two one-way events at one set point, and as a DAE on IDAS.
+  const Problem two_events = equations::parse_equation_problem(
+      "name: relay\nhorizon: 3\nparameters: {T_set: 1}\nstates: {T: 0}\nmodes: {heat: {rhs: [1]}, cool: {rhs: [-1]}}\n"
+      "events:\n  switch: {guard: T - T_set, direction: rising, only_in: heat, next: cool}\n"
+      "  back: {guard: T - T_set, direction: falling, only_in: cool, next: heat}\n"
+      "costs: {T_T: {terminal: T}}\n",
+      "relay.yaml");
+  const Problem dae = equations::parse_equation_problem(
+      "name: relay\nhorizon: 3\nparameters: {T_set: 1}\nstates: {T: 0, z: 0}\nalgebraic: z\n"
+      "modes: {heat: {residual: [\"der(T) - z\", \"z - 1\"]}, cool: {residual: [\"der(T) - z\", \"z + 1\"]}}\n"
+      "events:\n  switch: {guard: T - T_set, direction: either, next: {heat: cool, cool: heat}}\n"
+      "costs: {T_T: {terminal: T}}\n",
+      "relay.yaml");
+  for (const Problem* other : {&two_events, &dae}) {
+    expect_sliding([&] { simulate(*other, p, other->options()); }, "simulation");
+    expect_sliding([&] { adjoint(*other, p, other->options()); }, "adjoint");
+    expect_sliding([&] { complex_step(*other, p, other->options()); }, "complex step");
+  }
+  // With hysteresis (two guards apart) the same relay cycles between 0.9 and 1.1.
+  const Problem hysteresis = equations::parse_equation_problem(
+      "name: relay\nhorizon: 3\nstates: {T: 0}\nmodes: {heat: {rhs: [1]}, cool: {rhs: [-1]}}\n"
+      "events:\n  off: {guard: T - 1.1, direction: rising, only_in: heat, next: cool}\n"
+      "  on: {guard: T - 0.9, direction: falling, only_in: cool, next: heat}\n"
+      "costs: {T_T: {terminal: T}}\n",
+      "relay.yaml");
+  const Solution s = simulate(hysteresis);
+  ASSERT_EQ(s.events.size(), 10u);  // 1.1, 1.3, 1.5, ... 2.9
+  EXPECT_NEAR(s.events.back().time, 2.9, 1e-9);
+  EXPECT_NEAR(s.final_state[0], 1.0, 1e-9);  // cooling from 1.1 for 0.1 s
 }

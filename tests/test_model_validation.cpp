@@ -267,6 +267,59 @@ contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restit
   EXPECT_NO_THROW(simulate(pb, p, pb.options()));
 }
 
+// Parameters as in equation model files: {value, description, min, max}; the bounds hold for
+// the file's value and every override, beside the model's own domains.
+TEST(ModelValidation, ParametersTakeADescriptionAndBounds) {
+  const std::string body = R"(horizon: 1
+ground: {O: [0, 0]}
+points: {p: {position: [1, 1]}}
+elements: [{type: point_mass, point: p, mass: m}]
+costs: {height: {terminal: [{signal: y, of: p}]}}
+)";
+  Problem pb = make_problem(parse_model(R"(parameters:
+  m: {value: 2, description: "mass of p [kg]", min: 0.5, max: 4}
+  g: 9.81
+)" + body, "model.yaml"));
+  EXPECT_DOUBLE_EQ(pb.nominal_parameters()[0], 2.0);
+  EXPECT_EQ(pb.parameters()[0].description, "mass of p [kg]");
+  EXPECT_THROW(pb.set_nominal("m", 4.5), InputError);
+  EXPECT_THROW(pb.set_nominal("m", 0.25), InputError);
+  EXPECT_NO_THROW(pb.set_nominal("m", 4.0));
+  EXPECT_NO_THROW(pb.set_nominal("g", -100.0));  // unbounded
+  const auto parse_error = [&](const std::string& parameters) {
+    try {
+      make_problem(parse_model(parameters + body, "model.yaml"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string outside = parse_error("parameters: {m: {value: 5, min: 0, max: 4}}\n");
+  EXPECT_TRUE(contains(outside, "model.yaml:1:") && contains(outside, "parameters.m") &&
+              contains(outside, "the value 5 is outside [min, max] = [0, 4]"))
+      << outside;
+  const std::string unknown = parse_error("parameters: {m: {value: 1, lower: 0}}\n");
+  EXPECT_TRUE(contains(unknown, "parameters.m") && contains(unknown, "lower")) << unknown;
+  const std::string no_value = parse_error("parameters: {m: {min: 0}}\n");
+  EXPECT_TRUE(contains(no_value, "parameters.m") && contains(no_value, "value")) << no_value;
+  // The model's own domain still holds inside wide bounds.
+  const std::string domain = parse_error("parameters: {m: {value: -1, min: -5}}\n");
+  EXPECT_TRUE(contains(domain, "mass > 0")) << domain;
+}
+
+// theta, omega and alpha are signals of planar bodies: a point or a spatial body is named as such.
+TEST(ModelValidation, AnAngleSignalOfAPointNamesIt) {
+  const std::string message = error_of(R"(name: pendulum
+horizon: 1
+ground: {O: [0, 0]}
+points: {p: {position: [1, 0]}}
+elements: [{type: bar, name: rod, from: O, to: p, length: 1, mass: 1}]
+costs: {angle: {terminal: [{signal: theta, of: p}]}}
+)");
+  EXPECT_TRUE(located(message)) << message;
+  EXPECT_TRUE(contains(message, "costs.angle") && contains(message, "'p' is a point")) << message;
+}
+
 // A stated velocity that the constraints overrule is kept as a note naming the field and the
 // size of the change; velocities that satisfy them give no note.
 TEST(ModelValidation, InconsistentInitialVelocitiesGiveANote) {

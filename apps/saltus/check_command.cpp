@@ -38,7 +38,10 @@ void print_check(std::ostream& out, const multibody::ModelCheck& c) {
              c.degrees_of_freedom, c.rank, c.constraint_rows, c.constraint_rows - c.rank);
   fmt::print(out, "Independent coordinates: {}\n", join(c.independent));
   fmt::print(out, "Parameters:{}\n", c.parameters.empty() ? " none" : "");
-  for (const auto& p : c.parameters) fmt::print(out, "  {} = {:g}: used by {}\n", p.name, p.value, join(p.used_by));
+  for (const auto& p : c.parameters) {
+    fmt::print(out, "  {} = {:g}{}: used by {}\n", p.name, p.value, p.description.empty() ? "" : " (" + p.description + ")",
+               join(p.used_by));
+  }
   fmt::print(out, "Contacts:{}\n", c.contacts.empty() ? " none" : "");
   for (const auto& k : c.contacts) {
     fmt::print(out, "  {}: {}, initial gap {:.6g} {}, normal velocity {:.6g} {}/s{}\n", k.name, k.what, k.gap + 0.0,

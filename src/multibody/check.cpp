@@ -47,7 +47,7 @@ void describe_structure(const Model& model, ModelCheck& out) {
 
 void describe_parameters(const Model& model, ModelCheck& out) {
   for (const Parameter& par : model.parameters) {
-    ModelCheck::ParameterUse use{par.name, par.nominal, {}};
+    ModelCheck::ParameterUse use{par.name, par.nominal, {}, par.description};
     for (const std::string& field : par.used_by) {
       const auto at = model.locations.find(field);
       use.used_by.push_back(at == model.locations.end() ? field : field + " (" + at->second + ")");

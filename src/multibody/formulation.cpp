@@ -192,7 +192,10 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
                                      matrix_path(model, settings.type),
                                      model.source.empty() ? "" : ", from " + model.source));
   pb.set_states(form->state_names());
-  for (const Parameter& par : model.parameters) pb.add_parameter(par.name, par.nominal);
+  for (const Parameter& par : model.parameters) {
+    pb.add_parameter(par.name, par.nominal, par.description);
+    if (par.bounded()) pb.bound_parameter(par.name, par.lower, par.upper);
+  }
   pb.set_initial_state([form](const auto& p, auto x0) {
     using S = ScalarOf<decltype(p)>;
     form->template initial_state<S>(p, x0);

@@ -146,14 +146,35 @@ class Reader : yaml::Fields {
   void read_parameters() {
     const YAML::Node ps = root_["parameters"];
     if (!ps) return;
-    if (!ps.IsMap()) fail(ps, "parameters", "expected a mapping name: value");
+    if (!ps.IsMap()) fail(ps, "parameters", "expected a mapping name: value (or name: {value:, description:, min:, max:})");
     for (const auto& kv : ps) {
       const std::string name = kv.first.as<std::string>();
-      if (parameter_index_.count(name) != 0) fail(kv.first, "parameters." + name, "declared twice");
+      const std::string field = "parameters." + name;
+      if (parameter_index_.count(name) != 0) fail(kv.first, field, "declared twice");
       parameter_index_[name] = static_cast<int>(model_.parameters.size());
-      model_.parameters.push_back(Parameter{name, number(kv.second, "parameters." + name), {}});
+      model_.parameters.push_back(read_parameter(kv.second, name, field));
       uses_.emplace_back();
     }
+  }
+
+  /// `value`, or `{value, description, min, max}` (as in equation model files).
+  Parameter read_parameter(const YAML::Node& n, const std::string& name, const std::string& field) const {
+    Parameter par;
+    par.name = name;
+    if (!n.IsMap()) {
+      par.nominal = number(n, field);
+      return par;
+    }
+    check_keys(n, field, {"value", "description", "min", "max"});
+    if (!n["value"]) fail(n, field, "missing 'value'");
+    par.nominal = number(n["value"], field + ".value");
+    if (n["description"]) par.description = scalar(n["description"], field + ".description");
+    if (n["min"]) par.lower = number(n["min"], field + ".min");
+    if (n["max"]) par.upper = number(n["max"], field + ".max");
+    if (!(par.nominal >= par.lower && par.nominal <= par.upper)) {
+      fail(n, field, fmt::format("the value {} is outside [min, max] = [{}, {}]", par.nominal, par.lower, par.upper));
+    }
+    return par;
   }
 
   void read_ground() {
@@ -1193,7 +1214,16 @@ class Reader : yaml::Fields {
       case Signal::Theta:
       case Signal::Omega:
       case Signal::Alpha: {
-        const int b = body_or_ground(require(t, "of", tf), tf + ".of");
+        const YAML::Node of = require(t, "of", tf);
+        const std::string name = of.IsScalar() ? of.Scalar() : "";
+        if (spatial_index_.count(name) != 0) {
+          fail(of, tf + ".of", fmt::format("theta, omega and alpha are signals of planar bodies; '{}' is a spatial body "
+                                           "(its signals: x, y, z, vx, vy, vz, ax, ay, az of points on it)", name));
+        }
+        if (body_index_.count(name) == 0 && refs_.count(name) != 0) {
+          fail(of, tf + ".of", fmt::format("theta, omega and alpha are signals of bodies; '{}' is a point", name));
+        }
+        const int b = body_or_ground(of, tf + ".of");
         if (b < 0) fail(t["of"], tf + ".of", "expected a body");
         term.body = b;
         return;

@@ -99,7 +99,7 @@ ComplexDaeRun::ComplexDaeRun(const Problem& problem, const VectorX<Complex>& p, 
       opt_(options),
       nx_(problem.n_states()),
       nc_(problem.n_costs()),
-      cascade_(opt_),
+      cascade_(pb_, opt_),
       zeno_(opt_) {
   pb_.validate();
   validate(opt_, nx_, problem.n_parameters());
@@ -345,7 +345,7 @@ void ComplexDaeRun::apply_event(int k, double t) {
   // The crossing speed and the grazing test on the real parts.
   const EventValues real =
       fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
-  roots_.applied({k, real.mode_before, real.mode_after, real.guard_rate});
+  roots_.applied(pb_, real);
   require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
   const Complex dt_c = -ev.guard_at<Complex>(Complex(t), xc_, xdotc_, p_) / real.guard_rate;
   const Complex tc = Complex(t) + dt_c;
@@ -376,7 +376,7 @@ void ComplexDaeRun::apply_event(int k, double t) {
   mode_ = real.mode_after;
   sol_.event_times.push_back(tc);
   sol_.event_ids.push_back(k);
-  cascade_.record(t, ev.name);
+  cascade_.record(t, k, real.mode_before, real.x_minus, real.mode_after, xc_.real());
 }
 
 void ComplexDaeRun::fail(int flag, double t) {

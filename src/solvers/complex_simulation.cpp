@@ -79,7 +79,7 @@ ComplexRun::ComplexRun(const Problem& problem, const VectorX<Complex>& p, const 
       opt_(options),
       nx_(problem.n_states()),
       nc_(problem.n_costs()),
-      cascade_(opt_),
+      cascade_(pb_, opt_),
       zeno_(opt_) {
   pb_.validate();
   validate(opt_, nx_, problem.n_parameters());
@@ -218,7 +218,7 @@ void ComplexRun::apply_event(int k, double t) {
   // speed changes dt_c only at O(h^2)).
   real_x_ = xc_.real();
   const EventValues real = fire_event(pb_, k, mode_, t, real_x_, p_real_, ws_);
-  roots_.applied({k, real.mode_before, real.mode_after, real.guard_rate});
+  roots_.applied(pb_, real);
   require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
   const ComplexTransfer transfer = transfer_complex(pb_, k, mode_, t, xc_, p_, real.guard_rate);
   cost_integral_ += transfer.cost_integral_jump;
@@ -226,7 +226,7 @@ void ComplexRun::apply_event(int k, double t) {
   mode_ = real.mode_after;
   sol_.event_times.push_back(transfer.time);
   sol_.event_ids.push_back(k);
-  cascade_.record(t, pb_.event(k).name);
+  cascade_.record(t, k, real.mode_before, real.x_minus, real.mode_after, xc_.real());
 }
 
 detail::Reached ComplexRun::advance(double tout, double& t) {

@@ -327,7 +327,7 @@ int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {
 
 void DaeRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const EventValues v = fire_dae_event(pb_, k, mode_, t, point_, p_, ws_);
-  roots_.applied({k, v.mode_before, v.mode_after, v.guard_rate});
+  roots_.applied(pb_, v);
   EventRecord rec = book_.open_event(v, rest);
   if (sens_) {
     require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
@@ -338,7 +338,7 @@ void DaeRun::apply_event(int k, double t, const std::optional<Accumulation>& res
   }
   point_ = ConsistentPoint{v.x_plus, v.f_plus};
   mode_ = v.mode_after;
-  book_.close_event(std::move(rec), pb_.event(k).name, t);
+  book_.close_event(std::move(rec), t);
 }
 
 void DaeRun::fail(int flag, double t) {

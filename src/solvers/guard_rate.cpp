@@ -139,9 +139,63 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
   hold_guards_near_zero(problem, watched, mode, t, x, xdot, p, options, ws);
 }
 
+namespace {
+
+/// Whether firing `event` at (t, x) leaves the state as it is (no jump, or one that is the
+/// identity there; a DAE mode's algebraic states aside).
+bool jump_keeps_state(const Problem& problem, int event, double t, In<double> x, In<double> p) {
+  const Event& ev = problem.event(event);
+  if (!ev.jump) return true;
+  Eigen::VectorXd after(x.size());
+  ev.jump.real(t, x, p, after);
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    if (problem.is_algebraic(static_cast<int>(i))) continue;
+    if (!(std::abs(after[i] - x[i]) <= 1e-12 * (1.0 + std::abs(x[i])))) return false;
+  }
+  return true;
+}
+
+/// Throws ZenoError where an event switched the motion from mode A into `mode` at the last root
+/// leaving the state as it was, and an event watched in `mode` sits on its guard moving into its
+/// crossing and fires back to A, again leaving the state: both modes drive the motion into the
+/// surface (a relay without hysteresis at its set point), a sliding mode that the hybrid model
+/// does not continue. The real runs switched back and forth until the noise let one mode run on
+/// (heat -> cool -> heat ... six times, then heating past the set point); the complex step, whose
+/// state after an event is carried back to t in the new mode, ran on in the other one.
+void refuse_sliding_modes(const Problem& problem, const WatchedEvents& watched, const std::vector<OnTheGuard>& on_the_guard,
+                          int mode, double t, In<double> x, In<double> xdot, In<double> p, double grazing_tolerance,
+                          TangentWorkspace& ws) {
+  for (const OnTheGuard& came : on_the_guard) {
+    if (!came.kept_state || came.mode_before == came.mode_after || came.mode_after != mode) continue;
+    for (size_t i = 0; i < watched.events.size(); ++i) {
+      const int k = watched.events[i];
+      const Event& ev = problem.event(k);
+      if (ev.mode_after(mode) != came.mode_before) continue;
+      const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
+      if (rate.grazing(grazing_tolerance) || off_guard(ev.guard_at<double>(t, x, xdot, p), rate)) continue;
+      // It fires at once: crossing in its watched direction, or, either way, back across the
+      // guard that brought the motion here.
+      const bool fires = watched.directions[i] != 0 ? rate.rate * watched.directions[i] > 0.0
+                                                    : k == came.event && rate.rate * came.rate_before < 0.0;
+      if (!fires || !jump_keeps_state(problem, k, t, x, p)) continue;
+      throw ZenoError(fmt::format(
+          "Zeno behaviour: at t = {:.17g} event '{}' switched mode '{}' to '{}', which drives the state {} back across "
+          "the guard of '{}' (r-dot = {:.3g}), where it switches back to '{}': both modes drive the motion into the "
+          "surface, a sliding mode (as a relay without hysteresis at its set point), which a hybrid model does not "
+          "continue; give the switch hysteresis (two guards apart, docs/events.md) or a mode for the motion along "
+          "the surface",
+          t, problem.event(came.event).name, problem.mode(came.mode_before).name, problem.mode(mode).name,
+          describe_state(problem, Eigen::VectorXd(x)), ev.name, rate.rate, problem.mode(came.mode_before).name));
+    }
+  }
+}
+
+}  // namespace
+
 void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<OnTheGuard>& on_the_guard,
                             int mode, double t, In<double> x, In<double> xdot, In<double> p,
                             double grazing_tolerance, TangentWorkspace& ws) {
+  refuse_sliding_modes(problem, watched, on_the_guard, mode, t, x, xdot, p, grazing_tolerance, ws);
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
     const auto left = std::find_if(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) { return g.event == k; });

@@ -80,8 +80,9 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
 /// that root; numerically the root was located just past zero, and watching both directions fired
 /// the event again at once, its jump reversing the rate each time (a ball with an either-way
 /// floor: 18 firings within 1e-13 s, then through the floor). Only where the event's own jump
-/// reversed the guard's rate in its mode (a bounce), or its root was dropped: after a mode switch
-/// that turns the motion back (a relay without hysteresis) both directions stay watched. Call
+/// reversed the guard's rate in its mode (a bounce), or its root was dropped. A mode switch that
+/// turns the motion back onto a guard whose event switches straight back, neither moving the
+/// state (a relay without hysteresis at its set point), is a sliding mode: ZenoError. Call
 /// before hold_guards_near_zero.
 void watch_return_crossings(const Problem& problem, WatchedEvents& watched, const std::vector<OnTheGuard>& on_the_guard,
                             int mode, double t, In<double> x, In<double> xdot, In<double> p,

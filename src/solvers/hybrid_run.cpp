@@ -421,7 +421,7 @@ void HybridRun::apply_roots(double t) {
 
 void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {
   const EventValues v = fire_event(pb_, k, mode_, t, x_, p_, ws_);
-  roots_.applied({k, v.mode_before, v.mode_after, v.guard_rate});
+  roots_.applied(pb_, v);
   EventRecord rec = book_.open_event(v, rest);
   if (sens_) {
     require_transversal(pb_, v, opt_.grazing_tolerance, "no sensitivity exists");
@@ -431,7 +431,7 @@ void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& 
   }
   x_ = v.x_plus;
   mode_ = v.mode_after;
-  book_.close_event(std::move(rec), pb_.event(k).name, t);
+  book_.close_event(std::move(rec), t);
 }
 
 void HybridRun::fail(int flag, double t) {

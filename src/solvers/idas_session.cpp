@@ -93,12 +93,10 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
   }
   check_ida(IDASetLinearSolver(mem_, LS_, A_), "IDASetLinearSolver");
   if (cb.jacobian) check_ida(IDASetJacFn(mem_, cb.jacobian), "IDASetJacFn");
-  if (checkpoint_steps > 0) {
-    // Hermite interpolation between stored steps; the segment contains no event, so the data
-    // are smooth.
-    check_ida(IDAAdjInit(mem_, checkpoint_steps, IDA_HERMITE), "IDAAdjInit");
-    recording_ = true;
-  }
+  // The recording starts with the first step (advance): IDAS's IDAAdjFree crashes on a
+  // recording that IDASolveF never ran (a run stopped by an error before its first step).
+  checkpoint_steps_ = checkpoint_steps;
+  recording_ = checkpoint_steps > 0;
 
   const double cost_atol = options.cost_atol < 0.0 ? options.atol : options.cost_atol;
   if (nq > 0) {
@@ -187,6 +185,12 @@ void IdasSession::set_roots(const std::vector<int>& directions) {
 
 int IdasSession::advance(double tout, double& t) {
   if (!recording_) return IDASolve(mem_, tout, &t, y_, yp_, IDA_NORMAL);
+  if (!adjoint_initialized_) {
+    // Hermite interpolation between stored steps; the segment contains no event, so the data
+    // are smooth.
+    check_ida(IDAAdjInit(mem_, checkpoint_steps_, IDA_HERMITE), "IDAAdjInit");
+    adjoint_initialized_ = true;
+  }
   int ncheck = 0;
   const int flag = IDASolveF(mem_, tout, &t, y_, yp_, IDA_NORMAL, &ncheck);
   checkpoints_ = ncheck;

@@ -175,6 +175,8 @@ class IdasSession {
   int ism_ = IDA_STAGGERED;
   int n_roots_ = 0;
   bool recording_ = false;
+  long checkpoint_steps_ = 0;
+  bool adjoint_initialized_ = false;  ///< IDAAdjInit ran (at the first advance of a recording)
   long checkpoints_ = 0;
   // Backward problem.
   int which_ = -1;

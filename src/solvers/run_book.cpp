@@ -16,7 +16,7 @@ RunBook::RunBook(const Problem& problem, const Eigen::VectorXd& p, const Options
       nc_(problem.n_costs()),
       np_(problem.n_parameters()),
       identity_p_(Eigen::MatrixXd::Identity(np_, np_)),
-      cascade_(options),
+      cascade_(problem, options),
       zeno_(options) {}
 
 void RunBook::start(size_t n_outputs) {
@@ -47,9 +47,9 @@ void RunBook::book_sensitivities(EventRecord& record, const SensitivityTransfer&
   record_sensitivities(record, transfer.tau, s_before, transfer.s_plus, rest, sol_.events);
 }
 
-void RunBook::close_event(EventRecord record, const std::string& event_name, double t) {
+void RunBook::close_event(EventRecord record, double t) {
+  cascade_.record(t, record.event, record.mode_before, record.state_before, record.mode_after, record.state_after);
   sol_.events.push_back(std::move(record));
-  cascade_.record(t, event_name);
 }
 
 void RunBook::finish(double tf, In<double> x, int mode, const Eigen::MatrixXd& S, TangentWorkspace& ws) {

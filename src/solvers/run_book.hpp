@@ -35,7 +35,7 @@ class RunBook {
   void book_sensitivities(EventRecord& record, const SensitivityTransfer& transfer, const Eigen::MatrixXd& s_before,
                           const std::optional<Accumulation>& rest);
   /// Appends the entry to the event log and watches the cascade (ZenoError past its limits).
-  void close_event(EventRecord record, const std::string& event_name, double t);
+  void close_event(EventRecord record, double t);
 
   /// Applies the events whose guards fired at one root at t (`fired[i]` for the watched event
   /// `watched.events[i]`, for_each_fired_event's order and skipping): `resolve(k, rest)` returns

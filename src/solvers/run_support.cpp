@@ -1,5 +1,7 @@
 #include "run_support.hpp"
 
+#include <saltus/solvers/event_transfer.hpp>
+
 #include <saltus/derivatives/residual.hpp>
 #include <saltus/derivatives/tangent.hpp>
 
@@ -225,12 +227,50 @@ void RootMemory::record(const Problem& problem, RootsAgainstDirection found, con
   }
   resting_ = std::move(found.resting);
   on_the_guard_.clear();
-  for (int k : found.dropped) on_the_guard_.push_back({k, -1, -1, std::numeric_limits<double>::quiet_NaN()});
+  for (int k : found.dropped) on_the_guard_.push_back({k, -1, -1, std::numeric_limits<double>::quiet_NaN(), false});
+}
+
+bool CascadeGuard::same_state(In<double> x, In<double> y) const {
+  const std::vector<double> atol = state_atol(options_, static_cast<int>(x.size()));
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    if (problem_.is_algebraic(static_cast<int>(i))) continue;  // recomputed from the state
+    const double scale = options_.rtol * std::max(std::abs(x[i]), std::abs(y[i])) + atol[static_cast<size_t>(i)];
+    if (!(std::abs(x[i] - y[i]) <= scale)) return false;
+  }
+  return true;
+}
+
+int CascadeGuard::visits(int mode, In<double> x) const {
+  return static_cast<int>(
+      std::count_if(visits_.begin(), visits_.end(), [&](const Visit& v) { return v.mode == mode && same_state(x, v.x); }));
+}
+
+void CascadeGuard::refuse_loop(double t, int event, int mode) const {
+  static_assert(max_visits == 2, "the message counts the third meeting");
+  std::string sequence;
+  for (const int m : modes_) sequence += (sequence.empty() ? "" : " -> ") + problem_.mode(m).name;
+  throw ZenoError(fmt::format(
+      "Zeno behaviour: at t = {:.17g} the events ({}, last '{}') come back to mode '{}' at the same state for the third "
+      "time without time advancing: the modes on both sides of the guard drive the motion into it (a sliding mode, "
+      "as a relay without hysteresis), which a hybrid model does not continue; give the switch hysteresis (two "
+      "guards apart, docs/events.md) or a mode for the motion along the guard",
+      t, sequence, problem_.event(event).name, problem_.mode(mode).name));
+}
+
+void RootMemory::applied(const Problem& problem, const EventValues& event) {
+  bool kept = true;
+  for (Eigen::Index i = 0; i < event.x_minus.size() && kept; ++i) {
+    if (problem.is_algebraic(static_cast<int>(i))) continue;  // a DAE mode's are its own
+    kept = std::abs(event.x_plus[i] - event.x_minus[i]) <= 1e-12 * (1.0 + std::abs(event.x_minus[i]));
+  }
+  on_the_guard_.push_back({event.event, event.mode_before, event.mode_after, event.guard_rate, kept});
 }
 
 bool RootMemory::rests(int k) const { return std::find(resting_.begin(), resting_.end(), k) != resting_.end(); }
 
-void CascadeGuard::record(double t, const std::string& event_name) {
+void CascadeGuard::record(double t, int event, int mode_before, In<double> x_before, int mode_after,
+                          In<double> x_after) {
+  const std::string& event_name = problem_.event(event).name;
   ++total_;
   if (total_ > options_.max_events) {
     throw ZenoError(fmt::format(
@@ -240,6 +280,16 @@ void CascadeGuard::record(double t, const std::string& event_name) {
   }
   cascade_ = (cascade_ > 0 && same_instant(t, last_time_, options_)) ? cascade_ + 1 : 1;
   last_time_ = t;
+  if (cascade_ == 1) {
+    visits_.assign(1, Visit{mode_before, Eigen::VectorXd(x_before)});
+    modes_.assign(1, mode_before);
+  }
+  // A firing that leaves mode and state as they were (an event that only adds a cost) is no
+  // step of a loop: two of them at one instant are not a sliding mode.
+  if (mode_after == mode_before && same_state(x_before, x_after)) return;
+  modes_.push_back(mode_after);
+  if (visits(mode_after, x_after) >= max_visits) refuse_loop(t, event, mode_after);
+  visits_.push_back(Visit{mode_after, Eigen::VectorXd(x_after)});
   if (cascade_ > options_.max_event_cascade) {
     throw ZenoError(fmt::format(
         "Zeno behaviour: {} events within {:.3g} s of t = {:.17g} without time advancing (last: "

@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+namespace saltus {
+struct EventValues;
+}  // namespace saltus
+
 namespace saltus::detail {
 
 /// Runs the body of a CVODES callback. Exceptions must not cross CVODES' C frames: one thrown
@@ -168,6 +172,7 @@ struct OnTheGuard {
   int event = -1;
   int mode_before = 0, mode_after = 0;
   double rate_before = 0.0;
+  bool kept_state = false;  ///< applied, and its jump left the (differential) states as they were
 };
 
 /// What a run's last root leaves for the segment that starts there: the events applied (every
@@ -181,8 +186,8 @@ class RootMemory {
   /// (`fired`). Forgets the previous root. Throws ZenoError at the max_dropped_restarts-th root
   /// in a row with nothing left to apply.
   void record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t);
-  /// An event applied at this root.
-  void applied(const OnTheGuard& event) { on_the_guard_.push_back(event); }
+  /// An event applied at this root (its values, EventValues: real parts in complex runs).
+  void applied(const Problem& problem, const EventValues& event);
   /// Whether event k rests at this root.
   bool rests(int k) const;
   const std::vector<OnTheGuard>& on_the_guard() const { return on_the_guard_; }
@@ -198,15 +203,37 @@ class RootMemory {
 /// Stops runs whose events pile up without time advancing.
 class CascadeGuard {
  public:
-  explicit CascadeGuard(const Options& options) : options_(options) {}
-  /// Records an event at t; throws ZenoError past the cascade or total limits.
-  void record(double t, const std::string& event_name);
+  /// `problem` and `options` must outlive the guard.
+  CascadeGuard(const Problem& problem, const Options& options) : problem_(problem), options_(options) {}
+  /// Records a firing of `event` at t that took (mode_before, x_before) to (mode_after,
+  /// x_after); throws ZenoError past the cascade or total limits, and where a cascade comes back
+  /// to a mode and state it already met twice (a sliding mode: see the definition).
+  void record(double t, int event, int mode_before, In<double> x_before, int mode_after, In<double> x_after);
+
+  /// Times a cascade may meet one mode and state (its start counts) before it is a loop: the
+  /// modes on both sides of a guard drive the motion into it (a relay without hysteresis, heat ->
+  /// cool -> heat at T = T_set). A single return is legitimate (a block that sticks and slips
+  /// again at once with the force past static friction); a third meeting repeats the second.
+  static constexpr int max_visits = 2;
 
  private:
+  struct Visit {
+    int mode;
+    Eigen::VectorXd x;
+  };
+  /// Whether x and y agree within the integration's tolerances (algebraic states aside).
+  bool same_state(In<double> x, In<double> y) const;
+  /// How often this cascade met `mode` at a state within the tolerances of x.
+  int visits(int mode, In<double> x) const;
+  void refuse_loop(double t, int event, int mode) const;
+
+  const Problem& problem_;
   const Options& options_;
   double last_time_ = 0.0;
   int cascade_ = 0;
   long total_ = 0;
+  std::vector<Visit> visits_;   ///< this cascade's: its start, then after each firing
+  std::vector<int> modes_;      ///< this cascade's mode sequence, for the message
 };
 
 /// Where a geometric sequence of firings accumulates: t_inf = t_c + D2^2 / (D1 - D2) (Aitken's

@@ -27,6 +27,7 @@ struct ModelCheck {
     std::string name;
     double value = 0.0;
     std::vector<std::string> used_by;  ///< "field (file:line:col)"
+    std::string description;           ///< the file's, or empty
   };
   std::vector<ParameterUse> parameters;
   struct ContactStart {

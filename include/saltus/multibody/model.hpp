@@ -15,6 +15,7 @@
 #include <Eigen/Core>
 
 #include <array>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,6 +65,11 @@ struct Parameter {
   double nominal = 0.0;
   /// Field paths of the model file that read it ("elements[0].length"), as the reader met them.
   std::vector<std::string> used_by;
+  std::string description;  ///< free text, shown by `saltus check`
+  /// Bounds of every value the parameter may take (the file's and each override), inclusive.
+  double lower = -std::numeric_limits<double>::infinity();
+  double upper = std::numeric_limits<double>::infinity();
+  bool bounded() const { return lower > -std::numeric_limits<double>::infinity() || upper < std::numeric_limits<double>::infinity(); }
 };
 
 /// Where a point of an element sits: a fixed location, a moving point, or a point fixed on a

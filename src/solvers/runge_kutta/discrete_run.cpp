@@ -222,7 +222,7 @@ void DiscreteRun::apply_event(int k, double t, const std::optional<Accumulation>
   }
   x_ = v.x_plus;
   mode_ = v.mode_after;
-  book_.close_event(std::move(rec), pb_.event(k).name, t);
+  book_.close_event(std::move(rec), t);
 }
 
 void DiscreteRun::finish(double t) {
