@@ -49,7 +49,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   void begin_segment(double t) override;
   Reached advance(double tout, double& t) override;
   void record_output(double, bool) override {}
-  void apply_roots(double t) override;
+  bool apply_roots(double t) override;
   void finish(double t) override;
   void end_segment();
   void apply_event(int k, double t);
@@ -307,21 +307,24 @@ void ComplexDaeRun::end_segment() {
   for (int c = 0; c < nc_; ++c) cost_integral_[c] = Complex(y[2 * nx_ + c], y[2 * nx_ + nq_ + c]);
 }
 
-void ComplexDaeRun::apply_roots(double t) {
-  restart_.after_event(ida_->last_step());
+bool ComplexDaeRun::apply_roots(double t) {
   const ComplexConsistentPoint point =
       consistent_point_complex(pb_, mode_, Complex(t), xc_, xdotc_, p_, "at an event", ws_);
   xc_ = point.x;
   xdotc_ = point.xdot;
-  end_segment();
   std::vector<int> fired = ida_->root_info();
   // The real run's decision (DaeRun::apply_roots), on the real parts.
   RootsAgainstDirection against = roots_against_their_direction(
       pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_, opt_, ws_);
+  const bool noise = only_noise(against, fired);
   roots_.record(pb_, std::move(against), fired, t);
+  if (noise) return false;
+  restart_.after_event(ida_->last_step());
+  end_segment();
   for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     apply_event(resolve_rest(fired_event, t), t);
   });
+  return true;
 }
 
 int ComplexDaeRun::resolve_rest(int k, double t) {

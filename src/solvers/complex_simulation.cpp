@@ -43,7 +43,7 @@ class ComplexRun : private detail::SegmentIntegrator {
   void begin_segment(double t) override;
   detail::Reached advance(double tout, double& t) override;
   void record_output(double, bool) override {}
-  void apply_roots(double t) override;
+  bool apply_roots(double t) override;
   void finish(double t) override;
   void end_segment(double t);
   void apply_event(int k, double t);
@@ -238,14 +238,16 @@ detail::Reached ComplexRun::advance(double tout, double& t) {
   return detail::Reached::Output;
 }
 
-void ComplexRun::apply_roots(double t) {
+bool ComplexRun::apply_roots(double t) {
   load_state(cv_->y());
-  end_segment(t);
   std::vector<int> fired = cv_->root_info();
   real_x_ = xc_.real();  // the real run's decision (HybridRun::apply_roots), on the real parts
   detail::RootsAgainstDirection against =
       detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_, opt_, ws_);
+  const bool noise = only_noise(against, fired);
   roots_.record(pb_, std::move(against), fired, t);
+  if (noise) return false;
+  end_segment(t);
   detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
     zeno_.refuse_accumulation(pb_, fired_event, t);
@@ -260,6 +262,7 @@ void ComplexRun::apply_roots(double t) {
     zeno_.record(fired_event, t, -1);
     apply_event(k, t);
   });
+  return true;
 }
 
 void ComplexRun::fail(int flag, double t) {

@@ -295,12 +295,14 @@ void DaeRun::record_output(double t, bool integrated) {
   }
 }
 
-void DaeRun::apply_roots(double t) {
+bool DaeRun::apply_roots(double t) {
   take_integrator_state(t, "at an event");
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
   RootsAgainstDirection against =
       roots_against_their_direction(pb_, watched_, fired, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
+  const bool noise = only_noise(against, fired);
   roots_.record(pb_, std::move(against), fired, t);
+  if (noise) return false;
   restart_.after_event(ida_->last_step());
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(
@@ -309,6 +311,7 @@ void DaeRun::apply_roots(double t) {
       [&](int k, const std::optional<Accumulation>& rest) { apply_event(k, t, rest); });
   require_leaving_guards(pb_, applied, book_.events(), mode_, t, point_.x, point_.xdot, p_, opt_.grazing_tolerance,
                          ws_);
+  return true;
 }
 
 int DaeRun::resolve_rest(int k, double t, std::optional<Accumulation>& rest) {

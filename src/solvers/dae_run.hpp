@@ -61,7 +61,7 @@ class DaeRun : private SegmentIntegrator {
   void begin_segment(double t) override;
   Reached advance(double tout, double& t) override;
   void record_output(double t, bool integrated) override;
-  void apply_roots(double t) override;
+  bool apply_roots(double t) override;
   void finish(double t) override;
   void end_segment(double t);
   /// Reads the state and sensitivities IDAS returned at t and makes them exactly consistent.

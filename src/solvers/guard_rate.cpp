@@ -123,7 +123,8 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
     const double r = problem.event(k).guard_at<double>(t, x, xdot, p);
     if (!(std::abs(r) <= screen)) continue;
     const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
-    if (!rate.grazing(options.grazing_tolerance)) continue;
+    const bool dropped = i < watched.dropped_at_start.size() && watched.dropped_at_start[i] != 0;
+    if (!rate.grazing(options.grazing_tolerance) && !dropped) continue;
     const double band = noise_band(rate, options);
     if (std::abs(r) > band) continue;
     // The non-firing side: above zero for a falling crossing, below for a rising one.
@@ -196,6 +197,13 @@ void watch_return_crossings(const Problem& problem, WatchedEvents& watched, cons
                             int mode, double t, In<double> x, In<double> xdot, In<double> p,
                             double grazing_tolerance, TangentWorkspace& ws) {
   refuse_sliding_modes(problem, watched, on_the_guard, mode, t, x, xdot, p, grazing_tolerance, ws);
+  watched.dropped_at_start.assign(watched.events.size(), 0);
+  for (size_t i = 0; i < watched.events.size(); ++i) {
+    const int k = watched.events[i];
+    watched.dropped_at_start[i] = std::any_of(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) {
+      return g.event == k && std::isnan(g.rate_before);
+    });
+  }
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
     const auto left = std::find_if(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) { return g.event == k; });

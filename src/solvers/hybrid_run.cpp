@@ -394,7 +394,7 @@ void HybridRun::record_output(double t, bool integrated) {
   }
 }
 
-void HybridRun::apply_roots(double t) {
+bool HybridRun::apply_roots(double t) {
   x_ = view(cv_->y());
   if (sens_) {
     cv_->load_sensitivities(t);
@@ -402,7 +402,9 @@ void HybridRun::apply_roots(double t) {
   }
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
   RootsAgainstDirection against = roots_against_their_direction(pb_, watched_, fired, mode_, t, x_, p_, opt_, ws_);
+  const bool noise = only_noise(against, fired);
   roots_.record(pb_, std::move(against), fired, t);
+  if (noise) return false;
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(
       watched_, fired, t, [&] { return mode_; },
@@ -417,6 +419,7 @@ void HybridRun::apply_roots(double t) {
   // A jump that leaves the state on its guard (r-dot+ = 0) cannot be continued: the next crossing
   // is undefined. Events that already grazed before the jump are reported as grazing instead.
   require_leaving_guards(pb_, applied, book_.events(), mode_, t, x_, p_, opt_.grazing_tolerance, ws_);
+  return true;
 }
 
 void HybridRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {

@@ -86,7 +86,7 @@ class HybridRun : private SegmentIntegrator {
   void begin_segment(double t) override;
   Reached advance(double tout, double& t) override;
   void record_output(double t, bool integrated) override;
-  void apply_roots(double t) override;
+  bool apply_roots(double t) override;
   void finish(double t) override;
   void end_segment(double t);
   void close_segment(double t);

@@ -94,6 +94,9 @@ struct WatchedEvents {
   /// Per watched event: the band |r| <= |held[i]| in which its guard is held off zero, at the
   /// value held[i] (its sign the non-firing side; hold_guards_near_zero, guard_rate.hpp), or 0.
   std::vector<double> held;
+  /// Per watched event: 1 where its root at the segment's start was dropped as noise
+  /// (watch_return_crossings), so that hold_guards_near_zero holds it while it stays in its band.
+  std::vector<char> dropped_at_start;
 };
 WatchedEvents watched_events(const Problem& problem, int mode);
 

@@ -20,8 +20,7 @@ void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, dou
       continue;
     }
     if (run.advance(tout, t) == Reached::Roots) {
-      run.apply_roots(t);
-      run.begin_segment(t);
+      if (run.apply_roots(t)) run.begin_segment(t);
       continue;
     }
     run.record_output(t, true);

@@ -32,8 +32,17 @@ class SegmentIntegrator {
   /// this output time).
   virtual void record_output(double t, bool integrated) = 0;
   /// Ends the segment at a root found at t and applies the events whose guards fired (the loop
-  /// then begins the next segment).
-  virtual void apply_roots(double t) = 0;
+  /// then begins the next segment); returns true. Returns false, leaving the segment and its
+  /// integrator going, where every root was dropped as noise (roots_against_their_direction):
+  /// nothing happened there, and a restart's first steps, their history lost, are noisy again
+  /// (index3's velocities, out of the error test, are position round-off over h; a block starting
+  /// to slide from rest crossed its stick guard against its direction 100 times by t = 7e-9 s).
+  virtual bool apply_roots(double t) = 0;
+
+  /// Whether nothing is left to apply at a root whose roots against their direction were `found`.
+  static bool only_noise(const RootsAgainstDirection& found, const std::vector<int>& fired) {
+    return !found.dropped.empty() && std::none_of(fired.begin(), fired.end(), [](int f) { return f != 0; });
+  }
   /// Ends the last segment at the final output time t and completes the costs.
   virtual void finish(double t) = 0;
 };

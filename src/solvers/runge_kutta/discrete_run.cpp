@@ -185,7 +185,7 @@ void DiscreteRun::record_output(double t, bool integrated) {
   book_.record_output(t, mode_, x, S, q);
 }
 
-void DiscreteRun::apply_roots(double t) {
+bool DiscreteRun::apply_roots(double t) {
   pending_roots_ = false;
   const std::vector<int> applied = book_.apply_fired_events(
       watched_, fired_, t, [&] { return mode_; },
@@ -195,6 +195,7 @@ void DiscreteRun::apply_roots(double t) {
       [&](int k, const std::optional<Accumulation>& rest) { apply_event(k, t, rest); });
   log_.steps.back().events_end = book_.events().size();
   require_leaving_guards(pb_, applied, book_.events(), mode_, t, x_, p_, opt_.grazing_tolerance, ws_);
+  return true;
 }
 
 void DiscreteRun::apply_event(int k, double t, const std::optional<Accumulation>& rest) {

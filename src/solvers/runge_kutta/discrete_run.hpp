@@ -79,7 +79,7 @@ class DiscreteRun : private SegmentIntegrator {
   void begin_segment(double t) override;
   Reached advance(double tout, double& t) override;
   void record_output(double t, bool integrated) override;
-  void apply_roots(double t) override;
+  bool apply_roots(double t) override;
   void finish(double t) override;
 
   /// Takes one accepted step from (t_, x_), cut at the first event in it. Returns whether an
