@@ -500,6 +500,11 @@ TEST(Cli, EquationModelsRunCheckAndOptimizeLikeTheirBuiltIns) {
   EXPECT_TRUE(contains(check.out, "impact: falling, watched in flight, with a jump, comes to rest in rest"))
       << check.out;
   EXPECT_TRUE(contains(check.out, "OK: the model loads and starts")) << check.out;
+  // A time event is given by its time (not as a rising guard).
+  const Outcome times = saltus_cmd({"check", dir + "time_events.yaml"});
+  ASSERT_EQ(times.status, 0) << times.err;
+  EXPECT_TRUE(contains(times.out, "at_alpha: at t = 1.5, watched in")) << times.out;
+  EXPECT_FALSE(contains(times.out, "rising")) << times.out;
 
   const Outcome opt = saltus_cmd({"optimize", dir + "ball1d.yaml", "--cost", "h_T", "--maximize", "--vary",
                                   "e=0.78:0.92", "--param", "c=0", "--param", "h0=50", "--param", "g=9.8", "--param",

@@ -662,12 +662,39 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
       {kHead + kModes + kCosts + "horizon: [1]\n", "bad.yaml:8:1: horizon: given twice (each key may appear once)"},
       {"parameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts + "horizon: [1, 1]\n",
        "bad.yaml:7:10: horizon: the final time must exceed the initial time"},
+      // A reversed horizon is named before the time events that read its start.
+      {"horizon: [5, 1]\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes +
+           "events:\n  hit: {at: 2.5, jump: [x, 0]}\n" + kCosts,
+       "bad.yaml:1:10: horizon: the final time must exceed the initial time"},
+      // A setting takes no parameter: an unknown name there is not offered the parameters.
+      {"horizon: abc\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts,
+       "bad.yaml:1:10: horizon: in expression 'abc': unknown name 'abc' (constant: pi) (at character 1)"},
+      {"horizon: k\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts,
+       "bad.yaml:1:10: horizon: 'k' depends on parameters, but this field takes a number or a constant expression "
+       "(such as 2*pi)"},
+      {"horizon: 1\nparameters: {e: {value: 2, min: 3, max: 1}}\nstates: {x: 1}\n",
+       "bad.yaml:2:17: parameters.e: min 3 is above max 1"},
   };
   for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
 }
 
 const std::string kDaeHead = "horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: [z]\n";
 const std::string kDaeModes = "modes:\n  m: {residual: [der(x) + k*x, z - 2*x]}\n";
+
+// A bound holds for every override, its message located at the parameter's entry.
+TEST(EquationModelErrors, AnOverrideOutsideItsBoundsIsLocated) {
+  Problem pb = equations::parse_equation_problem(
+      "horizon: 1\nparameters:\n  k: {value: 2, min: 0, max: 10}\nstates: {x: 1}\nmodes: {m: {rhs: [-k*x]}}\n"
+      "costs: {x_T: {terminal: x}}\n",
+      "bad.yaml");
+  try {
+    pb.set_nominal("k", 11.0);
+    ADD_FAILURE() << "k = 11 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "bad.yaml:3:6: parameters.k: the value 11 is outside [min, max] = [0, 10]");
+  }
+  EXPECT_NO_THROW(pb.set_nominal("k", 10.0));
+}
 
 TEST(EquationModelErrors, DaeKeys) {
   const std::pair<std::string, std::string> cases[] = {

@@ -282,7 +282,12 @@ costs: {height: {terminal: [{signal: y, of: p}]}}
 )" + body, "model.yaml"));
   EXPECT_DOUBLE_EQ(pb.nominal_parameters()[0], 2.0);
   EXPECT_EQ(pb.parameters()[0].description, "mass of p [kg]");
-  EXPECT_THROW(pb.set_nominal("m", 4.5), InputError);
+  try {
+    pb.set_nominal("m", 4.5);
+    ADD_FAILURE() << "m = 4.5 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "model.yaml:2:6: parameters.m: the value 4.5 is outside [min, max] = [0.5, 4]");
+  }
   EXPECT_THROW(pb.set_nominal("m", 0.25), InputError);
   EXPECT_NO_THROW(pb.set_nominal("m", 4.0));
   EXPECT_NO_THROW(pb.set_nominal("g", -100.0));  // unbounded
@@ -300,6 +305,8 @@ costs: {height: {terminal: [{signal: y, of: p}]}}
       << outside;
   const std::string unknown = parse_error("parameters: {m: {value: 1, lower: 0}}\n");
   EXPECT_TRUE(contains(unknown, "parameters.m") && contains(unknown, "lower")) << unknown;
+  const std::string crossed = parse_error("parameters: {m: {value: 1, min: 2, max: 0}}\n");
+  EXPECT_TRUE(contains(crossed, "parameters.m") && contains(crossed, "min 2 is above max 0")) << crossed;
   const std::string no_value = parse_error("parameters: {m: {min: 0}}\n");
   EXPECT_TRUE(contains(no_value, "parameters.m") && contains(no_value, "value")) << no_value;
   // The model's own domain still holds inside wide bounds.

@@ -77,7 +77,8 @@ std::string event_summary(const Problem& pb, const Event& e) {
     const int next = e.mode_after(m);
     if (next != m) leads.push_back(pb.mode(m).name + " -> " + pb.mode(next).name);
   }
-  std::string s = fmt::format("{}, watched in {}", direction_name(e.direction), join(watched));
+  std::string s = e.time_event ? fmt::format("at t = {:g}, watched in {}", -e.guard.real(0.0, Eigen::VectorXd::Zero(pb.n_states()), pb.nominal_parameters()), join(watched))
+                               : fmt::format("{}, watched in {}", direction_name(e.direction), join(watched));
   if (!leads.empty()) s += ", switches " + join(leads);
   if (e.jump) s += ", with a jump";
   if (e.transition) s += ", with an implicit transition";

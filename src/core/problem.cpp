@@ -67,6 +67,11 @@ EventBuilder& EventBuilder::starts_on_guard() {
   return *this;
 }
 
+EventBuilder& EventBuilder::fires_at_a_time() {
+  event().time_event = true;
+  return *this;
+}
+
 EventBuilder& EventBuilder::only_in(std::vector<int> modes) {
   event().active_modes = std::move(modes);
   return *this;

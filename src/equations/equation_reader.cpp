@@ -12,6 +12,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "../yaml/yaml_fields.hpp"
 #include "expression_functions.hpp"
@@ -195,6 +197,7 @@ class Reader : yaml::Fields {
         if (kv.second["description"]) description = scalar(kv.second["description"], field + ".description");
         if (kv.second["min"]) lower = constant(kv.second["min"], field + ".min", parameters_only());
         if (kv.second["max"]) upper = constant(kv.second["max"], field + ".max", parameters_only());
+        if (!(lower <= upper)) fail(kv.second, field, fmt::format("min {} is above max {}", lower, upper));
         if (!(value >= lower && value <= upper)) {
           fail(kv.second, field, fmt::format("the value {} is outside [min, max] = [{}, {}]", value, lower, upper));
         }
@@ -202,9 +205,19 @@ class Reader : yaml::Fields {
         value = constant(kv.second, field, parameters_only());
       }
       pb.add_parameter(name, value, description);
-      if (kv.second.IsMap() && (kv.second["min"] || kv.second["max"])) pb.bound_parameter(name, lower, upper);
+      if (kv.second.IsMap() && (kv.second["min"] || kv.second["max"])) bound(pb, name, location(kv.second) + ": " + field, lower, upper);
       parameters_.push_back(name);
     }
+  }
+
+  /// Every value of parameter `name` (overrides included) must lie in [lower, upper]; `where`
+  /// ("file:line:col: parameters.k") locates the message.
+  static void bound(Problem& pb, const std::string& name, const std::string& where, double lower, double upper) {
+    const int i = pb.parameter_index(name);
+    pb.add_parameter_check([i, where, lower, upper](In<double> p) {
+      if (p[i] >= lower && p[i] <= upper) return;
+      throw InputError(fmt::format("{}: the value {} is outside [min, max] = [{}, {}]", where, p[i], lower, upper));
+    });
   }
 
   void read_states(Problem& pb) {
@@ -369,6 +382,7 @@ class Reader : yaml::Fields {
       if (n["direction"]) fail(n["direction"], field + ".direction", "a time event ('at') fires as t rises: no direction");
       const Expression at = parse(n["at"], field + ".at", parameters_only());
       event.emplace(pb.add_event(name, Direction::Rising, time_guard(at)));
+      event->fires_at_a_time();
       refuse_times_before_the_start(pb, name, at, location(n["at"]) + ": " + field + ".at");
     } else {
       const Direction direction = read_direction(require(n, "direction", field), field + ".direction");
@@ -495,23 +509,26 @@ class Reader : yaml::Fields {
     }
   }
 
-  double initial_time() const {
-    const YAML::Node h = root_["horizon"];
-    return h && h.IsSequence() && h.size() == 2 ? constant(h[0], "horizon[0]", parameters_only()) : 0.0;
+  /// (t0, tf) from `horizon`, checked (the time events read t0 before the settings are read).
+  std::pair<double, double> horizon() const {
+    // No default horizon: a silent 1 s would hide a forgotten field.
+    const YAML::Node h = require(root_, "horizon", "");
+    double t0 = 0.0, tf = 0.0;
+    if (h.IsSequence()) {
+      if (h.size() != 2) fail(h, "horizon", "expected tf or [t0, tf]");
+      t0 = constant(h[0], "horizon[0]", parameters_only());
+      tf = constant(h[1], "horizon[1]", parameters_only());
+    } else {
+      tf = constant(h, "horizon", parameters_only());
+    }
+    if (!(tf > t0)) fail(h, "horizon", "the final time must exceed the initial time");
+    return {t0, tf};
   }
+  double initial_time() const { return horizon().first; }
 
   void read_settings(Problem& pb) {
     Options& o = pb.options();
-    // No default horizon: a silent 1 s would hide a forgotten field.
-    const YAML::Node h = require(root_, "horizon", "");
-    if (h.IsSequence()) {
-      if (h.size() != 2) fail(h, "horizon", "expected tf or [t0, tf]");
-      o.t0 = constant(h[0], "horizon[0]", parameters_only());
-      o.tf = constant(h[1], "horizon[1]", parameters_only());
-    } else {
-      o.tf = constant(h, "horizon", parameters_only());
-    }
-    if (!(o.tf > o.t0)) fail(h, "horizon", "the final time must exceed the initial time");
+    std::tie(o.t0, o.tf) = horizon();
     if (const YAML::Node n = root_["outputs"]; n && n.IsSequence()) {
       o.output_times = output_times(n, o.t0, o.tf);
     } else if (n) {

@@ -192,10 +192,8 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
                                      matrix_path(model, settings.type),
                                      model.source.empty() ? "" : ", from " + model.source));
   pb.set_states(form->state_names());
-  for (const Parameter& par : model.parameters) {
-    pb.add_parameter(par.name, par.nominal, par.description);
-    if (par.bounded()) pb.bound_parameter(par.name, par.lower, par.upper);
-  }
+  // Their bounds are checked with the model's domains (Model::check_domains).
+  for (const Parameter& par : model.parameters) pb.add_parameter(par.name, par.nominal, par.description);
   pb.set_initial_state([form](const auto& p, auto x0) {
     using S = ScalarOf<decltype(p)>;
     form->template initial_state<S>(p, x0);

@@ -277,7 +277,19 @@ std::string Model::describe_row(int row) const {
   return fmt::format("row {} of Phi", row);
 }
 
+void Model::check_parameter_bounds(const Eigen::VectorXd& p) const {
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    const Parameter& par = parameters[k];
+    const double value = p[static_cast<Eigen::Index>(k)];
+    if (value >= par.lower && value <= par.upper) continue;
+    const std::string field = "parameters." + par.name;
+    throw InputError(fmt::format("{}: the value {} is outside [min, max] = [{}, {}]", locate(field), value, par.lower,
+                                 par.upper));
+  }
+}
+
 void Model::check_domains(const Eigen::VectorXd& p) const {
+  check_parameter_bounds(p);
   const DomainCheck check(*this, p);
   for (const Body& b : bodies) {
     const std::string field = "bodies." + b.name;

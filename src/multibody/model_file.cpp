@@ -165,12 +165,14 @@ class Reader : yaml::Fields {
       par.nominal = number(n, field);
       return par;
     }
+    note(n, field);
     check_keys(n, field, {"value", "description", "min", "max"});
     if (!n["value"]) fail(n, field, "missing 'value'");
     par.nominal = number(n["value"], field + ".value");
     if (n["description"]) par.description = scalar(n["description"], field + ".description");
     if (n["min"]) par.lower = number(n["min"], field + ".min");
     if (n["max"]) par.upper = number(n["max"], field + ".max");
+    if (!(par.lower <= par.upper)) fail(n, field, fmt::format("min {} is above max {}", par.lower, par.upper));
     if (!(par.nominal >= par.lower && par.nominal <= par.upper)) {
       fail(n, field, fmt::format("the value {} is outside [min, max] = [{}, {}]", par.nominal, par.lower, par.upper));
     }

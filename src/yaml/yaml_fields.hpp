@@ -165,11 +165,23 @@ class Fields {
 
   /// A number or a constant expression ("2*pi", "1/3"), for fields that cannot depend on the
   /// names of `groups` (which are given only for a clearer message).
+  /// The expression `text` over `groups`; a name that none of them knows is reported among the
+  /// constants only (the field takes no parameter; those that name one are refused by constant).
+  Expression constant_expression(const YAML::Node& n, const std::string& field, const std::string& text,
+                                 std::span<const NameGroup> groups) const {
+    try {
+      return expression(n, field, text, groups);
+    } catch (const InputError&) {
+      expression(n, field, text, {});  // throws the message that lists the constants only
+      throw;
+    }
+  }
+
   double constant(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
     const std::string text = trim(scalar(n, field));
     if (const auto v = parse_number(text)) return *v;
     if (text.empty() || non_finite_number(text)) fail(n, field, fmt::format("expected a finite number, got '{}'", text));
-    const Expression e = expression(n, field, text, groups);
+    const Expression e = constant_expression(n, field, text, groups);
     if (!e.is_constant()) {
       fail(n, field, fmt::format("'{}' depends on parameters, but this field takes a number or a constant "
                                  "expression (such as 2*pi)",

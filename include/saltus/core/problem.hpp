@@ -94,6 +94,8 @@ struct Event {
   /// The guard may be exactly zero at the initial time (EventBuilder::starts_on_guard): the
   /// root there is ignored instead of refused as input.
   bool may_start_on_guard = false;
+  /// A time event (EventBuilder::fires_at_a_time): its guard is t - t_e(p), rising.
+  bool time_event = false;
   bool active_in(int mode) const;
   bool reads_rates() const { return static_cast<bool>(rate_guard); }
   /// The guard's value at (t, x, x-dot, p), whichever form it has.
@@ -195,6 +197,9 @@ class EventBuilder {
   /// (docs/events.md, "Starting on a guard"). A motion that in fact goes through the guard in
   /// the firing direction is then not detected there.
   EventBuilder& starts_on_guard();
+  /// Marks a time event: its guard is t - t_e(p) with Direction::Rising; reports (saltus check)
+  /// give it as the time t_e rather than as a guard.
+  EventBuilder& fires_at_a_time();
   int index() const { return index_; }
 
  private:

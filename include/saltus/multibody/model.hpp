@@ -529,6 +529,9 @@ struct Model {
   /// directions non-zero. The message names the location, the field, the value and the
   /// parameter it came from.
   void check_domains(const Eigen::VectorXd& p) const;
+  /// Throws InputError unless every parameter lies in its [min, max] (Parameter::lower, upper),
+  /// located at the parameter's entry in the file.
+  void check_parameter_bounds(const Eigen::VectorXd& p) const;
   /// A cost term reading a spatial force (penetration, normal_force, or a spatial spring's
   /// length or force) must name one of the right type.
   void check_spatial_force_signal(const CostSpec& c, const CostTerm& t) const;
