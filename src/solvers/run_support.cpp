@@ -312,7 +312,11 @@ Eigen::VectorXd costs_to_date(const Problem& problem, double t, In<double> x, In
 // test) keeps IDAS's choice: taking this step there too moved index3's results on the shipped
 // mechanisms both ways within its accuracy (the ladder's gradients at rtol 1e-12 from 1.7e-8 to
 // 1e-5 of index1's). In ggl and stabilized_index1 the velocities are tested, so a start at rest
-// under load is "moving" here: its first-order estimate is about atol / |a|.
+// under load is "moving" here: its first-order estimate is about atol / |a|. At rest with cost
+// integrals, IDAS's choice is what it would be without them (1e-3 of the way to the first
+// output): their rates (a reaction's, 0.4 N) weighed by cost_atol made IDAS take 8e-12 s, where
+// index3's Newton matrix (condition ~ h^-3) failed every step down to 2e-10 s (a sleeve and a
+// pendulum at rest with a running cost on a reaction, IDA_CONV_FAIL at every rtol).
 double completed_first_step(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                             const Options& options, int components, TangentWorkspace& ws) {
   if (!problem.mode(mode).index2() || (t != options.t0 && !options.motion_first_step_at_restarts)) return 0.0;
@@ -327,14 +331,15 @@ double completed_first_step(const Problem& problem, int mode, double t, In<doubl
     rates += std::pow(xdot[i] * weight, 2);
     second_rates += std::pow(xddot[i] * weight, 2);
   }
-  if (!(rates > 0.0) || !std::isfinite(rates) || !std::isfinite(second_rates)) return 0.0;
-  const double first_order = 0.5 / std::sqrt(rates / components);
-  const double second_order = 1.0 / std::sqrt(std::sqrt(second_rates / components));  // infinite without x-ddot
-  if (!(second_order > first_order)) return 0.0;
   const std::vector<double> grid = output_grid(options);
   const auto first_output = std::upper_bound(grid.begin(), grid.end(), t);
   const double cap = 1e-3 * ((first_output != grid.end() ? *first_output : options.tf) - t);
-  return std::min(second_order, cap);
+  if (!std::isfinite(rates) || !std::isfinite(second_rates)) return 0.0;
+  const double first_order = 0.5 / std::sqrt(rates / components);  // infinite at rest
+  const double second_order = 1.0 / std::sqrt(std::sqrt(second_rates / components));  // infinite without x-ddot
+  if (second_order > first_order) return std::min(second_order, cap);
+  // IDAS's own choice, but as if without the cost integrals (their rates weigh in IDAS's).
+  return components > n ? std::min(first_order, cap) : 0.0;
 }
 
 std::string describe_state(const Problem& problem, const Eigen::VectorXd& x) {
