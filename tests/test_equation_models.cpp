@@ -669,6 +669,9 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
       // A setting takes no parameter: an unknown name there is not offered the parameters.
       {"horizon: abc\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts,
        "bad.yaml:1:10: horizon: in expression 'abc': unknown name 'abc' (constant: pi) (at character 1)"},
+      {"horizon: \"k + foo\"\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts,
+       "bad.yaml:1:15: horizon: in expression 'k + foo': unknown name 'foo' (parameters: k; constant: pi) (at "
+       "character 5)"},
       {"horizon: k\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts,
        "bad.yaml:1:10: horizon: 'k' depends on parameters, but this field takes a number or a constant expression "
        "(such as 2*pi)"},

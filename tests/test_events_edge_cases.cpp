@@ -321,6 +321,20 @@ TEST(Zeno, ARelayWithoutHysteresisStopsAsASlidingMode) {
     expect_sliding([&] { adjoint(*other, p, other->options()); }, "adjoint");
     expect_sliding([&] { complex_step(*other, p, other->options()); }, "complex step");
   }
+  // Two time events 1e-10 s apart switch there and back, but time rises in every mode: such a
+  // pulse is no sliding mode (found by the review: it was refused).
+  for (const double width : {1e-10, 0.5}) {
+    Problem pulse = equations::parse_equation_problem(
+        "name: pulse\nhorizon: 3\nparameters: {t_on: 1, width: 0}\nstates: {x: 0}\n"
+        "modes: {idle: {rhs: [1]}, pumping: {rhs: [5]}}\n"
+        "events:\n  start: {at: t_on, only_in: idle, next: pumping}\n"
+        "  stop: {at: t_on + width, only_in: pumping, next: idle}\ncosts: {x_T: {terminal: x}}\n",
+        "pulse.yaml");
+    pulse.set_nominal("width", width);
+    const Solution s = simulate(pulse);
+    EXPECT_EQ(s.events.size(), 2u) << width;
+    EXPECT_NEAR(s.final_state[0], 3.0 + 4.0 * width, 1e-8) << width;  // 4 more per second of pumping
+  }
   // With hysteresis (two guards apart) the same relay cycles between 0.9 and 1.1.
   const Problem hysteresis = equations::parse_equation_problem(
       "name: relay\nhorizon: 3\nstates: {T: 0}\nmodes: {heat: {rhs: [1]}, cool: {rhs: [-1]}}\n"

@@ -951,10 +951,10 @@ struct DaeForm : FullCoordinateForm {
         return;
       }
       memo.form = 0;  // until this one is complete
-      complete<S>(t, guess, p, x, xdot);
       memo.t = t;
-      memo.guess = guess;
+      memo.guess = guess;  // before x is written: x may alias guess
       memo.p = p;
+      complete<S>(t, guess, p, x, xdot);
       memo.x = x;
       memo.xdot = xdot;
       memo.form = id;

@@ -318,7 +318,10 @@ bool ComplexDaeRun::apply_roots(double t) {
       pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_, opt_, ws_);
   const bool noise = only_noise(against, fired);
   roots_.record(pb_, std::move(against), fired, t);
-  if (noise) return false;
+  if (noise) {
+    restart_.passed_output();  // the state is no longer the segment's start: no retry from there
+    return false;
+  }
   restart_.after_event(ida_->last_step());
   end_segment();
   for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {

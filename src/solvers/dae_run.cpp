@@ -302,7 +302,10 @@ bool DaeRun::apply_roots(double t) {
       roots_against_their_direction(pb_, watched_, fired, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
   const bool noise = only_noise(against, fired);
   roots_.record(pb_, std::move(against), fired, t);
-  if (noise) return false;
+  if (noise) {
+    restart_.passed_output();  // the state is no longer the segment's start: no retry from there
+    return false;
+  }
   restart_.after_event(ida_->last_step());
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(

@@ -123,7 +123,10 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
     const double r = problem.event(k).guard_at<double>(t, x, xdot, p);
     if (!(std::abs(r) <= screen)) continue;
     const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
-    const bool dropped = i < watched.dropped_at_start.size() && watched.dropped_at_start[i] != 0;
+    // A root dropped here, its guard still moving against its direction (an event applied at
+    // the same root may have turned it: then it must fire at its time, unheld).
+    const bool dropped = i < watched.dropped_at_start.size() && watched.dropped_at_start[i] != 0 &&
+                         watched.directions[i] != 0 && rate.rate * watched.directions[i] < 0.0;
     if (!rate.grazing(options.grazing_tolerance) && !dropped) continue;
     const double band = noise_band(rate, options);
     if (std::abs(r) > band) continue;
@@ -146,6 +149,7 @@ namespace {
 /// identity there; a DAE mode's algebraic states aside).
 bool jump_keeps_state(const Problem& problem, int event, double t, In<double> x, In<double> p) {
   const Event& ev = problem.event(event);
+  if (ev.transition) return false;  // an implicit transition may move the differential states
   if (!ev.jump) return true;
   Eigen::VectorXd after(x.size());
   ev.jump.real(t, x, p, after);
@@ -154,6 +158,19 @@ bool jump_keeps_state(const Problem& problem, int event, double t, In<double> x,
     if (!(std::abs(after[i] - x[i]) <= 1e-12 * (1.0 + std::abs(x[i])))) return false;
   }
   return true;
+}
+
+/// The rate of `event`'s guard at (t, x) in `mode`: x-dot from its right-hand side, or, in a
+/// residual mode, from the consistent point there (x's algebraic states re-solved).
+GuardRate rate_in_mode(const Problem& problem, int event, int mode, double t, In<double> x, In<double> xdot_guess,
+                       In<double> p, TangentWorkspace& ws) {
+  if (!problem.mode(mode).implicit()) {
+    Eigen::VectorXd xdot(x.size());
+    problem.mode(mode).rhs.real(t, x, p, xdot);
+    return dae_guard_rate(problem, event, mode, t, x, xdot, p, ws);
+  }
+  const ConsistentPoint point = consistent_point(problem, mode, t, x, xdot_guess, p, "at a switch back", ws);
+  return dae_guard_rate(problem, event, mode, t, point.x, point.xdot, p, ws);
 }
 
 /// Throws ZenoError where an event switched the motion from mode A into `mode` at the last root
@@ -179,6 +196,10 @@ void refuse_sliding_modes(const Problem& problem, const WatchedEvents& watched, 
       const bool fires = watched.directions[i] != 0 ? rate.rate * watched.directions[i] > 0.0
                                                     : k == came.event && rate.rate * came.rate_before < 0.0;
       if (!fires || !jump_keeps_state(problem, k, t, x, p)) continue;
+      // ... and A drives the guard back the other way (a relay's heating raises T - T_set, its
+      // cooling lowers it). Time events rise in every mode: two at one instant are no such pair.
+      const GuardRate back = rate_in_mode(problem, k, came.mode_before, t, x, xdot, p, ws);
+      if (back.grazing(grazing_tolerance) || !(back.rate * rate.rate < 0.0)) continue;
       throw ZenoError(fmt::format(
           "Zeno behaviour: at t = {:.17g} event '{}' switched mode '{}' to '{}', which drives the state {} back across "
           "the guard of '{}' (r-dot = {:.3g}), where it switches back to '{}': both modes drive the motion into the "

@@ -224,7 +224,7 @@ class CascadeGuard {
     int mode;
     Eigen::VectorXd x;
   };
-  /// Whether x and y agree within the integration's tolerances (algebraic states aside).
+  /// Whether x and y agree within the integration's tolerances, every component.
   bool same_state(In<double> x, In<double> y) const;
   /// How often this cascade met `mode` at a state within the tolerances of x.
   int visits(int mode, In<double> x) const;

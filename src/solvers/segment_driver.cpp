@@ -20,7 +20,12 @@ void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, dou
       continue;
     }
     if (run.advance(tout, t) == Reached::Roots) {
-      if (run.apply_roots(t)) run.begin_segment(t);
+      if (run.apply_roots(t)) {
+        run.begin_segment(t);
+      } else if (at_output_time(t, tout)) {
+        run.record_output(t, true);  // a noise root on the output time: the integrator holds it
+        ++next;
+      }
       continue;
     }
     run.record_output(t, true);

@@ -165,18 +165,6 @@ class Fields {
 
   /// A number or a constant expression ("2*pi", "1/3"), for fields that cannot depend on the
   /// names of `groups` (which are given only for a clearer message).
-  /// The expression `text` over `groups`; a name that none of them knows is reported among the
-  /// constants only (the field takes no parameter; those that name one are refused by constant).
-  Expression constant_expression(const YAML::Node& n, const std::string& field, const std::string& text,
-                                 std::span<const NameGroup> groups) const {
-    try {
-      return expression(n, field, text, groups);
-    } catch (const InputError&) {
-      expression(n, field, text, {});  // throws the message that lists the constants only
-      throw;
-    }
-  }
-
   double constant(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
     const std::string text = trim(scalar(n, field));
     if (const auto v = parse_number(text)) return *v;
@@ -191,6 +179,25 @@ class Fields {
     if (!std::isfinite(v)) fail(n, field, fmt::format("expected a finite number, got '{}' = {}", text, v));
     return v;
   }
+  /// The expression `text` over `groups`. A name unknown there is reported among the constants
+  /// only when it is the name the error is about without the groups as well (a field that takes
+  /// no parameter: those that name one are refused by constant), else as the groups see it.
+  Expression constant_expression(const YAML::Node& n, const std::string& field, const std::string& text,
+                                 std::span<const NameGroup> groups) const {
+    try {
+      return Expression::parse(text, groups);
+    } catch (const ExpressionError& with_groups) {
+      try {
+        Expression::parse(text, std::span<const NameGroup>());
+      } catch (const ExpressionError& constants_only) {
+        if (constants_only.position() == with_groups.position()) {
+          fail(n, field, constants_only.what(), token_column(n, constants_only.position()));
+        }
+      }
+      fail(n, field, with_groups.what(), token_column(n, with_groups.position()));
+    }
+  }
+
 
  private:
   /// Characters from the scalar node's start to `position` of its trimmed text: after the
