@@ -161,7 +161,8 @@ bool jump_keeps_state(const Problem& problem, int event, double t, In<double> x,
 }
 
 /// The rate of `event`'s guard at (t, x) in `mode`: x-dot from its right-hand side, or, in a
-/// residual mode, from the consistent point there (x's algebraic states re-solved).
+/// residual mode, from the consistent point there (x's algebraic states re-solved); a zero rate
+/// (no judgement) where that mode has no consistent point at x.
 GuardRate rate_in_mode(const Problem& problem, int event, int mode, double t, In<double> x, In<double> xdot_guess,
                        In<double> p, TangentWorkspace& ws) {
   if (!problem.mode(mode).implicit()) {
@@ -169,8 +170,12 @@ GuardRate rate_in_mode(const Problem& problem, int event, int mode, double t, In
     problem.mode(mode).rhs.real(t, x, p, xdot);
     return dae_guard_rate(problem, event, mode, t, x, xdot, p, ws);
   }
-  const ConsistentPoint point = consistent_point(problem, mode, t, x, xdot_guess, p, "at a switch back", ws);
-  return dae_guard_rate(problem, event, mode, t, point.x, point.xdot, p, ws);
+  try {
+    const ConsistentPoint point = consistent_point(problem, mode, t, x, xdot_guess, p, "at a switch back", ws);
+    return dae_guard_rate(problem, event, mode, t, point.x, point.xdot, p, ws);
+  } catch (const Error&) {
+    return GuardRate{};
+  }
 }
 
 /// Throws ZenoError where an event switched the motion from mode A into `mode` at the last root
