@@ -785,8 +785,10 @@ struct CompletionMemo {
   VectorX<S> guess, p, x, xdot;
 
   static bool same(const VectorX<S>& stored, In<S> given) {
+    // memcmp's pointers must not be null, even for no bytes (a model without parameters).
     return stored.size() == given.size() &&
-           std::memcmp(stored.data(), given.data(), static_cast<size_t>(given.size()) * sizeof(S)) == 0;
+           (given.size() == 0 ||
+            std::memcmp(stored.data(), given.data(), static_cast<size_t>(given.size()) * sizeof(S)) == 0);
   }
   bool holds(std::uint64_t id, const S& time, In<S> at, In<S> params) const {
     return form == id && std::memcmp(&t, &time, sizeof(S)) == 0 && same(guess, at) && same(p, params);
