@@ -316,10 +316,8 @@ bool ComplexDaeRun::apply_roots(double t) {
   // The real run's decision (DaeRun::apply_roots), on the real parts.
   RootsAgainstDirection against = roots_against_their_direction(
       pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_, opt_, ws_);
-  const bool noise = only_noise(against, fired);
-  roots_.record(pb_, std::move(against), fired, t);
-  if (noise) {
-    restart_.passed_output();  // the state is no longer the segment's start: no retry from there
+  if (roots_.record(pb_, std::move(against), fired, t)) {
+    restart_.passed_output();  // noise only, the segment goes on: no retry from its start
     return false;
   }
   restart_.after_event(ida_->last_step());

@@ -244,9 +244,7 @@ bool ComplexRun::apply_roots(double t) {
   real_x_ = xc_.real();  // the real run's decision (HybridRun::apply_roots), on the real parts
   detail::RootsAgainstDirection against =
       detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_, opt_, ws_);
-  const bool noise = only_noise(against, fired);
-  roots_.record(pb_, std::move(against), fired, t);
-  if (noise) return false;
+  if (roots_.record(pb_, std::move(against), fired, t)) return false;  // noise only: the segment goes on
   end_segment(t);
   detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);

@@ -300,10 +300,8 @@ bool DaeRun::apply_roots(double t) {
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
   RootsAgainstDirection against =
       roots_against_their_direction(pb_, watched_, fired, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
-  const bool noise = only_noise(against, fired);
-  roots_.record(pb_, std::move(against), fired, t);
-  if (noise) {
-    restart_.passed_output();  // the state is no longer the segment's start: no retry from there
+  if (roots_.record(pb_, std::move(against), fired, t)) {
+    restart_.passed_output();  // noise only, the segment goes on: no retry from its start
     return false;
   }
   restart_.after_event(ida_->last_step());

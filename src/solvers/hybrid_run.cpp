@@ -402,9 +402,7 @@ bool HybridRun::apply_roots(double t) {
   }
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
   RootsAgainstDirection against = roots_against_their_direction(pb_, watched_, fired, mode_, t, x_, p_, opt_, ws_);
-  const bool noise = only_noise(against, fired);
-  roots_.record(pb_, std::move(against), fired, t);
-  if (noise) return false;
+  if (roots_.record(pb_, std::move(against), fired, t)) return false;  // noise only: the segment goes on
   end_segment(t);
   const std::vector<int> applied = book_.apply_fired_events(
       watched_, fired, t, [&] { return mode_; },

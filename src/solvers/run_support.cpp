@@ -215,9 +215,10 @@ bool same_instant(double a, double b, const Options& o) {
   return std::abs(a - b) <= o.cascade_window * std::max(1.0, std::abs(a));
 }
 
-void RootMemory::record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t) {
+bool RootMemory::record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t) {
   const bool applies = std::any_of(fired.begin(), fired.end(), [](int f) { return f != 0; });
-  in_a_row_ = applies || found.dropped.empty() ? 0 : in_a_row_ + 1;
+  const bool only_noise = !applies && !found.dropped.empty();
+  in_a_row_ = only_noise ? in_a_row_ + 1 : 0;
   if (in_a_row_ >= max_dropped_restarts) {
     throw ZenoError(fmt::format(
         "the guard of event '{}' crossed zero against its direction {} times in a row by t = {:.17g}: the motion stays "
@@ -228,6 +229,7 @@ void RootMemory::record(const Problem& problem, RootsAgainstDirection found, con
   resting_ = std::move(found.resting);
   on_the_guard_.clear();
   for (int k : found.dropped) on_the_guard_.push_back({k, -1, -1, std::numeric_limits<double>::quiet_NaN(), false});
+  return only_noise;
 }
 
 bool CascadeGuard::same_state(In<double> x, In<double> y) const {

@@ -186,9 +186,10 @@ struct OnTheGuard {
 class RootMemory {
  public:
   /// A root at t: the roots against their direction found there and the roots left to apply
-  /// (`fired`). Forgets the previous root. Throws ZenoError at the max_dropped_restarts-th root
-  /// in a row with nothing left to apply.
-  void record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t);
+  /// (`fired`). Forgets the previous root. Returns true where every root was dropped as noise:
+  /// nothing to apply, the segment goes on (SegmentIntegrator::apply_roots). Throws ZenoError at
+  /// the max_dropped_restarts-th such root in a row.
+  bool record(const Problem& problem, RootsAgainstDirection found, const std::vector<int>& fired, double t);
   /// An event applied at this root (its values, EventValues: real parts in complex runs).
   void applied(const Problem& problem, const EventValues& event);
   /// Whether event k rests at this root.

@@ -38,11 +38,6 @@ class SegmentIntegrator {
   /// (index3's velocities, out of the error test, are position round-off over h; a block starting
   /// to slide from rest crossed its stick guard against its direction 100 times by t = 7e-9 s).
   virtual bool apply_roots(double t) = 0;
-
-  /// Whether nothing is left to apply at a root whose roots against their direction were `found`.
-  static bool only_noise(const RootsAgainstDirection& found, const std::vector<int>& fired) {
-    return !found.dropped.empty() && std::none_of(fired.begin(), fired.end(), [](int f) { return f != 0; });
-  }
   /// Ends the last segment at the final output time t and completes the costs.
   virtual void finish(double t) = 0;
 };
