@@ -90,3 +90,56 @@ TEST(TimeEvents, AnEventAtTheFinalTimeEntersEveryGradient) {
     }
   }
 }
+
+// A pulse of zero width: 'start' (watched in idle) and 'stop' (watched only in pumping) at one
+// instant. After 'start' switched to pumping, the root finder could not see 'stop': its guard
+// t - t1 began the new segment at zero, already crossed, and the run pumped on to the end
+// (x_T = 13 where the model says 105, exit 0). Time events due at the instant of a firing now
+// fire in the mode reached, in written order, each once. x(t1) = 1 + t1, doubled by 'start',
+// plus 100 by 'stop', then idle to T = 2: x_T = 104 + t1, dx_T/dt1 = 1, dx_T/dx0 = 2.
+TEST(TimeEvents, AZeroWidthPulseFiresBothEventsAtOneInstant) {
+  const std::string head =
+      "name: pulse\nhorizon: 2\ntolerances: {rtol: 1.0e-10, atol: 1.0e-12}\nparameters: {t1: 1, x0: 1}\n";
+  const std::string ode = "states: {x: x0}\nmodes: {idle: {rhs: [1]}, pumping: {rhs: [10]}}\n";
+  const std::string dae = "states: {x: x0, z: 0}\nalgebraic: z\n"
+                          "modes: {idle: {residual: [\"der(x) - z\", \"z - 1\"]}, "
+                          "pumping: {residual: [\"der(x) - z\", \"z - 10\"]}}\n";
+  const std::string start = "  start: {at: t1, only_in: idle, next: pumping, jump: [2*x]}\n";
+  const std::string stop = "  stop: {at: t1, only_in: pumping, next: idle, jump: [x + 100]}\n";
+  const std::string dae_start = "  start: {at: t1, only_in: idle, next: pumping, jump: [2*x, z]}\n";
+  const std::string dae_stop = "  stop: {at: t1, only_in: pumping, next: idle, jump: [x + 100, z]}\n";
+  const std::string tail = "initial_mode: idle\ncosts: {x_T: {terminal: x}}\n";
+  struct Case {
+    std::string name, text;
+    Integrator integrator;
+  };
+  const std::vector<Case> cases = {
+      {"ode", head + ode + "events:\n" + start + stop + tail, Integrator::Automatic},
+      {"ode, stop written first", head + ode + "events:\n" + stop + start + tail, Integrator::Automatic},
+      {"dopri5", head + ode + "events:\n" + start + stop + tail, Integrator::Dopri5},
+      {"dae", head + dae + "events:\n" + dae_start + dae_stop + tail, Integrator::Automatic},
+  };
+  for (const Case& c : cases) {
+    const Problem pb = equations::parse_equation_problem(c.text, "pulse.yaml");
+    Options o = pb.options();
+    o.integrator = c.integrator;
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    const Solution s = forward_sensitivity(pb, p, o);
+    ASSERT_EQ(s.events.size(), 2u) << c.name;
+    EXPECT_EQ(s.events[0].name, "start") << c.name;
+    EXPECT_EQ(s.events[1].name, "stop") << c.name;
+    EXPECT_EQ(pb.mode(s.final_mode).name, "idle") << c.name;
+    EXPECT_NEAR(s.costs[0], 105.0, 1e-8) << c.name;
+    EXPECT_NEAR(s.cost_gradient(0, 0), 1.0, 1e-7) << c.name;
+    EXPECT_NEAR(s.cost_gradient(0, 1), 2.0, 1e-7) << c.name;
+    const Solution a = adjoint(pb, p, o);
+    EXPECT_NEAR(a.cost_gradient(0, 0), 1.0, 1e-7) << c.name;
+    EXPECT_NEAR(a.cost_gradient(0, 1), 2.0, 1e-7) << c.name;
+    if (c.integrator == Integrator::Automatic) {
+      const GradientEstimate cs = complex_step(pb, p, o);
+      EXPECT_NEAR(cs.costs[0], 105.0, 1e-8) << c.name;
+      EXPECT_NEAR(cs.cost_gradient(0, 0), 1.0, 1e-7) << c.name;
+      EXPECT_NEAR(cs.cost_gradient(0, 1), 2.0, 1e-7) << c.name;
+    }
+  }
+}

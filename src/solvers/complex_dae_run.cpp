@@ -322,7 +322,7 @@ bool ComplexDaeRun::apply_roots(double t) {
   }
   restart_.after_event(ida_->last_step());
   end_segment();
-  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
+  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, t, p_real_, [&](int fired_event) {
     apply_event(resolve_rest(fired_event, t), t);
   });
   return true;

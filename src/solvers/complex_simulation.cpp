@@ -246,7 +246,7 @@ bool ComplexRun::apply_roots(double t) {
       detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_, opt_, ws_);
   if (roots_.record(pb_, std::move(against), fired, t)) return false;  // noise only: the segment goes on
   end_segment(t);
-  detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, [&](int fired_event) {
+  detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, t, p_real_, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
     zeno_.refuse_accumulation(pb_, fired_event, t);
     int k = fired_event;

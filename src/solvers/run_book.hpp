@@ -47,7 +47,7 @@ class RunBook {
   std::vector<int> apply_fired_events(const WatchedEvents& watched, const std::vector<int>& fired, double t,
                                       const Mode& mode, const Resolve& resolve, const Apply& apply) {
     std::vector<int> applied;
-    for_each_fired_event(pb_, watched, fired, mode, [&](int fired_event) {
+    for_each_fired_event(pb_, watched, fired, mode, t, p_, [&](int fired_event) {
       zeno_.refuse_accumulation(pb_, fired_event, t);
       std::optional<Accumulation> rest;
       const int k = resolve(fired_event, rest);

@@ -49,17 +49,43 @@ inline bool at_output_time(double t, double tout) { return tout - t <= 100.0 * 2
 /// Runs `run` over the output grid (output_grid(options), starting at t0).
 void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, double t0);
 
-/// The events to apply for the guards that fired at one root: `fired[i]` != 0 for the watched
-/// event `watched.events[i]`. Calls `apply(k)` for each in declaration order, skipping events
-/// that are no longer active in the mode an earlier one switched to (`mode()` reads the run's
-/// current mode).
+/// Whether time event k (Event::time_event, guard t - t_e(p)) is due at t: t_e(p) is t to the
+/// root finder's precision (1e-12 relative).
+bool time_event_due(const Problem& problem, int k, double t, In<double> p);
+
+/// The events to apply for the guards that fired at one root at t: `fired[i]` != 0 for the
+/// watched event `watched.events[i]`. Calls `apply(k)` for each in declaration order, skipping
+/// events that are no longer active in the mode an earlier one switched to (`mode()` reads the
+/// run's current mode). Then the time events due at t that are active in the mode reached and
+/// not yet applied here, in declaration order, each once: a time event watched only in the
+/// mode another event at the same instant switches to (a pulse of zero width: on at t1, off at
+/// t1) fires too. The root finder cannot see it: its guard t - t_e starts the new segment at
+/// zero, already crossed. `p`: the real parameters.
 template <class Mode, class Apply>
 void for_each_fired_event(const Problem& problem, const WatchedEvents& watched, const std::vector<int>& fired,
-                          const Mode& mode, const Apply& apply) {
+                          const Mode& mode, double t, In<double> p, const Apply& apply) {
+  std::vector<int> applied;
   for (size_t i = 0; i < fired.size(); ++i) {
     if (fired[i] == 0) continue;
     const int k = watched.events[i];
-    if (problem.event(k).active_in(mode())) apply(k);
+    if (problem.event(k).active_in(mode())) {
+      apply(k);
+      applied.push_back(k);
+    }
+  }
+  const auto due = [&](int k) {
+    const Event& ev = problem.event(k);
+    return ev.time_event && ev.watched && std::find(applied.begin(), applied.end(), k) == applied.end() &&
+           ev.active_in(mode()) && time_event_due(problem, k, t, p);
+  };
+  for (int k = 0; k < problem.n_events();) {
+    if (applied.empty() || !due(k)) {
+      ++k;
+      continue;
+    }
+    apply(k);
+    applied.push_back(k);
+    k = 0;  // the mode may have changed: an earlier event may be due now
   }
 }
 
