@@ -160,6 +160,25 @@ void factor_numeric(SparseFactors& entry, const std::shared_ptr<klu_symbolic>& s
   }
 }
 
+/// KLU's symbolic analysis of the pattern of `c`. KLU's default first permutes a matrix to block
+/// triangular form (BTF) and orders each block; where that finds a single block (a KKT matrix
+/// is irreducible) the analysis is redone without BTF: AMD then orders the matrix's own pattern
+/// rather than the one BTF's row permutation (its zero-free diagonal) leaves, with about half the
+/// fill-in. Measured: the vehicle's 112 x 112 KKT matrix factors in 10,426 flops instead of
+/// 19,979, its simulation takes 1.83 s of CPU instead of 2.1 s; the 64-rod chain 0.55 s
+/// instead of 0.6 s. A reducible matrix (the chain's triangular 128 x 128 one) keeps BTF.
+klu_symbolic* analyse(Eigen::Index n, CompressedColumns& c, const char* what) {
+  klu_common common = cache.klu.common;  // a copy: only this analysis changes its settings
+  klu_symbolic* s = klu_analyze(static_cast<int>(n), c.starts.data(), c.rows.data(), &common);
+  if (s != nullptr && s->nblocks == 1 && common.btf != 0) {
+    klu_free_symbolic(&s, &common);
+    common.btf = 0;
+    s = klu_analyze(static_cast<int>(n), c.starts.data(), c.rows.data(), &common);
+  }
+  if (s == nullptr) throw ModelError(fmt::format("KLU could not analyse the {} (status {})", what, common.status));
+  return s;
+}
+
 /// The entry for the compressed matrix in cache.scratch, factored: a cached one, or the next
 /// slot factored now (its symbolic analysis reused from an entry with the same pattern).
 const std::shared_ptr<SparseFactors>& factored(Eigen::Index n, const char* what) {
@@ -183,12 +202,7 @@ const std::shared_ptr<SparseFactors>& factored(Eigen::Index n, const char* what)
       symbolic = other->symbolic;
     }
   }
-  if (!symbolic) {
-    klu_common& common = cache.klu.common;
-    klu_symbolic* s = klu_analyze(static_cast<int>(n), entry.columns.starts.data(), entry.columns.rows.data(), &common);
-    if (s == nullptr) throw ModelError(fmt::format("KLU could not analyse the {} (status {})", what, common.status));
-    symbolic.reset(s, SymbolicDeleter{});
-  }
+  if (!symbolic) symbolic.reset(analyse(n, entry.columns, what), SymbolicDeleter{});
   entry.symbolic = symbolic;
   factor_numeric(entry, symbolic, n, what);
   entry.valid = true;
