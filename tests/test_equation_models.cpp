@@ -681,6 +681,27 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
   for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
 }
 
+// Input errors that only a run finds name the declaration too: a start on a guard, a residual
+// mode that is not index 1 (before: "event 'hit': ..." and "mode 'm' ..." without a position).
+TEST(EquationModelErrors, InputErrorsFoundByARunNameTheDeclaration) {
+  const std::pair<std::string, std::string> cases[] = {
+      {kHead + kModes + "events:\n  hit: {guard: x - 1, direction: falling, jump: [x, -v]}\n" + kCosts,
+       "bad.yaml:8:8: events.hit: event 'hit': the run starts on its guard"},
+      {"horizon: 1\nstates: {x: 1, z: 0}\nalgebraic: z\nmodes:\n  m: {residual: [\"der(x) - z\", \"x - 1\"]}\n" +
+           kCosts,
+       "bad.yaml:5:6: modes.m: mode 'm' of problem 'model' is not an index-1 DAE at the start"},
+  };
+  for (const auto& [text, start] : cases) {
+    const Problem pb = equations::parse_equation_problem(text, "bad.yaml");
+    try {
+      simulate(pb);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).substr(0, start.size()), start) << e.what();
+    }
+  }
+}
+
 const std::string kDaeHead = "horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: [z]\n";
 const std::string kDaeModes = "modes:\n  m: {residual: [der(x) + k*x, z - 2*x]}\n";
 

@@ -314,6 +314,37 @@ costs: {height: {terminal: [{signal: y, of: p}]}}
   EXPECT_TRUE(contains(domain, "mass > 0")) << domain;
 }
 
+// A parameter named pi took the place of the constant in every expression (a pendulum started at
+// sin(1), not sin(pi)), and a name that is no identifier could not be read by any expression;
+// both are refused where they are declared.
+TEST(ModelValidation, AParameterNameIsAnIdentifierOtherThanPi) {
+  const std::string body = R"yaml(horizon: 1
+ground: {O: [0, 0]}
+points: {p: {position: ["cos(pi)", 1]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+costs: {height: {terminal: [{signal: y, of: p}]}}
+)yaml";
+  EXPECT_EQ(error_of("parameters: {pi: 1}\n" + body),
+            "model.yaml:1:14: parameters.pi: 'pi' is reserved (the constant pi of expressions)");
+  EXPECT_EQ(error_of("parameters: {\"k-1\": 2}\n" + body),
+            "model.yaml:1:14: parameters.k-1: a name must be letters, digits and _, not starting with a digit");
+  EXPECT_EQ(error_of("parameters: {2k: 2}\n" + body),
+            "model.yaml:1:14: parameters.2k: a name must be letters, digits and _, not starting with a digit");
+}
+
+// A fixed_point element is named as written, not as the revolute joint it is built as.
+TEST(ModelValidation, AFixedPointIsNamedAsWritten) {
+  const std::string message = error_of(R"(horizon: 1
+ground: {O: [0, 0]}
+points: {p: {position: [1, 0]}}
+elements:
+  - {type: fixed_point, name: pivot, point: p, at: [1, 0]}
+  - {type: coordinate_driver, name: lift, coordinate: p.y, function: {rate: 1}}
+costs: {height: {terminal: [{signal: y, of: p}]}}
+)");
+  EXPECT_TRUE(contains(message, "fixed_point 'pivot' (2)") && !contains(message, "revolute")) << message;
+}
+
 // theta, omega and alpha are signals of planar bodies: a point or a spatial body is named as such.
 TEST(ModelValidation, AnAngleSignalOfAPointNamesIt) {
   const std::string message = error_of(R"(name: pendulum

@@ -72,6 +72,11 @@ EventBuilder& EventBuilder::fires_at_a_time() {
   return *this;
 }
 
+EventBuilder& EventBuilder::declared_at(std::string where) {
+  event().declared_at = std::move(where);
+  return *this;
+}
+
 EventBuilder& EventBuilder::only_in(std::vector<int> modes) {
   event().active_modes = std::move(modes);
   return *this;
@@ -100,13 +105,13 @@ int Problem::add_parameter(const std::string& name, double nominal, std::string 
 
 int Problem::add_mode_impl(const std::string& name, RhsFunctions rhs) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, std::move(rhs), std::nullopt, {}, {}});
+  modes_.push_back({name, std::move(rhs), std::nullopt, {}, {}, {}});
   return n_modes() - 1;
 }
 
 int Problem::add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, {}, std::nullopt, std::move(residual), {}});
+  modes_.push_back({name, {}, std::nullopt, std::move(residual), {}, {}});
   return n_modes() - 1;
 }
 
@@ -312,6 +317,11 @@ void Problem::set_nominal(const std::string& name, double value) {
     parameters_[static_cast<size_t>(i)].nominal = previous;
     throw;
   }
+}
+
+void Problem::declare_mode_at(int mode, std::string where) {
+  if (mode < 0 || mode >= n_modes()) throw InputError(fmt::format("declare_mode_at: mode {} out of range", mode));
+  modes_[static_cast<size_t>(mode)].declared_at = std::move(where);
 }
 
 void Problem::add_parameter_check(std::function<void(In<double>)> check) {

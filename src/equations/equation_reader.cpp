@@ -22,15 +22,6 @@ namespace saltus::equations {
 
 namespace {
 
-/// Names an expression may not use for a parameter or a state: they mean something already.
-bool reserved(const std::string& name) { return name == "t" || name == "pi" || name == "der"; }
-
-bool identifier(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
 std::string join(const std::vector<std::string>& names) {
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
@@ -173,8 +164,8 @@ class Reader : yaml::Fields {
 
   /// A parameter or state name: an identifier that expressions can read, new, not reserved.
   void check_name(const YAML::Node& key, const std::string& field, const std::string& name) const {
-    if (!identifier(name)) fail(key, field, "a name must be letters, digits and _, not starting with a digit");
-    if (reserved(name)) fail(key, field, fmt::format("'{}' is reserved (t: time, pi, der(x): rate of x)", name));
+    // Names an expression may not use for a parameter or a state: they mean something already.
+    check_identifier(key, field, name, {"t", "pi", "der"}, "t: time, pi, der(x): rate of x");
     if (std::find(parameters_.begin(), parameters_.end(), name) != parameters_.end() ||
         std::find(states_.begin(), states_.end(), name) != states_.end()) {
       fail(key, field, fmt::format("the name '{}' is already used", name));
@@ -311,10 +302,12 @@ class Reader : yaml::Fields {
                            "a residual (residual: [...])",
                            name, algebraic_names()));
         }
-        pb.add_mode(name, vector_function(per_state(rhs, field + ".rhs", states_and_time())));
+        const int index = pb.add_mode(name, vector_function(per_state(rhs, field + ".rhs", states_and_time())));
+        pb.declare_mode_at(index, location(kv.second) + ": " + field);
       } else {
-        pb.add_residual_mode(name, residual_function(per_state(residual, field + ".residual", with_rates(),
-                                                               "as many equations as states")));
+        const int index = pb.add_residual_mode(
+            name, residual_function(per_state(residual, field + ".residual", with_rates(), "as many equations as states")));
+        pb.declare_mode_at(index, location(kv.second) + ": " + field);
       }
       modes_.push_back(name);
     }
@@ -394,6 +387,7 @@ class Reader : yaml::Fields {
         event.emplace(pb.add_event(name, direction, running_function(guard)));
       }
     }
+    event->declared_at(location(n) + ": " + field);
     bool identity_jump = true;
     if (const YAML::Node j = n["jump"]) {
       const ExpressionList jump = per_state(j, field + ".jump", states_and_time());

@@ -244,9 +244,11 @@ std::string Model::locate(const std::string& field) const {
 std::string Model::describe_element(int element) const {
   const Element& e = elements[static_cast<size_t>(element)];
   const std::string index = fmt::format("elements[{}]", element);
-  return e.name.empty() || e.name == index ? fmt::format("{} ({})", index, type_name(e.type))
-                                           : fmt::format("{} '{}'", type_name(e.type), e.name);
+  return e.name.empty() || e.name == index ? fmt::format("{} ({})", index, e.type_name())
+                                           : fmt::format("{} '{}'", e.type_name(), e.name);
 }
+
+std::string Element::type_name() const { return fixed_point ? "fixed_point" : to_string(type); }
 
 int Model::element_of_row(int row) const {
   for (size_t i = 0; i < elements.size(); ++i) {

@@ -150,6 +150,8 @@ class Reader : yaml::Fields {
     for (const auto& kv : ps) {
       const std::string name = kv.first.as<std::string>();
       const std::string field = "parameters." + name;
+      // A parameter named pi took the place of the constant in every expression.
+      check_identifier(kv.first, field, name, {"pi"}, "the constant pi of expressions");
       if (parameter_index_.count(name) != 0) fail(kv.first, field, "declared twice");
       parameter_index_[name] = static_cast<int>(model_.parameters.size());
       model_.parameters.push_back(read_parameter(kv.second, name, field));
@@ -873,6 +875,7 @@ class Reader : yaml::Fields {
       check_keys(n, field, fixed ? std::set<std::string>{"type", "name", "point", "at"}
                                  : std::set<std::string>{"type", "name", "a", "b"});
       e.type = ElementType::Revolute;
+      e.fixed_point = fixed;
       e.a = point_ref(require(n, fixed ? "point" : "a", field), field + (fixed ? ".point" : ".a"));
       if (fixed) {
         e.b.kind = PointRef::Kind::Ground;

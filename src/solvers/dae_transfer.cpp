@@ -47,11 +47,11 @@ Eigen::PartialPivLU<Eigen::MatrixXd> factor_index1(const Problem& problem, int m
   const double rcond = std::min(lu.rcond(), pivot_ratio);
   if (!(rcond > kSingularRcond)) {
     throw InputError(fmt::format(
-        "mode '{}' of problem '{}' is not an index-1 DAE {} (t = {:.17g}, state {}): the matrix [F_ydot | F_z] "
+        "{}mode '{}' of problem '{}' is not an index-1 DAE {} (t = {:.17g}, state {}): the matrix [F_ydot | F_z] "
         "of the residual's derivatives with respect to the differential rates and the algebraic states is "
         "singular (reciprocal condition number {:.3g}), so the residual does not determine them (docs/dae.md)",
-        problem.mode(mode).name, problem.name(), when, t, detail::describe_state(problem, Eigen::VectorXd(x)),
-        rcond));
+        problem.mode(mode).where(), problem.mode(mode).name, problem.name(), when, t,
+        detail::describe_state(problem, Eigen::VectorXd(x)), rcond));
   }
   return lu;
 }
@@ -124,10 +124,10 @@ ConsistentPoint consistent_point(const Problem& problem, int mode, double t, In<
     }
   }
   throw InputError(fmt::format(
-      "could not make the state consistent with the residual of mode '{}' {} (t = {:.17g}): Newton's iteration on "
+      "{}could not make the state consistent with the residual of mode '{}' {} (t = {:.17g}): Newton's iteration on "
       "the differential rates and the algebraic states did not converge in {} iterations (last correction {:.3g}, "
       "state {}); give initial values of the algebraic states closer to a solution",
-      problem.mode(mode).name, when, t, kMaxNewtonIterations, last_correction,
+      problem.mode(mode).where(), problem.mode(mode).name, when, t, kMaxNewtonIterations, last_correction,
       detail::describe_state(problem, point.x)));
 }
 

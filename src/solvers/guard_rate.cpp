@@ -31,11 +31,11 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
                         (e.direction == Direction::Rising && rate < 0.0);
     if (leaves) continue;
     throw InputError(fmt::format(
-        "event '{}': the run starts on its guard (r = 0 at t0 = {}, state {}) and {} (r-dot = {:.3g}); a "
+        "{}event '{}': the run starts on its guard (r = 0 at t0 = {}, state {}) and {} (r-dot = {:.3g}); a "
         "guard that starts at zero is never detected there, so start off the guard (a time event after "
         "t0), or, if the motion leaves the guard away from the firing direction, declare it "
         "(starts_on_guard: true in an equation file, EventBuilder::starts_on_guard in C++)",
-        e.name, t0, describe_state(problem, Eigen::VectorXd(x0)),
+        e.where(), e.name, t0, describe_state(problem, Eigen::VectorXd(x0)),
         rate == 0.0 ? "rests on it" : "moves through it", rate));
   }
 }

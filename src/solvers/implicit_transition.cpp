@@ -93,11 +93,11 @@ class TransitionSystem {
     const double rcond = std::min(lu.rcond(), pivots.size() == 0 ? 1.0 : pivots.minCoeff() / pivots.maxCoeff());
     if (!(rcond > kSingularRcond)) {
       throw InputError(fmt::format(
-          "the implicit transition of event '{}' into mode '{}' cannot be solved at t = {:.17g} (state {}): the "
+          "{}the implicit transition of event '{}' into mode '{}' cannot be solved at t = {:.17g} (state {}): the "
           "matrix [T_x+ T_ydot+; F_x F_ydot] of the transition and the new mode's residual is singular (reciprocal "
           "condition number {:.3g}), so they do not determine the state after the event (docs/dae.md, \"Implicit "
           "transitions\")",
-          event_name(), pb_.mode(mode_after_).name, t_, describe_state(pb_, after.x), rcond));
+          pb_.event(event_).where(), event_name(), pb_.mode(mode_after_).name, t_, describe_state(pb_, after.x), rcond));
     }
     return lu;
   }
@@ -172,10 +172,11 @@ ConsistentPoint solve_transition(const Problem& problem, int event, int mode_aft
     }
   }
   throw InputError(fmt::format(
-      "could not solve the implicit transition of event '{}' into mode '{}' at t = {:.17g}: Newton's iteration on "
+      "{}could not solve the implicit transition of event '{}' into mode '{}' at t = {:.17g}: Newton's iteration on "
       "the state after the event and its rates did not converge in {} iterations (last correction {:.3g}, state "
       "{}); the transition has no solution near the state before the event (docs/dae.md, \"Implicit transitions\")",
-      system.event_name(), problem.mode(mode_after).name, t, kMaxNewtonIterations, last_correction,
+      problem.event(event).where(), system.event_name(), problem.mode(mode_after).name, t, kMaxNewtonIterations,
+      last_correction,
       describe_state(problem, after.x)));
 }
 

@@ -57,11 +57,11 @@ Index2Transition::Index2Transition(const Problem& problem, int event, int mode_a
   n_t_ = std::lround(trace);
   if (!(std::abs(trace - static_cast<double>(n_t_)) < 0.1) || n_t_ < 0 || n_t_ > ny_) {
     throw InputError(fmt::format(
-        "event '{}' has an implicit transition into mode '{}', whose completion is not a projection of the "
+        "{}event '{}' has an implicit transition into mode '{}', whose completion is not a projection of the "
         "differential states at t = {:.17g} (the trace of its derivative is {:.6g}, not a whole number of free "
         "directions): Saltus counts the transition's equations, n_y - n_c, from it (docs/dae.md, \"Implicit "
         "transitions\")",
-        event_name(), problem.mode(mode_after).name, t, trace));
+        problem.event(event).where(), event_name(), problem.mode(mode_after).name, t, trace));
   }
 }
 
@@ -132,10 +132,11 @@ Eigen::ColPivHouseholderQR<Eigen::MatrixXd> Index2Transition::factor(const Eigen
   qr.compute(j);
   if (qr.rank() < ny_) {
     throw InputError(fmt::format(
-        "the implicit transition of event '{}' into mode '{}' cannot be solved at t = {:.17g} (state {}): its {} "
+        "{}the implicit transition of event '{}' into mode '{}' cannot be solved at t = {:.17g} (state {}): its {} "
         "equations and the mode's constraints do not determine the state after the event (the matrix [T_y+; k_y] "
         "has rank {} of {}; docs/dae.md, \"Implicit transitions\")",
-        event_name(), pb_.mode(mode_after_).name, t_, describe_state(pb_, after.x), n_t_, qr.rank(), ny_));
+        pb_.event(event_).where(), event_name(), pb_.mode(mode_after_).name, t_, describe_state(pb_, after.x), n_t_,
+        qr.rank(), ny_));
   }
   return qr;
 }
@@ -166,11 +167,11 @@ ConsistentPoint Index2Transition::solve() {
     if (last_correction == 0.0 || tiny || stalled) return complete(y);
   }
   throw InputError(fmt::format(
-      "could not solve the implicit transition of event '{}' into mode '{}' at t = {:.17g}: Gauss-Newton on the "
+      "{}could not solve the implicit transition of event '{}' into mode '{}' at t = {:.17g}: Gauss-Newton on the "
       "differential states after the event did not converge in {} iterations (last correction {:.3g}, state {}); "
       "the transition has no solution on the constraints near the state before the event (docs/dae.md, \"Implicit "
       "transitions\")",
-      event_name(), pb_.mode(mode_after_).name, t_, kMaxIterations, last_correction,
+      pb_.event(event_).where(), event_name(), pb_.mode(mode_after_).name, t_, kMaxIterations, last_correction,
       describe_state(pb_, with_differential(y))));
 }
 

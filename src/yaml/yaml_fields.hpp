@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -135,6 +137,21 @@ class Fields {
     if (n.IsNull()) fail(n, field, "no value (the key is followed by nothing)");
     if (!n.IsScalar()) fail(n, field, "expected a single value");
     return n.Scalar();
+  }
+
+  /// A name that expressions read (a parameter, a state): letters, digits and _, not starting
+  /// with a digit, and none of `reserved` (names that already mean something there, with the
+  /// meaning in `meaning`: "t: time, pi, der(x): rate of x").
+  void check_identifier(const YAML::Node& key, const std::string& field, const std::string& name,
+                        std::initializer_list<const char*> reserved, const char* meaning) const {
+    const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                            std::all_of(name.begin(), name.end(), [](char c) {
+                              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                            });
+    if (!identifier) fail(key, field, "a name must be letters, digits and _, not starting with a digit");
+    for (const char* word : reserved) {
+      if (name == word) fail(key, field, fmt::format("'{}' is reserved ({})", name, meaning));
+    }
   }
 
   /// `true` or `false` (exactly those words).

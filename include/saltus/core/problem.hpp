@@ -60,6 +60,11 @@ struct Mode {
   bool implicit() const { return static_cast<bool>(residual); }
   /// Index 2 with a completion, rather than index 1 (consistency by Newton on [F_ydot | F_z]).
   bool index2() const { return static_cast<bool>(completion); }
+  /// Where a model file declares the mode ("file:line:column: modes.name",
+  /// Problem::declare_mode_at); empty for a mode built in C++.
+  std::string declared_at;
+  /// "declared_at: " for a message about the mode found during a run, or "".
+  std::string where() const { return declared_at.empty() ? std::string() : declared_at + ": "; }
 };
 
 /// How a problem's dynamics are written, and so which integrator runs it.
@@ -96,6 +101,11 @@ struct Event {
   bool may_start_on_guard = false;
   /// A time event (EventBuilder::fires_at_a_time): its guard is t - t_e(p), rising.
   bool time_event = false;
+  /// Where a model file declares the event ("file:line:column: events.name",
+  /// EventBuilder::declared_at); empty for an event built in C++.
+  std::string declared_at;
+  /// "declared_at: " for a message about the event found during a run, or "".
+  std::string where() const { return declared_at.empty() ? std::string() : declared_at + ": "; }
   bool active_in(int mode) const;
   bool reads_rates() const { return static_cast<bool>(rate_guard); }
   /// The guard's value at (t, x, x-dot, p), whichever form it has.
@@ -200,6 +210,10 @@ class EventBuilder {
   /// Marks a time event: its guard is t - t_e(p) with Direction::Rising; reports (saltus check)
   /// give it as the time t_e rather than as a guard.
   EventBuilder& fires_at_a_time();
+  /// Where a model file declares the event ("file:line:column: events.name"): input errors
+  /// about it that only a run finds (a start on its guard, an implicit transition without
+  /// solution) then begin with it, as the file reader's own messages do.
+  EventBuilder& declared_at(std::string where);
   int index() const { return index_; }
 
  private:
@@ -239,6 +253,10 @@ class Problem {
   int add_residual_mode(const std::string& name, const F& f) {
     return add_residual_mode_impl(name, Instantiated<ResidualFn>::from(f));
   }
+  /// Where a model file declares mode `mode` ("file:line:column: modes.name"): input errors
+  /// about it that only a run finds (not index 1 at a state, no consistent state) then begin
+  /// with it.
+  void declare_mode_at(int mode, std::string where);
   /// Makes residual mode `mode` a Hessenberg index-2 DAE (ydot = f(t, y, z, p), 0 = k(t, y, p),
   /// k_y f_z nonsingular; docs/dae.md, "Index 2") whose consistent values the model computes:
   /// `c(t, x_guess, p, x, xdot)` (a generic lambda) projects the differential states of the

@@ -250,7 +250,12 @@ struct Element {
   Value stiffness, damping, rest_length, actuator;  ///< Spring / RotationalSpring
   Value fx, fy;                  ///< Force
   TimeFunction drive;            ///< drivers
+  /// A Revolute written as `fixed_point` (a point held at a ground location): messages and
+  /// reports give it that type.
+  bool fixed_point = false;
   int n_constraints() const;
+  /// The element's type as a model file writes it ("fixed_point" or to_string(type)).
+  std::string type_name() const;
 };
 
 enum class ImpactLaw {
