@@ -116,6 +116,7 @@ double noise_band(const GuardRate& rate, const Options& options) {
 void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int mode, double t, In<double> x,
                            In<double> xdot, In<double> p, const Options& options, TangentWorkspace& ws) {
   watched.held.assign(watched.events.size(), 0.0);
+  watched.level.assign(watched.events.size(), 0.0);
   // Guards far from zero need no rate (n_x tangents each): only those within a generous screen.
   const double screen = 1e-3 * (1.0 + x.cwiseAbs().maxCoeff());
   for (size_t i = 0; i < watched.events.size(); ++i) {
@@ -127,9 +128,16 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
     // the same root may have turned it: then it must fire at its time, unheld).
     const bool dropped = i < watched.dropped_at_start.size() && watched.dropped_at_start[i] != 0 &&
                          watched.directions[i] != 0 && rate.rate * watched.directions[i] < 0.0;
-    if (!rate.grazing(options.grazing_tolerance) && !dropped) continue;
     const double band = noise_band(rate, options);
     if (std::abs(r) > band) continue;
+    if (!rate.grazing(options.grazing_tolerance) && !dropped) {
+      // Past zero on its firing side (a root located just past the crossing, or a held guard
+      // released at its band: a rod's end left 1.1e-8 m into its plane by a bounce of 4.5e-13
+      // m), moving out: zero would never be crossed again, and the contact was lost.
+      const int d = watched.directions[i];
+      if (d != 0 && r * d > 0.0 && rate.rate * d < 0.0) watched.level[i] = r;
+      continue;
+    }
     // The non-firing side: above zero for a falling crossing, below for a rising one.
     const int side = watched.directions[i] != 0 ? -watched.directions[i] : (r >= 0.0 ? 1 : -1);
     watched.held[i] = side * band;

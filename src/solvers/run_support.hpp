@@ -94,6 +94,10 @@ struct WatchedEvents {
   /// Per watched event: the band |r| <= |held[i]| in which its guard is held off zero, at the
   /// value held[i] (its sign the non-firing side; hold_guards_near_zero, guard_rate.hpp), or 0.
   std::vector<double> held;
+  /// Per watched event: the value its guard fires at in this segment, 0 or the start value of a
+  /// guard that begins the segment within its band on its firing side (hold_guards_near_zero):
+  /// evaluate_guards reports r - level[i].
+  std::vector<double> level;
   /// Per watched event: 1 where its root at the segment's start was dropped as noise
   /// (watch_return_crossings), so that hold_guards_near_zero holds it while it stays in its band.
   std::vector<char> dropped_at_start;
@@ -126,7 +130,8 @@ std::vector<double> parameter_scales(const Options& options, const Eigen::Vector
 /// Writes the real parts of the watched guards at (t, x, x-dot, p) into g (the integrators'
 /// root functions; x-dot is read by guards that read rates, which only IDAS runs see).
 /// A held guard (WatchedEvents::held) reads its band on its non-firing side while it stays
-/// within it, and is released (for the rest of the segment) once it leaves it.
+/// within it, and is released (for the rest of the segment) once it leaves it; a guard with a
+/// level (WatchedEvents::level) reads r - level.
 /// Returns 0, or -1 with `error` naming the event whose guard is not finite.
 template <class S>
 int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In<S> x, In<S> xdot,
@@ -138,6 +143,7 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
       error = "the guard of event '" + e.name + "' is not finite at t = " + std::to_string(t);
       return -1;
     }
+    if (i < watched.level.size()) g[i] -= watched.level[i];
     if (i < watched.held.size() && watched.held[i] != 0.0) {
       if (std::abs(g[i]) <= std::abs(watched.held[i])) {
         g[i] = watched.held[i];
