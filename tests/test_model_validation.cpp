@@ -376,6 +376,38 @@ elements:
   EXPECT_TRUE(make_problem(parse_model(kHead + consistent, "model.yaml")).notes().empty());
 }
 
+// The same notes for spatial bodies (found by model files written from the docs: a spherical
+// pendulum's bob given 0.2 m off its rod and a link given the wrong axis were assembled and their
+// velocities changed without a word, and --strict accepted them): a position moved by more than
+// 1 % of the model's size (now a 3D box with the joints' ground points: the pendulum's was 0),
+// an orientation turned by more than 1 % of a turn, a stated velocity that the constraints change.
+TEST(ModelValidation, SpatialBodiesMovedByAssemblyGiveNotes) {
+  const auto pendulum = [](const std::string& z, const std::string& velocity, const std::string& angle) {
+    return "name: conical\nhorizon: 1\ngravity: [0, 0, -9.81]\nspatial:\n  bodies:\n"
+           "    bob: {mass: 1, inertia: [0.01, 0.01, 0.01], position: [0.6, 0, " + z + "], velocity: " + velocity +
+           ", orientation: {axis: [0, 1, 0], angle: " + angle + "}}\n"
+           "  joints:\n    - {type: revolute, a: ground, b: bob, point_a: [0, 0, 1], axis_a: [0, 1, 0], "
+           "point_b: [-0.6, 0, 0], axis_b: [0, 1, 0]}\n"
+           "costs: {z_T: {terminal: [{signal: z, of: bob}]}}\n";
+  };
+  EXPECT_TRUE(make_problem(parse_model(pendulum("1", "[0, 0, 0]", "0"), "model.yaml")).notes().empty());
+  const std::vector<std::string> moved =
+      make_problem(parse_model(pendulum("0.8", "[0, 0, 0]", "0"), "model.yaml")).notes();
+  const auto position = std::find_if(moved.begin(), moved.end(),
+                                     [](const std::string& n) { return contains(n, "spatial.bodies.bob.position"); });
+  ASSERT_NE(position, moved.end());
+  EXPECT_TRUE(contains(*position, "model.yaml:6:") && contains(*position, "assembly moved bob.")) << *position;
+  const std::vector<std::string> turned =
+      make_problem(parse_model(pendulum("1", "[0, 0, 0]", "0.5"), "model.yaml")).notes();
+  ASSERT_FALSE(turned.empty());
+  EXPECT_TRUE(contains(turned[0], "spatial.bodies.bob.orientation") && contains(turned[0], "by 0.5 rad")) << turned[0];
+  const std::vector<std::string> velocity =
+      make_problem(parse_model(pendulum("1", "[0, 0.5, 0]", "0"), "model.yaml")).notes();
+  ASSERT_EQ(velocity.size(), 1u);
+  EXPECT_TRUE(contains(velocity[0], "spatial.bodies.bob.velocity") && contains(velocity[0], "by up to 0.5"))
+      << velocity[0];
+}
+
 // A free point mass (no constraint rows, no contact) under gravity: the closed-form parabola,
 // with dy(T)/dg = -T^2/2 and dx(T)/dvx = T by forward sensitivities and the adjoint.
 TEST(ModelValidation, AFreePointMassFollowsItsParabola) {

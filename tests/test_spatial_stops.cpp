@@ -295,6 +295,10 @@ TEST(SpatialStops, BadStopsAreNamed) {
                "contacts[0].stop.normal_a", "a travel stop has no normals");
   expect_error(replace_once(kSpatialPendulum, stop, "stop: {joint: hinge, normal_a: [0, 0, 1], min: 0}"),
                "contacts[0].stop.normal_a", "needs normal_a across its axis_a");
+  // A translational joint's normal along its axis left its twist row redundant: the joint was
+  // silently cylindrical (found by a model file written from the docs).
+  expect_error(replace_once(kSpatialRail, "normal_a: [1, 0, 0]", "normal_a: [0, 2, 0]"), "spatial.joints[0].normal_a",
+               "needs normal_a across its axis_a");
   expect_error(replace_once(replace_once(kSpatialPendulum, stop, "stop: {joint: hinge, min: lim}"), "g: 9.81}",
                             "g: 9.81, lim: -3.2}"),
                "contacts[0].stop.min", "within (-pi, pi)");

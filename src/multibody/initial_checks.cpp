@@ -1,6 +1,7 @@
 #include "initial_checks.hpp"
 
 #include <saltus/core/error.hpp>
+#include <saltus/multibody/spatial.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -87,10 +88,21 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
   }
 }
 
+namespace {
+
+/// The field that states a spatial body's initial velocity: `velocity`, or `angular_velocity`
+/// where only that is given.
+std::string stated_velocity_field(const Model& model, const std::string& body) {
+  const std::string field = "spatial.bodies." + body + ".velocity";
+  return model.locations.count(field) != 0 ? field : "spatial.bodies." + body + ".angular_velocity";
+}
+
+}  // namespace
+
 std::vector<std::string> initial_velocity_notes(const Model& model, const Partition& part,
                                                 const MotionState<double>& start, const Eigen::VectorXd& p) {
   std::vector<std::string> notes;
-  const Eigen::VectorXd stated = model.initial_velocities();
+  const Eigen::VectorXd stated = model.initial_velocities<double>(p);
   const std::vector<std::string> names = model.coordinate_names();
   const ConstraintSet<double> cs = constraints<double>(model, MotionState<double>{start.t, start.q, stated}, p);
   const double violation = cs.phi.size() > 0 ? cs.rate(stated).cwiseAbs().maxCoeff() : 0.0;
@@ -113,19 +125,40 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
   for (size_t b = 0; b < model.bodies.size(); ++b) {
     if (model.bodies[b].velocity_given) note("bodies." + model.bodies[b].name + ".velocity", model.body_offset(static_cast<int>(b)), 3);
   }
+  // A spatial body's velocity and angular velocity (its Euler parameters' rates, 2 E e-dot in
+  // ground axes, compared as the angular velocity the file states).
+  for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {
+    if (!model.spatial_bodies[b].velocity_given) continue;
+    const int o = model.spatial_offset(static_cast<int>(b));
+    const auto angular = [&](const Eigen::VectorXd& q, const Eigen::VectorXd& v) -> Eigen::Vector3d {
+      return 2.0 * e_matrix<double>(Vec4<double>(q.segment<4>(o + 3))) * Vec4<double>(v.segment<4>(o + 3));
+    };
+    const double change =
+        std::max((start.v.segment<3>(o) - stated.segment<3>(o)).cwiseAbs().maxCoeff(),
+                 (angular(start.q, start.v) - angular(model.initial_positions<double>(p), stated)).cwiseAbs().maxCoeff());
+    if (change <= tolerance) continue;
+    std::vector<std::string> independent;
+    for (int j : part.independent) independent.push_back(names[static_cast<size_t>(j)] + "_dot");
+    notes.push_back(fmt::format(
+        "{}: the stated initial velocity and angular velocity violate the velocity constraints (max |Phi_q v + "
+        "Phi_t| = {:.3g}); Saltus keeps the independent velocities ({}) and derives the others, which changes "
+        "them by up to {:.3g} (m/s or rad/s)",
+        model.locate(stated_velocity_field(model, model.spatial_bodies[b].name)), violation,
+        fmt::join(independent, ", "), change));
+  }
   return notes;
 }
 
 namespace {
 
-/// The diagonal of the box around the given positions of points, body centres and the ground
-/// points that elements and contacts use [m].
+/// The diagonal of the box around the given positions of points, body centres (spatial ones in
+/// 3D) and the ground points that elements, spatial joints and contacts use [m].
 double model_size(const Model& model, const Eigen::VectorXd& q_given, const Eigen::VectorXd& p) {
-  Eigen::Vector2d low = Eigen::Vector2d::Constant(std::numeric_limits<double>::infinity());
-  Eigen::Vector2d high = -low;
-  auto include = [&](double x, double y) {
-    low = low.cwiseMin(Eigen::Vector2d(x, y));
-    high = high.cwiseMax(Eigen::Vector2d(x, y));
+  Eigen::Vector3d low = Eigen::Vector3d::Constant(std::numeric_limits<double>::infinity());
+  Eigen::Vector3d high = -low;
+  auto include = [&](double x, double y, double z = 0.0) {
+    low = low.cwiseMin(Eigen::Vector3d(x, y, z));
+    high = high.cwiseMax(Eigen::Vector3d(x, y, z));
   };
   for (size_t i = 0; i < model.points.size(); ++i) {
     const int o = model.point_offset(static_cast<int>(i));
@@ -135,9 +168,13 @@ double model_size(const Model& model, const Eigen::VectorXd& q_given, const Eige
     const int o = model.body_offset(static_cast<int>(b));
     include(q_given[o], q_given[o + 1]);
   }
-  for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {  // the box's x-y extent
+  for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {
     const int o = model.spatial_offset(static_cast<int>(b));
-    include(q_given[o], q_given[o + 1]);
+    include(q_given[o], q_given[o + 1], q_given[o + 2]);
+  }
+  for (const SpatialJoint& j : model.spatial_joints) {  // their ground points (a spherical pendulum's pivot)
+    if (j.body_a < 0) include(j.point_a.x.at<double>(p), j.point_a.y.at<double>(p), j.point_a.z.at<double>(p));
+    if (j.body_b < 0) include(j.point_b.x.at<double>(p), j.point_b.y.at<double>(p), j.point_b.z.at<double>(p));
   }
   auto include_ground = [&](const PointRef& r) {
     if (r.kind == PointRef::Kind::Ground) include(r.x.at<double>(p), r.y.at<double>(p));
@@ -162,6 +199,20 @@ std::vector<std::string> assembly_correction_notes(const Model& model, const Eig
   const std::vector<std::string> names = model.coordinate_names();
   const int n_point_coordinates = 2 * static_cast<int>(model.points.size());
   const int first_spatial = model.spatial_offset(0);
+  for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {
+    // The rotation between the given and the assembled orientation: 2 acos |<e_given, e>|.
+    const int o = model.spatial_offset(static_cast<int>(b));
+    const double cosine = std::min(1.0, std::abs(given.segment<4>(o + 3).dot(q.segment<4>(o + 3))) /
+                                            (given.segment<4>(o + 3).norm() * q.segment<4>(o + 3).norm()));
+    const double turn = 2.0 * std::acos(cosine);
+    if (!(turn > kAssemblyAngleCorrection)) continue;
+    notes.push_back(fmt::format(
+        "{}: assembly turned the orientation of {} by {:.3g} rad (more than 1 % of a turn) to satisfy the "
+        "constraints: the given orientation is far from an assembled configuration, so the mechanism may be "
+        "assembled on another branch than the one drawn",
+        model.locate("spatial.bodies." + model.spatial_bodies[b].name + ".orientation"), model.spatial_bodies[b].name,
+        turn));
+  }
   for (Eigen::Index k = 0; k < q.size(); ++k) {
     const bool spatial = k >= first_spatial;
     // A spatial body's Euler parameters: the orientation's correction is not a coordinate's.

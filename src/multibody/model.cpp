@@ -319,7 +319,10 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
       check.non_zero(j.normal_a, field + ".normal_a", owner, "normal_a");
       check.non_zero(j.normal_b, field + ".normal_b", owner, "normal_b");
     }
-    if (j.type == SpatialJointType::RotationalDriver) {
+    // A translational or fixed joint's twist row holds the normals parallel: one along the axis
+    // left that row redundant, and the joint was silently a cylindrical one.
+    if (j.type == SpatialJointType::RotationalDriver || j.type == SpatialJointType::Translational ||
+        j.type == SpatialJointType::Fixed) {
       check.across_axis(j.normal_a, j.axis_a, field + ".normal_a", owner, "normal_a", "its axis_a");
       check.across_axis(j.normal_b, j.axis_b, field + ".normal_b", owner, "normal_b", "its axis_b");
     }

@@ -336,6 +336,7 @@ class Reader : yaml::Fields {
   std::vector<SpatialBody::Turn> orientation(const YAML::Node& o, const std::string& field) const {
     constexpr const char* kExpected = "expected {axis: [x, y, z], angle: radians} or {sequence: zyx, angles: [a1, a2, a3]}";
     if (!o.IsMap()) fail(o, field, kExpected);
+    note(o, field);
     check_keys(o, field, {"axis", "angle", "sequence", "angles"});
     if (o.size() == 0) fail(o, field, kExpected);  // neither form begun: name both
     if (!o["sequence"] && !o["angles"]) {
