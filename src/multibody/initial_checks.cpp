@@ -107,26 +107,33 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
   const ConstraintSet<double> cs = constraints<double>(model, MotionState<double>{start.t, start.q, stated}, p);
   const double violation = cs.phi.size() > 0 ? cs.rate(stated).cwiseAbs().maxCoeff() : 0.0;
   const double tolerance = 1e-9 * (1.0 + stated.cwiseAbs().maxCoeff());
-  auto note = [&](const std::string& field, int offset, int count) {
-    double change = 0.0;
-    for (int k = 0; k < count; ++k) change = std::max(change, std::abs(start.v[offset + k] - stated[offset + k]));
+  std::vector<std::string> independent;
+  for (int j : part.independent) independent.push_back(names[static_cast<size_t>(j)] + "_dot");
+  // A note where the derived velocities differ from the stated ones by more than the tolerance.
+  auto note = [&](const std::string& field, double change, const char* what) {
     if (change <= tolerance) return;
-    std::vector<std::string> independent;
-    for (int j : part.independent) independent.push_back(names[static_cast<size_t>(j)] + "_dot");
     notes.push_back(fmt::format(
-        "{}: the stated initial velocity violates the velocity constraints (max |Phi_q v + Phi_t| = "
-        "{:.3g}); Saltus keeps the independent velocities ({}) and derives the others, which changes "
-        "this one by up to {:.3g}",
-        model.locate(field), violation, fmt::join(independent, ", "), change));
+        "{}: the stated initial {} the velocity constraints (max |Phi_q v + Phi_t| = {:.3g}); Saltus keeps the "
+        "independent velocities ({}) and derives the others, which changes {} by up to {:.3g}",
+        model.locate(field), what, violation, fmt::join(independent, ", "),
+        std::string(what).find(" and ") != std::string::npos ? "them" : "this one", change));
+  };
+  auto change_in = [&](int offset, int count) {
+    return (start.v.segment(offset, count) - stated.segment(offset, count)).cwiseAbs().maxCoeff();
   };
   for (size_t i = 0; i < model.points.size(); ++i) {
-    if (model.points[i].velocity_given) note("points." + model.points[i].name + ".velocity", model.point_offset(static_cast<int>(i)), 2);
+    if (!model.points[i].velocity_given) continue;
+    note("points." + model.points[i].name + ".velocity", change_in(model.point_offset(static_cast<int>(i)), 2),
+         "velocity violates");
   }
   for (size_t b = 0; b < model.bodies.size(); ++b) {
-    if (model.bodies[b].velocity_given) note("bodies." + model.bodies[b].name + ".velocity", model.body_offset(static_cast<int>(b)), 3);
+    if (!model.bodies[b].velocity_given) continue;
+    note("bodies." + model.bodies[b].name + ".velocity", change_in(model.body_offset(static_cast<int>(b)), 3),
+         "velocity violates");
   }
   // A spatial body's velocity and angular velocity (its Euler parameters' rates, 2 E e-dot in
-  // ground axes, compared as the angular velocity the file states).
+  // ground axes, compared as the angular velocity the file states) [m/s or rad/s].
+  const Eigen::VectorXd q_stated = model.initial_positions<double>(p);
   for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {
     if (!model.spatial_bodies[b].velocity_given) continue;
     const int o = model.spatial_offset(static_cast<int>(b));
@@ -134,17 +141,9 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
       return 2.0 * e_matrix<double>(Vec4<double>(q.segment<4>(o + 3))) * Vec4<double>(v.segment<4>(o + 3));
     };
     const double change =
-        std::max((start.v.segment<3>(o) - stated.segment<3>(o)).cwiseAbs().maxCoeff(),
-                 (angular(start.q, start.v) - angular(model.initial_positions<double>(p), stated)).cwiseAbs().maxCoeff());
-    if (change <= tolerance) continue;
-    std::vector<std::string> independent;
-    for (int j : part.independent) independent.push_back(names[static_cast<size_t>(j)] + "_dot");
-    notes.push_back(fmt::format(
-        "{}: the stated initial velocity and angular velocity violate the velocity constraints (max |Phi_q v + "
-        "Phi_t| = {:.3g}); Saltus keeps the independent velocities ({}) and derives the others, which changes "
-        "them by up to {:.3g} (m/s or rad/s)",
-        model.locate(stated_velocity_field(model, model.spatial_bodies[b].name)), violation,
-        fmt::join(independent, ", "), change));
+        std::max(change_in(o, 3), (angular(start.q, start.v) - angular(q_stated, stated)).cwiseAbs().maxCoeff());
+    note(stated_velocity_field(model, model.spatial_bodies[b].name), change,
+         "velocity and angular velocity violate");
   }
   return notes;
 }
