@@ -669,6 +669,27 @@ TEST(SpatialElements, BadInputIsNamed) {
   const std::string frame = error_of(follower);
   EXPECT_EQ(frame.rfind("bad.yaml:11:", 0), 0u) << frame;
   EXPECT_NE(frame.find("spatial.forces[0].frame: unknown frame 'local' (ground, body)"), std::string::npos) << frame;
+  // Messages found unclear by model files written from the docs: a contact without its plane
+  // ("contacts[0].point.body: unknown body 'b'"), a misspelt body in a cost ("z, vz and az are
+  // signals of spatial bodies" without the name), gravity of four entries ("expected [x, y]").
+  const std::string base = kFollowerLoads;
+  const std::string no_plane =
+      error_of(base + "contacts:\n  - {name: foot, point: {body: b, at: [0, 0, -0.1]}, restitution: 0.5}\n");
+  EXPECT_NE(no_plane.find("bad.yaml:16:5: contacts[0].plane: missing field: a contact of a point of spatial body 'b' "
+                          "is against a plane"),
+            std::string::npos)
+      << no_plane;
+  std::string misspelt = base;
+  misspelt.replace(misspelt.find("of: b}"), 6, "of: bb}");
+  EXPECT_NE(error_of(misspelt).find("costs.c.terminal[0].of: z, vz and az are signals of spatial bodies (a name or "
+                                    "{body:, at: [x, y, z]}): unknown spatial body 'bb'"),
+            std::string::npos)
+      << error_of(misspelt);
+  std::string gravity = base;
+  gravity.replace(gravity.find("[0, 0, -9.81]"), 13, "[0, 0, -9.81, 1]");
+  EXPECT_NE(error_of(gravity).find("gravity: expected [x, y] (planar) or [x, y, z] (spatial), got 4 entries"),
+            std::string::npos)
+      << error_of(gravity);
 }
 
 }  // namespace

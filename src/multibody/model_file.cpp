@@ -795,6 +795,8 @@ class Reader : yaml::Fields {
         model_.gravity_x = g3.x;
         model_.gravity_y = g3.y;
         model_.gravity_z = g3.z;
+      } else if (g.IsSequence() && g.size() != 2) {
+        fail(g, "gravity", fmt::format("expected [x, y] (planar) or [x, y, z] (spatial), got {} entries", g.size()));
       } else {
         std::tie(model_.gravity_x, model_.gravity_y) = pair_of_values(g, "gravity");
       }
@@ -992,7 +994,14 @@ class Reader : yaml::Fields {
         if (n["line"]) fail(n["line"], field, "a contact is a point against a line or against a plane, not both");
         read_plane_contact(n, field, c);
       } else {
-        c.point = point_ref(require(n, "point", field), field + ".point");
+        const YAML::Node point = require(n, "point", field);
+        const YAML::Node owner = point.IsMap() ? point["body"] : point;
+        if (owner && owner.IsScalar() && spatial_index_.count(owner.Scalar()) != 0 && !n["line"]) {
+          fail(n, field + ".plane", fmt::format("missing field: a contact of a point of spatial body '{}' is against a "
+                                                "plane: {{point: [x, y, z], normal: [nx, ny, nz]}}",
+                                                owner.Scalar()));
+        }
+        c.point = point_ref(point, field + ".point");
         const YAML::Node line = require(n, "line", field);
         check_keys(line, field + ".line", {"point", "normal", "body"});
         if (line["body"]) c.line_body = body_or_ground(line["body"], field + ".line.body");
@@ -1282,7 +1291,11 @@ class Reader : yaml::Fields {
       default:
         if (bind_spatial_point(t, tf, term)) return;
         if (term.signal == Signal::Z || term.signal == Signal::VZ || term.signal == Signal::AZ) {
-          fail(require(t, "of", tf), tf + ".of", "z, vz and az are signals of spatial bodies (a name or {body:, at: [x, y, z]})");
+          const YAML::Node of = require(t, "of", tf);
+          const YAML::Node name = of.IsMap() ? of["body"] : of;
+          fail(of, tf + ".of",
+               fmt::format("z, vz and az are signals of spatial bodies (a name or {{body:, at: [x, y, z]}}){}",
+                           name && name.IsScalar() ? fmt::format(": unknown spatial body '{}'", name.Scalar()) : ""));
         }
         term.point = point_ref(require(t, "of", tf), tf + ".of");
         return;
