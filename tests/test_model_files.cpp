@@ -68,6 +68,13 @@ TEST(ModelFiles, MalformedYamlNamesTheLine) {
   EXPECT_NE(msg.find("malformed YAML"), std::string::npos) << msg;
 }
 
+// An empty file and an empty costs mapping are located too (they named no line).
+TEST(ModelFiles, AnEmptyFileOrCostsMappingIsLocated) {
+  EXPECT_EQ(error_of(""), "model.yaml:1:1: the file is empty: it must be a YAML mapping (name:, points:, elements:, ...)");
+  EXPECT_EQ(error_of(replace(kGood, "costs: {height: {terminal: [{signal: y, of: p}]}}", "costs: {}")),
+            "model.yaml:8:8: costs: expected a mapping name: {running: [...], terminal: [...]} (at least one cost)");
+}
+
 TEST(ModelFiles, MechanismThatCannotBeAssembledIsReported) {
   // A second bar of length 3 from a pin 1 m away cannot meet the first bar's end.
   std::string text = replace(kGood, "ground: {O: [0, 0]}", "ground: {O: [0, 0], Q: [0.5, 0]}");

@@ -1171,7 +1171,9 @@ class Reader : yaml::Fields {
   void read_costs() {
     const YAML::Node cs = root_["costs"];
     if (!cs) fail(root_, "costs", "missing field (at least one cost)");
-    if (!cs.IsMap()) fail(cs, "costs", "expected a mapping name: {running: [...], terminal: [...]}");
+    if (!cs.IsMap() || cs.size() == 0) {
+      fail(cs, "costs", "expected a mapping name: {running: [...], terminal: [...]} (at least one cost)");
+    }
     for (const auto& kv : cs) {
       CostSpec c;
       c.name = kv.first.as<std::string>();

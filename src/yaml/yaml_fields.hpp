@@ -107,6 +107,10 @@ class Fields {
   /// The checks of a file's root: a mapping (`shape` names its usual keys for the message), no key
   /// twice anywhere, no unknown key at the top.
   void check_root(const YAML::Node& root, const std::string& shape, const std::set<std::string>& known) const {
+    // An empty file has no position: its first line and column are where the mapping is missing.
+    if (root.IsNull() && root.Mark().is_null()) {
+      throw InputError(fmt::format("{}:1:1: the file is empty: it must be a YAML mapping ({})", source_, shape));
+    }
     if (!root.IsMap()) fail(root, "", fmt::format("the file must be a YAML mapping ({})", shape));
     reject_duplicate_keys(root);
     check_keys(root, "", known);
