@@ -74,7 +74,9 @@ TEST_P(AdjointOnEveryExample, EqualsCentralDifferences) {
   const Eigen::VectorXd p = pb.nominal_parameters();
   const Solution adj = adjoint(pb, p, pb.options());
   const GradientEstimate fd = central_differences(pb, p, pb.options());
-  expect_gradients_agree(pb, adj.cost_gradient, fd.cost_gradient, 1e-4, "central differences");
+  // The fourth-order stencil carries 1.5 times the two-point formula's integration noise: where
+  // that noise dominates (ball1d's energy_rate / c, the bounces near its Zeno limit) 1.2e-4.
+  expect_gradients_agree(pb, adj.cost_gradient, fd.cost_gradient, 2e-4, "central differences");
 }
 
 TEST_P(AdjointOnEveryExample, InitialStateGradientIsTheSensitivityToAPerturbedStart) {

@@ -23,7 +23,7 @@ struct GradientEstimate {
   std::vector<bool> event_sequence_changed;
   /// The estimate's expected error relative to the largest |d cost/dp| of each cost: 0 for the
   /// forward sensitivity, the adjoint and the complex step (exact up to the integration);
-  /// central differences: rtol / relative_step + relative_step^2 (their integration noise and
+  /// central differences: 1.5 rtol / relative_step + relative_step^4 (their integration noise and
   /// truncation). compare_gradients judges entries below it absolutely.
   double noise_fraction = 0.0;
 };
@@ -32,15 +32,16 @@ struct GradientEstimate {
 /// when v = 0.
 double central_difference_step(double value, double relative_step);
 
-/// Default relative step for central differences at relative tolerance rtol: cbrt(rtol)
-/// (balances the O(h^2) truncation error against the O(rtol / h) integration noise), kept in
-/// [1e-8, 1e-2].
+/// Default relative step for central differences at relative tolerance rtol: cbrt(rtol), kept
+/// in [1e-8, 1e-2] (the O(rtol / h) integration noise stays near rtol^(2/3), and the
+/// fourth-order stencil's O(h^4) truncation far below it).
 double default_relative_step(double rtol);
 
-/// Central differences (psi(p + h e_k) - psi(p - h e_k)) / 2h, two simulations per parameter;
-/// relative_step <= 0 picks default_relative_step(options.rtol).
-/// Their truncation error is O(h^2) and their noise about rtol * |psi| / h; across events they
-/// also need the event sequence to stay the same at p +- h.
+/// Central differences of fourth order, (8 (psi(p + h e_k) - psi(p - h e_k)) - (psi(p + 2h e_k)
+/// - psi(p - 2h e_k))) / 12h, four simulations per parameter; relative_step <= 0 picks
+/// default_relative_step(options.rtol). Their truncation error is O(h^4) and their noise about
+/// 1.5 rtol |psi| / h; across events they also need the event sequence to stay the same at
+/// p +- h and p +- 2h (event_sequence_changed).
 GradientEstimate central_differences(const Problem& problem, const Eigen::VectorXd& p,
                                      const Options& options, double relative_step = 0.0);
 
