@@ -223,8 +223,9 @@ void vehicle_table(const std::string& examples) {
   fmt::print("peak resident memory of the process so far: {:.0f} MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
 }
 
-int main(int argc, char** argv) {
-  saltus::retain_freed_heap_memory();  // as the saltus command does
+namespace {
+
+int run_tables(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--chain-yaml") {
     fmt::print("{}", chain_yaml(std::atoi(argv[2])));
     return 0;
@@ -247,4 +248,24 @@ int main(int argc, char** argv) {
   spatial_chain_table();
   vehicle_table(examples);
   return 0;
+}
+
+constexpr const char* kUsage =
+    "usage: saltus_multibody_bench [path/to/examples] [max_gradient_n]\n"
+    "       saltus_multibody_bench --chain-yaml N | --spatial-chain-yaml N | --spatial [path/to/examples]\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  saltus::retain_freed_heap_memory();  // as the saltus command does
+  if (argc > 1 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    fmt::print("{}", kUsage);
+    return 0;
+  }
+  try {
+    return run_tables(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "saltus_multibody_bench: {}\n{}", e.what(), kUsage);
+    return 1;
+  }
 }
