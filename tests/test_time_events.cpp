@@ -143,3 +143,25 @@ TEST(TimeEvents, AZeroWidthPulseFiresBothEventsAtOneInstant) {
     }
   }
 }
+
+// A time event 5e-13 s before or after another firing fires once (found by review: the firing
+// of a state event S at t = 1 re-fired a time event T at 1 - 5e-13 that had fired already, and
+// fired one at 1 + 5e-13 that the root finder then found again: c_T = 12 instead of 11).
+TEST(TimeEvents, ATimeEventNextToAnotherFiringFiresOnce) {
+  for (const char* t1 : {"0.9999999999995", "1", "1.0000000000005"}) {
+    const Problem pb = equations::parse_equation_problem(
+        std::string("name: due\nhorizon: 2\ntolerances: {rtol: 1.0e-10, atol: 1.0e-12}\nparameters: {t1: ") + t1 +
+            "}\nstates: {x: 0, c: 0}\nmodes: {m: {rhs: [1, 0]}}\n"
+            "events:\n  S: {guard: x - 1, direction: rising, jump: [x, c + 10]}\n  T: {at: t1, jump: [x, c + 1]}\n"
+            "costs: {c_T: {terminal: c}}\n",
+        "due.yaml");
+    for (const Integrator integrator : {Integrator::Automatic, Integrator::Dopri5}) {
+      Options o = pb.options();
+      o.integrator = integrator;
+      const Solution s = forward_sensitivity(pb, pb.nominal_parameters(), o);
+      EXPECT_EQ(s.events.size(), 2u) << t1;
+      EXPECT_NEAR(s.costs[0], 11.0, 1e-12) << t1;
+    }
+    EXPECT_NEAR(complex_step(pb, pb.nominal_parameters(), pb.options()).costs[0], 11.0, 1e-12) << t1;
+  }
+}

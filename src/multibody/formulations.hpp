@@ -410,7 +410,7 @@ struct CartesianForm : FullCoordinateForm {
     const VectorX<S> guess = model->initial_positions<S>(p);
     const VectorX<S> u0 = select(part, guess);
     const VectorX<S> q = assemble(t0, u0, p, real_parts<S>(guess));
-    const VectorX<S> u_dot0 = select(part, model->initial_velocities<S>(p));
+    const VectorX<S> u_dot0 = select(part, model->initial_velocities<S>(p, q));
     x0.head(n) = q;
     x0.segment(n, n) = velocities_from_independent(*model, part, MotionState<S>{t0, q, VectorX<S>::Zero(n)}, u_dot0, p);
     start_flags<S>(motion<S>(t0, x0), p, x0);
@@ -581,7 +581,7 @@ struct MaggiForm : FormBase {
     const S t0(model->t0);
     const VectorX<S> q = assemble(t0, select(part, guess), p, real_parts<S>(guess));
     x0.head(f()) = select(part, guess);
-    x0.segment(f(), f()) = select(part, model->initial_velocities<S>(p));
+    x0.segment(f(), f()) = select(part, model->initial_velocities<S>(p, q));
     if (repartitions()) {
       x0.segment(2 * f(), n) = q;
       write_set<S>(part, x0);

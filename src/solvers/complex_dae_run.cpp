@@ -322,7 +322,8 @@ bool ComplexDaeRun::apply_roots(double t) {
   }
   restart_.after_event(ida_->last_step());
   end_segment();
-  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, t, p_real_, [&](int fired_event) {
+  for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, t, p_real_,
+      [this](int k) { return std::find(sol_.event_ids.begin(), sol_.event_ids.end(), k) != sol_.event_ids.end(); }, [&](int fired_event) {
     apply_event(resolve_rest(fired_event, t), t);
   });
   return true;
@@ -351,7 +352,8 @@ void ComplexDaeRun::apply_event(int k, double t) {
       fire_dae_event(pb_, k, mode_, t, ConsistentPoint{xc_.real(), xdotc_.real()}, p_real_, ws_);
   roots_.applied(pb_, real);
   require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
-  const Complex dt_c = -ev.guard_at<Complex>(Complex(t), xc_, xdotc_, p_) / real.guard_rate;
+  // Relative to the level the guard was watched at (WatchedEvents::level).
+  const Complex dt_c = -(ev.guard_at<Complex>(Complex(t), xc_, xdotc_, p_) - watched_.level_of(pb_, k)) / real.guard_rate;
   const Complex tc = Complex(t) + dt_c;
   const VectorX<Complex> x_hat = xc_ + xdotc_ * dt_c;
   const std::string when = fmt::format("after event '{}'", ev.name);

@@ -220,7 +220,8 @@ void ComplexRun::apply_event(int k, double t) {
   const EventValues real = fire_event(pb_, k, mode_, t, real_x_, p_real_, ws_);
   roots_.applied(pb_, real);
   require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
-  const ComplexTransfer transfer = transfer_complex(pb_, k, mode_, t, xc_, p_, real.guard_rate);
+  const ComplexTransfer transfer =
+      transfer_complex(pb_, k, mode_, t, xc_, p_, real.guard_rate, watched_.level_of(pb_, k));
   cost_integral_ += transfer.cost_integral_jump;
   xc_ = transfer.x_plus;
   mode_ = real.mode_after;
@@ -246,7 +247,8 @@ bool ComplexRun::apply_roots(double t) {
       detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_, opt_, ws_);
   if (roots_.record(pb_, std::move(against), fired, t)) return false;  // noise only: the segment goes on
   end_segment(t);
-  detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, t, p_real_, [&](int fired_event) {
+  detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, t, p_real_,
+      [this](int k) { return std::find(sol_.event_ids.begin(), sol_.event_ids.end(), k) != sol_.event_ids.end(); }, [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
     zeno_.refuse_accumulation(pb_, fired_event, t);
     int k = fired_event;

@@ -131,11 +131,17 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
     const double band = noise_band(rate, options);
     if (std::abs(r) > band) continue;
     if (!rate.grazing(options.grazing_tolerance) && !dropped) {
-      // Past zero on its firing side (a root located just past the crossing, or a held guard
-      // released at its band: a rod's end left 1.1e-8 m into its plane by a bounce of 4.5e-13
-      // m), moving out: zero would never be crossed again, and the contact was lost.
+      // Past zero on its firing side by more than a tenth of its band (a held guard released at
+      // its band: a rod's end left 1.1e-8 m into its plane by a bounce of 4.5e-13 m), moving
+      // out: zero would never be crossed again, and the contact was lost. A root's own location
+      // just past zero (round-off) keeps zero: levels there moved a settling ball's bounce times
+      // by a percent, and its rest with them.
+      // The level lies a round-off step (1e-12 of the guard's reach) further on the firing side,
+      // so that the root function starts the segment on its non-firing side, not at zero (which
+      // CVODES and IDAS set aside until it moves). A step of the band's size would lower the
+      // level bounce after bounce (a Zeno ball's limit moved by 1.3e-6 s).
       const int d = watched.directions[i];
-      if (d != 0 && r * d > 0.0 && rate.rate * d < 0.0) watched.level[i] = r;
+      if (d != 0 && r * d > 0.1 * band && rate.rate * d < 0.0) watched.level[i] = r + d * 1e-12 * (1.0 + rate.reach);
       continue;
     }
     // The non-firing side: above zero for a falling crossing, below for a rising one.
@@ -267,7 +273,9 @@ std::vector<int> roots_at_the_final_time(const Problem& problem, const WatchedEv
   bool any = false;
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
-    const double r = problem.event(k).guard_at<double>(tf, x, xdot, p);
+    // Relative to the guard's level (WatchedEvents::level), as the root function is.
+    const double r =
+        problem.event(k).guard_at<double>(tf, x, xdot, p) - (i < watched.level.size() ? watched.level[i] : 0.0);
     const GuardRate rate = dae_guard_rate(problem, k, mode, tf, x, xdot, p, ws);
     if (rate.grazing(grazing_tolerance) || rate.rate * watched.directions[i] < 0.0) continue;
     // Zero, or just past zero on the side the crossing leads to, within the integrators' root

@@ -9,6 +9,7 @@
 #include <saltus/solvers/event_transfer.hpp>
 #include <saltus/solvers/solution.hpp>
 
+#include <algorithm>
 #include <optional>
 
 #include "run_support.hpp"
@@ -47,7 +48,10 @@ class RunBook {
   std::vector<int> apply_fired_events(const WatchedEvents& watched, const std::vector<int>& fired, double t,
                                       const Mode& mode, const Resolve& resolve, const Apply& apply) {
     std::vector<int> applied;
-    for_each_fired_event(pb_, watched, fired, mode, t, p_, [&](int fired_event) {
+    const auto fired_before = [this](int k) {
+      return std::any_of(sol_.events.begin(), sol_.events.end(), [k](const EventRecord& e) { return e.event == k; });
+    };
+    for_each_fired_event(pb_, watched, fired, mode, t, p_, fired_before, [&](int fired_event) {
       zeno_.refuse_accumulation(pb_, fired_event, t);
       std::optional<Accumulation> rest;
       const int k = resolve(fired_event, rest);

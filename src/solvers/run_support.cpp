@@ -103,6 +103,13 @@ std::vector<double> output_grid(const Options& o) {
   return grid;
 }
 
+double WatchedEvents::level_of(const Problem& problem, int event) const {
+  for (size_t i = 0; i < events.size() && i < level.size(); ++i) {
+    if (events[i] == event || problem.event(events[i]).rest_event == event) return level[i];
+  }
+  return 0.0;
+}
+
 WatchedEvents watched_events(const Problem& problem, int mode) {
   WatchedEvents w;
   for (int k = 0; k < problem.n_events(); ++k) {

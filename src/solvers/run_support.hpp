@@ -98,6 +98,9 @@ struct WatchedEvents {
   /// guard that begins the segment within its band on its firing side (hold_guards_near_zero):
   /// evaluate_guards reports r - level[i].
   std::vector<double> level;
+  /// The level of `event` (a watched event, or the resting variant of one: the same guard), 0
+  /// where it has none or is not watched.
+  double level_of(const Problem& problem, int event) const;
   /// Per watched event: 1 where its root at the segment's start was dropped as noise
   /// (watch_return_crossings), so that hold_guards_near_zero holds it while it stays in its band.
   std::vector<char> dropped_at_start;

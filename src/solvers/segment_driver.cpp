@@ -36,7 +36,7 @@ void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, dou
 
 bool time_event_due(const Problem& problem, int k, double t, In<double> p) {
   const double r = problem.event(k).guard.real(t, Eigen::VectorXd::Zero(problem.n_states()), p);
-  return std::abs(r) <= 1e-12 * std::max(1.0, std::abs(t));
+  return r >= 0.0 && r <= 1e-12 * std::max(1.0, std::abs(t));
 }
 
 }  // namespace saltus::detail

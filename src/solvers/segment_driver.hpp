@@ -49,21 +49,24 @@ inline bool at_output_time(double t, double tout) { return tout - t <= 100.0 * 2
 /// Runs `run` over the output grid (output_grid(options), starting at t0).
 void drive_segments(SegmentIntegrator& run, const std::vector<double>& grid, double t0);
 
-/// Whether time event k (Event::time_event, guard t - t_e(p)) is due at t: t_e(p) is t to the
-/// root finder's precision (1e-12 relative).
+/// Whether time event k (Event::time_event, guard t - t_e(p)) is due at t: t_e(p) lies at or
+/// before t by at most the root finder's precision (1e-12 relative). A t_e just after t is the
+/// root finder's, which sees its guard change sign.
 bool time_event_due(const Problem& problem, int k, double t, In<double> p);
 
 /// The events to apply for the guards that fired at one root at t: `fired[i]` != 0 for the
 /// watched event `watched.events[i]`. Calls `apply(k)` for each in declaration order, skipping
 /// events that are no longer active in the mode an earlier one switched to (`mode()` reads the
 /// run's current mode). Then the time events due at t that are active in the mode reached and
-/// not yet applied here, in declaration order, each once: a time event watched only in the
-/// mode another event at the same instant switches to (a pulse of zero width: on at t1, off at
-/// t1) fires too. The root finder cannot see it: its guard t - t_e starts the new segment at
-/// zero, already crossed. `p`: the real parameters.
-template <class Mode, class Apply>
+/// not yet applied in this run (`fired_before(k)`: a time event's guard rises through zero once),
+/// in declaration order: a time event watched only in the mode another event at the same
+/// instant switches to (a pulse of zero width: on at t1, off at t1) fires too. The root finder
+/// cannot see it: its guard t - t_e starts the new segment at zero, already crossed. `p`: the
+/// real parameters.
+template <class Mode, class FiredBefore, class Apply>
 void for_each_fired_event(const Problem& problem, const WatchedEvents& watched, const std::vector<int>& fired,
-                          const Mode& mode, double t, In<double> p, const Apply& apply) {
+                          const Mode& mode, double t, In<double> p, const FiredBefore& fired_before,
+                          const Apply& apply) {
   std::vector<int> applied;
   for (size_t i = 0; i < fired.size(); ++i) {
     if (fired[i] == 0) continue;
@@ -76,7 +79,7 @@ void for_each_fired_event(const Problem& problem, const WatchedEvents& watched, 
   const auto due = [&](int k) {
     const Event& ev = problem.event(k);
     return ev.time_event && ev.watched && std::find(applied.begin(), applied.end(), k) == applied.end() &&
-           ev.active_in(mode()) && time_event_due(problem, k, t, p);
+           ev.active_in(mode()) && !fired_before(k) && time_event_due(problem, k, t, p);
   };
   for (int k = 0; k < problem.n_events();) {
     if (applied.empty() || !due(k)) {

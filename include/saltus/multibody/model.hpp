@@ -466,9 +466,17 @@ struct Model {
   }
   template <class S>
   VectorX<S> initial_velocities(const Eigen::Ref<const VectorX<S>>& p) const {
+    return initial_velocities<S>(p, initial_positions<S>(p));
+  }
+  /// The same with the spatial bodies' Euler-parameter rates p-dot = E(p)^T omega / 2 taken at
+  /// the Euler parameters of `q` (n_q): at an assembled configuration that turned a given
+  /// orientation, the stated angular velocity is kept (at the given one it would not be).
+  template <class S>
+  VectorX<S> initial_velocities(const Eigen::Ref<const VectorX<S>>& p, const Eigen::Ref<const VectorX<S>>& q) const {
     VectorX<S> v = gather<S>(p, {&Point::vx0, &Point::vy0}, {&Body::vx0, &Body::vy0, &Body::omega0});
     for (size_t b = 0; b < spatial_bodies.size(); ++b) {
-      v.segment(spatial_offset(static_cast<int>(b)), 7) = spatial_initial_rate<S>(spatial_bodies[b], p);
+      const int o = spatial_offset(static_cast<int>(b));
+      v.segment(o, 7) = spatial_initial_rate<S>(spatial_bodies[b], p, q.template segment<4>(o + 3));
     }
     return v;
   }
@@ -501,11 +509,11 @@ struct Model {
     return pose;
   }
   /// (r-dot, p-dot) from the initial velocity and angular velocity omega (ground axes):
-  /// p-dot = E(p)^T omega / 2.
+  /// p-dot = E(p)^T omega / 2 at the Euler parameters `euler` (e0, e1, e2, e3).
   template <class S>
-  static Eigen::Matrix<S, 7, 1> spatial_initial_rate(const SpatialBody& b, const Eigen::Ref<const VectorX<S>>& p) {
-    const Eigen::Matrix<S, 7, 1> pose = spatial_initial_pose<S>(b, p);
-    const S e0 = pose[3], e1 = pose[4], e2 = pose[5], e3 = pose[6];
+  static Eigen::Matrix<S, 7, 1> spatial_initial_rate(const SpatialBody& b, const Eigen::Ref<const VectorX<S>>& p,
+                                                     const Eigen::Matrix<S, 4, 1>& euler) {
+    const S e0 = euler[0], e1 = euler[1], e2 = euler[2], e3 = euler[3];
     const S wx = b.angular_velocity0.x.template at<S>(p), wy = b.angular_velocity0.y.template at<S>(p),
             wz = b.angular_velocity0.z.template at<S>(p);
     Eigen::Matrix<S, 7, 1> rate;

@@ -133,8 +133,10 @@ struct ComplexTransfer {
   VectorX<Complex> cost_integral_jump; ///< (g- - g+) dt_c plus the point costs, n_c: add to the costs
 };
 /// `guard_rate` is r-dot- of the real parts (its O(h) imaginary part changes dt_c at O(h^2)).
-/// Throws ModelError if the state after the jump is not finite.
+/// `level`: the value the event's guard fired at (0, or the level a segment watched it at):
+/// dt_c = -(r_c - level) / r-dot. Throws ModelError if the state after the jump is not finite.
 ComplexTransfer transfer_complex(const Problem& problem, int event, int mode_before, double t,
-                                 const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate);
+                                 const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate,
+                                 double level = 0.0);
 
 }  // namespace saltus

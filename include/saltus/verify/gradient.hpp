@@ -23,8 +23,9 @@ struct GradientEstimate {
   std::vector<bool> event_sequence_changed;
   /// The estimate's expected error relative to the largest |d cost/dp| of each cost: 0 for the
   /// forward sensitivity, the adjoint and the complex step (exact up to the integration);
-  /// central differences: 1.5 rtol / relative_step + relative_step^4 (their integration noise and
-  /// truncation). compare_gradients judges entries below it absolutely.
+  /// central differences: 1.5 rtol / relative_step + relative_step^2 (their integration noise, and
+  /// the truncation of the two-point formula they fall back on). compare_gradients judges entries
+  /// below it absolutely.
   double noise_fraction = 0.0;
 };
 
@@ -40,8 +41,9 @@ double default_relative_step(double rtol);
 /// Central differences of fourth order, (8 (psi(p + h e_k) - psi(p - h e_k)) - (psi(p + 2h e_k)
 /// - psi(p - 2h e_k))) / 12h, four simulations per parameter; relative_step <= 0 picks
 /// default_relative_step(options.rtol). Their truncation error is O(h^4) and their noise about
-/// 1.5 rtol |psi| / h; across events they also need the event sequence to stay the same at
-/// p +- h and p +- 2h (event_sequence_changed).
+/// 1.5 rtol |psi| / h. Where the run at p +- 2h fails or takes another event sequence than p,
+/// the two-point formula (psi(p + h e_k) - psi(p - h e_k)) / 2h instead (truncation O(h^2));
+/// event_sequence_changed marks a change at p +- h, where no formula is smooth.
 GradientEstimate central_differences(const Problem& problem, const Eigen::VectorXd& p,
                                      const Options& options, double relative_step = 0.0);
 

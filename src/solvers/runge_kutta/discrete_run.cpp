@@ -329,6 +329,18 @@ bool DiscreteRun::crossed(size_t i, double value) const {
   return sign_of(value) != sign_of(start);
 }
 
+bool DiscreteRun::reaches_zero(size_t i, double g, double t, In<double> x) {
+  const double start = guard_start_[i];
+  const Direction d = pb_.event(watched_.events[i]).direction;
+  if (start == 0.0 || (d == Direction::Rising && start > 0.0) || (d == Direction::Falling && start < 0.0)) return false;
+  Eigen::VectorXd xdot(nx_);
+  pb_.mode(mode_).rhs.real(t, x, p_, xdot);
+  const GuardRate rate = guard_rate(pb_, watched_.events[i], t, x, p_, xdot, ws_);
+  // The resolution begin_segment gives a guard left at zero: beyond it, the next segment sees it.
+  const double resolution = 1e3 * kEps * std::max(1.0, std::abs(t)) * rate.scale;
+  return std::abs(g) <= resolution && rate.rate * start < 0.0 && !rate.grazing(opt_.grazing_tolerance);
+}
+
 double DiscreteRun::locate_root(size_t i, double h_crossed) {
   // Regula falsi with the Illinois modification on the step map itself: R(h) = r(t_n + h,
   // Phi(t_n, h, x_n, p), p). `hi` stays on the crossed side, so the event state is past the
@@ -409,7 +421,7 @@ bool DiscreteRun::take_step() {
   if (!try_step(h_event, true)) fail_step("the step cut at an event failed (a stage not finite or not solved)", h_event);
   for (size_t i = 0; i < watched_.events.size(); ++i) {
     const double g = static_cast<int>(i) == first ? 0.0 : pb_.event(watched_.events[i]).guard.real(t_ + h_event, x_next_, p_);
-    fired_[i] = static_cast<int>(i) == first || crossed(i, g) ? 1 : 0;
+    fired_[i] = static_cast<int>(i) == first || crossed(i, g) || reaches_zero(i, g, t_ + h_event, x_next_) ? 1 : 0;
   }
   commit(h_event, StepKind::EventCut, watched_.events[static_cast<size_t>(first)]);
   pending_roots_ = true;

@@ -99,6 +99,10 @@ class DiscreteRun : private SegmentIntegrator {
   double locate_root(size_t i, double h_crossed);
   /// Whether guard i crossed in its enabled direction from sign `start` to `value`.
   bool crossed(size_t i, double value) const;
+  /// Whether guard i, not crossed at the step's end (value g at t, x), reaches zero there: within
+  /// its time resolution of zero, coming from its start's side and moving on across. Two events
+  /// at one instant (a state event at a time event's time) fire together.
+  bool reaches_zero(size_t i, double g, double t, In<double> x);
   /// Makes the step h of cur_ the run's: its tangent (forward runs), its log entry, the new state.
   void commit(double h, StepKind kind, int root_event);
   void tangent_step(double h, StepKind kind, int root_event);
