@@ -18,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <pybind11/eigen.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -196,65 +198,83 @@ py::dict estimate_dict(const Model& model, const GradientEstimate& e) {
 
 void set_param(Model& m, const std::string& name, double value) { m.problem.set_nominal(name, value); }
 
+/// A number option as Python gives it: finite and positive (rtol, atol, tend's span), named with
+/// its Python name (the library's checks name its own fields: tf, n_outputs).
+double positive_option(const py::handle& value, const char* name) {
+  const double v = value.cast<double>();
+  if (!(std::isfinite(v) && v > 0.0)) throw InputError(fmt::format("{} must be a positive number, got {}", name, v));
+  return v;
+}
+
+/// Applies every keyword to a copy of the model's options and keeps them only if all are valid:
+/// a refused value leaves the model as it was (it was kept, and every later run failed).
 void set_options(Model& m, const py::kwargs& kw) {
+  Options o = m.options;
   for (const auto& [key_handle, value] : kw) {
     const auto key = key_handle.cast<std::string>();
     if (key == "tend") {
-      set_horizon(m.options, value.cast<double>());
+      const double tend = value.cast<double>();
+      if (!(std::isfinite(tend) && tend > o.t0)) {
+        throw InputError(fmt::format("tend must be a finite time after the start t0 = {}, got {}", o.t0, tend));
+      }
+      set_horizon(o, tend);
     } else if (key == "rtol") {
-      m.options.rtol = value.cast<double>();
+      o.rtol = positive_option(value, "rtol");
     } else if (key == "atol") {
-      m.options.atol = value.cast<double>();
-      m.options.atol_per_state.clear();
+      o.atol = positive_option(value, "atol");  // as --atol: 0 would leave the error test no floor
+      o.atol_per_state.clear();
     } else if (key == "integrator") {
       const auto name = value.cast<std::string>();
       if (name == "cvodes") {
-        m.options.integrator = Integrator::Cvodes;
+        o.integrator = Integrator::Cvodes;
       } else if (name == "idas") {
-        m.options.integrator = Integrator::Idas;
+        o.integrator = Integrator::Idas;
       } else if (name == "dopri5") {
-        m.options.integrator = Integrator::Dopri5;
+        o.integrator = Integrator::Dopri5;
       } else if (name == "sdirk") {
-        m.options.integrator = Integrator::Sdirk;
+        o.integrator = Integrator::Sdirk;
       } else if (name == "rosenbrock") {
-        m.options.integrator = Integrator::Rosenbrock;
+        o.integrator = Integrator::Rosenbrock;
       } else if (name == "auto") {
-        m.options.integrator = Integrator::Automatic;
+        o.integrator = Integrator::Automatic;
       } else {
         throw InputError("integrator must be 'cvodes', 'idas', 'dopri5', 'sdirk', 'rosenbrock' or 'auto', got '" + name + "'");
       }
     } else if (key == "linear_solver") {
       const auto name = value.cast<std::string>();
       if (name == "dense") {
-        m.options.linear_solver = LinearSolver::Dense;
+        o.linear_solver = LinearSolver::Dense;
       } else if (name == "krylov") {
-        m.options.linear_solver = LinearSolver::Krylov;
+        o.linear_solver = LinearSolver::Krylov;
       } else if (name == "sparse") {
-        m.options.linear_solver = LinearSolver::Sparse;
+        o.linear_solver = LinearSolver::Sparse;
       } else if (name == "auto") {
-        m.options.linear_solver = LinearSolver::Automatic;
+        o.linear_solver = LinearSolver::Automatic;
       } else {
         throw InputError("linear_solver must be 'dense', 'krylov', 'sparse' or 'auto', got '" + name + "'");
       }
     } else if (key == "nonlinear_solver") {
       const auto name = value.cast<std::string>();
       if (name == "newton") {
-        m.options.nonlinear_solver = NonlinearSolver::Newton;
+        o.nonlinear_solver = NonlinearSolver::Newton;
       } else if (name == "fixed-point") {
-        m.options.nonlinear_solver = NonlinearSolver::FixedPoint;
+        o.nonlinear_solver = NonlinearSolver::FixedPoint;
       } else if (name == "auto") {
-        m.options.nonlinear_solver = NonlinearSolver::Automatic;
+        o.nonlinear_solver = NonlinearSolver::Automatic;
       } else {
         throw InputError("nonlinear_solver must be 'newton', 'fixed-point' or 'auto', got '" + name + "'");
       }
     } else if (key == "outputs") {
-      m.options.output_times.clear();
-      m.options.n_outputs = value.cast<int>();
+      const int outputs = value.cast<int>();
+      if (outputs < 2) throw InputError(fmt::format("outputs must be at least 2 (output times), got {}", outputs));
+      o.output_times.clear();
+      o.n_outputs = outputs;
     } else {
       throw InputError("unknown option '" + key + "' (known: tend, rtol, atol, integrator, linear_solver, nonlinear_solver, outputs)");
     }
   }
-  validate(m.options, m.problem.n_states(), m.problem.n_parameters());
+  validate(o, m.problem.n_states(), m.problem.n_parameters());
+  m.options = o;
 }
 
 py::dict check(const Model& m, const std::string& method, double fd_step, double cs_step) {

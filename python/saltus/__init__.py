@@ -49,7 +49,8 @@ class Result:
 
     def output(self, name):
         """The named output `name` at the output times, shape (n_t,)."""
-        return self.outputs[:, self._output_index(name)]
+        index = self._output_index(name)  # a KeyError naming the known outputs (or none)
+        return self.outputs[:, index]
 
     def output_sensitivity(self, name, parameter):
         """d output / d parameter at the output times, shape (n_t,) (forward runs)."""
@@ -155,4 +156,8 @@ def from_dict(fields, params=None):
     """An equation model from a dict with the fields of the YAML format (docs/model-files.md,
     "Equation models"), e.g. {"horizon": 5, "states": {"x": 0}, "modes": {"A": {"rhs": ["4 - x"]}},
     "costs": {"G": {"running": "x"}}}. Values are numbers or expression strings."""
-    return _with_params(_saltus.parse_equations(json.dumps(fields), "<dict>"), params)
+    try:
+        text = json.dumps(fields)
+    except (TypeError, ValueError) as error:  # a value that is neither a number nor a string
+        raise InputError(f"from_dict: the fields must hold numbers, strings, lists and dicts ({error})") from None
+    return _with_params(_saltus.parse_equations(text, "<dict>"), params)

@@ -194,6 +194,26 @@ def test_errors_raise_with_saltus_messages():
         model.simulate()
 
 
+def test_a_refused_option_leaves_the_options_as_they_were():
+    # A refused rtol was kept (every later run failed), atol = 0 was accepted (the command refuses
+    # it), and the messages named the library's fields (tf, n_outputs).
+    model = saltus.load("galan")
+    before = dict(model.options)
+    for options, message in (({"rtol": -1}, "rtol must be a positive number"),
+                             ({"tend": 2, "rtol": -1}, "rtol must be a positive number"),
+                             ({"atol": 0}, "atol must be a positive number"),
+                             ({"tend": -1}, "tend must be a finite time after the start"),
+                             ({"outputs": 1}, "outputs must be at least 2")):
+        with pytest.raises(saltus.InputError, match=message):
+            model.set_options(**options)
+        assert dict(model.options) == before
+    assert model.forward().costs["G"] == pytest.approx(20.0290746533596, rel=1e-9)
+    with pytest.raises(saltus.InputError, match="from_dict: the fields must hold"):
+        saltus.from_dict({"horizon": 1, "states": {"x": object()}})
+    with pytest.raises(KeyError, match="none: this model has no named outputs"):
+        model.simulate().output("x")
+
+
 def test_results_convert_to_pandas_when_present():
     r = saltus.load("galan").simulate()
     try:
