@@ -206,12 +206,14 @@ std::vector<std::string> assembly_correction_notes(const Model& model, const Eig
                                             (given.segment<4>(o + 3).norm() * q.segment<4>(o + 3).norm()));
     const double turn = 2.0 * std::acos(cosine);
     if (!(turn > kAssemblyAngleCorrection)) continue;
+    // The orientation field where the file has one; a URDF link's comes from its joints' zero.
+    const std::string body = "spatial.bodies." + model.spatial_bodies[b].name;
+    const std::string field = model.locations.count(body + ".orientation") != 0 ? body + ".orientation" : body;
     notes.push_back(fmt::format(
         "{}: assembly turned the orientation of {} by {:.3g} rad (more than 1 % of a turn) to satisfy the "
         "constraints: the given orientation is far from an assembled configuration, so the mechanism may be "
         "assembled on another branch than the one drawn",
-        model.locate("spatial.bodies." + model.spatial_bodies[b].name + ".orientation"), model.spatial_bodies[b].name,
-        turn));
+        model.locate(field), model.spatial_bodies[b].name, turn));
   }
   for (Eigen::Index k = 0; k < q.size(); ++k) {
     const bool spatial = k >= first_spatial;
