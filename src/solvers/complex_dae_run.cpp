@@ -323,7 +323,7 @@ bool ComplexDaeRun::apply_roots(double t) {
   restart_.after_event(ida_->last_step());
   end_segment();
   for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, t, p_real_,
-      [this](int k) { return std::find(sol_.event_ids.begin(), sol_.event_ids.end(), k) != sol_.event_ids.end(); }, [&](int fired_event) {
+      fired_among(sol_.event_ids), [&](int fired_event) {
     apply_event(resolve_rest(fired_event, t), t);
   });
   return true;

@@ -248,7 +248,7 @@ bool ComplexRun::apply_roots(double t) {
   if (roots_.record(pb_, std::move(against), fired, t)) return false;  // noise only: the segment goes on
   end_segment(t);
   detail::for_each_fired_event(pb_, watched_, fired, [&] { return mode_; }, t, p_real_,
-      [this](int k) { return std::find(sol_.event_ids.begin(), sol_.event_ids.end(), k) != sol_.event_ids.end(); }, [&](int fired_event) {
+      detail::fired_among(sol_.event_ids), [&](int fired_event) {
     const Event& ev = pb_.event(fired_event);
     zeno_.refuse_accumulation(pb_, fired_event, t);
     int k = fired_event;

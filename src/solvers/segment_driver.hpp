@@ -63,6 +63,13 @@ bool time_event_due(const Problem& problem, int k, double t, In<double> p);
 /// instant switches to (a pulse of zero width: on at t1, off at t1) fires too. The root finder
 /// cannot see it: its guard t - t_e starts the new segment at zero, already crossed. `p`: the
 /// real parameters.
+/// for_each_fired_event's `fired_before` for a run that logs the events it applied by index.
+inline auto fired_among(const std::vector<int>& applied_events) {
+  return [&applied_events](int k) {
+    return std::find(applied_events.begin(), applied_events.end(), k) != applied_events.end();
+  };
+}
+
 template <class Mode, class FiredBefore, class Apply>
 void for_each_fired_event(const Problem& problem, const WatchedEvents& watched, const std::vector<int>& fired,
                           const Mode& mode, double t, In<double> p, const FiredBefore& fired_before,

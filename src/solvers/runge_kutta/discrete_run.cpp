@@ -123,6 +123,13 @@ void StepLog::store(const Eigen::VectorXd& x, long budget) {
 
 // ---- segments -------------------------------------------------------------------------------
 
+namespace {
+
+/// How close to zero a guard at t counts as on it: 1000 ulp of t times its rate's scale.
+double zero_resolution(double t, const GuardRate& rate) { return 1e3 * kEps * std::max(1.0, std::abs(t)) * rate.scale; }
+
+}  // namespace
+
 void DiscreteRun::begin_segment(double t) {
   t_ = t;
   watched_ = watched_events(pb_, mode_);
@@ -145,7 +152,7 @@ void DiscreteRun::begin_segment(double t) {
       have_rate = true;
     }
     const GuardRate rate = guard_rate(pb_, k, t, x_, p_, xdot, ws_);
-    const double resolution = 1e3 * kEps * std::max(1.0, std::abs(t)) * rate.scale;
+    const double resolution = zero_resolution(t, rate);
     if (std::abs(g) > resolution) {
       guard_start_[i] = g;
     } else {
@@ -336,9 +343,9 @@ bool DiscreteRun::reaches_zero(size_t i, double g, double t, In<double> x) {
   Eigen::VectorXd xdot(nx_);
   pb_.mode(mode_).rhs.real(t, x, p_, xdot);
   const GuardRate rate = guard_rate(pb_, watched_.events[i], t, x, p_, xdot, ws_);
-  // The resolution begin_segment gives a guard left at zero: beyond it, the next segment sees it.
-  const double resolution = 1e3 * kEps * std::max(1.0, std::abs(t)) * rate.scale;
-  return std::abs(g) <= resolution && rate.rate * start < 0.0 && !rate.grazing(opt_.grazing_tolerance);
+  // Within the resolution begin_segment gives a guard left at zero: beyond it, the next segment
+  // sees it.
+  return std::abs(g) <= zero_resolution(t, rate) && rate.rate * start < 0.0 && !rate.grazing(opt_.grazing_tolerance);
 }
 
 double DiscreteRun::locate_root(size_t i, double h_crossed) {
