@@ -346,6 +346,23 @@ costs: {yT: {terminal: [{signal: y, of: p}]}}
   EXPECT_EQ(together.status, 0) << together.err;
 }
 
+// An option given twice is one clear line (CLI11 said "At Most 1 required but received 2"), and
+// a parameter set twice is refused rather than the last value winning silently.
+TEST(Cli, AnOptionOrParameterGivenTwiceIsRefused) {
+  const Outcome method = saltus_cmd({"run", "galan", "--method", "forward", "--method", "adjoint"});
+  EXPECT_EQ(method.status, 2) << method.err;
+  EXPECT_EQ(method.err, "saltus: error: --method: given more than once (it takes one value)\n");
+  const Outcome param = saltus_cmd({"run", "galan", "--param", "p=3", "--param", "p=4"});
+  EXPECT_EQ(param.status, 2) << param.err;
+  EXPECT_TRUE(contains(param.err, "--param p=4: given twice (also --param p=3)")) << param.err;
+  const Outcome rates = saltus_cmd({"run", "robertson", "--param", "p1=-0.04"});
+  EXPECT_EQ(rates.status, 2) << rates.err;
+  EXPECT_TRUE(contains(rates.err, "parameter 'p1' of problem 'robertson' must lie in [0, inf]")) << rates.err;
+  const Outcome below = saltus_cmd({"run", "ball1d", "--param", "h0=-0.5"});
+  EXPECT_EQ(below.status, 2) << below.err;
+  EXPECT_TRUE(contains(below.err, "ball1d needs h0 >= r")) << below.err;
+}
+
 // Stated velocities that the constraints overrule: a warning line and the run goes on, or with
 // --strict exit status 2 before any work.
 TEST(Cli, CorrectedVelocitiesWarnOrAreRefusedWithStrict) {

@@ -76,8 +76,8 @@ TEST(Grazing, TangentialCrossingIsReportedAndHasNoSensitivity) {
 }
 
 /// ball1d's flight and impact without its resting mode: nothing to continue with when the
-/// bounces accumulate.
-Problem ball_without_resting_mode() {
+/// bounces accumulate. With `remedy`, its impact names that remedy instead (zeno_remedy).
+Problem ball_without_resting_mode(const std::string& remedy = "") {
   Problem pb("plain_ball");
   pb.set_states({"h", "v"});
   pb.add_parameter("e", 0.8);
@@ -87,7 +87,8 @@ Problem ball_without_resting_mode() {
     xdot[1] = -9.81 + 0.0 * x[0];
   });
   pb.add_event("impact", Direction::Falling, [](auto, const auto& x, const auto&) { return x[0]; })
-      .jump([](auto, const auto& x, const auto& p, auto xp) { xp << x[0], -p[0] * x[1]; });
+      .jump([](auto, const auto& x, const auto& p, auto xp) { xp << x[0], -p[0] * x[1]; })
+      .zeno_remedy(remedy);
   pb.add_terminal_cost("h_T", [](const auto& x, const auto&) { return x[0]; });
   pb.options().rtol = 1e-10;
   pb.options().atol = 1e-12;
@@ -132,6 +133,22 @@ TEST(Zeno, AccumulatingBouncesWithoutRestingModeStopWithAClearError) {
   expect_accumulation_error([&] { forward_sensitivity(pb, p, pb.options()); }, "forward");
   expect_accumulation_error([&] { adjoint(pb, p, pb.options()); }, "adjoint");
   expect_accumulation_error([&] { complex_step(pb, p, pb.options()); }, "complex step");
+}
+
+// An event with its own remedy (EventBuilder::zeno_remedy) names it where its firings accumulate,
+// not a resting variant: the limit and the event as before, then the remedy.
+TEST(Zeno, AnEventsOwnRemedyReplacesTheRestingVariantHint) {
+  Problem pb = ball_without_resting_mode("shorten the horizon");
+  pb.options().tf = 15.0;
+  try {
+    simulate(pb);
+    FAIL() << "expected ZenoError";
+  } catch (const ZenoError& err) {
+    const std::string message = err.what();
+    EXPECT_NE(message.find("'impact' accumulate"), std::string::npos) << message;
+    EXPECT_NE(message.find("): shorten the horizon"), std::string::npos) << message;
+    EXPECT_EQ(message.find("resting variant"), std::string::npos) << message;
+  }
 }
 
 TEST(Zeno, CascadeLimitIsConfigurable) {

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "support/model_text.hpp"
+
 namespace {
 
 using namespace saltus;
@@ -74,7 +76,7 @@ elements: [{type: bar, name: rod, from: O, to: p, length: 0, mass: 1}]
 )", {"model.yaml:7:", "elements[0].length", "needs length > 0, got 0"}},
       {"negative length through a parameter", R"(points: {p: {position: [1, 0]}}
 elements: [{type: bar, name: rod, from: O, to: p, length: -1 * L, mass: 1}]
-)", {"elements[0].length", "got -1 (from parameter 'L' = 1)"}},
+)", {"elements[0].length", "got -1 (from '-L' with L = 1)"}},
       {"zero point mass", R"(points: {p: {position: [1, 0]}}
 elements: [{type: bar, name: rod, from: O, to: p, length: 1}, {type: point_mass, point: p, mass: 0}]
 )", {"elements[1].mass", "needs mass > 0, got 0"}},
@@ -85,7 +87,10 @@ elements: [{type: point_mass, point: p, mass: 1}]
       {"negative inertia", R"(bodies: {b: {mass: 1, inertia: -m, position: [1, 0]}}
 points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
-)", {"bodies.b.inertia", "got -1 (from parameter 'm' = 1)"}},
+)", {"bodies.b.inertia", "got -1 (from '-m' with m = 1)"}},
+      {"negative stiffness through a scaled parameter", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}, {type: spring, from: O, to: p, stiffness: -2*m, rest_length: 1}]
+)", {"elements[1].stiffness", "got -2 (from '-2*m' with m = 1)"}},
       {"negative stiffness", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}, {type: spring, from: O, to: p, stiffness: -3, rest_length: 1}]
 )", {"elements[1].stiffness", "needs stiffness >= 0, got -3"}},
@@ -356,6 +361,38 @@ costs: {angle: {terminal: [{signal: theta, of: p}]}}
 )");
   EXPECT_TRUE(located(message)) << message;
   EXPECT_TRUE(contains(message, "costs.angle") && contains(message, "'p' is a point")) << message;
+}
+
+// A cost term's field that its signal does not read is refused where it stands (kinetic_energy
+// with of: ran as the whole model's energy), and a name of the wrong kind says what it names.
+TEST(ModelValidation, ACostTermFieldItsSignalDoesNotReadIsRefused) {
+  const std::string model = R"(name: pendulum
+horizon: 1
+ground: {O: [0, 0]}
+bodies: {b: {mass: 1, inertia: 0.1, position: [1, 0]}}
+points: {p: {position: [1, 0]}}
+elements: [{type: bar, name: rod, from: O, to: p, length: 1, mass: 1}, {type: point_mass, point: p, mass: 1},
+           {type: revolute, name: pin, a: p, b: {body: b, at: [0, 0]}}]
+costs: {c: {running: [TERM]}}
+)";
+  const struct {
+    const char* term;
+    std::vector<std::string> expected;
+  } cases[] = {
+      {"{signal: kinetic_energy, of: b}", {"model.yaml:8:", "costs.c.running[0].of", "signal 'kinetic_energy' is the whole model's"}},
+      {"{signal: time, of: b}", {"costs.c.running[0].of", "signal 'time'"}},
+      {"{signal: x, of: p, row: 1}", {"costs.c.running[0].row", "only a reaction has rows; signal 'x' takes none"}},
+      {"{signal: theta, of: {body: b, at: [0.3, 0]}}", {"costs.c.running[0].of", "of: takes its name, not a point on it"}},
+      {"{signal: reaction, of: p}", {"costs.c.running[0].of", "'p' is a point, not a joint or constraint element"}},
+      {"{signal: spring_length, of: b}", {"costs.c.running[0].of", "'b' is a body, not a spring"}},
+      {"{signal: reaction, of: nothing}", {"unknown element 'nothing' (expected a joint or constraint element)"}},
+  };
+  EXPECT_EQ(error_of(test::replace_once(model, "TERM", "{signal: reaction, of: pin, row: 1}")), "");
+  for (const auto& c : cases) {
+    const std::string message = error_of(test::replace_once(model, "TERM", c.term));
+    EXPECT_TRUE(located(message)) << c.term << ": " << message;
+    for (const std::string& part : c.expected) EXPECT_TRUE(contains(message, part)) << c.term << ": " << message;
+  }
 }
 
 // A stated velocity that the constraints overrule is kept as a note naming the field and the

@@ -365,6 +365,16 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   } catch (const CLI::CallForAllHelp&) {
     fmt::print(out, "{}", app.help("", CLI::AppFormatMode::All));
     return 0;
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11 says "--method: At Most 1 required but received 2" for an option given twice.
+    const std::string what = e.what();
+    const auto at_most = what.find(": At Most 1 required");
+    if (at_most != std::string::npos) {
+      fmt::print(err, "saltus: error: {}: given more than once (it takes one value)\n", what.substr(0, at_most));
+    } else {
+      fmt::print(err, "saltus: error: {}\n", what);
+    }
+    return 2;
   } catch (const CLI::ParseError& e) {
     fmt::print(err, "saltus: error: {}\n", e.what());
     return 2;

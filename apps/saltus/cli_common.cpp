@@ -106,6 +106,12 @@ void apply_parameter_overrides(Problem& pb, const std::vector<std::string>& para
       throw UsageError(fmt::format("--param '{}': expected name=value", assignment));
     }
     const std::string name = assignment.substr(0, eq);
+    // The last of two values would win silently, and a script that sets one twice has a bug.
+    for (const Assignment& earlier : pending) {
+      if (earlier.name == name) {
+        throw UsageError(fmt::format("--param {}: given twice (also --param {})", assignment, earlier.text));
+      }
+    }
     pending.push_back({assignment, name, parse_number(assignment.substr(eq + 1), fmt::format("--param {}", name))});
   }
   while (!pending.empty()) {

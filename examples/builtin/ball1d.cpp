@@ -3,6 +3,8 @@
 // ball rests at h = r, v = 0.
 #include <saltus/examples/builtin.hpp>
 
+#include <fmt/format.h>
+
 #include <limits>
 
 namespace saltus::examples {
@@ -19,6 +21,12 @@ Problem ball1d() {
   pb.bound_parameter("c", 0.0, std::numeric_limits<double>::infinity());
   pb.bound_parameter("e", 0.0, 1.0);
   enum { g, c, e, h0, v0, r };
+  // Below its floor the ball would fall for ever, its guard never crossing from above.
+  pb.add_parameter_check([](In<double> p) {
+    if (!(p[h0] >= p[r])) {
+      throw InputError(fmt::format("ball1d needs h0 >= r (the ball starts above its floor), got h0 = {}, r = {}", p[h0], p[r]));
+    }
+  });
   pb.set_initial_state([](const auto& p, auto x0) {
     x0[0] = p[h0];
     x0[1] = p[v0];

@@ -5,6 +5,8 @@
 // whose G and dG/dp it reproduces.
 #include <saltus/examples/builtin.hpp>
 
+#include <limits>
+
 namespace saltus::examples {
 
 Problem robertson_dae() {
@@ -14,6 +16,8 @@ Problem robertson_dae() {
   pb.add_parameter("p1", 0.04, "rate constant of y1 -> y2 [1/s]");
   pb.add_parameter("p2", 1e4, "rate constant of y2 + y3 -> y1 + y3");
   pb.add_parameter("p3", 3e7, "rate constant of 2 y2 -> y2 + y3");
+  // A negative rate constant makes the kinetics blow up (CVODES then fails after t + h = t).
+  for (const char* rate : {"p1", "p2", "p3"}) pb.bound_parameter(rate, 0.0, std::numeric_limits<double>::infinity());
   pb.set_initial_state([](const auto&, auto y) {
     y[0] = 1.0;
     y[1] = 0.0;

@@ -77,6 +77,11 @@ EventBuilder& EventBuilder::declared_at(std::string where) {
   return *this;
 }
 
+EventBuilder& EventBuilder::zeno_remedy(std::string remedy) {
+  event().zeno_remedy = std::move(remedy);
+  return *this;
+}
+
 EventBuilder& EventBuilder::only_in(std::vector<int> modes) {
   event().active_modes = std::move(modes);
   return *this;

@@ -125,6 +125,14 @@ void add_persistent_events(Problem& pb, const std::shared_ptr<const Form>& form,
         Events::template release<S>(*form, c, t, x, p, x_plus);
       });
   if (!contact.frictional()) return;
+  // Stick and slip alternating ever faster: the tangential velocity's integration noise crossing
+  // zero next to the switch (index3's velocities are out of its error test), not a bounce that
+  // a resting variant would settle.
+  const std::string chatter = fmt::format(
+      "contact '{}' sticks and slips again ever faster, its tangential velocity within the integration's noise of "
+      "zero; tighten rtol, or, in index3 (its velocities are out of the error test), use index1, ggl or "
+      "stabilized_index1",
+      contact.name);
   pb.add_event(contact.name + " stick", Direction::Falling,
                [form, c](auto t, const auto& x, const auto& p) {
                  using S = ScalarOf<decltype(x)>;
@@ -133,7 +141,8 @@ void add_persistent_events(Problem& pb, const std::shared_ptr<const Form>& form,
       .jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
         using S = ScalarOf<decltype(x)>;
         Events::template stick<S>(*form, c, t, x, p, x_plus);
-      });
+      })
+      .zeno_remedy(chatter);
   pb.add_event(contact.name + " slip", Direction::Falling,
                [form, c](auto t, const auto& x, const auto& p) {
                  using S = ScalarOf<decltype(x)>;
@@ -142,7 +151,8 @@ void add_persistent_events(Problem& pb, const std::shared_ptr<const Form>& form,
       .jump([form, c](auto t, const auto& x, const auto& p, auto x_plus) {
         using S = ScalarOf<decltype(x)>;
         Events::template slip<S>(*form, c, t, x, p, x_plus);
-      });
+      })
+      .zeno_remedy(chatter);
 }
 
 /// The impact event of contact c (its guard, its impact law, then the contact regimes settled)

@@ -222,7 +222,10 @@ class DomainCheck {
     }
     if (!v.is_parameter()) return "";
     const Parameter& par = m_.parameters[static_cast<size_t>(v.parameter)];
-    return fmt::format(" (from parameter '{}' = {})", par.name, p_[v.parameter]);
+    if (v.scale == 1.0) return fmt::format(" (from parameter '{}' = {})", par.name, p_[v.parameter]);
+    // A scaled parameter ("-2*c") names its factor: "got -4 (from parameter 'c' = 2)" reads as a contradiction.
+    const std::string term = v.scale == -1.0 ? "-" + par.name : fmt::format("{}*{}", v.scale, par.name);
+    return fmt::format(" (from '{}' with {} = {})", term, par.name, p_[v.parameter]);
   }
 
   [[noreturn]] void fail(const std::string& field, const std::string& rule, double x, const Value& v) const {

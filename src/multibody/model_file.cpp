@@ -1224,21 +1224,34 @@ class Reader : yaml::Fields {
 
   /// Resolves `of:` (and `row:`) for the signal's kind.
   void bind_signal(const YAML::Node& t, const std::string& tf, CostTerm& term) const {
+    // A field the signal does not read would be ignored: a reader takes it for a selection.
+    const std::string signal = t["signal"].Scalar();
+    if (t["row"] && term.signal != Signal::Reaction) {
+      fail(t["row"], tf + ".row", fmt::format("only a reaction has rows; signal '{}' takes none", signal));
+    }
     switch (term.signal) {
       case Signal::KineticEnergy:
       case Signal::Time:
+        if (t["of"]) {
+          fail(t["of"], tf + ".of",
+               fmt::format("signal '{}' is the whole model's and takes no of: (remove it)", signal));
+        }
         return;
       case Signal::Theta:
       case Signal::Omega:
       case Signal::Alpha: {
         const YAML::Node of = require(t, "of", tf);
-        const std::string name = of.IsScalar() ? of.Scalar() : "";
+        const YAML::Node named = of.IsMap() ? of["body"] : of;
+        const std::string name = named && named.IsScalar() ? named.Scalar() : "";
         if (spatial_index_.count(name) != 0) {
           fail(of, tf + ".of", fmt::format("theta, omega and alpha are signals of planar bodies; '{}' is a spatial body "
                                            "(its signals: x, y, z, vx, vy, vz, ax, ay, az of points on it)", name));
         }
         if (body_index_.count(name) == 0 && refs_.count(name) != 0) {
           fail(of, tf + ".of", fmt::format("theta, omega and alpha are signals of bodies; '{}' is a point", name));
+        }
+        if (of.IsMap()) {
+          fail(of, tf + ".of", "theta, omega and alpha are signals of a whole planar body: of: takes its name, not a point on it");
         }
         const int b = body_or_ground(of, tf + ".of");
         if (b < 0) fail(t["of"], tf + ".of", "expected a body");
@@ -1288,7 +1301,10 @@ class Reader : yaml::Fields {
             return;
           }
         }
-        fail(t["of"], tf + ".of", fmt::format("unknown element '{}'", name));
+        const std::string kind = kind_of(name);
+        const char* wanted = term.signal == Signal::Reaction ? "a joint or constraint element" : "a spring";
+        if (kind.empty()) fail(t["of"], tf + ".of", fmt::format("unknown element '{}' (expected {})", name, wanted));
+        fail(t["of"], tf + ".of", fmt::format("'{}' is {}, not {}", name, kind, wanted));
       }
       default:
         if (bind_spatial_point(t, tf, term)) return;
@@ -1302,6 +1318,29 @@ class Reader : yaml::Fields {
         term.point = point_ref(require(t, "of", tf), tf + ".of");
         return;
     }
+  }
+
+  /// What `name` names, for a message about a name of the wrong kind ("a bushing", "a body"),
+  /// or "" if nothing in the model has that name.
+  std::string kind_of(const std::string& name) const {
+    for (const Element& e : model_.elements) {
+      if (e.name == name) return fmt::format("a {} element", e.type_name());
+    }
+    static const std::map<SpatialForceType, const char*> force_kinds = {
+        {SpatialForceType::Spring, "a spatial spring"}, {SpatialForceType::Force, "a force"},
+        {SpatialForceType::Torque, "a torque"}, {SpatialForceType::CompliantContact, "a compliant contact"},
+        {SpatialForceType::RotationalSpring, "a rotational spring"}, {SpatialForceType::Bushing, "a bushing"}};
+    for (const SpatialForce& f : model_.spatial_forces) {
+      if (f.name == name) return force_kinds.at(f.type);
+    }
+    if (joint_index_.count(name) != 0) return "a spatial joint";
+    if (spatial_index_.count(name) != 0) return "a spatial body";
+    if (body_index_.count(name) != 0) return "a body";
+    if (refs_.count(name) != 0) return "a point";
+    for (const Contact& c : model_.contacts) {
+      if (c.name == name) return "a contact";
+    }
+    return "";
   }
 
   /// The index of the spatial force `name` of type `type`, or -1.

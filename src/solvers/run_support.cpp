@@ -205,11 +205,13 @@ void ZenoWatch::refuse_accumulation(const Problem& problem, int event, double t)
   if (ev.rest_event >= 0) return;
   const std::optional<Accumulation> limit = accumulation(event, t);
   if (!limit || limit->time >= options_.tf) return;  // a limit past the horizon is never reached
-  throw ZenoError(fmt::format(
-      "Zeno behaviour: the firings of event '{}' accumulate (at t = {:.17g} the intervals between "
-      "its last {} firings shrink geometrically toward t = {:.17g}) and the event has no resting "
-      "variant to continue past their limit with ({})",
-      ev.name, t, options_.zeno_intervals + 1, limit->time, kRestingVariantHint));
+  const std::string accumulate = fmt::format(
+      "Zeno behaviour: the firings of event '{}' accumulate (at t = {:.17g} the intervals between its last {} firings "
+      "shrink geometrically toward t = {:.17g})",
+      ev.name, t, options_.zeno_intervals + 1, limit->time);
+  if (!ev.zeno_remedy.empty()) throw ZenoError(fmt::format("{}: {}", accumulate, ev.zeno_remedy));
+  throw ZenoError(fmt::format("{} and the event has no resting variant to continue past their limit with ({})",
+                              accumulate, kRestingVariantHint));
 }
 
 void ZenoWatch::record(int event, double t, long record) {

@@ -106,6 +106,9 @@ struct Event {
   std::string declared_at;
   /// "declared_at: " for a message about the event found during a run, or "".
   std::string where() const { return declared_at.empty() ? std::string() : declared_at + ": "; }
+  /// What a user can do when the firings of this event, which has no resting variant,
+  /// accumulate (EventBuilder::zeno_remedy); empty: the message proposes a resting variant.
+  std::string zeno_remedy;
   bool active_in(int mode) const;
   bool reads_rates() const { return static_cast<bool>(rate_guard); }
   /// The guard's value at (t, x, x-dot, p), whichever form it has.
@@ -214,6 +217,10 @@ class EventBuilder {
   /// about it that only a run finds (a start on its guard, an implicit transition without
   /// solution) then begin with it, as the file reader's own messages do.
   EventBuilder& declared_at(std::string where);
+  /// The remedy the ZenoError names when this event's firings accumulate and it has no resting
+  /// variant, instead of proposing one: for an event that is itself part of a resting contact
+  /// (a persistent contact's stick and slip), where a resting variant is no answer.
+  EventBuilder& zeno_remedy(std::string remedy);
   int index() const { return index_; }
 
  private:
