@@ -310,7 +310,7 @@ TEST(CompliantContact, BadInputIsNamed) {
   EXPECT_NE(error_of(text).find("needs radius > 0"), std::string::npos) << error_of(text);
   text = ball(plane);
   text.replace(text.find("of: floor"), 9, "of: ball");
-  EXPECT_NE(error_of(text).find("'ball' is not a compliant contact"), std::string::npos) << error_of(text);
+  EXPECT_NE(error_of(text).find("'ball' is a spatial body, not a compliant contact"), std::string::npos) << error_of(text);
 }
 
 }  // namespace

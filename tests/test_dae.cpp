@@ -160,6 +160,24 @@ TEST(GalanDae, AdjointMatchesTheClosedForm) {
   EXPECT_EQ(s.initial_state_gradient(0, 1), 0.0);
 }
 
+// p = 2.99999: the guard z - p is positive for 0.56 ms only, inside one IDAS step; the pair of
+// switches is found on IDAS' interpolant (GuardExcursions; before: one switch, dG/dp -0.375).
+// Reference: galan's closed form (mpmath, 40 digits), dG/dp by its central difference, h = 1e-13.
+TEST(GalanDae, ASwitchPairInsideOneStepIsFound) {
+  Problem pb = galan_dae();
+  pb.set_nominal("p", 2.99999);
+  const double times[] = {0.28693740987468955, 0.28749642753872267, 1.3853601647339848};
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  for (const bool adjoint_run : {false, true}) {
+    const Solution s = adjoint_run ? adjoint(pb, p, pb.options()) : forward_sensitivity(pb, p, pb.options());
+    ASSERT_EQ(s.events.size(), 3u) << (adjoint_run ? "adjoint" : "forward");
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(s.events[i].time, times[i], 2e-9) << "event " << i;
+    EXPECT_NEAR(s.costs[0], 19.618161216508804, 1e-8);
+    EXPECT_NEAR(s.cost_gradient(0, 0), -186.64674652141837, 1e-3);
+  }
+  EXPECT_NEAR(complex_step(pb, p, pb.options()).cost_gradient(0, 0), -186.64674652141837, 1e-3);
+}
+
 TEST(GalanDae, CentralDifferencesAgree) {
   Problem pb = galan_dae();
   const GradientEstimate fd = central_differences(pb, pb.nominal_parameters(), pb.options());

@@ -1,6 +1,7 @@
 // galan (seed 002, Sec. 5.1) against the published dG/dp and the closed form of
 // theory/hybrid-dae.md section 6.
 #include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
@@ -55,4 +56,26 @@ TEST(Galan, InitialModeFollowsTheGuardForOverriddenThreshold) {
   EXPECT_EQ(s.modes.front(), 1);
   EXPECT_NEAR(s.costs[0], 25.0 - 2.5 * (1.0 - std::exp(-10.0)), 1e-8);
   EXPECT_NEAR(s.cost_gradient(0, 0), 0.0, 1e-12);
+}
+
+// p = 2.9999: the guard rises above zero for 1.8 ms only (peak 1e-4), within one integrator step,
+// so the signs at the step's ends do not show the pair of switches (before: one switch, dG/dp
+// -0.375, exit 0). GuardExcursions finds it on the interpolant. Reference: the closed form
+// (mpmath, 40 digits: switch times from the cubic's roots, G from the exact exponentials, dG/dp
+// by a central difference of it with h = 1e-12).
+TEST(Galan, ASwitchPairInsideOneStepIsFound) {
+  Problem pb = examples::galan();
+  pb.set_nominal("p", 2.9999);
+  const double t[3] = {0.28533196187817008, 0.28709975000827233, 1.3833230385271205};
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  for (const bool adjoint_run : {false, true}) {
+    const Solution s = adjoint_run ? adjoint(pb, p, pb.options()) : forward_sensitivity(pb, p, pb.options());
+    ASSERT_EQ(s.events.size(), 3u) << (adjoint_run ? "adjoint" : "forward");
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(s.events[static_cast<size_t>(i)].time, t[i], 2e-9);
+    EXPECT_NEAR(s.costs[0], 19.626250476944930, 1e-8);
+    EXPECT_NEAR(s.cost_gradient(0, 0), -59.280837410359905, 1e-4);
+  }
+  EXPECT_EQ(simulate(pb).events.size(), 3u);
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  EXPECT_NEAR(cs.cost_gradient(0, 0), -59.280837410359905, 1e-4);
 }

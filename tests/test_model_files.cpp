@@ -32,6 +32,15 @@ std::string replace(const std::string& text, const std::string& from, const std:
 
 TEST(ModelFiles, TheReferenceModelLoads) { EXPECT_EQ(error_of(kGood), ""); }
 
+// The file's description comes first in the problem's, then the formulation that runs (Python's
+// Model.description and the report's first line showed only the generated part).
+TEST(ModelFiles, TheProblemDescriptionStartsWithTheFiles) {
+  const Problem pb = make_problem(parse_model(replace(kGood, "horizon: 1", "horizon: 1\ndescription: a rod on a pin"), "model.yaml"));
+  EXPECT_EQ(pb.description().rfind("a rod on a pin; planar multibody model (index1 formulation, KKT matrix", 0), 0u)
+      << pb.description();
+  EXPECT_EQ(make_problem(parse_model(kGood, "model.yaml")).description().rfind("planar multibody model (", 0), 0u);
+}
+
 TEST(ModelFiles, UnknownElementTypeNamesLineFieldAndChoices) {
   const std::string msg = error_of(replace(kGood, "type: bar", "type: beam"));
   EXPECT_NE(msg.find("model.yaml:7:"), std::string::npos) << msg;

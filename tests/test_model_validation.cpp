@@ -384,8 +384,10 @@ costs: {c: {running: [TERM]}}
       {"{signal: x, of: p, row: 1}", {"costs.c.running[0].row", "only a reaction has rows; signal 'x' takes none"}},
       {"{signal: theta, of: {body: b, at: [0.3, 0]}}", {"costs.c.running[0].of", "of: takes its name, not a point on it"}},
       {"{signal: reaction, of: p}", {"costs.c.running[0].of", "'p' is a point, not a joint or constraint element"}},
-      {"{signal: spring_length, of: b}", {"costs.c.running[0].of", "'b' is a body, not a spring"}},
-      {"{signal: reaction, of: nothing}", {"unknown element 'nothing' (expected a joint or constraint element)"}},
+      {"{signal: spring_length, of: b}", {"costs.c.running[0].of", "'b' is a body, not a (translational) spring"}},
+      {"{signal: spring_length, of: pin}", {"'pin' is a revolute element, not a (translational) spring"}},
+      {"{signal: normal_force, of: rod}", {"'rod' is a bar element, not a compliant contact"}},
+      {"{signal: reaction, of: nothing}", {"unknown name 'nothing' (expected a joint or constraint element)"}},
   };
   EXPECT_EQ(error_of(test::replace_once(model, "TERM", "{signal: reaction, of: pin, row: 1}")), "");
   for (const auto& c : cases) {

@@ -2,6 +2,10 @@
 // x <- delta x, at t = gamma x <- 2 x^2. The event times are parameters.
 #include <saltus/examples/builtin.hpp>
 
+#include <fmt/format.h>
+
+#include <utility>
+
 namespace saltus::examples {
 
 Problem time_events() {
@@ -13,6 +17,14 @@ Problem time_events() {
   pb.add_parameter("delta", 5.5, "gain of the second jump");
   pb.add_parameter("gamma", 3.5, "time of the jump x <- 2 x^2 [s]");
   enum { x0, alpha, beta, delta, gamma };
+  // An event time at or before the start never fires (a guard t - t_e that starts at or past zero).
+  pb.add_parameter_check([](In<double> p) {
+    for (const auto& [name, index] : {std::pair{"alpha", int{alpha}}, {"beta", int{beta}}, {"gamma", int{gamma}}}) {
+      if (!(p[index] > 0.0)) {
+        throw InputError(fmt::format("time_events needs {} > 0 (its event fires after the start t0 = 0), got {}", name, p[index]));
+      }
+    }
+  });
   pb.set_initial_state([](const auto& p, auto x) { x[0] = p[x0]; });
   pb.add_mode("ramp", [](auto, const auto&, const auto&, auto xdot) { xdot[0] = 1.0; });
   pb.add_event("at_alpha", Direction::Rising,

@@ -198,7 +198,9 @@ std::string matrix_path(const Model& model, FormulationType type) {
 template <class Form>
 Problem build(const Model& model, std::shared_ptr<const Form> form, const FormulationSettings& settings) {
   const char* kind = model.spatial_bodies.empty() ? "planar" : "spatial";
-  Problem pb(model.name, fmt::format("{} multibody model ({} formulation, {}{})", kind, to_string(settings.type),
+  // The file's own description first (Python's Model.description, the report's first line).
+  const std::string described = model.description.empty() ? "" : model.description + "; ";
+  Problem pb(model.name, fmt::format("{}{} multibody model ({} formulation, {}{})", described, kind, to_string(settings.type),
                                      matrix_path(model, settings.type),
                                      model.source.empty() ? "" : ", from " + model.source));
   pb.set_states(form->state_names());

@@ -36,6 +36,7 @@ class Reader : yaml::Fields {
                 "ground", "points", "bodies", "urdf", "spatial", "independent", "elements", "contacts", "costs"});
     model_.source = source();
     model_.name = root_["name"] ? scalar(root_["name"], "name") : "model";
+    if (root_["description"]) model_.description = scalar(root_["description"], "description");
     read_parameters();
     read_ground();
     read_points();
@@ -1262,7 +1263,7 @@ class Reader : yaml::Fields {
       case Signal::NormalForce: {
         const std::string name = scalar(require(t, "of", tf), tf + ".of");
         term.spatial_force = spatial_force_named(name, SpatialForceType::CompliantContact);
-        if (term.spatial_force < 0) fail(t["of"], tf + ".of", fmt::format("'{}' is not a compliant contact", name));
+        if (term.spatial_force < 0) fail_kind(t["of"], tf + ".of", name, "a compliant contact");
         return;
       }
       case Signal::SpringLength:
@@ -1272,16 +1273,13 @@ class Reader : yaml::Fields {
         if (term.signal != Signal::Reaction) {
           term.spatial_force = spatial_force_named(name, SpatialForceType::Spring);
           if (term.spatial_force >= 0) return;
-          if (spatial_force_named(name, SpatialForceType::CompliantContact) >= 0) {
-            fail(t["of"], tf + ".of", fmt::format("'{}' is not a spring", name));
-          }
         }
         for (size_t k = 0; k < model_.elements.size(); ++k) {
           const Element& e = model_.elements[k];
           if (e.name != name) continue;
           const bool spring = term.signal != Signal::Reaction;
-          if (spring && e.type != ElementType::Spring) fail(t["of"], tf + ".of", fmt::format("'{}' is not a spring", name));
-          if (!spring && e.n_constraints() == 0) fail(t["of"], tf + ".of", fmt::format("'{}' is not a constraint", name));
+          if (spring && e.type != ElementType::Spring) fail_kind(t["of"], tf + ".of", name, kTranslationalSpring);
+          if (!spring && e.n_constraints() == 0) fail_kind(t["of"], tf + ".of", name, kConstraint);
           term.element = static_cast<int>(k);
           if (t["row"]) term.row = integer(t["row"], tf + ".row");
           if (!spring && (term.row < 0 || term.row >= e.n_constraints())) {
@@ -1301,10 +1299,7 @@ class Reader : yaml::Fields {
             return;
           }
         }
-        const std::string kind = kind_of(name);
-        const char* wanted = term.signal == Signal::Reaction ? "a joint or constraint element" : "a spring";
-        if (kind.empty()) fail(t["of"], tf + ".of", fmt::format("unknown element '{}' (expected {})", name, wanted));
-        fail(t["of"], tf + ".of", fmt::format("'{}' is {}, not {}", name, kind, wanted));
+        fail_kind(t["of"], tf + ".of", name, term.signal == Signal::Reaction ? kConstraint : kTranslationalSpring);
       }
       default:
         if (bind_spatial_point(t, tf, term)) return;
@@ -1341,6 +1336,17 @@ class Reader : yaml::Fields {
       if (c.name == name) return "a contact";
     }
     return "";
+  }
+
+  static constexpr const char* kTranslationalSpring = "a (translational) spring";
+  static constexpr const char* kConstraint = "a joint or constraint element";
+
+  /// Fails on `of`: `name` is not `wanted` ("'mount' is a bushing, not a spring") or names nothing.
+  [[noreturn]] void fail_kind(const YAML::Node& of, const std::string& field, const std::string& name,
+                              const char* wanted) const {
+    const std::string kind = kind_of(name);
+    if (kind.empty()) fail(of, field, fmt::format("unknown name '{}' (expected {})", name, wanted));
+    fail(of, field, fmt::format("'{}' is {}, not {}", name, kind, wanted));
   }
 
   /// The index of the spatial force `name` of type `type`, or -1.

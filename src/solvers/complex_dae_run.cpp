@@ -22,6 +22,7 @@
 #include <memory>
 #include <utility>
 
+#include "guard_excursions.hpp"
 #include "guard_rate.hpp"
 #include "idas_session.hpp"
 #include "implicit_transition.hpp"
@@ -73,6 +74,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   VectorX<Complex> x_probe_, xdot_probe_, residual_probe_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
+  GuardExcursions excursions_;  // a crossing pair inside one step (guard_excursions.hpp)
   RootMemory roots_;  // what the last root leaves for the segment that starts there (DaeRun's)
   CascadeGuard cascade_;
   ZenoWatch zeno_;
@@ -240,8 +242,15 @@ int ComplexDaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype*
   auto* self = static_cast<ComplexDaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
     self->load(y, yp);
-    return evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->xdotc_, self->p_, g,
-                                    self->model_error_);
+    const int failed =
+        evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->xdotc_, self->p_, g, self->model_error_);
+    if (failed != 0) return failed;
+    // The real run's excursions (DaeRun::roots_cb), on the real parts (the first nx entries).
+    const auto interpolate = [self](double at, Eigen::VectorXd& x, Eigen::VectorXd& xdot) {
+      return self->ida_->interpolate_head(at, self->nx_, x, xdot);
+    };
+    g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_real_, interpolate);
+    return 0;
   });
 }
 
@@ -280,7 +289,10 @@ void ComplexDaeRun::begin_segment(double t) {
   watch_return_crossings(pb_, watched_, roots_.on_the_guard(), mode_, t, x_real, xdot_real, p_real_,
                          opt_.grazing_tolerance, ws_);
   hold_guards_near_zero(pb_, watched_, mode_, t, x_real, xdot_real, p_real_, opt_, ws_);
-  ida_->set_roots(watched_.directions);
+  excursions_.reset();
+  std::vector<int> directions = watched_.directions;
+  directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
+  ida_->set_roots(directions);
 }
 
 Reached ComplexDaeRun::advance(double tout, double& t) {
@@ -312,7 +324,7 @@ bool ComplexDaeRun::apply_roots(double t) {
       consistent_point_complex(pb_, mode_, Complex(t), xc_, xdotc_, p_, "at an event", ws_);
   xc_ = point.x;
   xdotc_ = point.xdot;
-  std::vector<int> fired = ida_->root_info();
+  std::vector<int> fired = excursions_.guard_roots(ida_->root_info(), watched_.events.size());
   // The real run's decision (DaeRun::apply_roots), on the real parts.
   RootsAgainstDirection against = roots_against_their_direction(
       pb_, watched_, fired, mode_, t, Eigen::VectorXd(xc_.real()), Eigen::VectorXd(xdotc_.real()), p_real_, opt_, ws_);

@@ -14,6 +14,7 @@
 #include "complex_dae_run.hpp"
 #include "runge_kutta/discrete_adjoint.hpp"
 #include "cvodes_session.hpp"
+#include "guard_excursions.hpp"
 #include "guard_rate.hpp"
 #include "run_support.hpp"
 #include "segment_driver.hpp"
@@ -63,6 +64,8 @@ class ComplexRun : private detail::SegmentIntegrator {
   Eigen::MatrixXd identity_x_;
   TangentWorkspace ws_;
   detail::WatchedEvents watched_;
+  detail::GuardExcursions excursions_;  // a crossing pair inside one step (guard_excursions.hpp)
+  Eigen::VectorXd interpolated_;        // (Re x, Im x) from the interpolant
   detail::RootMemory roots_;  // what the last root leaves for the segment that starts there (HybridRun's)
   detail::CascadeGuard cascade_;
   detail::ZenoWatch zeno_;  // the same resting decisions as the real run, on the real parts
@@ -165,8 +168,18 @@ int ComplexRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_p
   auto* self = static_cast<ComplexRun*>(self_ptr);
   return detail::guarded_callback(self->model_error_, [&]() -> int {
   self->load_state(y);
-  return detail::evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->p_, g,
-                                          self->model_error_);
+  const int failed =
+      detail::evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->p_, g, self->model_error_);
+  if (failed != 0) return failed;
+  // The real run's excursions (HybridRun::roots_cb), on the real parts.
+  const auto interpolate = [self](double at, Eigen::VectorXd& x, Eigen::VectorXd&) {
+    if (!self->cv_->interpolate(at, self->interpolated_)) return false;
+    x = self->interpolated_.head(self->nx_);
+    return true;
+  };
+  g[self->watched_.events.size()] =
+      self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_real_, interpolate);
+  return 0;
   });
 }
 
@@ -201,7 +214,10 @@ void ComplexRun::begin_segment(double t) {
   detail::watch_return_crossings(pb_, watched_, roots_.on_the_guard(), mode_, t, real_x_, p_real_,
                                  opt_.grazing_tolerance, ws_);
   detail::hold_guards_near_zero(pb_, watched_, mode_, t, real_x_, p_real_, opt_, ws_);
-  cv_->set_roots(watched_.directions);
+  excursions_.reset();
+  std::vector<int> directions = watched_.directions;
+  directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
+  cv_->set_roots(directions);
   segment_advanced_ = false;
 }
 
@@ -241,7 +257,7 @@ detail::Reached ComplexRun::advance(double tout, double& t) {
 
 bool ComplexRun::apply_roots(double t) {
   load_state(cv_->y());
-  std::vector<int> fired = cv_->root_info();
+  std::vector<int> fired = excursions_.guard_roots(cv_->root_info(), watched_.events.size());
   real_x_ = xc_.real();  // the real run's decision (HybridRun::apply_roots), on the real parts
   detail::RootsAgainstDirection against =
       detail::roots_against_their_direction(pb_, watched_, fired, mode_, t, real_x_, p_real_, opt_, ws_);

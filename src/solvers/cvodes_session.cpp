@@ -7,6 +7,8 @@
 #include <sunnonlinsol/sunnonlinsol_fixedpoint.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "sundials_footprint.hpp"
@@ -227,6 +229,7 @@ CvodesSession::~CvodesSession() {
   if (A_) SUNMatDestroy(A_);
   if (q_) N_VDestroy(q_);
   if (atol_) N_VDestroy(atol_);
+  if (interpolated_) N_VDestroy(interpolated_);  // the header only: N_VMake_Serial owns no data
   if (y_) N_VDestroy(y_);
   if (ctx_) SUNContext_Free(&ctx_);
 }
@@ -318,6 +321,21 @@ void CvodesSession::measure_checkpoints() {
     checkpoint_bytes_ += footprint::checkpoint(n_, quadrature_checkpoints_ ? nq_ : 0, ck.order,
                                                lmm_ == CV_BDF, ck.nstep == 0);
   }
+}
+
+bool CvodesSession::interpolate(double t, Eigen::VectorXd& x) {
+  if (x.size() != n_) x.resize(n_);  // once per caller's vector
+  if (!interpolated_) interpolated_ = N_VMake_Serial(n_, x.data(), ctx_);
+  if (!interpolated_) return false;
+  // Outside the last step CVodeGetDky would report CV_BAD_T through the error handler.
+  long steps = 0;
+  double tn = 0.0, hu = 0.0;
+  if (CVodeGetNumSteps(mem_, &steps) != CV_SUCCESS || steps == 0) return false;
+  if (CVodeGetCurrentTime(mem_, &tn) != CV_SUCCESS || CVodeGetLastStep(mem_, &hu) != CV_SUCCESS) return false;
+  const double fuzz = 100.0 * std::numeric_limits<double>::epsilon() * (std::abs(tn) + std::abs(hu));
+  if (!(t >= tn - hu - fuzz && t <= tn + fuzz)) return false;
+  N_VSetArrayPointer(x.data(), interpolated_);
+  return CVodeGetDky(mem_, t, 0, interpolated_) == CV_SUCCESS;
 }
 
 std::vector<int> CvodesSession::root_info() {

@@ -102,6 +102,10 @@ class CvodesSession {
   void set_initial_step(double h);
   /// Which roots fired at the last CV_ROOT_RETURN (+1 rising, -1 falling, 0 none).
   std::vector<int> root_info();
+  /// The state at t from CVODES' interpolant (CVodeGetDky), valid within the last step taken;
+  /// false where t lies outside it (or no step was taken yet). x is sized to n. Callable
+  /// from the root function (GuardExcursions).
+  bool interpolate(double t, Eigen::VectorXd& x);
   /// Loads the sensitivities / quadratures / quadrature sensitivities at the last return time.
   void load_sensitivities(double t);
   void load_quadratures(double t);
@@ -161,6 +165,7 @@ class CvodesSession {
   void* mem_ = nullptr;
   N_Vector y_ = nullptr;
   N_Vector atol_ = nullptr;
+  N_Vector interpolated_ = nullptr;  // a header over the caller's vector (interpolate), no data of its own
   N_Vector q_ = nullptr;
   N_Vector* yS_ = nullptr;
   N_Vector* qS_ = nullptr;

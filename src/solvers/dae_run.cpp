@@ -127,8 +127,14 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
 int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
-    return evaluate_guards<double>(self->pb_, self->watched_, t, view(y).head(self->nx_), view(yp).head(self->nx_),
-                                   self->p_, g, self->model_error_);
+    const int failed = evaluate_guards<double>(self->pb_, self->watched_, t, view(y).head(self->nx_),
+                                               view(yp).head(self->nx_), self->p_, g, self->model_error_);
+    if (failed != 0) return failed;
+    const auto interpolate = [self](double at, Eigen::VectorXd& x, Eigen::VectorXd& xdot) {
+      return self->ida_->interpolate_head(at, self->nx_, x, xdot);
+    };
+    g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_, interpolate);
+    return 0;
   });
 }
 
@@ -220,7 +226,10 @@ void DaeRun::begin_segment(double t) {
   watch_return_crossings(pb_, watched_, roots_.on_the_guard(), mode_, t, point_.x, point_.xdot, p_,
                          opt_.grazing_tolerance, ws_);
   hold_guards_near_zero(pb_, watched_, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
-  ida.set_roots(watched_.directions);
+  excursions_.reset();
+  std::vector<int> directions = watched_.directions;
+  directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
+  ida.set_roots(directions);
 }
 
 Reached DaeRun::advance(double tout, double& t) {
@@ -229,7 +238,7 @@ Reached DaeRun::advance(double tout, double& t) {
   if (flag < 0) fail(flag, t);
   if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
   if (flag == IDA_ROOT_RETURN) {
-    fired_ = ida_->root_info();
+    fired_ = excursions_.guard_roots(ida_->root_info(), watched_.events.size());
     return Reached::Roots;
   }
   if (kind_ == RunKind::AdjointRecording && t == opt_.tf) {

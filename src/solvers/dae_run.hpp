@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "guard_excursions.hpp"
 #include "idas_session.hpp"
 #include "run_book.hpp"
 #include "run_support.hpp"
@@ -98,6 +99,7 @@ class DaeRun : private SegmentIntegrator {
   Eigen::VectorXd ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_values_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
+  GuardExcursions excursions_;            // a crossing pair inside one step (guard_excursions.hpp)
   std::string model_error_;
   int non_finite_evaluations_ = 0;
   static constexpr int kMaxNonFiniteEvaluations = 50;

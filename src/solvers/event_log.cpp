@@ -51,13 +51,16 @@ void require_leaving_guards(const Problem& problem, const std::vector<int>& appl
     if (!after.grazing(grazing_tolerance) || off_guard(problem.event(k).guard_at<double>(t, x, xdot, p), after)) {
       continue;
     }
+    const Event& ev = problem.event(k);
+    const std::string remedy =
+        !ev.zeno_remedy.empty()
+            ? ev.zeno_remedy
+            : fmt::format("Saltus cannot continue past this point unless the event has a resting variant ({})",
+                          kRestingVariantHint);
     throw ZenoError(fmt::format(
         "after event '{}' at t = {:.17g} the state {} stays on its guard (r-dot+ = {:.3g}, grazing against its scale {:.3g}): "
-        "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno "
-        "sequence); Saltus cannot continue past this point unless the event has a resting "
-        "variant ({})",
-        problem.event(k).name, t, describe_state(problem, Eigen::VectorXd(x)), after.rate, after.scale,
-        kRestingVariantHint));
+        "the motion neither leaves nor crosses it (a resting contact, or the limit of a Zeno sequence); {}",
+        ev.name, t, describe_state(problem, Eigen::VectorXd(x)), after.rate, after.scale, remedy));
   }
 }
 

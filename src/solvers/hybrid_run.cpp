@@ -93,8 +93,14 @@ int HybridRun::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vecto
 int HybridRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<HybridRun*>(self_ptr);
   return detail::guarded_callback(self->model_error_, [&]() -> int {
-  return evaluate_guards<double>(self->pb_, self->watched_, t, view(y), self->p_, g,
-                                         self->model_error_);
+  const int failed = evaluate_guards<double>(self->pb_, self->watched_, t, view(y), self->p_, g, self->model_error_);
+  if (failed != 0) return failed;
+  const auto interpolate = [self](double at, Eigen::VectorXd& x, Eigen::VectorXd&) {
+    return self->cv_->interpolate(at, x);
+  };
+  g[self->watched_.events.size()] =
+      self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_, interpolate);
+  return 0;
   });
 }
 
@@ -180,7 +186,10 @@ void HybridRun::begin_segment(double t) {
   watch_return_crossings(pb_, watched_, roots_.on_the_guard(), mode_, t, x_, p_,
                          opt_.grazing_tolerance, ws_);
   hold_guards_near_zero(pb_, watched_, mode_, t, x_, p_, opt_, ws_);
-  cv_->set_roots(watched_.directions);
+  excursions_.reset();
+  std::vector<int> directions = watched_.directions;
+  directions.push_back(0);  // the excursions' sentinel, in either direction
+  cv_->set_roots(directions);
   segment_advanced_ = false;
   if (kind_ == RunKind::AdjointRecording) account(segments_.back());
 }
@@ -279,7 +288,7 @@ Reached HybridRun::advance(double tout, double& t) {
   if (flag < 0) fail(flag, t);
   segment_advanced_ = true;
   if (flag == CV_ROOT_RETURN) {
-    fired_ = cv_->root_info();
+    fired_ = excursions_.guard_roots(cv_->root_info(), watched_.events.size());
     return Reached::Roots;
   }
   if (kind_ == RunKind::AdjointRecording && t == opt_.tf) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cvodes_session.hpp"
+#include "guard_excursions.hpp"
 #include "memory_ledger.hpp"
 #include "run_book.hpp"
 #include "run_support.hpp"
@@ -123,6 +124,9 @@ class HybridRun : private SegmentIntegrator {
   Eigen::MatrixXd fx_, fp_;
   TangentWorkspace ws_;
   WatchedEvents watched_;
+  // The crossing pairs inside one step that the guards' values at its ends do not show, marked
+  // by a sentinel root function after the guards' (guard_excursions.hpp).
+  GuardExcursions excursions_;
   std::string model_error_;
   int non_finite_evaluations_ = 0;
   static constexpr int kMaxNonFiniteEvaluations = 50;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "klu_newton_solver.hpp"
@@ -143,6 +145,7 @@ IdasSession::~IdasSession() {
   if (ypS_) N_VDestroyVectorArray(ypS_, ns_);
   if (yS_) N_VDestroyVectorArray(yS_, ns_);
   if (mem_) IDAFree(&mem_);
+  if (interpolated_) N_VDestroy(interpolated_);  // the header only: N_VMake_Serial owns no data
   if (LS_) SUNLinSolFree(LS_);
   if (A_) SUNMatDestroy(A_);
   if (q_) N_VDestroy(q_);
@@ -276,6 +279,29 @@ void IdasSession::add_backward_stats(SolverStats& s) const {
     if (IDAGetNumLinIters(mem, &v) == IDA_SUCCESS) s.linear_iterations += v;
   }
   s.segments += 1;
+}
+
+bool IdasSession::interpolate(double t, int k, Eigen::VectorXd& out) {
+  const auto n = static_cast<Eigen::Index>(N_VGetLength(y_));
+  if (out.size() != n) out.resize(n);  // once per caller's vector
+  if (!interpolated_) interpolated_ = N_VMake_Serial(n, out.data(), ctx_);
+  if (!interpolated_) return false;
+  // Outside the last step IDAGetDky would report IDA_BAD_T through the error handler.
+  long steps = 0;
+  double tn = 0.0, hu = 0.0;
+  if (IDAGetNumSteps(mem_, &steps) != IDA_SUCCESS || steps == 0) return false;
+  if (IDAGetCurrentTime(mem_, &tn) != IDA_SUCCESS || IDAGetLastStep(mem_, &hu) != IDA_SUCCESS) return false;
+  const double fuzz = 100.0 * std::numeric_limits<double>::epsilon() * (std::abs(tn) + std::abs(hu));
+  if (!(t >= tn - hu - fuzz && t <= tn + fuzz)) return false;
+  N_VSetArrayPointer(out.data(), interpolated_);
+  return IDAGetDky(mem_, t, k, interpolated_) == IDA_SUCCESS;
+}
+
+bool IdasSession::interpolate_head(double t, Eigen::Index n, Eigen::VectorXd& x, Eigen::VectorXd& xdot) {
+  if (!interpolate(t, 0, interpolated_y_) || !interpolate(t, 1, interpolated_yp_)) return false;
+  x = interpolated_y_.head(n);
+  xdot = interpolated_yp_.head(n);
+  return true;
 }
 
 std::vector<int> IdasSession::root_info() {

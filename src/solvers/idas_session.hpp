@@ -125,6 +125,13 @@ class IdasSession {
   int advance(double tout, double& t);
   /// Which roots fired at the last IDA_ROOT_RETURN (+1 rising, -1 falling, 0 none).
   std::vector<int> root_info();
+  /// The state (k = 0) or its rate (k = 1) at t from IDAS' interpolant (IDAGetDky), valid
+  /// within the last step taken; false outside it. `out` is sized to the state's length.
+  /// Callable from the root function (GuardExcursions).
+  bool interpolate(double t, int k, Eigen::VectorXd& out);
+  /// The first n entries of the state and of its rate at t (interpolate), through the
+  /// session's own scratch vectors.
+  bool interpolate_head(double t, Eigen::Index n, Eigen::VectorXd& x, Eigen::VectorXd& xdot);
   /// Loads the sensitivities (yS) / quadratures (q) / quadrature sensitivities (qS) at the last
   /// return time.
   void load_sensitivities(double t);
@@ -161,6 +168,8 @@ class IdasSession {
   N_Vector y_ = nullptr;
   N_Vector yp_ = nullptr;
   N_Vector atol_ = nullptr;
+  N_Vector interpolated_ = nullptr;  // a header over the caller's vector (interpolate), no data of its own
+  Eigen::VectorXd interpolated_y_, interpolated_yp_;  // interpolate_head's
   N_Vector id_ = nullptr;
   N_Vector q_ = nullptr;
   N_Vector* yS_ = nullptr;

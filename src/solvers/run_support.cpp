@@ -229,11 +229,17 @@ bool RootMemory::record(const Problem& problem, RootsAgainstDirection found, con
   const bool only_noise = !applies && !found.dropped.empty();
   in_a_row_ = only_noise ? in_a_row_ + 1 : 0;
   if (in_a_row_ >= max_dropped_restarts) {
+    const Event& ev = problem.event(found.dropped.front());
+    const std::string remedy =
+        !ev.zeno_remedy.empty()
+            ? ev.zeno_remedy
+            : fmt::format("tighten rtol, or, for a contact whose bounces fall below the tolerance, give its event a "
+                          "resting variant ({})",
+                          kRestingVariantHint);
     throw ZenoError(fmt::format(
         "the guard of event '{}' crossed zero against its direction {} times in a row by t = {:.17g}: the motion stays "
-        "within the integration's noise of its guard; tighten rtol, or, for a contact whose bounces fall below the "
-        "tolerance, give its event a resting variant ({})",
-        problem.event(found.dropped.front()).name, in_a_row_, t, kRestingVariantHint));
+        "within the integration's noise of its guard; {}",
+        ev.name, in_a_row_, t, remedy));
   }
   resting_ = std::move(found.resting);
   on_the_guard_.clear();

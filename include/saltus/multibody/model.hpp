@@ -379,6 +379,7 @@ struct FormulationSettings {
 
 struct Model {
   std::string name;
+  std::string description;  ///< the file's free text (description:), may be empty
   std::string source;  ///< file the model came from (for messages), may be empty
   /// What reading the model left out or assumed (a URDF's joint limits), for the run's report.
   std::vector<std::string> notes;
