@@ -144,6 +144,34 @@ TEST(TimeEvents, AZeroWidthPulseFiresBothEventsAtOneInstant) {
   }
 }
 
+// A jump that lands exactly on another event's guard, moving into its crossing, fires that event
+// (found by a model file written from the docs: a kick setting x to 2 exactly, a switch `off` at
+// x = 2 rising; CVODES and IDAS set a root function that starts at zero aside, and `off` never
+// fired: x_T = 4, exit 0). The closed form of the limit a -> 0-: `off` at t = 1 - a, x_T = -a,
+// dx_T/da = -1. On CVODES and IDAS (the DAE version's algebraic z = x).
+TEST(TimeEvents, AJumpOntoAnotherGuardFiresIt) {
+  const std::string head = "name: kick\nhorizon: 3\ntolerances: {rtol: 1.0e-10, atol: 1.0e-12}\nparameters: {a: 0}\n";
+  const std::string ode = "states: {x: 0}\nmodes: {up: {rhs: [1]}, down: {rhs: [-1]}}\n"
+                          "events:\n  kick: {at: 1, jump: [2 + a]}\n  off: {guard: x - 2, direction: rising, only_in: up, next: down}\n";
+  const std::string dae = "states: {x: 0, z: 0}\nalgebraic: z\n"
+                          "modes: {up: {residual: [\"der(x) - 1\", \"z - x\"]}, down: {residual: [\"der(x) + 1\", \"z - x\"]}}\n"
+                          "events:\n  kick: {at: 1, jump: [2 + a, 2 + a]}\n  off: {guard: z - 2, direction: rising, only_in: up, next: down}\n";
+  const std::string tail = "initial_mode: up\ncosts: {x_T: {terminal: x}}\n";
+  for (const std::string& body : {ode, dae}) {
+    const Problem pb = equations::parse_equation_problem(head + body + tail, "kick.yaml");
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    const Solution s = forward_sensitivity(pb, p, pb.options());
+    ASSERT_EQ(s.events.size(), 2u) << body;
+    EXPECT_EQ(s.events[1].name, "off");
+    EXPECT_NEAR(s.events[1].time, 1.0, 1e-11);
+    EXPECT_EQ(pb.mode(s.final_mode).name, "down");
+    EXPECT_NEAR(s.costs[0], 0.0, 1e-9);
+    EXPECT_NEAR(s.cost_gradient(0, 0), -1.0, 1e-7);
+    EXPECT_NEAR(adjoint(pb, p, pb.options()).cost_gradient(0, 0), -1.0, 1e-7);
+    EXPECT_NEAR(complex_step(pb, p, pb.options()).cost_gradient(0, 0), -1.0, 1e-7);
+  }
+}
+
 // A time event 5e-13 s before or after another firing fires once (found by review: the firing
 // of a state event S at t = 1 re-fired a time event T at 1 - 5e-13 that had fired already, and
 // fired one at 1 + 5e-13 that the root finder then found again: c_T = 12 instead of 11).

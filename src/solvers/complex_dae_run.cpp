@@ -291,7 +291,7 @@ void ComplexDaeRun::begin_segment(double t) {
   hold_guards_near_zero(pb_, watched_, mode_, t, x_real, xdot_real, p_real_, opt_, ws_);
   excursions_.reset();
   std::vector<int> directions = watched_.directions;
-  directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
+  if (!directions.empty()) directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
   ida_->set_roots(directions);
 }
 

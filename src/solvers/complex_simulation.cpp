@@ -216,7 +216,7 @@ void ComplexRun::begin_segment(double t) {
   detail::hold_guards_near_zero(pb_, watched_, mode_, t, real_x_, p_real_, opt_, ws_);
   excursions_.reset();
   std::vector<int> directions = watched_.directions;
-  directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
+  if (!directions.empty()) directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
   cv_->set_roots(directions);
   segment_advanced_ = false;
 }

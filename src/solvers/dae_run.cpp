@@ -228,7 +228,7 @@ void DaeRun::begin_segment(double t) {
   hold_guards_near_zero(pb_, watched_, mode_, t, point_.x, point_.xdot, p_, opt_, ws_);
   excursions_.reset();
   std::vector<int> directions = watched_.directions;
-  directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
+  if (!directions.empty()) directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
   ida.set_roots(directions);
 }
 

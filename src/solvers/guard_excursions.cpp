@@ -50,9 +50,12 @@ bool GuardExcursions::examine(const Problem& problem, const WatchedEvents& watch
   if (!might_reach_zero(static_cast<size_t>(i), t0, r0, t1, r1)) return false;
   const double s = r0 > 0.0 ? 1.0 : -1.0;
   const auto away = [&](double t) { return s * guard_at(problem, watched, i, t, p, interpolate); };
-  // Towards zero just after t0 and away from it just before t1: an extremum towards zero inside.
+  // Everything on the interpolant of this step (r0 may come from the step before): on the same
+  // side at both ends, towards zero just after t0 and away from it just before t1, so with an
+  // extremum towards zero inside.
   const double h = t1 - t0, probe = 1e-3 * h;
-  if (!(away(t0 + probe) < s * r0 && s * r1 > away(t1 - probe))) return false;
+  const double start = away(t0), end = away(t1);
+  if (!(start > 0.0 && end > 0.0 && away(t0 + probe) < start && end > away(t1 - probe))) return false;
   // Its lowest point on the interpolant (golden section), stopping at the first point past zero.
   const double shrink = 0.5 * (std::sqrt(5.0) - 1.0);
   double lo = t0, hi = t1;
@@ -67,8 +70,9 @@ bool GuardExcursions::examine(const Problem& problem, const WatchedEvents& watch
       x2 = lo + shrink * (hi - lo), f2 = away(x2);
     }
   }
-  const double t_past = f1 < f2 ? x1 : x2;
-  if (!(std::min(f1, f2) < 0.0)) return false;
+  const bool first = std::isfinite(f1) && (!std::isfinite(f2) || f1 < f2);
+  const double t_past = first ? x1 : x2;
+  if (!((first ? f1 : f2) < 0.0)) return false;
   // The crossing the event watches: the way past zero, or only the way back.
   const int past = s > 0.0 ? -1 : 1;
   const int direction = watched.directions[static_cast<size_t>(i)];
@@ -95,16 +99,22 @@ std::vector<int> GuardExcursions::guard_roots(std::vector<int> info, size_t n_wa
 double GuardExcursions::sentinel(const Problem& problem, const WatchedEvents& watched, double t, const double* g,
                                  In<double> p, const Interpolate& interpolate) {
   const size_t n = watched.events.size();
-  if (!has_point_ || t > t_last_) {
+  // A new point is the run's first, or one past every earlier one inside the integrator's last
+  // step (a step's end, an output time): not the integrators' look just past a root or past a
+  // start on a guard (cvRcheck1/2's t + small h, an extrapolation beyond the step).
+  if (!has_point_ || (t > t_last_ && interpolate(t, x_, xdot_))) {
     // Past a marked crossing the sentinel stays on its other side: no root where nothing is.
     if (guard_ >= 0) side_ = -side_;
     guard_ = -1, direction_ = 0;
     if (has_point_) {
       for (size_t i = 0; i < n; ++i) {
-        if (i < watched.held.size() && watched.held[i] != 0.0) continue;
+        // A held guard reads its band, not its value, at either end: nothing to compare.
+        if (held_last_[i] != 0 || (i < watched.held.size() && watched.held[i] != 0.0)) continue;
         examine(problem, watched, static_cast<int>(i), t_last_, g_last_[i], t, g[i], p, interpolate);
       }
     }
+    held_last_.assign(n, 0);
+    for (size_t i = 0; i < n && i < watched.held.size(); ++i) held_last_[i] = watched.held[i] != 0.0;
     if (has_point_) {
       has_before_ = true;
       t_before_ = t_last_;

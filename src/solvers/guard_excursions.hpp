@@ -60,6 +60,7 @@ class GuardExcursions {
   bool has_point_ = false;
   double t_last_ = 0.0;            ///< the last point past every earlier one
   std::vector<double> g_last_;     ///< the guards there
+  std::vector<char> held_last_;    ///< 1 where that value was a held guard's band
   bool has_before_ = false;
   double t_before_ = 0.0;          ///< the point before it
   std::vector<double> g_before_;

@@ -140,8 +140,17 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
       // so that the root function starts the segment on its non-firing side, not at zero (which
       // CVODES and IDAS set aside until it moves). A step of the band's size would lower the
       // level bounce after bounce (a Zeno ball's limit moved by 1.3e-6 s).
+      // Exactly at zero and moving into its crossing (a jump that lands on another event's
+      // guard: a kick setting T to the thermostat's T_high): CVODES and IDAS set a root function
+      // that starts at zero aside until it has moved, and so never saw this crossing; the level
+      // lets it fire a round-off step later. Not for an event applied at this root (its guard
+      // passed through), a time event (they fire when due) or one that may start on its guard.
       const int d = watched.directions[i];
-      if (d != 0 && r * d > 0.1 * band && rate.rate * d < 0.0) watched.level[i] = r + d * 1e-12 * (1.0 + rate.reach);
+      const Event& ev = problem.event(k);
+      const bool applied = i < watched.applied_at_start.size() && watched.applied_at_start[i] != 0;
+      const bool lands_on_zero = r == 0.0 && rate.rate * d > 0.0 && !applied && !ev.time_event && !ev.may_start_on_guard;
+      const bool past_and_leaving = r * d > 0.1 * band && rate.rate * d < 0.0;
+      if (d != 0 && (past_and_leaving || lands_on_zero)) watched.level[i] = r + d * 1e-12 * (1.0 + rate.reach);
       continue;
     }
     // The non-firing side: above zero for a falling crossing, below for a rising one.
@@ -238,10 +247,14 @@ void watch_return_crossings(const Problem& problem, WatchedEvents& watched, cons
                             double grazing_tolerance, TangentWorkspace& ws) {
   refuse_sliding_modes(problem, watched, on_the_guard, mode, t, x, xdot, p, grazing_tolerance, ws);
   watched.dropped_at_start.assign(watched.events.size(), 0);
+  watched.applied_at_start.assign(watched.events.size(), 0);
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
     watched.dropped_at_start[i] = std::any_of(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) {
       return g.event == k && std::isnan(g.rate_before);
+    });
+    watched.applied_at_start[i] = std::any_of(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) {
+      return g.event == k && !std::isnan(g.rate_before);
     });
   }
   for (size_t i = 0; i < watched.events.size(); ++i) {

@@ -188,7 +188,7 @@ void HybridRun::begin_segment(double t) {
   hold_guards_near_zero(pb_, watched_, mode_, t, x_, p_, opt_, ws_);
   excursions_.reset();
   std::vector<int> directions = watched_.directions;
-  directions.push_back(0);  // the excursions' sentinel, in either direction
+  if (!directions.empty()) directions.push_back(0);  // the excursions' sentinel (GuardExcursions)
   cv_->set_roots(directions);
   segment_advanced_ = false;
   if (kind_ == RunKind::AdjointRecording) account(segments_.back());

@@ -104,6 +104,9 @@ struct WatchedEvents {
   /// Per watched event: 1 where its root at the segment's start was dropped as noise
   /// (watch_return_crossings), so that hold_guards_near_zero holds it while it stays in its band.
   std::vector<char> dropped_at_start;
+  /// Per watched event: 1 where the event was applied at the root the segment starts from
+  /// (watch_return_crossings): its guard may sit at zero there, passed through.
+  std::vector<char> applied_at_start;
 };
 WatchedEvents watched_events(const Problem& problem, int mode);
 
