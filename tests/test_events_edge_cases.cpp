@@ -364,3 +364,26 @@ TEST(Zeno, ARelayWithoutHysteresisStopsAsASlidingMode) {
   EXPECT_NEAR(s.events.back().time, 2.9, 1e-9);
   EXPECT_NEAR(s.final_state[0], 1.0, 1e-9);  // cooling from 1.1 for 0.1 s
 }
+
+// The complex step's run fires what the real run fires: x = -(t - 1)^2 + c crosses zero rising
+// at 1 - sqrt(c) and falling at 1 + sqrt(c) (c = 1e-6). Its carry of the state to the complex
+// event time and back left x a round-off short of zero after 'up', which fired again at once:
+// n_T = 12 where the real run has 11, and 'down' reported with the dt/dc of 'up' (-508 for +500).
+TEST(ComplexStep, TheComplexRunFiresEachEventOnceAsTheRealRun) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: para\nhorizon: 2\noutputs: 2000\ntolerances: {rtol: 1.0e-8, atol: 1.0e-10}\nparameters: {c: 1.0e-6}\n"
+      "states: {x: -1 + c, v: 2, n: 0}\nmodes: {m: {rhs: [v, -2, 0]}}\n"
+      "events:\n  up: {guard: x, direction: rising, jump: [x, v, n + 1]}\n"
+      "  down: {guard: x, direction: falling, jump: [x, v, n + 10]}\n"
+      "costs: {nT: {terminal: n}, xT: {terminal: x}}\n",
+      "para.yaml");
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution fwd = forward_sensitivity(pb, p, pb.options());
+  ASSERT_EQ(fwd.events.size(), 2u);
+  const GradientEstimate cs = complex_step(pb, p, pb.options());
+  EXPECT_EQ(cs.costs[0], 11.0);
+  ASSERT_EQ(cs.event_time_gradient.rows(), 2);
+  // dt/dc = -/+ 1 / (2 sqrt(c)) = -/+ 500, to the integration's accuracy at rtol 1e-8.
+  EXPECT_NEAR(cs.event_time_gradient(0, 0), -500.0, 20.0);
+  EXPECT_NEAR(cs.event_time_gradient(1, 0), 500.0, 20.0);
+}

@@ -240,6 +240,11 @@ void ComplexRun::apply_event(int k, double t) {
       transfer_complex(pb_, k, mode_, t, xc_, p_, real.guard_rate, watched_.level_of(pb_, k));
   cost_integral_ += transfer.cost_integral_jump;
   xc_ = transfer.x_plus;
+  // The real parts as the real run has them (its jump at the root's own state): the carry to the
+  // complex event time and back moves them by round-off, and one left a guard just short of zero
+  // in its crossing direction, which fired again at once (an `up` twice at one instant where
+  // the real run fired it once: the complex step's events out of step with the real run's).
+  for (Eigen::Index i = 0; i < xc_.size(); ++i) xc_[i] = Complex(real.x_plus[i], xc_[i].imag());
   mode_ = real.mode_after;
   sol_.event_times.push_back(transfer.time);
   sol_.event_ids.push_back(k);
