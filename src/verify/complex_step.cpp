@@ -13,17 +13,21 @@ GradientEstimate complex_step(const Problem& problem, const Eigen::VectorXd& p,
   est.method = "complex step";
   est.cost_gradient.resize(problem.n_costs(), np);
   est.final_sensitivity.resize(problem.n_states(), np);
+  if (np == 0) {
+    est.costs = simulate(problem, p, options).costs;
+    return est;
+  }
+  // The real run's events: a complex run that fires others (its real parts decide as the real
+  // run does, so only a fault would) is reported as a changed sequence, not taken as a derivative.
   std::vector<int> nominal_events;
+  for (const EventRecord& e : simulate(problem, p, options).events) nominal_events.push_back(e.event);
+  est.event_time_gradient.setConstant(static_cast<Eigen::Index>(nominal_events.size()), np,
+                                      std::numeric_limits<double>::quiet_NaN());
   for (int k = 0; k < np; ++k) {
     VectorX<Complex> pc = p.cast<Complex>();
     pc[k] += Complex(0.0, step);
     const ComplexSolution run = simulate_complex(problem, pc, options, step);
-    if (k == 0) {
-      est.costs = run.costs.real();
-      nominal_events = run.event_ids;
-      est.event_time_gradient.setConstant(static_cast<Eigen::Index>(nominal_events.size()), np,
-                                          std::numeric_limits<double>::quiet_NaN());
-    }
+    if (k == 0) est.costs = run.costs.real();
     est.cost_gradient.col(k) = run.costs.imag() / step;
     est.final_sensitivity.col(k) = run.final_state.imag() / step;
     est.event_sequence_changed.push_back(run.event_ids != nominal_events);
@@ -33,7 +37,6 @@ GradientEstimate complex_step(const Problem& problem, const Eigen::VectorXd& p,
       }
     }
   }
-  if (np == 0) est.costs = simulate(problem, p, options).costs;
   return est;
 }
 
