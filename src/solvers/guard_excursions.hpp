@@ -13,7 +13,6 @@
 #include <Eigen/Core>
 
 #include <functional>
-#include <utility>
 #include <vector>
 
 #include "run_support.hpp"
@@ -36,11 +35,8 @@ class GuardExcursions {
   /// excursion found there, if any. Held guards (WatchedEvents::held) are not examined.
   double sentinel(const Problem& problem, const WatchedEvents& watched, double t, const double* g, In<double> p,
                   const Interpolate& interpolate);
-  /// At a root of the sentinel: the watched guard (index into WatchedEvents::events) whose
-  /// crossing it marks and the crossing's direction (+1 rising, -1 falling); {-1, 0} if none.
-  std::pair<int, int> crossing() const { return {guard_, direction_}; }
   /// The integrator's root information (n_watched guards, then the sentinel) as the guards':
-  /// a root of the sentinel becomes the crossing of the guard it marks.
+  /// a root of the sentinel becomes the crossing it marks (+1 rising, -1 falling) of the guard.
   std::vector<int> guard_roots(std::vector<int> info, size_t n_watched) const;
 
  private:
