@@ -90,8 +90,8 @@ TEST(DenseSolve, ReverseGradientMatchesComplexStep) {
     matrix_and_rhs<Reverse>(p, A, b);
     const VectorX<Reverse> x = solve_dense<Reverse>(A, b, "test matrix").col(0);
     ASSERT_FALSE(x[out].is_constant());  // a recorded output (a zero partial records no node)
-    std::vector<double> adjoint(ReverseTape::nodes().size(), 0.0);
-    adjoint[static_cast<size_t>(x[out].node())] = 1.0;
+    std::vector<double> adjoint(static_cast<size_t>(ReverseTape::size()), 0.0);
+    adjoint[static_cast<size_t>(x[out].node())] = x[out].coefficient();
     ReverseTape::sweep(adjoint);
     for (int k = 0; k < kParameters; ++k) {
       EXPECT_NEAR(adjoint[static_cast<size_t>(p[k].node())], reference(out, k), 1e-12 * (1.0 + std::abs(reference(out, k))))
@@ -112,9 +112,9 @@ TEST(DenseSolve, ReverseTapeGrowsLikeTheSquareNotTheCube) {
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) A(i, j) = s * (i == j ? 10.0 : 1.0 / (1.0 + i + j));
   }
-  const size_t before = ReverseTape::nodes().size();
+  const size_t before = static_cast<size_t>(ReverseTape::size());
   solve_dense<Reverse>(A, VectorX<Reverse>::Ones(n), "test matrix");
-  EXPECT_LT(ReverseTape::nodes().size() - before, static_cast<size_t>(5 * n * n));
+  EXPECT_LT(static_cast<size_t>(ReverseTape::size()) - before, static_cast<size_t>(5 * n * n));
   ReverseTape::clear();
 }
 
@@ -338,8 +338,8 @@ TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
     Reverse total(0.0);
     for (int i = 0; i < xr.size(); ++i) total += xr[i];
     ASSERT_FALSE(total.is_constant());
-    std::vector<double> adjoint(ReverseTape::nodes().size(), 0.0);
-    adjoint[static_cast<size_t>(total.node())] = 1.0;
+    std::vector<double> adjoint(static_cast<size_t>(ReverseTape::size()), 0.0);
+    adjoint[static_cast<size_t>(total.node())] = total.coefficient();
     ReverseTape::sweep(adjoint);
     ReverseTape::clear();
     for (int k = 0; k < 3; ++k) {
@@ -377,12 +377,12 @@ TEST(DenseSolve, ColumnsOfOneSweepAreEachTheirOwnGradient) {
       w(i, 1) = (i % 3 == 0) ? -2.0 : 0.0;  // zero seeds on most outputs
       w(i, 2) = std::cos(0.3 * static_cast<double>(i));
     }
-    std::vector<double> adjoint(ReverseTape::nodes().size() * kColumns, 0.0);
+    std::vector<double> adjoint(static_cast<size_t>(ReverseTape::size()) * kColumns, 0.0);
     for (Eigen::Index i = 0; i < n; ++i) {
       ASSERT_FALSE(xr[i].is_constant() || x2r[i].is_constant()) << i;
       for (int c = 0; c < kColumns; ++c) {
-        adjoint[static_cast<size_t>(xr[i].node()) * kColumns + c] += w(i, c);
-        adjoint[static_cast<size_t>(x2r[i].node()) * kColumns + c] += 0.5 * w(i, c);
+        adjoint[static_cast<size_t>(xr[i].node()) * kColumns + c] += w(i, c) * xr[i].coefficient();
+        adjoint[static_cast<size_t>(x2r[i].node()) * kColumns + c] += 0.5 * w(i, c) * x2r[i].coefficient();
       }
     }
     ReverseTape::sweep(adjoint, kColumns);

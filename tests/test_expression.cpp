@@ -151,8 +151,8 @@ TEST(Expression, DerivativesInEveryScalarTypeAgree) {
     const Reverse y = e.evaluate<Reverse>(pr);
     EXPECT_NEAR(y.value(), e.evaluate<double>(p), 1e-15 * (1.0 + std::abs(y.value()))) << text;
     ASSERT_FALSE(y.is_constant()) << text;  // a recorded output (a zero partial records no node)
-    std::vector<double> adjoint(ReverseTape::nodes().size(), 0.0);
-    adjoint[static_cast<size_t>(y.node())] = 1.0;
+    std::vector<double> adjoint(static_cast<size_t>(ReverseTape::size()), 0.0);
+    adjoint[static_cast<size_t>(y.node())] = y.coefficient();
     ReverseTape::sweep(adjoint);
     for (int k = 0; k < 5; ++k) {
       const double reference = complex_step(e, k);

@@ -1,17 +1,34 @@
 #include <saltus/core/reverse_scalar.hpp>
 
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
 namespace saltus {
 
+namespace detail {
+constinit thread_local ReverseTapeCursor reverse_tape_cursor __attribute__((tls_model("initial-exec")));
+}  // namespace detail
+
 namespace {
-thread_local std::vector<ReverseTape::Node> tape_nodes;
+thread_local std::vector<ReverseTape::Node> tape_storage;  // behind detail::reverse_tape_cursor
 thread_local std::vector<std::unique_ptr<ReverseOperation>> tape_operations;
 thread_local long tape_generation = 0;
 }  // namespace
 
-std::vector<ReverseTape::Node>& ReverseTape::nodes() { return tape_nodes; }
+void ReverseTape::grow() {
+  detail::ReverseTapeCursor& cursor = detail::reverse_tape_cursor;
+  const size_t capacity = std::max<size_t>(1024, 2 * tape_storage.size());
+  if (capacity > static_cast<size_t>(std::numeric_limits<std::int32_t>::max())) {
+    throw std::length_error("the reverse tape outgrew 2^31 nodes");
+  }
+  tape_storage.resize(capacity);
+  cursor.nodes = tape_storage.data();
+  cursor.capacity = static_cast<std::int32_t>(capacity);
+}
 
 void ReverseTape::clear() {
-  tape_nodes.clear();  // keeps the capacity: recordings of one size do not allocate
+  detail::reverse_tape_cursor.size = 0;  // keeps the storage: recordings of one size do not allocate
   tape_operations.clear();
   ++tape_generation;
 }
@@ -21,8 +38,8 @@ long ReverseTape::generation() { return tape_generation; }
 std::int32_t ReverseTape::push_operation(std::unique_ptr<ReverseOperation> operation, std::int32_t outputs) {
   const auto index = static_cast<std::int32_t>(tape_operations.size());
   tape_operations.push_back(std::move(operation));
-  const auto first = static_cast<std::int32_t>(tape_nodes.size());
-  for (std::int32_t k = 0; k < outputs; ++k) tape_nodes.push_back({kOperationOutput, index, k + 1 == outputs ? 1.0 : 0.0, 0.0});
+  const std::int32_t first = size();
+  for (std::int32_t k = 0; k < outputs; ++k) push(kOperationOutput, k + 1 == outputs ? 1.0 : 0.0, index, 0.0);
   return first;
 }
 
@@ -33,9 +50,9 @@ namespace {
 /// products of the DAE adjoints are such sweeps, about a third of the vehicle's ggl adjoint.
 template <int Columns>
 void sweep_columns(std::vector<double>& adjoint, int columns) {
-  const ReverseTape::Node* node = tape_nodes.data();
+  const ReverseTape::Node* node = ReverseTape::data();
   const size_t m = Columns > 0 ? static_cast<size_t>(Columns) : static_cast<size_t>(columns);
-  for (std::int32_t i = static_cast<std::int32_t>(tape_nodes.size()) - 1; i >= 0; --i) {
+  for (std::int32_t i = ReverseTape::size() - 1; i >= 0; --i) {
     const ReverseTape::Node& n = node[i];
     if (n.a == ReverseTape::kOperationOutput) {
       // The operation's outputs are consecutive and all their uses come after them: at its

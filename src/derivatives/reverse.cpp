@@ -26,9 +26,9 @@ class Sweeper {
  public:
   explicit Sweeper(std::vector<double>& storage, Eigen::Index columns = 1)
       : adjoint_(storage), columns_(static_cast<size_t>(columns)) {}
-  void seed_clear() { adjoint_.assign(ReverseTape::nodes().size() * columns_, 0.0); }
+  void seed_clear() { adjoint_.assign(static_cast<size_t>(ReverseTape::size()) * columns_, 0.0); }
   void seed(const Reverse& output, double weight, Eigen::Index column = 0) {
-    if (!output.is_constant()) adjoint_[at(output, column)] += weight;
+    if (!output.is_constant()) adjoint_[at(output, column)] += weight * output.coefficient();
   }
   void run() { ReverseTape::sweep(adjoint_, static_cast<int>(columns_)); }
   /// One sweep of every column: seed(c) seeds column c, then read(c) reads it.
@@ -40,6 +40,7 @@ class Sweeper {
     run();
     for (Eigen::Index c = 0; c < m; ++c) read(c);
   }
+  /// The adjoint of an independent variable (one with a node of its own).
   double adjoint(const Reverse& v, Eigen::Index column = 0) const {
     return v.is_constant() ? 0.0 : adjoint_[at(v, column)];
   }

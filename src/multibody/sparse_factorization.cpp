@@ -256,8 +256,8 @@ class SparseSolveOperation : public ReverseOperation {
     for (Eigen::Index c = 0; c < columns; ++c) {
       for (Eigen::Index j = 0; j < k; ++j) {
         for (Eigen::Index i = 0; i < n; ++i) {
-          const std::int32_t node = rhs_nodes_[static_cast<size_t>(j * n + i)];
-          if (node >= 0) adjoint[at(node, c)] += bar_(i, c * k + j);
+          const Term& b = rhs_terms_[static_cast<size_t>(j * n + i)];
+          if (b.node >= 0) adjoint[at(b.node, c)] += b.coefficient * bar_(i, c * k + j);
         }
       }
     }
@@ -265,17 +265,23 @@ class SparseSolveOperation : public ReverseOperation {
       for (Eigen::Index c = 0; c < columns; ++c) {
         double sum = 0.0;
         for (Eigen::Index j = 0; j < k; ++j) sum += bar_(e.row, c * k + j) * values_(e.col, j);
-        adjoint[at(e.node, c)] -= sum;
+        adjoint[at(e.node, c)] -= e.coefficient * sum;
       }
     }
   }
 
+  /// An input's node and coefficient (Reverse::coefficient).
+  struct Term {
+    std::int32_t node;
+    double coefficient;
+  };
   struct MatrixEntry {
     int row, col;
     std::int32_t node;
+    double coefficient;
   };
   std::vector<MatrixEntry> matrix_entries_;  ///< A's entries that are on the tape
-  std::vector<std::int32_t> rhs_nodes_;      ///< B's nodes, column-major (-1: constant)
+  std::vector<Term> rhs_terms_;              ///< B's entries, column-major (node -1: constant)
   Eigen::MatrixXd values_;                   ///< X
   std::int32_t first_output_ = 0;
 
@@ -318,16 +324,17 @@ DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eige
   auto operation = std::make_unique<SparseSolveOperation>(factors, what);
   const Eigen::Index n = rhs.rows(), k = rhs.cols();
   Eigen::MatrixXd x(n, k);
-  operation->rhs_nodes_.resize(static_cast<size_t>(n * k));
+  operation->rhs_terms_.resize(static_cast<size_t>(n * k));
   for (Eigen::Index j = 0; j < k; ++j) {
     for (Eigen::Index i = 0; i < n; ++i) {
       x(i, j) = rhs(i, j).value();
-      operation->rhs_nodes_[static_cast<size_t>(j * n + i)] = rhs(i, j).node();
+      operation->rhs_terms_[static_cast<size_t>(j * n + i)] = {rhs(i, j).node(), rhs(i, j).coefficient()};
     }
   }
   for (int i = 0; i < matrix.outerSize(); ++i) {
     for (Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
-      if (!it.value().is_constant()) operation->matrix_entries_.push_back({i, static_cast<int>(it.col()), it.value().node()});
+      const Reverse& a = it.value();
+      if (!a.is_constant()) operation->matrix_entries_.push_back({i, static_cast<int>(it.col()), a.node(), a.coefficient()});
     }
   }
   solve_in_place(*factors, x, false, what);
