@@ -11,20 +11,25 @@ constinit thread_local ReverseTapeCursor reverse_tape_cursor __attribute__((tls_
 }  // namespace detail
 
 namespace {
-thread_local std::vector<ReverseTape::Node> tape_storage;  // behind detail::reverse_tape_cursor
+/// The nodes behind detail::reverse_tape_cursor; at the thread's exit the cursor is reset with
+/// them, so that nothing writes through it into freed memory.
+struct TapeStorage {
+  std::vector<ReverseTape::Node> nodes;
+  ~TapeStorage() { detail::reverse_tape_cursor = {}; }
+};
+thread_local TapeStorage tape_storage;
 thread_local std::vector<std::unique_ptr<ReverseOperation>> tape_operations;
 thread_local long tape_generation = 0;
 }  // namespace
 
 void ReverseTape::grow() {
   detail::ReverseTapeCursor& cursor = detail::reverse_tape_cursor;
-  const size_t capacity = std::max<size_t>(1024, 2 * tape_storage.size());
-  if (capacity > static_cast<size_t>(std::numeric_limits<std::int32_t>::max())) {
-    throw std::length_error("the reverse tape outgrew 2^31 nodes");
-  }
-  tape_storage.resize(capacity);
-  cursor.nodes = tape_storage.data();
-  cursor.capacity = static_cast<std::int32_t>(capacity);
+  constexpr auto kMost = static_cast<size_t>(std::numeric_limits<std::int32_t>::max());  // node indices are int32
+  std::vector<ReverseTape::Node>& nodes = tape_storage.nodes;
+  if (nodes.size() >= kMost) throw std::length_error("the reverse tape outgrew 2^31 - 1 nodes");
+  nodes.resize(std::min(kMost, std::max<size_t>(1024, 2 * nodes.size())));
+  cursor.nodes = nodes.data();
+  cursor.capacity = static_cast<std::int32_t>(nodes.size());
 }
 
 void ReverseTape::clear() {

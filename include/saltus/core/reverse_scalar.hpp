@@ -119,20 +119,19 @@ class Reverse {
 
   /// Unary operation with partial `d`: the same node, its coefficient times d (no node is
   /// recorded). An operand whose partial is exactly zero (a product with a constant zero, as a
-  /// projection's zero velocities give) passes no adjoint: the result is then a constant.
+  /// projection's zero velocities give) passes no adjoint: the result is then a constant (also
+  /// where the operand's coefficient is infinite, as sqrt's at 0: the old tape's behaviour).
   static Reverse unary(double value, const Reverse& x, double d) {
-    const double c = x.coefficient_ * d;
-    if (x.node_ < 0 || c == 0.0) return Reverse(value);
-    return Reverse(value, x.node_, c);
+    if (x.node_ < 0 || d == 0.0) return Reverse(value);  // d first: an infinite coefficient times 0
+    return Reverse(value, x.node_, x.coefficient_ * d);
   }
   /// Binary operation with partials `dx`, `dy`: one node when both operands pass an adjoint,
   /// otherwise a unary operation of the one that does (operands with a zero partial dropped).
   static Reverse binary(double value, const Reverse& x, double dx, const Reverse& y, double dy) {
-    const double cx = x.coefficient_ * dx, cy = y.coefficient_ * dy;
-    const bool x_passes = x.node_ >= 0 && cx != 0.0, y_passes = y.node_ >= 0 && cy != 0.0;
-    if (!x_passes) return y_passes ? Reverse(value, y.node_, cy) : Reverse(value);
-    if (!y_passes) return Reverse(value, x.node_, cx);
-    return Reverse(value, ReverseTape::push(x.node_, cx, y.node_, cy), 1.0);
+    const bool x_passes = x.node_ >= 0 && dx != 0.0, y_passes = y.node_ >= 0 && dy != 0.0;
+    if (!x_passes) return unary(value, y, dy);
+    if (!y_passes) return unary(value, x, dx);
+    return Reverse(value, ReverseTape::push(x.node_, x.coefficient_ * dx, y.node_, y.coefficient_ * dy), 1.0);
   }
 
   Reverse& operator+=(const Reverse& y);
