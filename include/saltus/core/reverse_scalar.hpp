@@ -144,7 +144,7 @@ class Reverse {
   double value_ = 0.0;
   double coefficient_ = 1.0;
   std::int32_t node_ = -1;
-  std::int32_t unused_ = 0;  // explicit: GCC 12 warns (-Wstringop-overflow) on fills of the padded layout
+  [[maybe_unused]] std::int32_t unused_ = 0;  // explicit: GCC 12 warns (-Wstringop-overflow) on fills of the padded layout
 };
 
 inline Reverse operator+(const Reverse& x) { return x; }
