@@ -13,14 +13,16 @@ GradientEstimate complex_step(const Problem& problem, const Eigen::VectorXd& p,
   est.method = "complex step";
   est.cost_gradient.resize(problem.n_costs(), np);
   est.final_sensitivity.resize(problem.n_states(), np);
+  // The real run: the costs when nothing is differentiated, and the events every complex run is
+  // compared with. A complex run that fires others (its real parts decide as the real run does,
+  // so only a fault would) is reported as a changed sequence, not taken as a derivative.
+  const Solution real = simulate(problem, p, options);
   if (np == 0) {
-    est.costs = simulate(problem, p, options).costs;
+    est.costs = real.costs;
     return est;
   }
-  // The real run's events: a complex run that fires others (its real parts decide as the real
-  // run does, so only a fault would) is reported as a changed sequence, not taken as a derivative.
   std::vector<int> nominal_events;
-  for (const EventRecord& e : simulate(problem, p, options).events) nominal_events.push_back(e.event);
+  for (const EventRecord& e : real.events) nominal_events.push_back(e.event);
   est.event_time_gradient.setConstant(static_cast<Eigen::Index>(nominal_events.size()), np,
                                       std::numeric_limits<double>::quiet_NaN());
   for (int k = 0; k < np; ++k) {
@@ -30,8 +32,9 @@ GradientEstimate complex_step(const Problem& problem, const Eigen::VectorXd& p,
     if (k == 0) est.costs = run.costs.real();
     est.cost_gradient.col(k) = run.costs.imag() / step;
     est.final_sensitivity.col(k) = run.final_state.imag() / step;
-    est.event_sequence_changed.push_back(run.event_ids != nominal_events);
-    if (run.event_ids == nominal_events) {
+    const bool same_events = run.event_ids == nominal_events;
+    est.event_sequence_changed.push_back(!same_events);
+    if (same_events) {
       for (size_t e = 0; e < run.event_times.size(); ++e) {
         est.event_time_gradient(static_cast<Eigen::Index>(e), k) = run.event_times[e].imag() / step;
       }
