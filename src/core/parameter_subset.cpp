@@ -71,6 +71,15 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
         embed->with_full<S>(p, [&](In<S> full) { rhs.template get<S>()(t, x, full, xdot); });
       });
     }
+    if (const auto tangents = mode.rhs_tangents; tangents) {
+      mode.rhs_tangents = [tangents, embed](double t, In<double> x, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx,
+                                            const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out) {
+        thread_local Eigen::MatrixXd full_dp;  // the fixed parameters' rows stay zero
+        full_dp.setZero(embed->fixed.size(), dp.cols());
+        for (size_t k = 0; k < embed->free.size(); ++k) full_dp.row(embed->free[k]) = dp.row(static_cast<Eigen::Index>(k));
+        embed->with_full<double>(p, [&](In<double> full) { tangents(t, x, full, dx, full_dp, out); });
+      };
+    }
     if (const auto res = mode.residual; res) {
       mode.residual = Instantiated<ResidualFn>::from(
           [res, embed](auto t, const auto& x, const auto& xdot, const auto& p, auto r) {

@@ -110,13 +110,20 @@ int Problem::add_parameter(const std::string& name, double nominal, std::string 
 
 int Problem::add_mode_impl(const std::string& name, RhsFunctions rhs) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, std::move(rhs), std::nullopt, {}, {}, {}});
+  modes_.push_back({name, std::move(rhs), std::nullopt, {}, {}, {}, {}});
   return n_modes() - 1;
+}
+
+void Problem::set_rhs_tangents_impl(int mode, RhsTangentsFn tangents) {
+  if (mode < 0 || mode >= n_modes()) throw InputError(fmt::format("set_block_tangents: mode {} out of range", mode));
+  Mode& m = modes_[static_cast<size_t>(mode)];
+  if (m.implicit()) throw InputError(fmt::format("set_block_tangents: mode '{}' is a residual mode", m.name));
+  m.rhs_tangents = std::move(tangents);
 }
 
 int Problem::add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, {}, std::nullopt, std::move(residual), {}, {}});
+  modes_.push_back({name, {}, std::nullopt, {}, std::move(residual), {}, {}});
   return n_modes() - 1;
 }
 

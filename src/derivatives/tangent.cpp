@@ -19,6 +19,17 @@ void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<do
   tangent_of(ws.t_out, tangent);
 }
 
+void rhs_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                  const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dp,
+                  Eigen::Ref<Eigen::MatrixXd> out, TangentWorkspace& ws) {
+  const Mode& m = problem.mode(mode);
+  if (m.rhs_tangents) {
+    m.rhs_tangents(t, x, p, dx, dp, out);
+    return;
+  }
+  for (Eigen::Index j = 0; j < dx.cols(); ++j) rhs_tangent(problem, mode, t, x, p, 0.0, dx.col(j), dp.col(j), out.col(j), ws);
+}
+
 double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
                      double dt, In<double> dx, In<double> dp, TangentWorkspace& ws) {
   if (problem.event(event).reads_rates()) {
@@ -104,6 +115,31 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
   }
 }
 
+void running_cost_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                           const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dp,
+                           Eigen::Ref<Eigen::MatrixXd> tangents, TangentWorkspace& ws) {
+  if (!problem.mode(mode).rhs_tangents || !problem.running_costs_read_rates()) {
+    for (Eigen::Index j = 0; j < dx.cols(); ++j) {
+      running_cost_tangents(problem, mode, t, x, p, 0.0, dx.col(j), dp.col(j), tangents.col(j), ws);
+    }
+    return;
+  }
+  // The rates and their tangents once for every direction, then the integrands alone.
+  ws.xdot.resize(x.size());
+  problem.mode(mode).rhs.real(t, x, p, ws.xdot);
+  ws.xdot_tangents.resize(x.size(), dx.cols());
+  rhs_tangents(problem, mode, t, x, p, dx, dp, ws.xdot_tangents, ws);
+  for (Eigen::Index j = 0; j < dx.cols(); ++j) {
+    seed(ws.t_x, x, dx.col(j));
+    seed(ws.t_p, p, dp.col(j));
+    seed(ws.t_xdot, ws.xdot, ws.xdot_tangents.col(j));
+    for (int c = 0; c < problem.n_costs(); ++c) {
+      const auto& g = problem.cost(c).running;
+      tangents(c, j) = g ? g.dual(Dual(t), ws.t_x, ws.t_xdot, ws.t_p).v[0] : 0.0;
+    }
+  }
+}
+
 double terminal_cost(const Problem& problem, int cost, double t, In<double> x, In<double> p) {
   const auto& w = problem.cost(cost).terminal;
   return w ? w.real(t, x, p) : 0.0;
@@ -183,6 +219,12 @@ void rhs_state_jacobian(const Problem& problem, int mode, double t, In<double> x
     return;
   }
   const auto nx = x.size();
+  if (m.rhs_tangents) {
+    ws.unit.setIdentity(nx, nx);
+    ws.zero.setZero(p.size(), nx);
+    m.rhs_tangents(t, x, p, ws.unit, ws.zero, fx);
+    return;
+  }
   ws.t_out.resize(nx);
   seed_constant(ws.t_p, p);
   for (Eigen::Index j = 0; j < nx; ++j) {
@@ -204,6 +246,12 @@ void rhs_jacobians(const Problem& problem, int mode, double t, In<double> x, In<
   rhs_state_jacobian(problem, mode, t, x, p, fx, ws);
   const auto nx = x.size();
   const auto np = p.size();
+  if (m.rhs_tangents) {
+    ws.zero.setZero(nx, np);
+    ws.unit.setIdentity(np, np);
+    m.rhs_tangents(t, x, p, ws.zero, ws.unit, fp);
+    return;
+  }
   ws.t_out.resize(nx);
   seed_constant(ws.t_x, x);
   for (Eigen::Index j = 0; j < np; ++j) {

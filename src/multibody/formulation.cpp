@@ -223,10 +223,13 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
       form->template completion<S>(t, guess, p, x, xdot);
     });
   } else {
-    pb.add_mode("motion", [form](auto t, const auto& x, const auto& p, auto xdot) {
+    const auto rhs = [form](auto t, const auto& x, const auto& p, auto xdot) {
       using S = ScalarOf<decltype(x)>;
       form->template rhs<S>(t, x, p, xdot);
-    });
+    };
+    // The forward sensitivities' directions share one assembly and factorization per block
+    // (docs/benchmarks.md, "Block tangents").
+    pb.set_block_tangents(pb.add_mode("motion", rhs), rhs);
   }
   for (size_t i = 0; i < model.contacts.size(); ++i) add_contact_events<Form>(pb, form, static_cast<int>(i));
   if constexpr (std::is_same_v<Form, detail::MaggiForm>) {

@@ -42,6 +42,9 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
   xdot_.resize(nx_);
   fx_.resize(nx_, nx_);
   fp_.resize(nx_, np_);
+  sensitivities_.resize(nx_, np_);
+  sensitivity_rates_.resize(nx_, np_);
+  cost_tangents_.resize(nc_, np_);
 }
 
 bool HybridRun::non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what,
@@ -137,12 +140,19 @@ int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vec
     mode.jacobian->state(t, x, self->p_, self->fx_);
     mode.jacobian->parameters(t, x, self->p_, self->fp_);
   }
+  if (!analytic && mode.rhs_tangents) {
+    // Every direction from one evaluation per block (Problem::set_block_tangents).
+    for (int j = 0; j < ns; ++j) self->sensitivities_.col(j) = view(yS[j]);
+    rhs_tangents(self->pb_, self->mode_, t, x, self->p_, self->sensitivities_.leftCols(ns),
+                 self->identity_p_.leftCols(ns), self->sensitivity_rates_.leftCols(ns), self->ws_);
+    for (int j = 0; j < ns; ++j) view(ySdot[j]) = self->sensitivity_rates_.col(j);
+  }
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
     auto out = view(ySdot[j]);
     if (analytic) {
       out.noalias() = self->fx_ * s + self->fp_.col(j);
-    } else {
+    } else if (!mode.rhs_tangents) {
       rhs_tangent(self->pb_, self->mode_, t, x, self->p_, 0.0, s, self->identity_p_.col(j), out,
                   self->ws_);
     }
@@ -158,6 +168,18 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
   auto* self = static_cast<HybridRun*>(self_ptr);
   return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
+  if (self->pb_.mode(self->mode_).rhs_tangents) {
+    // Every direction's rates from one evaluation per block (Problem::set_block_tangents).
+    for (int j = 0; j < ns; ++j) self->sensitivities_.col(j) = view(yS[j]);
+    running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, self->sensitivities_.leftCols(ns),
+                          self->identity_p_.leftCols(ns), self->cost_tangents_.leftCols(ns), self->ws_);
+    for (int j = 0; j < ns; ++j) {
+      auto out = view(qS[j]);
+      out = self->cost_tangents_.col(j);
+      if (!out.allFinite()) return 1;
+    }
+    return 0;
+  }
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
     auto out = view(qS[j]);

@@ -122,6 +122,9 @@ class HybridRun : private SegmentIntegrator {
   Eigen::VectorXd zero_p_;
   Eigen::VectorXd xdot_;
   Eigen::MatrixXd fx_, fp_;
+  /// The sensitivities and their rates as n_x x n_p matrices, for block tangents.
+  Eigen::MatrixXd sensitivities_, sensitivity_rates_;
+  Eigen::MatrixXd cost_tangents_;  ///< the running costs' tangents, n_c x n_p
   TangentWorkspace ws_;
   WatchedEvents watched_;
   // The crossing pairs inside one step that the guards' values at its ends do not show, marked

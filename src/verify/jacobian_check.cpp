@@ -91,6 +91,22 @@ DerivativeCheck check_model_derivatives(const Problem& pb, double t, const Eigen
            return out;
          }});
   }
+  for (int m = 0; m < pb.n_modes(); ++m) {
+    if (!pb.mode(m).rhs_tangents) continue;
+    // Block tangents have no time direction: both sides hold t.
+    probes.push_back(
+        {fmt::format("block tangents of f of mode '{}'", pb.mode(m).name),
+         [&pb, m, nx](Complex tc, const VectorX<Complex>& xc, const VectorX<Complex>& pc) {
+           VectorX<Complex> f(nx);
+           pb.mode(m).rhs.complex(Complex(tc.real()), xc, pc, f);
+           return f;
+         },
+         [&, m](double, const Eigen::VectorXd& dx, const Eigen::VectorXd& dp) {
+           Eigen::MatrixXd out(nx, 1);
+           rhs_tangents(pb, m, t, x, p, dx, dp, out, ws);
+           return Eigen::VectorXd(out.col(0));
+         }});
+  }
   for (int k = 0; k < pb.n_events(); ++k) {
     probes.push_back(
         {fmt::format("guard of event '{}'", pb.event(k).name),

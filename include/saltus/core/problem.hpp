@@ -48,12 +48,26 @@ struct AnalyticJacobian {
       parameters;
 };
 
+/// Tangents of a mode's right-hand side in k directions at once (Problem::set_block_tangents):
+/// out.col(j) = f_x(t, x, p) dx.col(j) + f_p(t, x, p) dp.col(j); dx and out are n_x x k, dp is
+/// n_p x k.
+using RhsTangentsFn =
+    std::function<void(double t, In<double> x, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx,
+                       const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out)>;
+
+/// The block tangents of the right-hand side `f` (its DualBlock instantiation): f evaluated once
+/// per kTangentBlock directions.
+RhsTangentsFn block_tangents(RhsFn<DualBlock> f);
+
 /// A mode's dynamics: an explicit right-hand side xdot = f(t, x, p) (Problem::add_mode), or a
 /// residual F(t, x, xdot, p) = 0 (Problem::add_residual_mode). Exactly one of the two is set.
 struct Mode {
   std::string name;
   RhsFunctions rhs;
   std::optional<AnalyticJacobian> jacobian;
+  /// Optional (Problem::set_block_tangents): several tangents of `rhs` from one evaluation; the
+  /// forward sensitivities and AD Jacobians use it when set (derivatives/tangent.hpp).
+  RhsTangentsFn rhs_tangents;
   Instantiated<ResidualFn> residual;
   /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
   Instantiated<CompletionFn> completion;
@@ -252,6 +266,15 @@ class Problem {
   int add_mode(const std::string& name, const F& f) {
     return add_mode_impl(name, RhsFunctions::from(f));
   }
+  /// Lets the forward sensitivities and AD Jacobians of mode `mode` (an explicit mode) evaluate its
+  /// right-hand side once per kTangentBlock directions, in DualBlock scalars, instead of once per
+  /// direction in Dual. `f` must be the generic lambda given to add_mode for that mode. Worth it
+  /// where most of an evaluation is shared between directions (a factorization, the elements'
+  /// kinematics): the multibody formulations set it (docs/benchmarks.md, "Block tangents").
+  template <class F>
+  void set_block_tangents(int mode, const F& f) {
+    set_rhs_tangents_impl(mode, block_tangents(RhsFn<DualBlock>(f)));
+  }
   /// Adds a mode whose dynamics are the residual `F(t, x, xdot, p, res)` = 0 (n_x equations, a
   /// generic lambda); returns its index. The problem becomes a DAE (ProblemKind::Residual), run
   /// by IDAS. Index 1 is required: with y the differential and z the algebraic states, the
@@ -416,6 +439,7 @@ class Problem {
   friend Problem with_free_parameters(const Problem& problem, const std::vector<std::string>& names);
   void add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection);
   int add_mode_impl(const std::string& name, RhsFunctions rhs);
+  void set_rhs_tangents_impl(int mode, RhsTangentsFn tangents);
   int add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual);
   void set_completion_impl(int mode, Instantiated<CompletionFn> completion);
   EventBuilder add_event_impl(const std::string& name, Direction direction,

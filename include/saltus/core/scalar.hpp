@@ -6,6 +6,8 @@
 //   - double                : simulation;
 //   - std::complex<double>  : complex-step differentiation (theory/hybrid-ode.md section 8);
 //   - saltus::Dual          : forward-mode AD, one tangent direction (ceres::Jet<double, 1>);
+//   - saltus::DualBlock     : forward-mode AD, kTangentBlock directions at once, for the
+//                             right-hand sides that opt in (Problem::set_block_tangents);
 //   - saltus::Reverse       : reverse-mode AD (reverse_scalar.hpp: operations record their
 //                             local partials on a tape that one sweep transposes), for the
 //                             vector-Jacobian products of the adjoint.
@@ -13,6 +15,7 @@
 // argument-dependent lookup picks the overload for the scalar type, and take branches on
 // saltus::real_part(value) only: the complex step needs the real trajectory unchanged.
 #include <Eigen/Core>
+#include <saltus/core/dual_block.hpp>
 #include <saltus/core/reverse_scalar.hpp>
 #include <ceres/jet.h>
 

@@ -13,12 +13,22 @@ namespace saltus {
 
 struct TangentWorkspace {
   VectorX<Dual> t_x, t_p, t_out, t_xdot;
+  Eigen::MatrixXd unit, zero;  ///< seeds of the Jacobians taken through block tangents
+  Eigen::VectorXd xdot;         ///< the rates, and their tangents, of running_cost_tangents
+  Eigen::MatrixXd xdot_tangents;
 };
 
 /// Tangent of f_mode: writes f_t dt + f_x dx + f_p dp into `tangent` (n_x).
 void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                  double dt, In<double> dx, In<double> dp, Out<double> tangent,
                  TangentWorkspace& ws);
+
+/// Tangents of f_mode in k directions: out.col(j) = f_x dx.col(j) + f_p dp.col(j) (dx and out
+/// n_x x k, dp n_p x k), from one evaluation per kTangentBlock directions when the mode has block
+/// tangents (Problem::set_block_tangents), else from one rhs_tangent per direction.
+void rhs_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                  const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dp,
+                  Eigen::Ref<Eigen::MatrixXd> out, TangentWorkspace& ws);
 
 /// Tangent of the guard of `event`: r_t dt + r_x dx + r_p dp.
 double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,
@@ -49,6 +59,13 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
                            In<double> p, double dt, In<double> dx, In<double> dp,
                            Out<double> tangents, TangentWorkspace& ws);
 
+/// The same in k directions at once: tangents.col(j) along (dx.col(j), dp.col(j)) (n_c x k).
+/// When the costs read the rates and the mode has block tangents, the rates' tangents come from
+/// rhs_tangents and each integrand alone is evaluated per direction.
+void running_cost_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> p,
+                           const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dp,
+                           Eigen::Ref<Eigen::MatrixXd> tangents, TangentWorkspace& ws);
+
 /// Terminal cost w(t, x, p) (0 if the cost has none) and its tangent w_t dt + w_x dx + w_p dp.
 double terminal_cost(const Problem& problem, int cost, double t, In<double> x, In<double> p);
 double terminal_cost_tangent(const Problem& problem, int cost, double t, In<double> x, In<double> p,
@@ -70,7 +87,8 @@ void output_tangent(const Problem& problem, double t, In<double> x, In<double> p
 Eigen::VectorXd initial_state(const Problem& problem, In<double> p);
 Eigen::MatrixXd initial_state_jacobian(const Problem& problem, In<double> p);
 
-/// Dense f_x (n_x x n_x) of a mode: analytic if the mode has it, else n_x AD tangents.
+/// Dense f_x (n_x x n_x) of a mode: analytic if the mode has it, else n_x AD tangents (in blocks
+/// when the mode has block tangents).
 void rhs_state_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                         Eigen::Ref<Eigen::MatrixXd> fx, TangentWorkspace& ws);
 

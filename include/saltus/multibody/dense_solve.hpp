@@ -6,7 +6,7 @@
 //   - double: an LU factorization with partial pivoting (Eigen::PartialPivLU), or for large
 //             sparse matrices SuiteSparse KLU (FactoredMatrix). A matrix assembled sparse
 //             (solve_sparse) goes to KLU from 64 rows without being formed dense.
-//   - Dual:   the real parts are factored once (as for double) and the tangent follows by implicit
+//   - Dual, DualBlock: the real parts are factored once (as for double) and the tangent follows by implicit
 //             differentiation, X' = A^-1 (B' - A' X): two triangular solves per column instead of
 //             an elimination in dual arithmetic. The factorization of the most recent matrices
 //             is kept per thread and reused when the same matrix (bit for bit) comes back, which
@@ -156,21 +156,33 @@ RealMatrix dual_part(const Matrix& matrix, Part part) {
   return matrix.unaryExpr(part);
 }
 
-/// X and its tangent from the double factorization of A's values (see the file comment), for a
-/// dense A or one assembled sparse (RealMatrix: the matching double type; the tangent residual
-/// B' - A' X then costs O(nnz)).
+/// X and its tangents from the double factorization of A's values (see the file comment), for a
+/// dense A or one assembled sparse (RealMatrix: the matching double type; each tangent residual
+/// B' - A' X then costs O(nnz)), in a Dual or a DualBlock: one solve for every direction and
+/// column at once.
 template <class RealMatrix, class Matrix, class Rhs>
-DenseMatrix<Dual> solve_dual(const Matrix& matrix, const Rhs& rhs, const char* what) {
-  const DenseMatrix<Dual> B = rhs;
-  const RealMatrix A_value = dual_part<RealMatrix>(matrix, [](const Dual& d) { return d.a; });
+DenseMatrix<typename Matrix::Scalar> solve_dual(const Matrix& matrix, const Rhs& rhs, const char* what) {
+  using D = typename Matrix::Scalar;
+  constexpr int directions = D::DIMENSION;
+  const DenseMatrix<D> B = rhs;
+  const Eigen::Index rows = B.rows(), cols = B.cols();
+  const RealMatrix A_value = dual_part<RealMatrix>(matrix, [](const D& d) { return d.a; });
   const FactoredMatrix factored(A_value, what);
-  const Eigen::MatrixXd X_value = factored.solve(Eigen::MatrixXd(B.unaryExpr([](const Dual& d) { return d.a; })));
-  const RealMatrix A_tangent = dual_part<RealMatrix>(matrix, [](const Dual& d) { return d.v[0]; });
-  const Eigen::MatrixXd B_tangent = B.unaryExpr([](const Dual& d) { return d.v[0]; });
-  const Eigen::MatrixXd X_tangent = factored.solve(Eigen::MatrixXd(B_tangent - A_tangent * X_value));
-  DenseMatrix<Dual> X(X_value.rows(), X_value.cols());
-  for (Eigen::Index j = 0; j < X.cols(); ++j) {
-    for (Eigen::Index i = 0; i < X.rows(); ++i) X(i, j) = make_dual(X_value(i, j), X_tangent(i, j));
+  const Eigen::MatrixXd X_value = factored.solve(Eigen::MatrixXd(B.unaryExpr([](const D& d) { return d.a; })));
+  // Direction k's residual in columns k * cols ... (k + 1) * cols - 1.
+  Eigen::MatrixXd residuals(rows, directions * cols);
+  for (int k = 0; k < directions; ++k) {
+    const RealMatrix A_tangent = dual_part<RealMatrix>(matrix, [k](const D& d) { return d.v[k]; });
+    residuals.middleCols(k * cols, cols) = B.unaryExpr([k](const D& d) { return d.v[k]; }) - A_tangent * X_value;
+  }
+  const Eigen::MatrixXd X_tangent = factored.solve(residuals);
+  DenseMatrix<D> X(rows, cols);
+  for (Eigen::Index j = 0; j < cols; ++j) {
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      D& x = X(i, j);
+      x.a = X_value(i, j);
+      for (int k = 0; k < directions; ++k) x.v[k] = X_tangent(i, k * cols + j);
+    }
   }
   return X;
 }
@@ -237,7 +249,7 @@ template <class S, class Rhs>
 DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const char* what) {
   if constexpr (std::is_same_v<S, double>) {
     return detail::FactoredMatrix(matrix, what).solve(Eigen::MatrixXd(rhs));
-  } else if constexpr (std::is_same_v<S, Dual>) {
+  } else if constexpr (std::is_same_v<S, Dual> || std::is_same_v<S, DualBlock>) {
     return detail::solve_dual<Eigen::MatrixXd>(matrix, rhs, what);
   } else if constexpr (std::is_same_v<S, Reverse>) {
     return detail::solve_dense_reverse(matrix, rhs, what);
@@ -247,7 +259,7 @@ DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const c
 }
 
 /// Solves A X = B for a square A assembled sparse (n x n, compressed rows) and B (n x k) in the
-/// scalar type S: double and Dual factor the values sparse (KLU from 64 rows, dense LU below);
+/// scalar type S: double, Dual and DualBlock factor the values sparse (KLU from 64 rows, dense LU below);
 /// Reverse records one tape operation from 64 rows (record_sparse_solve), the dense recording
 /// below; Complex factors sparse in complex arithmetic from 64 rows (solve_sparse_complex);
 /// HyperDual, and Complex below 64 rows, eliminate the dense form as solve_dense does. Throws
@@ -257,7 +269,7 @@ DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& 
                             const char* what) {
   if constexpr (std::is_same_v<S, double>) {
     return detail::FactoredMatrix(matrix, what).solve(Eigen::MatrixXd(rhs));
-  } else if constexpr (std::is_same_v<S, Dual>) {
+  } else if constexpr (std::is_same_v<S, Dual> || std::is_same_v<S, DualBlock>) {
     return detail::solve_dual<Eigen::SparseMatrix<double, Eigen::RowMajor, int>>(matrix, rhs, what);
   } else if constexpr (std::is_same_v<S, Reverse>) {
     if (matrix.rows() >= kSparseSolveMinRows) return detail::record_sparse_solve(matrix, DenseMatrix<Reverse>(rhs), what);

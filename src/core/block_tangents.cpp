@@ -1,0 +1,52 @@
+// Block tangents: a right-hand side evaluated in DualBlock scalars gives kTangentBlock tangents
+// from one evaluation (Problem::set_block_tangents). The forward sensitivities of a 64-rod chain
+// evaluate its right-hand side about 20,000 times per parameter in Dual; with blocks, once for
+// up to four parameters, and the shared work (assembly, the KKT factorization) is done once.
+#include <saltus/core/problem.hpp>
+
+#include <algorithm>
+
+namespace saltus {
+
+namespace {
+
+/// The DualBlock vectors of one evaluation, kept per thread so that no evaluation allocates
+/// once the sizes are reached.
+struct BlockWorkspace {
+  VectorX<DualBlock> x, p, out;
+};
+
+/// value + directions.col(first .. first + width - 1) as the directional parts of `block`
+/// (the remaining directions zero).
+void seed_block(VectorX<DualBlock>& block, In<double> value, const Eigen::Ref<const Eigen::MatrixXd>& directions,
+                Eigen::Index first, int width) {
+  block.resize(value.size());
+  for (Eigen::Index i = 0; i < value.size(); ++i) {
+    DualBlock& b = block[i];
+    b.a = value[i];
+    b.v.fill(0.0);
+    for (int k = 0; k < width; ++k) b.v[k] = directions(i, first + k);
+  }
+}
+
+}  // namespace
+
+RhsTangentsFn block_tangents(RhsFn<DualBlock> f) {
+  return [f = std::move(f)](double t, In<double> x, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx,
+                            const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out) {
+    thread_local BlockWorkspace ws;
+    const Eigen::Index directions = dx.cols();
+    ws.out.resize(x.size());
+    for (Eigen::Index first = 0; first < directions; first += kTangentBlock) {
+      const int width = static_cast<int>(std::min<Eigen::Index>(kTangentBlock, directions - first));
+      seed_block(ws.x, x, dx, first, width);
+      seed_block(ws.p, p, dp, first, width);
+      f(DualBlock(t), ws.x, ws.p, ws.out);
+      for (Eigen::Index i = 0; i < x.size(); ++i) {
+        for (int k = 0; k < width; ++k) out(i, first + k) = ws.out[i].v[k];
+      }
+    }
+  };
+}
+
+}  // namespace saltus
