@@ -5,8 +5,11 @@
 // once. Forward sensitivities use it through Problem::set_block_tangents.
 //
 // A plain struct with fixed-size loops rather than ceres::Jet<double, 4>: Jet's Eigen vector of
-// derivatives was not inlined by GCC at -O2 (an assignment loop called per operation), and the
-// vehicle's forward sensitivities ran 15 % slower in blocks of Jet<double, 4> than in Dual.
+// derivatives was not inlined by GCC (an assignment loop called per operation), and the
+// vehicle's forward sensitivities ran 15 % slower in blocks of Jet<double, 4> than in Dual. The
+// derivatives are 16-byte aligned (48 bytes in all): a 40-byte layout, copied in 16-byte pieces
+// that its 8-byte value offsets from the derivatives' pairs, stalled store forwarding
+// (docs/benchmarks.md, "Block tangents").
 // The formulas follow Jet's (ceres/jet.h) so that each direction's derivative is the one Dual
 // gives, but a derivative whose direction is zero contributes nothing even where it is infinite
 // (sqrt at 0), as for HyperDual and Reverse. Doubles convert implicitly, as model code expects

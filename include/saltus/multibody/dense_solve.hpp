@@ -6,13 +6,13 @@
 //   - double: an LU factorization with partial pivoting (Eigen::PartialPivLU), or for large
 //             sparse matrices SuiteSparse KLU (FactoredMatrix). A matrix assembled sparse
 //             (solve_sparse) goes to KLU from 64 rows without being formed dense.
-//   - Dual, DualBlock: the real parts are factored once (as for double) and the tangent follows by implicit
-//             differentiation, X' = A^-1 (B' - A' X): two triangular solves per column instead of
-//             an elimination in dual arithmetic. The factorization of the most recent matrices
-//             is kept per thread and reused when the same matrix (bit for bit) comes back, which
-//             it does for every column of a Jacobian and every parameter direction of the
-//             forward sensitivities at one state: a Jacobian then costs one factorization, not
-//             one per column.
+//   - Dual, DualBlock: the real parts are factored once (as for double) and the tangents follow
+//             by implicit differentiation, X' = A^-1 (B' - A' X): two triangular solves per
+//             column and direction instead of an elimination in dual arithmetic. The
+//             factorization of the most recent matrices is kept per thread and reused when the
+//             same matrix (bit for bit) comes back, which it does for every column of a Jacobian
+//             and every parameter direction of the forward sensitivities at one state: a
+//             Jacobian then costs one factorization, not one per column.
 //   - Reverse: recorded on the tape as a solve (the residual and two triangular solves with the
 //             double factors), not as an elimination (solve_dense_reverse); a large matrix
 //             assembled sparse as one tape operation whose sweep is a transposed KLU solve.
