@@ -126,6 +126,28 @@ TEST(DualBlock, AZeroDirectionStaysZeroWhereTheSlopeIsInfinite) {
   EXPECT_TRUE(isfinite(sqrt(DualBlock(4.0))));
 }
 
+TEST(DualBlock, APowersExponentMovesOnlyItsOwnDirections) {
+  DualBlock u(-2.0), w(3.0);
+  u.v[0] = 1.0;  // the base moves along direction 0, the exponent along direction 1
+  w.v[1] = 1.0;
+  const DualBlock r = pow(u, w);
+  EXPECT_EQ(r.a, -8.0);
+  EXPECT_DOUBLE_EQ(r.v[0], 12.0);  // 3 (-2)^2
+  EXPECT_TRUE(std::isnan(r.v[1]));  // log(-2): no derivative along the exponent
+  EXPECT_EQ(r.v[2], 0.0);
+  EXPECT_EQ(r.v[3], 0.0);
+  DualBlock e(0.5);
+  e.v[2] = 2.0;
+  const DualBlock b = pow(2.0, e);
+  EXPECT_DOUBLE_EQ(b.v[2], std::sqrt(2.0) * std::log(2.0) * 2.0);
+  DualBlock s(3.0);
+  s.v[1] = 1.5;
+  s *= 2.0;
+  s /= 4.0;
+  EXPECT_DOUBLE_EQ(s.a, 1.5);
+  EXPECT_DOUBLE_EQ(s.v[1], 0.75);
+}
+
 TEST(BlockTangents, MultibodyRightHandSidesMatchTheComplexStep) {
   for (const char* file : {"chain8.yaml", "slidercrank.yaml", "spatial_slidercrank.yaml", "urdf_arm.yaml"}) {
     expect_block_tangents_exact(multibody::make_problem(multibody::load_model(example(file))));
@@ -157,6 +179,15 @@ TEST(BlockTangents, AParameterSubsetKeepsThemWithItsOwnColumns) {
   rhs_tangents(subset, 0, 0.0, x, subset.nominal_parameters(), zero_x, sub_unit, from_subset, ws);
   rhs_tangents(full, 0, 0.0, x, p, zero_x, full_unit, from_full, ws);
   EXPECT_EQ(from_subset, from_full);
+}
+
+TEST(BlockTangents, SubsetsOfSubsetsKeepThemToo) {
+  const Problem full = multibody::make_problem(multibody::load_model(example("spatial_slidercrank.yaml")));
+  ASSERT_GE(full.n_parameters(), 3);
+  const auto& names = full.parameter_names();
+  const Problem inner = with_free_parameters(full, {names[2], names[0], names[1]});
+  const Problem outer = with_free_parameters(inner, {names[0], names[1]});
+  expect_block_tangents_exact(outer);
 }
 
 TEST(BlockTangents, JacobiansThroughBlocksEqualThoseColumnByColumn) {

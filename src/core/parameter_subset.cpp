@@ -74,10 +74,20 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
     if (const auto tangents = mode.rhs_tangents; tangents) {
       mode.rhs_tangents = [tangents, embed](double t, In<double> x, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx,
                                             const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out) {
-        thread_local Eigen::MatrixXd full_dp;  // the fixed parameters' rows stay zero
-        full_dp.setZero(embed->fixed.size(), dp.cols());
-        for (size_t k = 0; k < embed->free.size(); ++k) full_dp.row(embed->free[k]) = dp.row(static_cast<Eigen::Index>(k));
-        embed->with_full<double>(p, [&](In<double> full) { tangents(t, x, full, dx, full_dp, out); });
+        // The full dp in a matrix of this call's own (subsets of subsets nest these calls), on
+        // the stack when it is small; the fixed parameters' rows stay zero.
+        const auto call = [&](auto& full_dp) {
+          full_dp.setZero(embed->fixed.size(), dp.cols());
+          for (size_t k = 0; k < embed->free.size(); ++k) full_dp.row(embed->free[k]) = dp.row(static_cast<Eigen::Index>(k));
+          embed->with_full<double>(p, [&](In<double> full) { tangents(t, x, full, dx, full_dp, out); });
+        };
+        if (embed->fixed.size() <= 32 && dp.cols() <= 16) {
+          Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 32, 16> full_dp;
+          call(full_dp);
+        } else {
+          Eigen::MatrixXd full_dp;
+          call(full_dp);
+        }
       };
     }
     if (const auto res = mode.residual; res) {

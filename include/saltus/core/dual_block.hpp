@@ -10,9 +10,10 @@
 // derivatives are 16-byte aligned (48 bytes in all): a 40-byte layout, copied in 16-byte pieces
 // that its 8-byte value offsets from the derivatives' pairs, stalled store forwarding
 // (docs/benchmarks.md, "Block tangents").
-// The formulas follow Jet's (ceres/jet.h) so that each direction's derivative is the one Dual
-// gives, but a derivative whose direction is zero contributes nothing even where it is infinite
-// (sqrt at 0), as for HyperDual and Reverse. Doubles convert implicitly, as model code expects
+// The formulas follow Jet's (ceres/jet.h) for the ordinary cases; a derivative whose direction is
+// zero contributes nothing, even where it is infinite (sqrt at 0) or undefined (log u of a
+// power's exponent at u <= 0), as for HyperDual and Reverse, so that one direction's singularity
+// does not spoil the three others of its block. Doubles convert implicitly, as model code expects
 // (`2.0 * x[0]`, `xdot[0] = 1.0;`); comparisons compare values only: branch on real_part().
 #include <Eigen/Core>
 
@@ -37,6 +38,8 @@ struct DualBlock {
   DualBlock& operator-=(const DualBlock& o);
   DualBlock& operator*=(const DualBlock& o);
   DualBlock& operator/=(const DualBlock& o);
+  DualBlock& operator*=(double s);
+  DualBlock& operator/=(double s);
 };
 
 namespace dual_block_detail {
@@ -119,6 +122,8 @@ inline DualBlock& DualBlock::operator-=(const DualBlock& o) {
 }
 inline DualBlock& DualBlock::operator*=(const DualBlock& o) { return *this = *this * o; }
 inline DualBlock& DualBlock::operator/=(const DualBlock& o) { return *this = *this / o; }
+inline DualBlock& DualBlock::operator*=(double s) { return *this = *this * s; }
+inline DualBlock& DualBlock::operator/=(double s) { return *this = *this / s; }
 
 inline bool operator==(const DualBlock& u, const DualBlock& w) { return u.a == w.a; }
 inline bool operator!=(const DualBlock& u, const DualBlock& w) { return u.a != w.a; }
@@ -173,16 +178,24 @@ inline DualBlock pow(const DualBlock& u, double k) {
   if (k == 2.0) return u * u;
   return dual_block_detail::chain(u, std::pow(u.a, k), k * std::pow(u.a, k - 1.0));
 }
-/// b^w: exp(w log b) for b > 0; a constant exponent or a zero base as std::pow.
+/// b^w: d/dw b^w = b^w log b, in the directions that move w only (a negative or zero base
+/// where w does not move keeps std::pow's value and a zero derivative).
 inline DualBlock pow(double b, const DualBlock& w) {
-  if (dual_block_detail::constant(w)) return DualBlock(std::pow(b, w.a));
-  if (b == 0.0 && w.a > 0.0) return DualBlock(0.0);
-  return exp(w * std::log(b));
+  const double value = std::pow(b, w.a);
+  return dual_block_detail::chain(w, value, value * std::log(b));
 }
-/// u^w: with a varying exponent exp(w log u), defined for u > 0 (as for Dual).
+/// u^w with both varying: w u^(w-1) u' + u^w log(u) w', each term only in the directions that move
+/// its variable (log u is undefined for u <= 0, where only a constant exponent is finite).
 inline DualBlock pow(const DualBlock& u, const DualBlock& w) {
   if (dual_block_detail::constant(w)) return pow(u, w.a);
-  return exp(w * log(u));
+  const double value = std::pow(u.a, w.a), base_slope = w.a * std::pow(u.a, w.a - 1.0), log_u = std::log(u.a);
+  DualBlock out(value);
+  for (int k = 0; k < kTangentBlock; ++k) {
+    const double along_u = u.v[k] == 0.0 ? 0.0 : base_slope * u.v[k];
+    const double along_w = w.v[k] == 0.0 ? 0.0 : value * log_u * w.v[k];
+    out.v[k] = along_u + along_w;
+  }
+  return out;
 }
 /// atan2(y, x): the angle's value with its branch, derivatives from the smooth atan2 field.
 inline DualBlock atan2(const DualBlock& y, const DualBlock& x) {

@@ -65,8 +65,10 @@ struct Mode {
   std::string name;
   RhsFunctions rhs;
   std::optional<AnalyticJacobian> jacobian;
-  /// Optional (Problem::set_block_tangents): several tangents of `rhs` from one evaluation; the
-  /// forward sensitivities and AD Jacobians use it when set (derivatives/tangent.hpp).
+  /// Optional (Problem::set_block_tangents): several tangents of `rhs` from one evaluation; when
+  /// set, CVODES's forward sensitivities (with their running costs' rates) and the dense AD
+  /// Jacobians f_x, f_p use it (derivatives/tangent.hpp); Jacobian-vector products, IDAS runs and
+  /// the Runge-Kutta integrators keep one Dual evaluation per direction.
   RhsTangentsFn rhs_tangents;
   Instantiated<ResidualFn> residual;
   /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
@@ -266,9 +268,9 @@ class Problem {
   int add_mode(const std::string& name, const F& f) {
     return add_mode_impl(name, RhsFunctions::from(f));
   }
-  /// Lets the forward sensitivities and AD Jacobians of mode `mode` (an explicit mode) evaluate its
-  /// right-hand side once per kTangentBlock directions, in DualBlock scalars, instead of once per
-  /// direction in Dual. `f` must be the generic lambda given to add_mode for that mode. Worth it
+  /// Lets CVODES's forward sensitivities and the dense AD Jacobians of mode `mode` (an explicit
+  /// mode) evaluate its right-hand side once per kTangentBlock directions, in DualBlock scalars,
+  /// instead of once per direction in Dual. `f` must be the generic lambda given to add_mode for that mode. Worth it
   /// where most of an evaluation is shared between directions (a factorization, the elements'
   /// kinematics): the multibody formulations set it (docs/benchmarks.md, "Block tangents").
   template <class F>
