@@ -4,6 +4,7 @@
 // right-hand sides against the complex step; the parameter subsets and Jacobians built on them.
 #include <gtest/gtest.h>
 #include <saltus/core/dual_block.hpp>
+#include <saltus/core/error.hpp>
 #include <saltus/core/parameter_subset.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/multibody/formulation.hpp>
@@ -226,4 +227,15 @@ TEST(BlockTangents, TheDerivativeCheckProbesThem) {
   const DerivativeCheck found = check_model_derivatives(wrong, 0.0, Eigen::VectorXd::Constant(1, 0.5), wrong.nominal_parameters());
   EXPECT_GT(found.max_relative_error, 0.1);
   EXPECT_NE(found.worst.find("block tangents"), std::string::npos) << found.worst;
+}
+
+TEST(BlockTangents, AreRefusedForAResidualModeOrAnUnknownMode) {
+  Problem pb("residual");
+  pb.set_states({"x"});
+  const auto f = [](auto, const auto& x, const auto&, auto xdot) { xdot[0] = -x[0]; };
+  const int mode = pb.add_residual_mode("decay", [](auto, const auto& x, const auto& xdot, const auto&, auto r) {
+    r[0] = xdot[0] + x[0];
+  });
+  EXPECT_THROW(pb.set_block_tangents(mode, f), InputError);
+  EXPECT_THROW(pb.set_block_tangents(mode + 1, f), InputError);
 }
