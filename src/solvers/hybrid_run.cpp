@@ -146,13 +146,14 @@ int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vec
     rhs_tangents(self->pb_, self->mode_, t, x, self->p_, self->sensitivities_.leftCols(ns),
                  self->identity_p_.leftCols(ns), self->sensitivity_rates_.leftCols(ns), self->ws_);
     for (int j = 0; j < ns; ++j) view(ySdot[j]) = self->sensitivity_rates_.col(j);
+    return self->sensitivity_rates_.leftCols(ns).allFinite() ? 0 : 1;
   }
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
     auto out = view(ySdot[j]);
     if (analytic) {
       out.noalias() = self->fx_ * s + self->fp_.col(j);
-    } else if (!mode.rhs_tangents) {
+    } else {
       rhs_tangent(self->pb_, self->mode_, t, x, self->p_, 0.0, s, self->identity_p_.col(j), out,
                   self->ws_);
     }
@@ -173,12 +174,8 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
     for (int j = 0; j < ns; ++j) self->sensitivities_.col(j) = view(yS[j]);
     running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, self->sensitivities_.leftCols(ns),
                           self->identity_p_.leftCols(ns), self->cost_tangents_.leftCols(ns), self->ws_);
-    for (int j = 0; j < ns; ++j) {
-      auto out = view(qS[j]);
-      out = self->cost_tangents_.col(j);
-      if (!out.allFinite()) return 1;
-    }
-    return 0;
+    for (int j = 0; j < ns; ++j) view(qS[j]) = self->cost_tangents_.col(j);
+    return self->cost_tangents_.leftCols(ns).allFinite() ? 0 : 1;
   }
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
