@@ -1,11 +1,13 @@
 // Block tangents (core/dual_block.hpp, Problem::set_block_tangents): four tangent directions from
 // one evaluation. DualBlock's functions against ceres' Jet (Dual, an independent forward-mode
 // implementation) direction by direction; the multibody formulations' block tangents of their
-// right-hand sides against the complex step; the parameter subsets and Jacobians built on them.
+// right-hand sides and DAE residuals against the complex step; the parameter subsets and Jacobians
+// built on them.
 #include <gtest/gtest.h>
 #include <saltus/core/dual_block.hpp>
 #include <saltus/core/error.hpp>
 #include <saltus/core/parameter_subset.hpp>
+#include <saltus/derivatives/residual.hpp>
 #include <saltus/derivatives/tangent.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
@@ -70,6 +72,59 @@ void expect_block_tangents_exact(const Problem& pb, double tolerance = 1e-10) {
     rhs_tangent(pb, 0, t, x, p, 0.0, dx.col(j), dp.col(j), dual, ws);
     EXPECT_LT((out.col(j) - dual).cwiseAbs().maxCoeff(), tolerance * scale) << pb.name() << " direction " << j;
   }
+}
+
+/// A point for a residual: the initial state and rates near its size (the residual is defined
+/// off the solution too), and five directions in x, x-dot and p.
+struct ResidualProbe {
+  double t;
+  Eigen::VectorXd x, xdot, p;
+  Eigen::MatrixXd dx, dxdot, dp;
+};
+ResidualProbe residual_probe(const Problem& pb) {
+  ResidualProbe r;
+  r.t = pb.options().t0;
+  r.p = pb.nominal_parameters();
+  r.x = initial_state(pb, r.p);
+  const int k = kTangentBlock + 1;
+  std::srand(11);
+  r.xdot = 0.1 * Eigen::VectorXd::Random(r.x.size());
+  r.dx = Eigen::MatrixXd::Random(r.x.size(), k);
+  r.dxdot = Eigen::MatrixXd::Random(r.x.size(), k);
+  r.dp = Eigen::MatrixXd::Random(r.p.size(), k);
+  return r;
+}
+
+/// Block tangents of the residual of mode 0 in five directions against the complex step and
+/// against Dual's residual_tangent one direction at a time.
+void expect_block_residual_tangents_exact(const Problem& pb, double tolerance = 1e-10) {
+  ASSERT_TRUE(has_block_residual_tangents(pb.mode(0))) << pb.name();
+  const ResidualProbe r = residual_probe(pb);
+  const Eigen::Index n = r.x.size(), k = r.dx.cols();
+  Eigen::MatrixXd out(n, k);
+  TangentWorkspace ws;
+  residual_tangents(pb, 0, r.t, r.x, r.xdot, r.p, r.dx, r.dxdot, r.dp, out, ws);
+  const double h = 1e-30;
+  for (Eigen::Index j = 0; j < k; ++j) {
+    const auto moved = [h](const Eigen::VectorXd& v, const Eigen::VectorXd& d) {
+      return VectorX<Complex>(v.cast<Complex>() + Complex(0.0, h) * d.cast<Complex>());
+    };
+    VectorX<Complex> residual(n);
+    mode_residual(pb, 0, Complex(r.t), moved(r.x, r.dx.col(j)), moved(r.xdot, r.dxdot.col(j)), moved(r.p, r.dp.col(j)),
+                  residual);
+    const Eigen::VectorXd expected = residual.imag() / h;
+    const double scale = 1.0 + expected.cwiseAbs().maxCoeff();
+    EXPECT_LT((out.col(j) - expected).cwiseAbs().maxCoeff(), tolerance * scale) << pb.name() << " direction " << j;
+    Eigen::VectorXd dual(n);
+    residual_tangent(pb, 0, r.t, r.x, r.xdot, r.p, 0.0, r.dx.col(j), r.dxdot.col(j), r.dp.col(j), dual, ws);
+    EXPECT_LT((out.col(j) - dual).cwiseAbs().maxCoeff(), tolerance * scale) << pb.name() << " direction " << j;
+  }
+}
+
+Problem with_formulation(const char* file, multibody::FormulationType type) {
+  multibody::Model model = multibody::load_model(example(file));
+  model.formulation.type = type;
+  return multibody::make_problem(model);
 }
 
 }  // namespace
@@ -238,4 +293,51 @@ TEST(BlockTangents, AreRefusedForAResidualModeOrAnUnknownMode) {
   });
   EXPECT_THROW(pb.set_block_tangents(mode, f), InputError);
   EXPECT_THROW(pb.set_block_tangents(mode + 1, f), InputError);
+}
+
+TEST(BlockResidualTangents, DaeFormulationsMatchTheComplexStep) {
+  using FT = multibody::FormulationType;
+  for (const char* file : {"fivebar_floor.yaml", "spatial_slidercrank.yaml", "urdf_arm.yaml"}) {
+    for (const FT type : {FT::GGL, FT::StabilizedIndex1, FT::Index3}) {
+      expect_block_residual_tangents_exact(with_formulation(file, type));
+    }
+  }
+}
+
+TEST(BlockResidualTangents, AnExplicitModeTakesItsRightHandSidesBlocks) {
+  // F = x-dot - f: its tangents from f's block tangents.
+  const Problem pb = multibody::make_problem(multibody::load_model(example("slidercrank.yaml")));
+  ASSERT_FALSE(pb.mode(0).implicit());
+  expect_block_residual_tangents_exact(pb);
+}
+
+TEST(BlockResidualTangents, AParameterSubsetKeepsThemWithItsOwnColumns) {
+  const Problem full = with_formulation("fivebar_floor.yaml", multibody::FormulationType::GGL);
+  ASSERT_GE(full.n_parameters(), 2);
+  const std::string first = full.parameters().front().name, last = full.parameters().back().name;
+  const Problem subset = with_free_parameters(full, {last, first});
+  expect_block_residual_tangents_exact(subset);
+  // The subset's parameter columns are the full problem's, reordered: the same evaluation.
+  const ResidualProbe r = residual_probe(full);
+  const Eigen::MatrixXd zero_x = Eigen::MatrixXd::Zero(r.x.size(), 2);
+  Eigen::MatrixXd sub_unit = Eigen::MatrixXd::Identity(2, 2), full_unit = Eigen::MatrixXd::Zero(r.p.size(), 2);
+  full_unit(full.n_parameters() - 1, 0) = 1.0;
+  full_unit(0, 1) = 1.0;
+  Eigen::MatrixXd from_subset(r.x.size(), 2), from_full(r.x.size(), 2);
+  TangentWorkspace ws;
+  residual_tangents(subset, 0, r.t, r.x, r.xdot, subset.nominal_parameters(), zero_x, zero_x, sub_unit, from_subset, ws);
+  residual_tangents(full, 0, r.t, r.x, r.xdot, r.p, zero_x, zero_x, full_unit, from_full, ws);
+  EXPECT_EQ(from_subset, from_full);
+}
+
+TEST(BlockResidualTangents, AreRefusedForAnExplicitModeOrAnUnknownMode) {
+  Problem pb("explicit");
+  pb.set_states({"x"});
+  const int mode = pb.add_mode("decay", [](auto, const auto& x, const auto&, auto xdot) { xdot[0] = -x[0]; });
+  const auto residual = [](auto, const auto& x, const auto& xdot, const auto&, auto r) { r[0] = xdot[0] + x[0]; };
+  EXPECT_THROW(pb.set_block_residual_tangents(mode, residual), InputError);
+  EXPECT_THROW(pb.set_block_residual_tangents(mode + 1, residual), InputError);
+  const int implicit = pb.add_residual_mode("implicit_decay", residual);
+  EXPECT_NO_THROW(pb.set_block_residual_tangents(implicit, residual));
+  EXPECT_TRUE(static_cast<bool>(pb.mode(implicit).residual_tangents));
 }

@@ -92,14 +92,15 @@ TEST(SparseColumns, ColouredValuesAgreeWithCentralDifferences) {
   const Eigen::VectorXd x = point(0.02);
   ColouredJacobian coloured(probe_pattern(kSize, kSize, {product_at(x)}));
   std::vector<double> values(static_cast<size_t>(coloured.pattern().nonzeros()));
-  int products = 0;
+  int calls = 0;
   coloured.evaluate(
-      [&](const Eigen::VectorXd& d, Eigen::Ref<Eigen::VectorXd> out) {
-        ++products;
+      [&](const Eigen::MatrixXd& d, Eigen::Ref<Eigen::MatrixXd> out) {
+        ++calls;
+        EXPECT_EQ(d.cols(), coloured.colours());
         out = jacobian(x) * d;
       },
       values.data());
-  EXPECT_EQ(products, coloured.colours());
+  EXPECT_EQ(calls, 1);
   const double h = 1e-6;
   for (int j = 0; j < kSize; ++j) {
     Eigen::VectorXd plus = x, minus = x;

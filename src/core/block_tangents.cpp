@@ -13,7 +13,7 @@ namespace {
 /// The DualBlock vectors of one evaluation, kept per thread so that no evaluation allocates
 /// once the sizes are reached.
 struct BlockWorkspace {
-  VectorX<DualBlock> x, p, out;
+  VectorX<DualBlock> x, xdot, p, out;
 };
 
 /// value + directions.col(first .. first + width - 1) as the directional parts of `block`
@@ -29,23 +29,50 @@ void seed_block(VectorX<DualBlock>& block, In<double> value, const Eigen::Ref<co
   }
 }
 
+/// The directional parts of `block` into out.col(first .. first + width - 1).
+void write_directions(const VectorX<DualBlock>& block, Eigen::Index first, int width, Eigen::Ref<Eigen::MatrixXd> out) {
+  for (Eigen::Index i = 0; i < block.size(); ++i) {
+    for (int k = 0; k < width; ++k) out(i, first + k) = block[i].v[k];
+  }
+}
+
+/// Calls evaluate(first, width) once per block of kTangentBlock of `directions` directions.
+template <class Evaluate>
+void per_block(Eigen::Index directions, Evaluate&& evaluate) {
+  for (Eigen::Index first = 0; first < directions; first += kTangentBlock) {
+    evaluate(first, static_cast<int>(std::min<Eigen::Index>(kTangentBlock, directions - first)));
+  }
+}
+
 }  // namespace
 
 RhsTangentsFn block_tangents(RhsFn<DualBlock> f) {
   return [f = std::move(f)](double t, In<double> x, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx,
                             const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out) {
     thread_local BlockWorkspace ws;
-    const Eigen::Index directions = dx.cols();
     ws.out.resize(x.size());
-    for (Eigen::Index first = 0; first < directions; first += kTangentBlock) {
-      const int width = static_cast<int>(std::min<Eigen::Index>(kTangentBlock, directions - first));
+    per_block(dx.cols(), [&](Eigen::Index first, int width) {
       seed_block(ws.x, x, dx, first, width);
       seed_block(ws.p, p, dp, first, width);
       f(DualBlock(t), ws.x, ws.p, ws.out);
-      for (Eigen::Index i = 0; i < x.size(); ++i) {
-        for (int k = 0; k < width; ++k) out(i, first + k) = ws.out[i].v[k];
-      }
-    }
+      write_directions(ws.out, first, width, out);
+    });
+  };
+}
+
+ResidualTangentsFn block_residual_tangents(ResidualFn<DualBlock> f) {
+  return [f = std::move(f)](double t, In<double> x, In<double> xdot, In<double> p,
+                            const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dxdot,
+                            const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out) {
+    thread_local BlockWorkspace ws;
+    ws.out.resize(x.size());
+    per_block(dx.cols(), [&](Eigen::Index first, int width) {
+      seed_block(ws.x, x, dx, first, width);
+      seed_block(ws.xdot, xdot, dxdot, first, width);
+      seed_block(ws.p, p, dp, first, width);
+      f(DualBlock(t), ws.x, ws.xdot, ws.p, ws.out);
+      write_directions(ws.out, first, width, out);
+    });
   };
 }
 

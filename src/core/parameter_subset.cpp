@@ -37,6 +37,25 @@ struct Embedding {
     VectorX<S> full(n);
     return fill(full);
   }
+
+  /// use(full_p, full_dp) with the full parameters and the full n_p x k directions of the free
+  /// ones' `dp` (the fixed parameters' rows zero), in a matrix of this call's own (subsets of
+  /// subsets nest these calls), on the stack when it is small.
+  template <class Use>
+  void with_full_directions(In<double> p_free, const Eigen::Ref<const Eigen::MatrixXd>& dp, Use&& use) const {
+    const auto call = [&](auto& full_dp) {
+      full_dp.setZero(fixed.size(), dp.cols());
+      for (size_t k = 0; k < free.size(); ++k) full_dp.row(free[k]) = dp.row(static_cast<Eigen::Index>(k));
+      with_full<double>(p_free, [&](In<double> full) { use(full, full_dp); });
+    };
+    if (fixed.size() <= 32 && dp.cols() <= 16) {
+      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 32, 16> full_dp;
+      call(full_dp);
+    } else {
+      Eigen::MatrixXd full_dp;
+      call(full_dp);
+    }
+  }
 };
 
 using EmbeddingPtr = std::shared_ptr<const Embedding>;
@@ -74,20 +93,16 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
     if (const auto tangents = mode.rhs_tangents; tangents) {
       mode.rhs_tangents = [tangents, embed](double t, In<double> x, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx,
                                             const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out) {
-        // The full dp in a matrix of this call's own (subsets of subsets nest these calls), on
-        // the stack when it is small; the fixed parameters' rows stay zero.
-        const auto call = [&](auto& full_dp) {
-          full_dp.setZero(embed->fixed.size(), dp.cols());
-          for (size_t k = 0; k < embed->free.size(); ++k) full_dp.row(embed->free[k]) = dp.row(static_cast<Eigen::Index>(k));
-          embed->with_full<double>(p, [&](In<double> full) { tangents(t, x, full, dx, full_dp, out); });
-        };
-        if (embed->fixed.size() <= 32 && dp.cols() <= 16) {
-          Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 32, 16> full_dp;
-          call(full_dp);
-        } else {
-          Eigen::MatrixXd full_dp;
-          call(full_dp);
-        }
+        embed->with_full_directions(p, dp, [&](In<double> full, const auto& full_dp) { tangents(t, x, full, dx, full_dp, out); });
+      };
+    }
+    if (const auto tangents = mode.residual_tangents; tangents) {
+      mode.residual_tangents = [tangents, embed](double t, In<double> x, In<double> xdot, In<double> p,
+                                                 const Eigen::Ref<const Eigen::MatrixXd>& dx,
+                                                 const Eigen::Ref<const Eigen::MatrixXd>& dxdot,
+                                                 const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out) {
+        embed->with_full_directions(
+            p, dp, [&](In<double> full, const auto& full_dp) { tangents(t, x, xdot, full, dx, dxdot, full_dp, out); });
       };
     }
     if (const auto res = mode.residual; res) {

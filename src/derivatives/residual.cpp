@@ -58,10 +58,45 @@ void residual_tangent(const Problem& problem, int mode, double t, In<double> x, 
   tangent_of(ws.t_out, tangent);
 }
 
+bool has_block_residual_tangents(const Mode& mode) {
+  return mode.implicit() ? static_cast<bool>(mode.residual_tangents) : static_cast<bool>(mode.rhs_tangents);
+}
+
+void residual_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                       const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dxdot,
+                       const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out,
+                       TangentWorkspace& ws) {
+  const Mode& m = problem.mode(mode);
+  if (m.implicit() && m.residual_tangents) {
+    m.residual_tangents(t, x, xdot, p, dx, dxdot, dp, out);
+    return;
+  }
+  if (!m.implicit() && m.rhs_tangents) {
+    // F = x-dot - f: F's tangents are dxdot minus f's.
+    m.rhs_tangents(t, x, p, dx, dp, out);
+    out = dxdot - out;
+    return;
+  }
+  for (Eigen::Index j = 0; j < dx.cols(); ++j) {
+    residual_tangent(problem, mode, t, x, xdot, p, 0.0, dx.col(j), dxdot.col(j), dp.col(j), out.col(j), ws);
+  }
+}
+
 void residual_columns(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                       In<double> x_weight, In<double> xdot_weight, Eigen::Ref<Eigen::MatrixXd> matrix,
                       TangentWorkspace& ws) {
   const Mode& m = problem.mode(mode);
+  if (has_block_residual_tangents(m)) {
+    // Column i's direction is x_weight[i] e_i in x and xdot_weight[i] e_i in x-dot.
+    const Eigen::Index n = x.size();
+    ws.unit.setZero(n, n);
+    ws.unit.diagonal() = x_weight;
+    ws.rate_unit.setZero(n, n);
+    ws.rate_unit.diagonal() = xdot_weight;
+    ws.zero.setZero(p.size(), n);
+    residual_tangents(problem, mode, t, x, xdot, p, ws.unit, ws.rate_unit, ws.zero, matrix, ws);
+    return;
+  }
   seed_constant(ws.t_p, p);
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     seed_unit(ws.t_x, x, i, x_weight[i]);
@@ -86,6 +121,12 @@ void completion_tangent(const Problem& problem, int mode, double t, In<double> x
 void residual_parameter_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
                                  In<double> p, Eigen::Ref<Eigen::MatrixXd> fp, TangentWorkspace& ws) {
   const Mode& m = problem.mode(mode);
+  if (has_block_residual_tangents(m)) {
+    ws.zero.setZero(x.size(), p.size());
+    ws.unit.setIdentity(p.size(), p.size());
+    residual_tangents(problem, mode, t, x, xdot, p, ws.zero, ws.zero, ws.unit, fp, ws);
+    return;
+  }
   seed_constant(ws.t_x, x);
   seed_constant(ws.t_xdot, xdot);
   for (Eigen::Index j = 0; j < p.size(); ++j) {

@@ -121,7 +121,11 @@ ColumnGroups colour_columns(const SparsePattern& pattern) {
 ColouredJacobian::ColouredJacobian(SparsePattern pattern)
     : pattern_(std::move(pattern)),
       groups_(colour_columns(pattern_)),
-      direction_(Eigen::VectorXd::Zero(pattern_.cols)),
-      product_(Eigen::VectorXd::Zero(pattern_.rows)) {}
+      directions_(Eigen::MatrixXd::Zero(pattern_.cols, groups_.count())),
+      products_(Eigen::MatrixXd::Zero(pattern_.rows, groups_.count())) {
+  for (int g = 0; g < groups_.count(); ++g) {
+    for (int k = groups_.starts[g]; k < groups_.starts[g + 1]; ++k) directions_(groups_.columns[k], g) = 1.0;
+  }
+}
 
 }  // namespace saltus

@@ -213,11 +213,14 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   if constexpr (std::is_same_v<Form, detail::DaeForm>) {
     // A DAE on IDAS: the residual, the algebraic multipliers and the model's completion.
     pb.set_algebraic_states(form->algebraic_names());
-    const int mode = pb.add_residual_mode("motion", [form](auto t, const auto& x, const auto& xdot, const auto& p,
-                                                           auto r) {
+    const auto residual = [form](auto t, const auto& x, const auto& xdot, const auto& p, auto r) {
       using S = ScalarOf<decltype(x)>;
       form->template residual<S>(t, x, xdot, p, r);
-    });
+    };
+    const int mode = pb.add_residual_mode("motion", residual);
+    // The sparse Newton matrix's colours and the forward sensitivities' directions share one
+    // assembly per block (docs/benchmarks.md, "Block tangents").
+    pb.set_block_residual_tangents(mode, residual);
     pb.set_completion(mode, [form](auto t, const auto& guess, const auto& p, auto x, auto xdot) {
       using S = ScalarOf<decltype(guess)>;
       form->template completion<S>(t, guess, p, x, xdot);

@@ -147,12 +147,25 @@ int DaeRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vec
     const int n = self->nx_, nq = self->nq_;
     const auto x = view(y).head(n);
     const auto xdot = view(yp).head(n);
+    // Every direction's residual rows at once (one evaluation per block where the mode has
+    // block tangents), through matrices of the directions.
+    Eigen::MatrixXd& s_all = self->sensitivity_block_[0];
+    Eigen::MatrixXd& s_dot_all = self->sensitivity_block_[1];
+    Eigen::MatrixXd& r_all = self->sensitivity_block_[2];
+    s_all.resize(n, ns);
+    s_dot_all.resize(n, ns);
+    r_all.resize(n, ns);
+    for (int j = 0; j < ns; ++j) {
+      s_all.col(j) = view(yS[j]).head(n);
+      s_dot_all.col(j) = view(ypS[j]).head(n);
+    }
+    residual_tangents(self->pb_, self->mode_, t, x, xdot, self->p_, s_all, s_dot_all, self->identity_p_.leftCols(ns),
+                      r_all, self->ws_);
     for (int j = 0; j < ns; ++j) {
       const auto s = view(yS[j]);
       const auto s_dot = view(ypS[j]);
       auto out = view(rS[j]);
-      residual_tangent(self->pb_, self->mode_, t, x, xdot, self->p_, 0.0, s.head(n), s_dot.head(n),
-                       self->identity_p_.col(j), out.head(n), self->ws_);
+      out.head(n) = r_all.col(j);
       if (nq > 0) {
         running_cost_tangents_at_rate(self->pb_, t, x, xdot, self->p_, 0.0, s.head(n), s_dot.head(n),
                                       self->identity_p_.col(j), self->cost_values_, self->ws_);

@@ -8,6 +8,7 @@
 #include <saltus/solvers/dae_transfer.hpp>
 #include <saltus/solvers/solution.hpp>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,6 +97,7 @@ class DaeRun : private SegmentIntegrator {
   Eigen::MatrixXd S_dot_;   // n_x x n_p
 
   Eigen::MatrixXd identity_p_;
+  std::array<Eigen::MatrixXd, 3> sensitivity_block_;  // sensitivity_cb's S, S-dot and residual rows
   Eigen::VectorXd ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_values_;
   TangentWorkspace ws_;
   WatchedEvents watched_;

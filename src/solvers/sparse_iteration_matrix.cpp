@@ -84,6 +84,19 @@ void SparseIterationMatrix::product(int mode, double t, In<double> x, In<double>
   }
 }
 
+void SparseIterationMatrix::products(int mode, double t, In<double> x, In<double> xdot, In<double> p, double w,
+                                     const Eigen::MatrixXd& d, Eigen::Ref<Eigen::MatrixXd> out) {
+  const auto dx = d.topRows(nx_);
+  rate_directions_ = w * dx;
+  if (zero_p_block_.cols() != d.cols()) zero_p_block_.setZero(pb_.n_parameters(), d.cols());
+  residual_tangents(pb_, mode, t, x, xdot, p, dx, rate_directions_, zero_p_block_, out.topRows(nx_), ws_);
+  for (Eigen::Index j = 0; nq_ > 0 && j < d.cols(); ++j) {
+    running_cost_tangents_at_rate(pb_, t, x, xdot, p, 0.0, dx.col(j), rate_directions_.col(j), zero_p_, cost_tangents_,
+                                  ws_);
+    out.col(j).tail(nq_) = w * d.col(j).tail(nq_) - cost_tangents_.head(nq_);
+  }
+}
+
 SparsePattern SparseIterationMatrix::probe(int mode, double t, In<double> x, In<double> xdot, In<double> p) {
   std::mt19937 random(20261126U + static_cast<unsigned>(mode));
   const Eigen::VectorXd x0 = x, xdot0 = xdot, p0 = p;
@@ -156,8 +169,8 @@ int SparseIterationMatrix::select(int mode, double t, In<double> x, In<double> x
   ModePattern& m = patterns_[static_cast<size_t>(latest->second)];
   scratch_values_.resize(static_cast<size_t>(m.jacobian.pattern().nonzeros()));
   m.jacobian.evaluate(
-      [&](const Eigen::VectorXd& d, Eigen::Ref<Eigen::VectorXd> out) {
-        product(mode, t, x, xdot, p, kProbeRateWeight, d, out);
+      [&](const Eigen::MatrixXd& d, Eigen::Ref<Eigen::MatrixXd> out) {
+        products(mode, t, x, xdot, p, kProbeRateWeight, d, out);
       },
       scratch_values_.data());
   SparsePattern bigger = grown(m, t, x, xdot, p, kProbeRateWeight, scratch_values_.data(), true);
@@ -198,7 +211,7 @@ void SparseIterationMatrix::write(ModePattern& m, double t, In<double> x, In<dou
   for (int j = 0; j <= pattern.cols; ++j) starts[j] = pattern.starts[static_cast<size_t>(j)];
   for (int e = 0; e < pattern.nonzeros(); ++e) rows[e] = pattern.indices[static_cast<size_t>(e)];
   m.jacobian.evaluate(
-      [&](const Eigen::VectorXd& d, Eigen::Ref<Eigen::VectorXd> out) { product(m.mode, t, x, xdot, p, cj, d, out); },
+      [&](const Eigen::MatrixXd& d, Eigen::Ref<Eigen::MatrixXd> out) { products(m.mode, t, x, xdot, p, cj, d, out); },
       SM_DATA_S(J));
 }
 

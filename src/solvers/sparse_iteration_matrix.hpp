@@ -73,6 +73,11 @@ class SparseIterationMatrix {
   /// Writes (dG/dy + w dG/dy-dot) d into `product` at (t, x, x-dot).
   void product(int mode, double t, In<double> x, In<double> xdot, In<double> p, double w,
                const Eigen::VectorXd& d, Eigen::Ref<Eigen::VectorXd> product);
+  /// product() for each column of `d` into the same column of `out`: the residual's rows
+  /// from residual_tangents (one evaluation per block of columns where the mode has block
+  /// tangents).
+  void products(int mode, double t, In<double> x, In<double> xdot, In<double> p, double w, const Eigen::MatrixXd& d,
+                Eigen::Ref<Eigen::MatrixXd> out);
   /// The pattern of mode's matrix probed around (t, x, x-dot).
   SparsePattern probe(int mode, double t, In<double> x, In<double> xdot, In<double> p);
   /// A new pattern of `mode` (its id), with its random check direction.
@@ -112,6 +117,7 @@ class SparseIterationMatrix {
   int active_ = -1;
   std::vector<double> scratch_values_;
   Eigen::VectorXd rate_direction_, zero_p_, cost_tangents_, check_product_, check_values_, check_scale_;
+  Eigen::MatrixXd rate_directions_, zero_p_block_;  // products()'s, per colour
   TangentWorkspace ws_;
 };
 

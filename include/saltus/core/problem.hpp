@@ -59,6 +59,18 @@ using RhsTangentsFn =
 /// per kTangentBlock directions.
 RhsTangentsFn block_tangents(RhsFn<DualBlock> f);
 
+/// Tangents of a residual mode's F in k directions at once (Problem::set_block_residual_tangents):
+/// out.col(j) = F_x dx.col(j) + F_xdot dxdot.col(j) + F_p dp.col(j) at (t, x, xdot, p), t held;
+/// dx, dxdot and out are n_x x k, dp is n_p x k.
+using ResidualTangentsFn = std::function<void(
+    double t, In<double> x, In<double> xdot, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx,
+    const Eigen::Ref<const Eigen::MatrixXd>& dxdot, const Eigen::Ref<const Eigen::MatrixXd>& dp,
+    Eigen::Ref<Eigen::MatrixXd> out)>;
+
+/// The block tangents of the residual `f` (its DualBlock instantiation): f evaluated once per
+/// kTangentBlock directions.
+ResidualTangentsFn block_residual_tangents(ResidualFn<DualBlock> f);
+
 /// A mode's dynamics: an explicit right-hand side xdot = f(t, x, p) (Problem::add_mode), or a
 /// residual F(t, x, xdot, p) = 0 (Problem::add_residual_mode). Exactly one of the two is set.
 struct Mode {
@@ -71,6 +83,11 @@ struct Mode {
   /// the Runge-Kutta integrators keep one Dual evaluation per direction.
   RhsTangentsFn rhs_tangents;
   Instantiated<ResidualFn> residual;
+  /// Optional (Problem::set_block_residual_tangents): several tangents of `residual` from one
+  /// evaluation; when set, IDAS's sparse Newton matrix (its colours) and its forward
+  /// sensitivities use it (derivatives/residual.hpp); event transfers and the adjoint keep one
+  /// Dual evaluation per direction.
+  ResidualTangentsFn residual_tangents;
   /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
   Instantiated<CompletionFn> completion;
   bool implicit() const { return static_cast<bool>(residual); }
@@ -285,6 +302,13 @@ class Problem {
   int add_residual_mode(const std::string& name, const F& f) {
     return add_residual_mode_impl(name, Instantiated<ResidualFn>::from(f));
   }
+  /// set_block_tangents for a residual mode: IDAS's sparse Newton matrix and forward
+  /// sensitivities evaluate its residual once per kTangentBlock directions, in DualBlock scalars.
+  /// `f` must be the generic lambda given to add_residual_mode for that mode.
+  template <class F>
+  void set_block_residual_tangents(int mode, const F& f) {
+    set_residual_tangents_impl(mode, block_residual_tangents(ResidualFn<DualBlock>(f)));
+  }
   /// Where a model file declares mode `mode` ("file:line:column: modes.name"): input errors
   /// about it that only a run finds (not index 1 at a state, no consistent state) then begin
   /// with it.
@@ -442,6 +466,7 @@ class Problem {
   void add_rest_event(int event, int rest_mode, Instantiated<JumpFn> projection);
   int add_mode_impl(const std::string& name, RhsFunctions rhs);
   void set_rhs_tangents_impl(int mode, RhsTangentsFn tangents);
+  void set_residual_tangents_impl(int mode, ResidualTangentsFn tangents);
   int add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual);
   void set_completion_impl(int mode, Instantiated<CompletionFn> completion);
   EventBuilder add_event_impl(const std::string& name, Direction direction,

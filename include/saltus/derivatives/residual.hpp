@@ -4,7 +4,8 @@
 //   for an explicit mode,
 // with its values, tangents and the dense matrices the DAE integrator and the event transfer
 // need. Shapes: x, xdot have n_x entries, p has n_p; F has n_x entries. Derivatives come from
-// forward-mode AD, one tangent per column.
+// forward-mode AD, one tangent per column, or one evaluation per block of columns where the
+// mode has block tangents (residual_tangents).
 #include <saltus/core/problem.hpp>
 #include <saltus/derivatives/tangent.hpp>
 
@@ -22,6 +23,18 @@ void mode_residual(const Problem& problem, int mode, Complex t, const VectorX<Co
 void residual_tangent(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                       double dt, In<double> dx, In<double> dxdot, In<double> dp, Out<double> tangent,
                       TangentWorkspace& ws);
+
+/// Tangents F_x dx.col(j) + F_xdot dxdot.col(j) + F_p dp.col(j) of `mode` at (t, x, xdot, p), t
+/// held, into out.col(j) (dx, dxdot, out: n_x x k; dp: n_p x k): one evaluation per
+/// kTangentBlock directions where the mode has block tangents (Problem::set_block_residual_tangents,
+/// or an explicit mode's set_block_tangents), else residual_tangent per direction.
+void residual_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
+                       const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dxdot,
+                       const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out,
+                       TangentWorkspace& ws);
+
+/// Whether residual_tangents evaluates `mode` once per block of directions.
+bool has_block_residual_tangents(const Mode& mode);
 
 /// The n_x x n_x matrix whose column i is x_weight[i] F_x e_i + xdot_weight[i] F_xdot e_i.
 /// IDAS's iteration matrix F_x + c_j F_xdot has weights (1, c_j); the index-1 matrix

@@ -51,8 +51,9 @@ struct ColumnGroups {
 };
 ColumnGroups colour_columns(const SparsePattern& pattern);
 
-/// A Jacobian of known pattern evaluated one product per colour. Holds its direction and
-/// product vectors, so evaluations do not allocate.
+/// A Jacobian of known pattern evaluated from one product per colour, all colours in one call
+/// (so that products which share work between directions, block tangents, share it). Holds its
+/// direction and product matrices, so evaluations do not allocate.
 class ColouredJacobian {
  public:
   ColouredJacobian() = default;
@@ -61,17 +62,17 @@ class ColouredJacobian {
   const SparsePattern& pattern() const { return pattern_; }
   int colours() const { return groups_.count(); }
 
-  /// The values of J in pattern order (pattern().nonzeros() entries) from colours() products.
-  /// `product` is any callable (const Eigen::VectorXd&, Eigen::Ref<Eigen::VectorXd>).
-  template <class Product>
-  void evaluate(Product&& product, double* values) {
+  /// The values of J in pattern order (pattern().nonzeros() entries). `products` is any callable
+  /// (const Eigen::MatrixXd& directions, Eigen::Ref<Eigen::MatrixXd> products) writing J times
+  /// each column of directions (cols x colours(): column g the sum of colour g's unit vectors)
+  /// into the same column of products (rows x colours()).
+  template <class Products>
+  void evaluate(Products&& products, double* values) {
+    products(static_cast<const Eigen::MatrixXd&>(directions_), Eigen::Ref<Eigen::MatrixXd>(products_));
     for (int g = 0; g < groups_.count(); ++g) {
-      direction_.setZero();
-      for (int k = groups_.starts[g]; k < groups_.starts[g + 1]; ++k) direction_[groups_.columns[k]] = 1.0;
-      product(static_cast<const Eigen::VectorXd&>(direction_), Eigen::Ref<Eigen::VectorXd>(product_));
       for (int k = groups_.starts[g]; k < groups_.starts[g + 1]; ++k) {
         const int j = groups_.columns[k];
-        for (int e = pattern_.starts[j]; e < pattern_.starts[j + 1]; ++e) values[e] = product_[pattern_.indices[e]];
+        for (int e = pattern_.starts[j]; e < pattern_.starts[j + 1]; ++e) values[e] = products_(pattern_.indices[e], g);
       }
     }
   }
@@ -79,7 +80,7 @@ class ColouredJacobian {
  private:
   SparsePattern pattern_;
   ColumnGroups groups_;
-  Eigen::VectorXd direction_, product_;
+  Eigen::MatrixXd directions_, products_;
 };
 
 }  // namespace saltus

@@ -14,6 +14,7 @@ namespace saltus {
 struct TangentWorkspace {
   VectorX<Dual> t_x, t_p, t_out, t_xdot;
   Eigen::MatrixXd unit, zero;  ///< seeds of the Jacobians taken through block tangents
+  Eigen::MatrixXd rate_unit;   ///< the x-dot seeds of residual_columns through block tangents
   Eigen::VectorXd xdot;         ///< the rates, and their tangents, of running_cost_tangents
   Eigen::MatrixXd xdot_tangents;
 };
