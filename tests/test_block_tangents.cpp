@@ -121,6 +121,32 @@ void expect_block_residual_tangents_exact(const Problem& pb, double tolerance = 
   }
 }
 
+/// Block tangents of mode 0's completion in five directions against the complex step and
+/// against Dual's completion_tangent one direction at a time.
+void expect_block_completion_tangents_exact(const Problem& pb, double tolerance = 1e-10) {
+  ASSERT_TRUE(static_cast<bool>(pb.mode(0).completion_tangents)) << pb.name();
+  const ResidualProbe r = residual_probe(pb);
+  const Eigen::Index n = r.x.size(), k = r.dx.cols();
+  Eigen::MatrixXd x_out(n, k), xdot_out(n, k);
+  TangentWorkspace ws;
+  completion_tangents(pb, 0, r.t, r.x, r.p, r.dx, r.dp, x_out, xdot_out, ws);
+  const double h = 1e-30;
+  for (Eigen::Index j = 0; j < k; ++j) {
+    const VectorX<Complex> xc = r.x.cast<Complex>() + Complex(0.0, h) * r.dx.col(j).cast<Complex>();
+    const VectorX<Complex> pc = r.p.cast<Complex>() + Complex(0.0, h) * r.dp.col(j).cast<Complex>();
+    VectorX<Complex> completed(n), rates(n);
+    pb.mode(0).completion.complex(Complex(r.t), xc, pc, completed, rates);
+    Eigen::VectorXd dual_x(n), dual_xdot(n);
+    completion_tangent(pb, 0, r.t, r.x, r.p, 0.0, r.dx.col(j), r.dp.col(j), dual_x, dual_xdot, ws);
+    const Eigen::VectorXd cs_x = completed.imag() / h, cs_xdot = rates.imag() / h;
+    const double scale = 1.0 + cs_x.cwiseAbs().maxCoeff() + cs_xdot.cwiseAbs().maxCoeff();
+    EXPECT_LT((x_out.col(j) - cs_x).cwiseAbs().maxCoeff(), tolerance * scale) << pb.name() << " direction " << j;
+    EXPECT_LT((xdot_out.col(j) - cs_xdot).cwiseAbs().maxCoeff(), tolerance * scale) << pb.name() << " direction " << j;
+    EXPECT_LT((x_out.col(j) - dual_x).cwiseAbs().maxCoeff(), tolerance * scale) << pb.name() << " direction " << j;
+    EXPECT_LT((xdot_out.col(j) - dual_xdot).cwiseAbs().maxCoeff(), tolerance * scale) << pb.name() << " direction " << j;
+  }
+}
+
 Problem with_formulation(const char* file, multibody::FormulationType type) {
   multibody::Model model = multibody::load_model(example(file));
   model.formulation.type = type;
@@ -295,11 +321,13 @@ TEST(BlockTangents, AreRefusedForAResidualModeOrAnUnknownMode) {
   EXPECT_THROW(pb.set_block_tangents(mode + 1, f), InputError);
 }
 
-TEST(BlockResidualTangents, DaeFormulationsMatchTheComplexStep) {
+TEST(BlockResidualTangents, DaeFormulationsResidualsAndCompletionsMatchTheComplexStep) {
   using FT = multibody::FormulationType;
   for (const char* file : {"fivebar_floor.yaml", "spatial_slidercrank.yaml", "urdf_arm.yaml"}) {
     for (const FT type : {FT::GGL, FT::StabilizedIndex1, FT::Index3}) {
-      expect_block_residual_tangents_exact(with_formulation(file, type));
+      const Problem pb = with_formulation(file, type);
+      expect_block_residual_tangents_exact(pb);
+      expect_block_completion_tangents_exact(pb);
     }
   }
 }
@@ -317,6 +345,7 @@ TEST(BlockResidualTangents, AParameterSubsetKeepsThemWithItsOwnColumns) {
   const std::string first = full.parameters().front().name, last = full.parameters().back().name;
   const Problem subset = with_free_parameters(full, {last, first});
   expect_block_residual_tangents_exact(subset);
+  expect_block_completion_tangents_exact(subset);
   // The subset's parameter columns are the full problem's, reordered: the same evaluation.
   const ResidualProbe r = residual_probe(full);
   const Eigen::MatrixXd zero_x = Eigen::MatrixXd::Zero(r.x.size(), 2);
@@ -340,4 +369,19 @@ TEST(BlockResidualTangents, AreRefusedForAnExplicitModeOrAnUnknownMode) {
   const int implicit = pb.add_residual_mode("implicit_decay", residual);
   EXPECT_NO_THROW(pb.set_block_residual_tangents(implicit, residual));
   EXPECT_TRUE(static_cast<bool>(pb.mode(implicit).residual_tangents));
+}
+
+TEST(BlockResidualTangents, CompletionBlocksAreRefusedWithoutACompletion) {
+  Problem pb("no_completion");
+  pb.set_states({"x"});
+  const auto residual = [](auto, const auto& x, const auto& xdot, const auto&, auto r) { r[0] = xdot[0] + x[0]; };
+  const int mode = pb.add_residual_mode("decay", residual);
+  const auto completion = [](auto, const auto& guess, const auto&, auto x, auto xdot) {
+    x[0] = guess[0];
+    xdot[0] = -guess[0];
+  };
+  EXPECT_THROW(pb.set_block_completion_tangents(mode, completion), InputError);
+  EXPECT_THROW(pb.set_block_completion_tangents(mode + 1, completion), InputError);
+  pb.set_completion(mode, completion);
+  EXPECT_NO_THROW(pb.set_block_completion_tangents(mode, completion));
 }

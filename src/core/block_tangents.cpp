@@ -13,7 +13,7 @@ namespace {
 /// The DualBlock vectors of one evaluation, kept per thread so that no evaluation allocates
 /// once the sizes are reached.
 struct BlockWorkspace {
-  VectorX<DualBlock> x, xdot, p, out;
+  VectorX<DualBlock> x, xdot, p, out, out_rates;
 };
 
 /// value + directions.col(first .. first + width - 1) as the directional parts of `block`
@@ -72,6 +72,23 @@ ResidualTangentsFn block_residual_tangents(ResidualFn<DualBlock> f) {
       seed_block(ws.p, p, dp, first, width);
       f(DualBlock(t), ws.x, ws.xdot, ws.p, ws.out);
       write_directions(ws.out, first, width, out);
+    });
+  };
+}
+
+CompletionTangentsFn block_completion_tangents(CompletionFn<DualBlock> f) {
+  return [f = std::move(f)](double t, In<double> x_guess, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx_guess,
+                            const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> x_out,
+                            Eigen::Ref<Eigen::MatrixXd> xdot_out) {
+    thread_local BlockWorkspace ws;
+    ws.out.resize(x_guess.size());
+    ws.out_rates.resize(x_guess.size());
+    per_block(dx_guess.cols(), [&](Eigen::Index first, int width) {
+      seed_block(ws.x, x_guess, dx_guess, first, width);
+      seed_block(ws.p, p, dp, first, width);
+      f(DualBlock(t), ws.x, ws.p, ws.out, ws.out_rates);
+      write_directions(ws.out, first, width, x_out);
+      write_directions(ws.out_rates, first, width, xdot_out);
     });
   };
 }

@@ -112,6 +112,16 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
             embed->with_full<S>(p, [&](In<S> full) { res.template get<S>()(t, x, xdot, full, r); });
           });
     }
+    if (const auto tangents = mode.completion_tangents; tangents) {
+      mode.completion_tangents = [tangents, embed](double t, In<double> x_guess, In<double> p,
+                                                   const Eigen::Ref<const Eigen::MatrixXd>& dx_guess,
+                                                   const Eigen::Ref<const Eigen::MatrixXd>& dp,
+                                                   Eigen::Ref<Eigen::MatrixXd> x_out, Eigen::Ref<Eigen::MatrixXd> xdot_out) {
+        embed->with_full_directions(p, dp, [&](In<double> full, const auto& full_dp) {
+          tangents(t, x_guess, full, dx_guess, full_dp, x_out, xdot_out);
+        });
+      };
+    }
     if (const auto c = mode.completion; c) {
       mode.completion = Instantiated<CompletionFn>::from(
           [c, embed](auto t, const auto& guess, const auto& p, auto x, auto xdot) {

@@ -118,6 +118,21 @@ void completion_tangent(const Problem& problem, int mode, double t, In<double> x
   tangent_of(ws.t_xdot, xdot_tangent);
 }
 
+void completion_tangents(const Problem& problem, int mode, double t, In<double> x_guess, In<double> p,
+                         const Eigen::Ref<const Eigen::MatrixXd>& dx_guess, const Eigen::Ref<const Eigen::MatrixXd>& dp,
+                         Eigen::Ref<Eigen::MatrixXd> x_tangents, Eigen::Ref<Eigen::MatrixXd> xdot_tangents,
+                         TangentWorkspace& ws) {
+  const Mode& m = problem.mode(mode);
+  if (m.completion_tangents) {
+    m.completion_tangents(t, x_guess, p, dx_guess, dp, x_tangents, xdot_tangents);
+    return;
+  }
+  for (Eigen::Index j = 0; j < dx_guess.cols(); ++j) {
+    completion_tangent(problem, mode, t, x_guess, p, 0.0, dx_guess.col(j), dp.col(j), x_tangents.col(j),
+                       xdot_tangents.col(j), ws);
+  }
+}
+
 void residual_parameter_jacobian(const Problem& problem, int mode, double t, In<double> x, In<double> xdot,
                                  In<double> p, Eigen::Ref<Eigen::MatrixXd> fp, TangentWorkspace& ws) {
   const Mode& m = problem.mode(mode);

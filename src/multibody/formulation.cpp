@@ -221,10 +221,12 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
     // The sparse Newton matrix's colours and the forward sensitivities' directions share one
     // assembly per block (docs/benchmarks.md, "Block tangents").
     pb.set_block_residual_tangents(mode, residual);
-    pb.set_completion(mode, [form](auto t, const auto& guess, const auto& p, auto x, auto xdot) {
+    const auto completion = [form](auto t, const auto& guess, const auto& p, auto x, auto xdot) {
       using S = ScalarOf<decltype(guess)>;
       form->template completion<S>(t, guess, p, x, xdot);
-    });
+    };
+    pb.set_completion(mode, completion);
+    pb.set_block_completion_tangents(mode, completion);
   } else {
     const auto rhs = [form](auto t, const auto& x, const auto& p, auto xdot) {
       using S = ScalarOf<decltype(x)>;

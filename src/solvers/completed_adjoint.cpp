@@ -17,28 +17,27 @@ CompletionTranspose transpose_completion(const Problem& problem, int mode, doubl
 
 void CompletedLinearization::states(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                                     ResidualLinearization& out, TangentWorkspace& ws) {
-  const Eigen::Index nx = x.size(), nc = problem.n_costs();
-  if (unit_x_.size() != nx) {
-    unit_x_ = zero_x_ = Eigen::VectorXd::Zero(nx);
-    x_tangent_.resize(nx);
-    xdot_tangent_.resize(nx);
-  }
-  if (zero_p_.size() != p.size()) unit_p_ = zero_p_ = Eigen::VectorXd::Zero(p.size());
+  const Eigen::Index nx = x.size(), np = p.size(), nc = problem.n_costs();
   costs_.resize(nc);
+  zero_p_.setZero(np);
   point_ = consistent_point(problem, mode, t, x, x, p, "in the adjoint's backward pass", ws);
-  out.f_xdot.setIdentity(nx, nx);
+  // Every state's direction at once (one evaluation per block where the mode has block
+  // completion tangents).
+  unit_.setIdentity(nx, nx);
+  zero_.setZero(np, nx);
+  x_tangents_.resize(nx, nx);
   out.f_x.resize(nx, nx);
+  completion_tangents(problem, mode, t, x, p, unit_, zero_, x_tangents_, out.f_x, ws);
+  out.f_x = -out.f_x;  // F_x = -R_x
+  out.f_xdot.setIdentity(nx, nx);
   out.g_x.resize(nc, nx);
   for (Eigen::Index i = 0; i < nx; ++i) {
-    unit_x_[i] = 1.0;
-    completion_tangent(problem, mode, t, x, p, 0.0, unit_x_, zero_p_, x_tangent_, xdot_tangent_, ws);
-    unit_x_[i] = 0.0;
-    out.f_x.col(i) = -xdot_tangent_;
-    if (x_tangent_.isZero(0.0) && xdot_tangent_.isZero(0.0)) {
+    if (x_tangents_.col(i).isZero(0.0) && out.f_x.col(i).isZero(0.0)) {
       out.g_x.col(i).setZero();  // a state the completion does not read
       continue;
     }
-    running_cost_tangents_at_rate(problem, t, point_.x, point_.xdot, p, 0.0, x_tangent_, xdot_tangent_, zero_p_,
+    rate_tangent_ = -out.f_x.col(i);
+    running_cost_tangents_at_rate(problem, t, point_.x, point_.xdot, p, 0.0, x_tangents_.col(i), rate_tangent_, zero_p_,
                                   costs_, ws);
     out.g_x.col(i) = costs_;
   }
@@ -47,15 +46,18 @@ void CompletedLinearization::states(const Problem& problem, int mode, double t, 
 void CompletedLinearization::parameters(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                                         ResidualLinearization& out, TangentWorkspace& ws) {
   const Eigen::Index nx = x.size(), np = p.size(), nc = problem.n_costs();
+  costs_.resize(nc);
+  unit_.setIdentity(np, np);
+  zero_.setZero(nx, np);
+  x_tangents_.resize(nx, np);
   out.f_p.resize(nx, np);
+  completion_tangents(problem, mode, t, x, p, zero_, unit_, x_tangents_, out.f_p, ws);
+  out.f_p = -out.f_p;  // F_p = -R_p
   out.g_p.resize(nc, np);
   for (Eigen::Index j = 0; j < np; ++j) {
-    unit_p_[j] = 1.0;
-    completion_tangent(problem, mode, t, x, p, 0.0, zero_x_, unit_p_, x_tangent_, xdot_tangent_, ws);
-    out.f_p.col(j) = -xdot_tangent_;
-    running_cost_tangents_at_rate(problem, t, point_.x, point_.xdot, p, 0.0, x_tangent_, xdot_tangent_, unit_p_,
-                                  costs_, ws);
-    unit_p_[j] = 0.0;
+    rate_tangent_ = -out.f_p.col(j);
+    running_cost_tangents_at_rate(problem, t, point_.x, point_.xdot, p, 0.0, x_tangents_.col(j), rate_tangent_,
+                                  unit_.col(j), costs_, ws);
     out.g_p.col(j) = costs_;
   }
 }

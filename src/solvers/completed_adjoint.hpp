@@ -23,7 +23,8 @@
 // Cost: the backward residual takes one reverse sweep of the completion and the costs per point
 // (derivatives/reverse.hpp, CompletionRateProducts::cost_sweep: one recording per point, which
 // GMRES's products share); the dense Jacobian, which IDAS asks for far less often, n_x + n_p
-// tangents of the completion (forward-mode AD, below); from Options::krylov_min_states states
+// tangents of the completion (forward-mode AD, below; one evaluation per four of them where the
+// mode has block completion tangents); from Options::krylov_min_states states
 // on, GMRES's products instead (dae_adjoint.cpp).
 #include <saltus/core/problem.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
@@ -54,7 +55,8 @@ class CompletedLinearization {
 
  private:
   ConsistentPoint point_;  // the completion of the last states() call
-  Eigen::VectorXd unit_x_, unit_p_, zero_x_, zero_p_, x_tangent_, xdot_tangent_, costs_;
+  Eigen::MatrixXd unit_, zero_, x_tangents_;  // the directions, and the completed x's tangents
+  Eigen::VectorXd zero_p_, rate_tangent_, costs_;
 };
 
 }  // namespace saltus::detail

@@ -71,6 +71,19 @@ using ResidualTangentsFn = std::function<void(
 /// kTangentBlock directions.
 ResidualTangentsFn block_residual_tangents(ResidualFn<DualBlock> f);
 
+/// Tangents of a mode's completion in k directions at once (Problem::set_block_completion_tangents):
+/// x_out.col(j), xdot_out.col(j) = the directional derivatives of the completed x and x-dot along
+/// (dx_guess.col(j), dp.col(j)) at (t, x_guess, p), t held; dx_guess, x_out and xdot_out are
+/// n_x x k, dp is n_p x k.
+using CompletionTangentsFn =
+    std::function<void(double t, In<double> x_guess, In<double> p, const Eigen::Ref<const Eigen::MatrixXd>& dx_guess,
+                       const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> x_out,
+                       Eigen::Ref<Eigen::MatrixXd> xdot_out)>;
+
+/// The block tangents of the completion `f` (its DualBlock instantiation): f evaluated once per
+/// kTangentBlock directions.
+CompletionTangentsFn block_completion_tangents(CompletionFn<DualBlock> f);
+
 /// A mode's dynamics: an explicit right-hand side xdot = f(t, x, p) (Problem::add_mode), or a
 /// residual F(t, x, xdot, p) = 0 (Problem::add_residual_mode). Exactly one of the two is set.
 struct Mode {
@@ -90,6 +103,10 @@ struct Mode {
   ResidualTangentsFn residual_tangents;
   /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
   Instantiated<CompletionFn> completion;
+  /// Optional (Problem::set_block_completion_tangents): several tangents of `completion` from one
+  /// evaluation; when set, the adjoint's linearization through the completion (its dense
+  /// backward Jacobian) uses them (derivatives/residual.hpp, completion_tangents).
+  CompletionTangentsFn completion_tangents;
   bool implicit() const { return static_cast<bool>(residual); }
   /// Index 2 with a completion, rather than index 1 (consistency by Newton on [F_ydot | F_z]).
   bool index2() const { return static_cast<bool>(completion); }
@@ -324,6 +341,13 @@ class Problem {
   void set_completion(int mode, const C& c) {
     set_completion_impl(mode, Instantiated<CompletionFn>::from(c));
   }
+  /// set_block_tangents for a completion (after set_completion): the adjoint's linearization
+  /// through it evaluates the completion once per kTangentBlock directions, in DualBlock scalars.
+  /// `c` must be the generic lambda given to set_completion for that mode.
+  template <class C>
+  void set_block_completion_tangents(int mode, const C& c) {
+    set_completion_tangents_impl(mode, block_completion_tangents(CompletionFn<DualBlock>(c)));
+  }
   /// Whether some mode is index 2.
   bool has_index2_modes() const;
   /// Declares states (by name, among set_states) as algebraic: their derivatives do not enter
@@ -469,6 +493,7 @@ class Problem {
   void set_residual_tangents_impl(int mode, ResidualTangentsFn tangents);
   int add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual);
   void set_completion_impl(int mode, Instantiated<CompletionFn> completion);
+  void set_completion_tangents_impl(int mode, CompletionTangentsFn tangents);
   EventBuilder add_event_impl(const std::string& name, Direction direction,
                               Instantiated<GuardFn> guard);
   EventBuilder add_rate_event_impl(const std::string& name, Direction direction, Instantiated<RateGuardFn> guard);

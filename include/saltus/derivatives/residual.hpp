@@ -50,6 +50,15 @@ void completion_tangent(const Problem& problem, int mode, double t, In<double> x
                         In<double> dx_guess, In<double> dp, Out<double> x_tangent, Out<double> xdot_tangent,
                         TangentWorkspace& ws);
 
+/// completion_tangent in k directions (t held): x_tangents.col(j), xdot_tangents.col(j) along
+/// (dx_guess.col(j), dp.col(j)); dx_guess and the outputs are n_x x k, dp is n_p x k. One
+/// evaluation per kTangentBlock directions where the mode has block completion tangents
+/// (Problem::set_block_completion_tangents), else completion_tangent per direction.
+void completion_tangents(const Problem& problem, int mode, double t, In<double> x_guess, In<double> p,
+                         const Eigen::Ref<const Eigen::MatrixXd>& dx_guess, const Eigen::Ref<const Eigen::MatrixXd>& dp,
+                         Eigen::Ref<Eigen::MatrixXd> x_tangents, Eigen::Ref<Eigen::MatrixXd> xdot_tangents,
+                         TangentWorkspace& ws);
+
 /// T(t, x+, x-dot+, x-, x-dot-, p) of the implicit transition of `event` into `residual` (n_y);
 /// the algebraic entries of the rates are set to zero first.
 void transition_residual(const Problem& problem, int event, double t, In<double> x_plus, In<double> xdot_plus,
