@@ -18,6 +18,7 @@ packages=(
   libfmt-dev             # report formatting
   libyaml-cpp-dev        # planar model files (YAML)
   liburdfdom-dev         # URDF robots (urdf: in model files, saltus run robot.urdf)
+  libtinyxml-dev         # where a URDF's links and joints are, for error messages (urdfdom's parser)
   libnlopt-dev           # saltus optimize: bounded L-BFGS and CCSAQ
   libplplot-dev          # saltus optimize --out: the convergence plot
   plplot-driver-cairo    # PLplot's PNG driver (pngcairo)

@@ -12,9 +12,11 @@
 #include <saltus/verify/gradient.hpp>
 
 #include <Eigen/Geometry>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -217,6 +219,20 @@ TEST(Urdf, BadFilesAreNamed) {
       << cycle;
   const std::string no_axis = error_of(replaced("<axis xyz=\"1 0 0\"/>", "<axis xyz=\"0 0 0\"/>"));
   EXPECT_NE(no_axis.find("joint 'rail' has a zero axis"), std::string::npos) << no_axis;
+  // Messages about a link or a joint say where it begins in the URDF (line and column of its
+  // '<'), and XML that is not well-formed says where it breaks.
+  const auto place_of = [](const std::string& text, const std::string& element) {
+    const size_t at = text.find(element);
+    const size_t line_start = text.rfind('\n', at);
+    const long line = std::count(text.begin(), text.begin() + static_cast<long>(at), '\n') + 1;
+    const size_t column = at - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+    return fmt::format("saltus_test_urdf_bad.urdf:{}:{}: ", line, column);
+  };
+  EXPECT_NE(no_axis.find(place_of(kRobot, "<joint name=\"rail\"") + "joint 'rail'"), std::string::npos) << no_axis;
+  EXPECT_NE(massless.find(place_of(kRobot, "<link name=\"slider\"") + "link 'slider'"), std::string::npos) << massless;
+  const std::string broken = error_of(replaced("<link name=\"tool\"/>", "<link name=\"tool\">"));
+  EXPECT_NE(broken.find("saltus_test_urdf_bad.urdf:"), std::string::npos) << broken;
+  EXPECT_NE(broken.find("not well-formed XML"), std::string::npos) << broken;
   try {
     load_model(write("missing.yaml", "name: bad\nhorizon: 1\nurdf: no_such_robot.urdf\n" + kCosts));
     ADD_FAILURE() << "no error for a missing file";

@@ -5,6 +5,7 @@
 #include <Eigen/Geometry>
 #include <console_bridge/console.h>
 #include <fmt/format.h>
+#include <tinyxml.h>
 #include <urdf_parser/urdf_parser.h>
 
 #include <cmath>
@@ -47,6 +48,39 @@ class MessageCapture : public console_bridge::OutputHandler {
   std::string text_;
 };
 
+/// Where each <link> and <joint> of a URDF text begins ("path:line:column"), for the messages
+/// about them: urdfdom's model keeps no positions, so TinyXML (urdfdom's own parser) reads the
+/// text once more for them. Columns count characters from 1, a tab as one.
+class ElementPlaces {
+ public:
+  ElementPlaces(const std::string& path, const std::string& text) : path_(path) {
+    TiXmlDocument document;
+    document.SetTabSize(1);
+    document.Parse(text.c_str(), nullptr, TIXML_ENCODING_UTF8);
+    if (document.Error()) {
+      xml_error_ = fmt::format("{}:{}:{}: not well-formed XML ({})", path, document.ErrorRow(), document.ErrorCol(),
+                               document.ErrorDesc());
+      return;
+    }
+    const TiXmlElement* robot = document.RootElement();
+    for (const TiXmlElement* e = robot ? robot->FirstChildElement() : nullptr; e; e = e->NextSiblingElement()) {
+      const char* name = e->Attribute("name");
+      if (name) places_.emplace(std::make_pair(e->ValueStr(), std::string(name)), fmt::format("{}:{}:{}", path, e->Row(), e->Column()));
+    }
+  }
+  /// "path:line:column" of the first element `kind` ("link", "joint") named `name`, else the path.
+  const std::string& of(const std::string& kind, const std::string& name) const {
+    const auto found = places_.find({kind, name});
+    return found == places_.end() ? path_ : found->second;
+  }
+  /// "path:line:column: not well-formed XML (...)" for a text TinyXML cannot read, else empty.
+  const std::string& xml_error() const { return xml_error_; }
+
+ private:
+  std::string path_, xml_error_;
+  std::map<std::pair<std::string, std::string>, std::string> places_;
+};
+
 /// A rigid transform: rotation (body to parent axes) and translation [m].
 struct Frame {
   Eigen::Quaterniond rotation = Eigen::Quaterniond::Identity();
@@ -76,12 +110,12 @@ Eigen::Vector3d perpendicular_to(const Eigen::Vector3d& h) {
 
 /// The spatial body of a link: its mass and inertia (URDF gives the inertia tensor's
 /// entries about the centre of mass in the inertial frame, turned here into the link's axes),
-/// placed at `world`.
-SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::string& path) {
+/// placed at `world`. `place` locates the link for messages ("path:line:column").
+SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::string& place) {
   if (!link.inertial || !(link.inertial->mass > 0.0)) {
     throw InputError(fmt::format("{}: link '{}' has no mass but is a body (it moves, or carries a moving link): "
                                  "give it an <inertial> with a mass > 0 and its inertia",
-                                 path, link.name));
+                                 place, link.name));
   }
   const urdf::Inertial& in = *link.inertial;
   const Frame inertial = frame_of(in.origin);
@@ -101,8 +135,9 @@ SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::strin
 }
 
 /// The spatial joint of a URDF joint between the bodies a (parent, -1 the ground) and b (child):
-/// the joint frame sits at `origin` in a's body frame and is the child's frame.
-SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, const std::string& path) {
+/// the joint frame sits at `origin` in a's body frame and is the child's frame. `place` locates
+/// the joint for messages ("path:line:column").
+SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, const std::string& place) {
   SpatialJoint s;
   s.name = j.name;
   s.body_a = a;
@@ -111,7 +146,7 @@ SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, c
   s.point_b = Value3{0.0, 0.0, 0.0};
   Eigen::Vector3d axis = j.type == urdf::Joint::FIXED ? Eigen::Vector3d::UnitZ() : vector_of(j.axis);
   if (!(axis.norm() > 0.0) || !axis.allFinite()) {
-    throw InputError(fmt::format("{}: joint '{}' has a zero axis", path, j.name));
+    throw InputError(fmt::format("{}: joint '{}' has a zero axis", place, j.name));
   }
   axis.normalize();
   const Eigen::Vector3d normal = perpendicular_to(axis);
@@ -133,7 +168,7 @@ SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, c
     default:
       throw InputError(fmt::format("{}: joint '{}': planar joints are not supported (revolute, continuous, prismatic, "
                                    "fixed and floating are)",
-                                   path, j.name));
+                                   place, j.name));
   }
   return s;
 }
@@ -182,6 +217,8 @@ struct Attachment {
 UrdfMechanism read_urdf(const std::string& path) {
   const std::string text = read_text(path);
   static MessageCapture capture;
+  const ElementPlaces places(path, text);
+  if (!places.xml_error().empty()) throw InputError(places.xml_error());
   const auto [robot, messages] = capture.parse(text);
   if (!robot) {
     throw InputError(fmt::format("{}: not a valid URDF robot ({})", path, messages.empty() ? "urdfdom gave no reason" : messages));
@@ -202,14 +239,14 @@ UrdfMechanism read_urdf(const std::string& path) {
     queue.pop_front();
     for (const urdf::JointSharedPtr& j : parent->child_joints) {
       if (j->mimic) {
-        throw InputError(fmt::format("{}: joint '{}' mimics joint '{}': mimic joints are not supported", path, j->name,
-                                     j->mimic->joint_name));
+        throw InputError(fmt::format("{}: joint '{}' mimics joint '{}': mimic joints are not supported",
+                                     places.of("joint", j->name), j->name, j->mimic->joint_name));
       }
       const urdf::LinkConstSharedPtr child = robot->getLink(j->child_link_name);
       if (!child || world.count(child->name) != 0) {
         throw InputError(fmt::format("{}: joint '{}' leads to link '{}', which is missing or reached twice (the links "
                                      "must form a tree)",
-                                     path, j->name, j->child_link_name));
+                                     places.of("joint", j->name), j->name, j->child_link_name));
       }
       const Frame origin = frame_of(j->parent_to_joint_origin_transform);
       const Frame placed = world.at(parent->name).then(origin);
@@ -220,12 +257,16 @@ UrdfMechanism read_urdf(const std::string& path) {
         attached[child->name] = Attachment{from.body, from.offset.then(origin)};
       } else {
         attached[child->name] = Attachment{static_cast<int>(m.bodies.size()), Frame{}};
-        m.bodies.push_back(body_of(*child, placed, path));
+        m.bodies.push_back(body_of(*child, placed, places.of("link", child->name)));
         if (j->type != urdf::Joint::FLOATING) {
-          m.joints.push_back(joint_of(*j, from.body, attached.at(child->name).body, from.offset.then(origin), path));
+          m.joints.push_back(joint_of(*j, from.body, attached.at(child->name).body, from.offset.then(origin),
+                                      places.of("joint", j->name)));
         }
       }
-      if (!placed.origin.allFinite()) throw InputError(fmt::format("{}: link '{}' is placed at a non-finite position", path, child->name));
+      if (!placed.origin.allFinite()) {
+        throw InputError(fmt::format("{}: link '{}' is placed at a non-finite position", places.of("link", child->name),
+                                     child->name));
+      }
       if (j->limits && (j->type == urdf::Joint::REVOLUTE || j->type == urdf::Joint::PRISMATIC)) limited.push_back(j->name);
       if (j->dynamics && (j->dynamics->damping != 0.0 || j->dynamics->friction != 0.0)) with_dynamics.push_back(j->name);
       queue.push_back(child);
