@@ -189,6 +189,19 @@ TEST(LinearSolvers, MechanismsChooseBySizeAndFormulation) {
   EXPECT_NE(pb.description().find("KKT matrix 24 x 24 dense (LU)"), std::string::npos) << pb.description();
 }
 
+// Compliant contacts are stiff: a mechanism with one keeps Newton (GMRES from 64 states), since
+// fixed-point iteration would cut every step to the contacts' time scale.
+TEST(LinearSolvers, CompliantContactsKeepNewton) {
+  const multibody::Model vehicle = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/vehicle.yaml");
+  const Problem pb = multibody::make_problem(vehicle);
+  ASSERT_GE(pb.n_states(), pb.options().krylov_min_states);
+  EXPECT_EQ(pb.options().linear_solver, LinearSolver::Automatic);
+  EXPECT_EQ(pb.options().nonlinear_solver, NonlinearSolver::Newton);
+  Options o = pb.options();
+  o.tf = 0.05;  // a few steps suffice to see the solver
+  EXPECT_EQ(simulate(pb, pb.nominal_parameters(), o).stats.linear_solver, "GMRES (matrix-free)");
+}
+
 namespace {
 
 /// A chain of `rods` uniform rods pinned at the origin (as bench/multibody_bench's).

@@ -33,7 +33,7 @@ inline const std::vector<std::string> kLinearSolvers{"dense", "krylov", "sparse"
 inline constexpr const char* kNonlinearSolverHelp =
     "CVODES corrector: newton | fixed-point (functional iteration, no linear solver: non-stiff models only) | auto "
     "(fixed-point from 64 states when the linear solver is auto too) (default: the model's: auto for mechanisms except "
-    "penalty, newton otherwise)";
+    "penalty and those with compliant contacts, newton otherwise)";
 inline const std::vector<std::string> kNonlinearSolvers{"newton", "fixed-point", "auto"};
 
 struct RunArgs {
