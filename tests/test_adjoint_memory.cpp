@@ -136,6 +136,20 @@ TEST(AdjointMemory, ASegmentLargerThanTheBudgetIsRecomputedWithFewerCheckPoints)
                "adjoint vs forward");
 }
 
+TEST(AdjointMemory, AnAdjointRtolScaleOutsideZeroToOneIsBadInput) {
+  Problem pb = elastic_ball(2.0);
+  for (const double scale : {0.0, -0.1, 1.5}) {
+    Options o = pb.options();
+    o.adjoint_rtol_scale = scale;
+    try {
+      adjoint(pb, pb.nominal_parameters(), o);
+      FAIL() << "adjoint_rtol_scale " << scale << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("adjoint_rtol_scale"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(AdjointMemory, ABudgetBelowOneMebibyteIsBadInput) {
   Problem pb = elastic_ball(2.0);
   Options o = pb.options();

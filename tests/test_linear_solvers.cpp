@@ -191,12 +191,15 @@ TEST(LinearSolvers, MechanismsChooseBySizeAndFormulation) {
 
 // Compliant contacts are stiff: a mechanism with one keeps Newton (GMRES from 64 states), since
 // fixed-point iteration would cut every step to the contacts' time scale.
-TEST(LinearSolvers, CompliantContactsKeepNewton) {
+TEST(LinearSolvers, CompliantContactsKeepNewtonAndCostSizedAdjointTolerances) {
   const multibody::Model vehicle = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/vehicle.yaml");
   const Problem pb = multibody::make_problem(vehicle);
   ASSERT_GE(pb.n_states(), pb.options().krylov_min_states);
   EXPECT_EQ(pb.options().linear_solver, LinearSolver::Automatic);
   EXPECT_EQ(pb.options().nonlinear_solver, NonlinearSolver::Newton);
+  // Their adjoint's lambda is held to each cost's size, at a tenth of rtol (multibody.md).
+  EXPECT_TRUE(pb.options().adjoint_atol_from_costs);
+  EXPECT_EQ(pb.options().adjoint_rtol_scale, 0.1);
   Options o = pb.options();
   o.tf = 0.05;  // a few steps suffice to see the solver
   EXPECT_EQ(simulate(pb, pb.nominal_parameters(), o).stats.linear_solver, "GMRES (matrix-free)");

@@ -75,6 +75,8 @@ void validate(const Options& o, int n_states, int n_parameters) {
           static_cast<double>(o.adjoint_memory_budget), "must be at least 1 MiB (1048576 bytes)");
   require(o.adjoint_rtol < 0.0 || positive(o.adjoint_rtol), "adjoint_rtol", o.adjoint_rtol,
           "must be positive (or negative for rtol)");
+  require(positive(o.adjoint_rtol_scale) && o.adjoint_rtol_scale <= 1.0, "adjoint_rtol_scale", o.adjoint_rtol_scale,
+          "must be in (0, 1]");
   require(!std::isnan(o.adjoint_atol), "adjoint_atol", o.adjoint_atol, "must be a number");
   require(!std::isnan(o.adjoint_quadrature_atol), "adjoint_quadrature_atol",
           o.adjoint_quadrature_atol, "must be a number");

@@ -158,7 +158,11 @@ struct Options {
   /// keep only their start (time, mode, state) and are recomputed from it during the backward
   /// pass (docs/adjoint.md). The gradient does not depend on it; the run time does, a little.
   long adjoint_memory_budget = 256L << 20;
-  double adjoint_rtol = -1.0;             ///< relative tolerance of lambda; < 0: rtol
+  double adjoint_rtol = -1.0;             ///< relative tolerance of lambda; < 0: rtol * adjoint_rtol_scale
+  /// With adjoint_rtol < 0, lambda's relative tolerance is rtol times this (in (0, 1]): it follows
+  /// a changed rtol. The multibody formulations set 0.1 with adjoint_atol_from_costs for
+  /// mechanisms with compliant contacts (multibody.md, "Vehicle").
+  double adjoint_rtol_scale = 1.0;
   /// Absolute tolerance of lambda = (dpsi/dx)^T, in cost units per state unit; < 0: atol, or
   /// with adjoint_atol_from_costs, for lambda_j of cost j, the larger of atol and
   /// rtol * max(1, |psi_j|).
