@@ -156,6 +156,7 @@ void Problem::set_completion_impl(int mode, Instantiated<CompletionFn> completio
     throw InputError(fmt::format("set_completion: mode '{}' is an explicit right-hand side, not a residual", m.name));
   }
   m.completion = std::move(completion);
+  m.completion_tangents = nullptr;  // they were the previous completion's
 }
 
 bool Problem::has_index2_modes() const {

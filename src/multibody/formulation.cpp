@@ -279,7 +279,9 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   // fixed-point iteration converges only for steps below their time scale, and CVODES cut every
   // step to it (the vehicle: 11,884 steps, 1.93 s; with Newton and GMRES 1,405 steps, 0.41 s,
   // its forward sensitivities 23.4 s -> 12.1 s and its adjoint 6.65 s -> 5.37 s).
-  if (has_compliant_contacts(model)) {
+  // (The penalty form keeps its own: Newton with the dense LU, lambda held to the costs at rtol;
+  // a tenth of rtol made its backward pass six times longer on fivebar_floor.)
+  if (has_compliant_contacts(model) && settings.type != FormulationType::Penalty) {
     o.nonlinear_solver = NonlinearSolver::Newton;
     // Their adjoints, like the penalty form's, carry near-zero components in the contacts' stiff
     // directions, which a state-sized absolute tolerance made the backward pass resolve (the

@@ -56,10 +56,14 @@ class ElementPlaces {
   ElementPlaces(const std::string& path, const std::string& text) : path_(path) {
     TiXmlDocument document;
     document.SetTabSize(1);
-    document.Parse(text.c_str(), nullptr, TIXML_ENCODING_UTF8);
+    // The encoding urdfdom's parse takes (the file's declaration, else byte by byte), so that
+    // both read the same text.
+    document.Parse(text.c_str(), nullptr, TIXML_DEFAULT_ENCODING);
     if (document.Error()) {
-      xml_error_ = fmt::format("{}:{}:{}: not well-formed XML ({})", path, document.ErrorRow(), document.ErrorCol(),
-                               document.ErrorDesc());
+      // Some errors (an empty document) have no position.
+      const std::string where =
+          document.ErrorRow() > 0 ? fmt::format("{}:{}:{}", path, document.ErrorRow(), document.ErrorCol()) : path;
+      xml_error_ = fmt::format("{}: not well-formed XML ({})", where, document.ErrorDesc());
       return;
     }
     const TiXmlElement* robot = document.RootElement();
@@ -73,7 +77,8 @@ class ElementPlaces {
     const auto found = places_.find({kind, name});
     return found == places_.end() ? path_ : found->second;
   }
-  /// "path:line:column: not well-formed XML (...)" for a text TinyXML cannot read, else empty.
+  /// "path:line:column: not well-formed XML (...)" for a text TinyXML cannot read (the bare path
+  /// where TinyXML gives no position), else empty.
   const std::string& xml_error() const { return xml_error_; }
 
  private:
@@ -218,9 +223,9 @@ UrdfMechanism read_urdf(const std::string& path) {
   const std::string text = read_text(path);
   static MessageCapture capture;
   const ElementPlaces places(path, text);
-  if (!places.xml_error().empty()) throw InputError(places.xml_error());
   const auto [robot, messages] = capture.parse(text);
   if (!robot) {
+    if (!places.xml_error().empty()) throw InputError(places.xml_error());
     throw InputError(fmt::format("{}: not a valid URDF robot ({})", path, messages.empty() ? "urdfdom gave no reason" : messages));
   }
   const ChildLinksRelease release(*robot);

@@ -160,12 +160,12 @@ struct Options {
   long adjoint_memory_budget = 256L << 20;
   double adjoint_rtol = -1.0;             ///< relative tolerance of lambda; < 0: rtol * adjoint_rtol_scale
   /// With adjoint_rtol < 0, lambda's relative tolerance is rtol times this (in (0, 1]): it follows
-  /// a changed rtol. The multibody formulations set 0.1 with adjoint_atol_from_costs for
-  /// mechanisms with compliant contacts (multibody.md, "Vehicle").
+  /// a changed rtol. The multibody formulations but penalty set 0.1 with adjoint_atol_from_costs
+  /// for mechanisms with compliant contacts (multibody.md, "Vehicle").
   double adjoint_rtol_scale = 1.0;
   /// Absolute tolerance of lambda = (dpsi/dx)^T, in cost units per state unit; < 0: atol, or
-  /// with adjoint_atol_from_costs, for lambda_j of cost j, the larger of atol and
-  /// rtol * max(1, |psi_j|).
+  /// with adjoint_atol_from_costs, for lambda_j of cost j, the larger of atol and lambda's
+  /// relative tolerance times max(1, |psi_j|).
   double adjoint_atol = -1.0;
   /// Scales the default adjoint_atol of each cost's lambda with that cost from the forward pass,
   /// so that components of lambda far below the cost's own size are not resolved to the state

@@ -91,15 +91,18 @@ struct Mode {
   RhsFunctions rhs;
   std::optional<AnalyticJacobian> jacobian;
   /// Optional (Problem::set_block_tangents): several tangents of `rhs` from one evaluation; when
-  /// set, CVODES's forward sensitivities (with their running costs' rates) and the dense AD
-  /// Jacobians f_x, f_p use it (derivatives/tangent.hpp); Jacobian-vector products, IDAS runs and
-  /// the Runge-Kutta integrators keep one Dual evaluation per direction.
+  /// set, CVODES's forward sensitivities (with their running costs' rates), the dense AD
+  /// Jacobians f_x, f_p (derivatives/tangent.hpp) and, when the mode runs on IDAS, its residual's
+  /// blocks (residual_tangents) use it; Jacobian-vector products and the Runge-Kutta integrators
+  /// keep one Dual evaluation per direction.
   RhsTangentsFn rhs_tangents;
   Instantiated<ResidualFn> residual;
   /// Optional (Problem::set_block_residual_tangents): several tangents of `residual` from one
-  /// evaluation; when set, IDAS's sparse Newton matrix (its colours) and its forward
-  /// sensitivities use it (derivatives/residual.hpp); event transfers and the adjoint keep one
-  /// Dual evaluation per direction.
+  /// evaluation; when set, every matrix of the residual's derivatives (IDAS's Newton matrix, sparse
+  /// colours or dense columns; F_x, F_xdot and F_p at restarts, implicit transitions and in the
+  /// adjoint's linearization) and IDAS's forward sensitivities use it (derivatives/residual.hpp);
+  /// single tangents (an event transfer's directions, the adjoint's products) keep one Dual
+  /// evaluation each.
   ResidualTangentsFn residual_tangents;
   /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
   Instantiated<CompletionFn> completion;
