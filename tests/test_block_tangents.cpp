@@ -384,4 +384,8 @@ TEST(BlockResidualTangents, CompletionBlocksAreRefusedWithoutACompletion) {
   EXPECT_THROW(pb.set_block_completion_tangents(mode + 1, completion), InputError);
   pb.set_completion(mode, completion);
   EXPECT_NO_THROW(pb.set_block_completion_tangents(mode, completion));
+  EXPECT_TRUE(static_cast<bool>(pb.mode(mode).completion_tangents));
+  // A new completion drops the previous one's block tangents.
+  pb.set_completion(mode, completion);
+  EXPECT_FALSE(static_cast<bool>(pb.mode(mode).completion_tangents));
 }

@@ -200,6 +200,13 @@ TEST(LinearSolvers, CompliantContactsKeepNewtonAndCostSizedAdjointTolerances) {
   // Their adjoint's lambda is held to each cost's size, at a tenth of rtol (multibody.md).
   EXPECT_TRUE(pb.options().adjoint_atol_from_costs);
   EXPECT_EQ(pb.options().adjoint_rtol_scale, 0.1);
+  // The penalty form keeps its own: the dense LU, and lambda held to the costs at rtol.
+  multibody::FormulationSettings penalty;
+  penalty.type = multibody::FormulationType::Penalty;
+  const Problem stiff = multibody::make_problem(vehicle, penalty);
+  EXPECT_EQ(stiff.options().linear_solver, LinearSolver::Dense);
+  EXPECT_TRUE(stiff.options().adjoint_atol_from_costs);
+  EXPECT_EQ(stiff.options().adjoint_rtol_scale, 1.0);
   Options o = pb.options();
   o.tf = 0.05;  // a few steps suffice to see the solver
   EXPECT_EQ(simulate(pb, pb.nominal_parameters(), o).stats.linear_solver, "GMRES (matrix-free)");
