@@ -23,11 +23,13 @@ void CompletedLinearization::states(const Problem& problem, int mode, double t, 
   point_ = consistent_point(problem, mode, t, x, x, p, "in the adjoint's backward pass", ws);
   // Every state's direction at once (one evaluation per block where the mode has block
   // completion tangents).
-  unit_.setIdentity(nx, nx);
-  zero_.setZero(np, nx);
+  if (unit_x_.rows() != nx || zero_p_by_x_.rows() != np) {  // once per size: no allocation per point
+    unit_x_.setIdentity(nx, nx);
+    zero_p_by_x_.setZero(np, nx);
+  }
   x_tangents_.resize(nx, nx);
   out.f_x.resize(nx, nx);
-  completion_tangents(problem, mode, t, x, p, unit_, zero_, x_tangents_, out.f_x, ws);
+  completion_tangents(problem, mode, t, x, p, unit_x_, zero_p_by_x_, x_tangents_, out.f_x, ws);
   out.f_x = -out.f_x;  // F_x = -R_x
   out.f_xdot.setIdentity(nx, nx);
   out.g_x.resize(nc, nx);
@@ -47,17 +49,19 @@ void CompletedLinearization::parameters(const Problem& problem, int mode, double
                                         ResidualLinearization& out, TangentWorkspace& ws) {
   const Eigen::Index nx = x.size(), np = p.size(), nc = problem.n_costs();
   costs_.resize(nc);
-  unit_.setIdentity(np, np);
-  zero_.setZero(nx, np);
-  x_tangents_.resize(nx, np);
+  if (unit_p_.rows() != np || zero_x_by_p_.rows() != nx) {
+    unit_p_.setIdentity(np, np);
+    zero_x_by_p_.setZero(nx, np);
+  }
+  p_tangents_.resize(nx, np);
   out.f_p.resize(nx, np);
-  completion_tangents(problem, mode, t, x, p, zero_, unit_, x_tangents_, out.f_p, ws);
+  completion_tangents(problem, mode, t, x, p, zero_x_by_p_, unit_p_, p_tangents_, out.f_p, ws);
   out.f_p = -out.f_p;  // F_p = -R_p
   out.g_p.resize(nc, np);
   for (Eigen::Index j = 0; j < np; ++j) {
     rate_tangent_ = -out.f_p.col(j);
-    running_cost_tangents_at_rate(problem, t, point_.x, point_.xdot, p, 0.0, x_tangents_.col(j), rate_tangent_,
-                                  unit_.col(j), costs_, ws);
+    running_cost_tangents_at_rate(problem, t, point_.x, point_.xdot, p, 0.0, p_tangents_.col(j), rate_tangent_,
+                                  unit_p_.col(j), costs_, ws);
     out.g_p.col(j) = costs_;
   }
 }

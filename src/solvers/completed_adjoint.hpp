@@ -55,7 +55,8 @@ class CompletedLinearization {
 
  private:
   ConsistentPoint point_;  // the completion of the last states() call
-  Eigen::MatrixXd unit_, zero_, x_tangents_;  // the directions, and the completed x's tangents
+  // The directions of states() and parameters(), and the completed x's tangents along them.
+  Eigen::MatrixXd unit_x_, zero_p_by_x_, x_tangents_, unit_p_, zero_x_by_p_, p_tangents_;
   Eigen::VectorXd zero_p_, rate_tangent_, costs_;
 };
 
