@@ -50,40 +50,52 @@ class MessageCapture : public console_bridge::OutputHandler {
 
 /// Where each <link> and <joint> of a URDF text begins ("path:line:column"), for the messages
 /// about them: urdfdom's model keeps no positions, so TinyXML (urdfdom's own parser) reads the
-/// text once more for them. Columns count characters from 1, a tab as one.
+/// text once more for them, at the first question only (a file that loads is read once).
+/// Columns count characters from 1, a tab as one. Holds references to `path` and `text`.
 class ElementPlaces {
  public:
-  ElementPlaces(const std::string& path, const std::string& text) : path_(path) {
+  ElementPlaces(const std::string& path, const std::string& text) : path_(path), text_(text) {}
+  /// "path:line:column" of the first element `kind` ("link", "joint") named `name`, else the path.
+  const std::string& of(const std::string& kind, const std::string& name) const {
+    read();
+    const auto found = places_.find({kind, name});
+    return found == places_.end() ? path_ : found->second;
+  }
+  /// "path:line:column: not well-formed XML (...)" for a text TinyXML cannot read (the bare path
+  /// where TinyXML gives no position), else empty.
+  const std::string& xml_error() const {
+    read();
+    return xml_error_;
+  }
+
+ private:
+  void read() const {
+    if (read_) return;
+    read_ = true;
     TiXmlDocument document;
     document.SetTabSize(1);
     // The encoding urdfdom's parse takes (the file's declaration, else byte by byte), so that
     // both read the same text.
-    document.Parse(text.c_str(), nullptr, TIXML_DEFAULT_ENCODING);
+    document.Parse(text_.c_str(), nullptr, TIXML_DEFAULT_ENCODING);
     if (document.Error()) {
       // Some errors (an empty document) have no position.
       const std::string where =
-          document.ErrorRow() > 0 ? fmt::format("{}:{}:{}", path, document.ErrorRow(), document.ErrorCol()) : path;
+          document.ErrorRow() > 0 ? fmt::format("{}:{}:{}", path_, document.ErrorRow(), document.ErrorCol()) : path_;
       xml_error_ = fmt::format("{}: not well-formed XML ({})", where, document.ErrorDesc());
       return;
     }
     const TiXmlElement* robot = document.RootElement();
     for (const TiXmlElement* e = robot ? robot->FirstChildElement() : nullptr; e; e = e->NextSiblingElement()) {
       const char* name = e->Attribute("name");
-      if (name) places_.emplace(std::make_pair(e->ValueStr(), std::string(name)), fmt::format("{}:{}:{}", path, e->Row(), e->Column()));
+      if (name) places_.emplace(std::make_pair(e->ValueStr(), std::string(name)), fmt::format("{}:{}:{}", path_, e->Row(), e->Column()));
     }
   }
-  /// "path:line:column" of the first element `kind` ("link", "joint") named `name`, else the path.
-  const std::string& of(const std::string& kind, const std::string& name) const {
-    const auto found = places_.find({kind, name});
-    return found == places_.end() ? path_ : found->second;
-  }
-  /// "path:line:column: not well-formed XML (...)" for a text TinyXML cannot read (the bare path
-  /// where TinyXML gives no position), else empty.
-  const std::string& xml_error() const { return xml_error_; }
 
- private:
-  std::string path_, xml_error_;
-  std::map<std::pair<std::string, std::string>, std::string> places_;
+  const std::string& path_;
+  const std::string& text_;
+  mutable bool read_ = false;
+  mutable std::string xml_error_;
+  mutable std::map<std::pair<std::string, std::string>, std::string> places_;
 };
 
 /// A rigid transform: rotation (body to parent axes) and translation [m].
@@ -115,12 +127,12 @@ Eigen::Vector3d perpendicular_to(const Eigen::Vector3d& h) {
 
 /// The spatial body of a link: its mass and inertia (URDF gives the inertia tensor's
 /// entries about the centre of mass in the inertial frame, turned here into the link's axes),
-/// placed at `world`. `place` locates the link for messages ("path:line:column").
-SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::string& place) {
+/// placed at `world`. `places` locate the link for messages.
+SpatialBody body_of(const urdf::Link& link, const Frame& world, const ElementPlaces& places) {
   if (!link.inertial || !(link.inertial->mass > 0.0)) {
     throw InputError(fmt::format("{}: link '{}' has no mass but is a body (it moves, or carries a moving link): "
                                  "give it an <inertial> with a mass > 0 and its inertia",
-                                 place, link.name));
+                                 places.of("link", link.name), link.name));
   }
   const urdf::Inertial& in = *link.inertial;
   const Frame inertial = frame_of(in.origin);
@@ -140,9 +152,9 @@ SpatialBody body_of(const urdf::Link& link, const Frame& world, const std::strin
 }
 
 /// The spatial joint of a URDF joint between the bodies a (parent, -1 the ground) and b (child):
-/// the joint frame sits at `origin` in a's body frame and is the child's frame. `place` locates
-/// the joint for messages ("path:line:column").
-SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, const std::string& place) {
+/// the joint frame sits at `origin` in a's body frame and is the child's frame. `places` locate
+/// the joint for messages.
+SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, const ElementPlaces& places) {
   SpatialJoint s;
   s.name = j.name;
   s.body_a = a;
@@ -151,7 +163,7 @@ SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, c
   s.point_b = Value3{0.0, 0.0, 0.0};
   Eigen::Vector3d axis = j.type == urdf::Joint::FIXED ? Eigen::Vector3d::UnitZ() : vector_of(j.axis);
   if (!(axis.norm() > 0.0) || !axis.allFinite()) {
-    throw InputError(fmt::format("{}: joint '{}' has a zero axis", place, j.name));
+    throw InputError(fmt::format("{}: joint '{}' has a zero axis", places.of("joint", j.name), j.name));
   }
   axis.normalize();
   const Eigen::Vector3d normal = perpendicular_to(axis);
@@ -173,7 +185,7 @@ SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, c
     default:
       throw InputError(fmt::format("{}: joint '{}': planar joints are not supported (revolute, continuous, prismatic, "
                                    "fixed and floating are)",
-                                   place, j.name));
+                                   places.of("joint", j.name), j.name));
   }
   return s;
 }
@@ -262,10 +274,9 @@ UrdfMechanism read_urdf(const std::string& path) {
         attached[child->name] = Attachment{from.body, from.offset.then(origin)};
       } else {
         attached[child->name] = Attachment{static_cast<int>(m.bodies.size()), Frame{}};
-        m.bodies.push_back(body_of(*child, placed, places.of("link", child->name)));
+        m.bodies.push_back(body_of(*child, placed, places));
         if (j->type != urdf::Joint::FLOATING) {
-          m.joints.push_back(joint_of(*j, from.body, attached.at(child->name).body, from.offset.then(origin),
-                                      places.of("joint", j->name)));
+          m.joints.push_back(joint_of(*j, from.body, attached.at(child->name).body, from.offset.then(origin), places));
         }
       }
       if (!placed.origin.allFinite()) {
