@@ -54,6 +54,14 @@ TEST(ModelFiles, MissingFieldIsNamed) {
   EXPECT_NE(msg.find("elements[0].length: missing field"), std::string::npos) << msg;
 }
 
+// A cost term without its signal is named at the term (the reader once asked the missing key
+// for its position, and yaml-cpp threw instead of the reader's error).
+TEST(ModelFiles, CostTermWithoutSignalIsNamed) {
+  const std::string msg = error_of(replace(kGood, "{signal: y, of: p}", "{of: p, weight: 2}"));
+  EXPECT_NE(msg.find("model.yaml:8:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("costs.height.terminal[0].signal: missing field"), std::string::npos) << msg;
+}
+
 TEST(ModelFiles, WrongTypeNamesTheValue) {
   const std::string msg = error_of(replace(kGood, "mass: 1}", "mass: heavy}"));
   EXPECT_NE(msg.find("model.yaml:7:"), std::string::npos) << msg;

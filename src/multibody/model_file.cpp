@@ -59,7 +59,7 @@ class Reader : yaml::Fields {
   /// "file:line:col" of a node, remembered under its field path for later messages (domain
   /// checks at other parameter values, assembly errors).
   void note(const YAML::Node& node, const std::string& field) const {
-    if (!node.Mark().is_null()) locations_[field] = location(node);
+    if (!mark_of(node).is_null()) locations_[field] = location(node);
   }
 
   /// A number or a constant expression ("2*pi", "1/3"), for fields that cannot depend on the

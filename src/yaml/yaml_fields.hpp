@@ -84,9 +84,15 @@ class Fields {
 
   /// "file:line:column" of a node (just "file" for a node without a position).
   std::string location(const YAML::Node& node, size_t column_offset = 0) const {
-    const YAML::Mark mark = node.Mark();
+    const YAML::Mark mark = mark_of(node);
     if (mark.is_null()) return source_;
     return fmt::format("{}:{}:{}", source_, mark.line + 1, static_cast<size_t>(mark.column) + 1 + column_offset);
+  }
+
+  /// Where a node starts; a null mark for a key the file lacks (yaml-cpp's Mark() throws on the
+  /// invalid node that a const mapping's operator[] returns for a missing key).
+  static YAML::Mark mark_of(const YAML::Node& node) {
+    return node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
   }
 
   /// `column_offset`: characters from the node's start to the offending one (a token inside it).
