@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <type_traits>
 
 using namespace saltus;
 
@@ -181,6 +183,33 @@ TEST(ProblemApi, CostsThatIgnoreTheRateGiveTheSameGradient) {
     const Solution a = adjoint(pb, pb.nominal_parameters(), pb.options());
     EXPECT_NEAR(a.cost_gradient(0, 0), derivative, 1e-8);
   }
+}
+
+// A running cost that reads the rate: CVODES evaluates the quadrature at each step's converged
+// state and then (staggered sensitivities) the right-hand side at the same point; the run
+// evaluates the model once there. psi = integral of x'^2 = k (1 - exp(-2kT)) / 2.
+TEST(ProblemApi, TheRateAtTheQuadraturesPointIsEvaluatedOnce) {
+  const double k = 0.7, T = 2.0;
+  auto real_evaluations = std::make_shared<long>(0);
+  Problem pb("decay", "x' = -k x with the integral of x'^2");
+  pb.set_states({"x"});
+  pb.add_parameter("k", k);
+  pb.set_initial_state([](const auto&, auto x0) { x0[0] = 1.0; });
+  pb.add_mode("decay", [real_evaluations](auto, const auto& x, const auto& p, auto xdot) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x[0])>, double>) ++*real_evaluations;
+    xdot[0] = -p[0] * x[0];
+  });
+  pb.add_running_cost("rate_squared", [](auto, const auto&, const auto& xdot, const auto&) { return xdot[0] * xdot[0]; });
+  pb.options().tf = T;
+  pb.options().rtol = 1e-10;
+  pb.options().atol = 1e-12;
+  ASSERT_EQ(pb.options().corrector, SensitivityCorrector::Staggered);
+  const Solution s = forward_sensitivity(pb);
+  EXPECT_NEAR(s.costs[0], k * (1.0 - std::exp(-2.0 * k * T)) / 2.0, 1e-9);
+  EXPECT_NEAR(s.cost_gradient(0, 0), (1.0 - std::exp(-2.0 * k * T)) / 2.0 + k * T * std::exp(-2.0 * k * T), 1e-8);
+  // Evaluating the quadrature's point again would take rhs_evals + one per step at least.
+  EXPECT_LT(*real_evaluations, s.stats.rhs_evals + s.stats.steps / 2)
+      << "CVODES asked " << s.stats.rhs_evals << " times in " << s.stats.steps << " steps";
 }
 
 TEST(ProblemApi, CostDeclaredToIgnoreTheRateThatReadsItIsRefused) {

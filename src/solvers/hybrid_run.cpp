@@ -60,7 +60,7 @@ int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) 
   return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
   auto out = view(ydot);
-  self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, out);
+  self->evaluate_rate(t, x, out);
   if (!out.allFinite()) {
     self->x_ = x;
     self->non_finite(out, "the right-hand side", t);
@@ -70,6 +70,22 @@ int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) 
   }
   return 0;
   });
+}
+
+void HybridRun::evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> xdot) {
+  const bool keep = has_running_cost_ && pb_.running_costs_read_rates();
+  LastRate& last = last_rate_;
+  if (keep && last.valid && last.mode == mode_ && last.t == t && last.x == x) {
+    xdot = last.xdot;  // the same point's right-hand side, bit for bit
+    return;
+  }
+  pb_.mode(mode_).rhs.real(t, x, p_, xdot);
+  if (!keep) return;
+  last.valid = true;
+  last.mode = mode_;
+  last.t = t;
+  last.x = x;  // sized once: no allocation after the first call
+  last.xdot = xdot;
 }
 
 int HybridRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, void* self_ptr,
@@ -113,7 +129,7 @@ int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_p
   auto x = view(y);
   auto out = view(q);
   if (self->pb_.running_costs_read_rates()) {
-    self->pb_.mode(self->mode_).rhs.real(t, x, self->p_, self->xdot_);
+    self->evaluate_rate(t, x, self->xdot_);
   } else {
     self->xdot_.setZero();  // no running cost reads it (RateUse::Ignores)
   }

@@ -102,6 +102,9 @@ class HybridRun : private SegmentIntegrator {
   [[noreturn]] void fail_recomputation(const RecordedSegment& segment, int flag, double t);
   void apply_event(int k, double t, const std::optional<Accumulation>& rest = std::nullopt);
   bool non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what, double t);
+  /// The current mode's right-hand side at (t, x); the last point's value when it is the same
+  /// point (see LastRate).
+  void evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> xdot);
   [[noreturn]] void fail(int flag, double t);
 
   const Problem& pb_;
@@ -121,6 +124,15 @@ class HybridRun : private SegmentIntegrator {
   Eigen::MatrixXd identity_p_;
   Eigen::VectorXd zero_p_;
   Eigen::VectorXd xdot_;
+  /// The last right-hand side evaluated, kept when a running cost reads the rates: CVODES
+  /// evaluates the quadrature at each step's converged state and then, with staggered
+  /// sensitivities, f at the same point for the sensitivities, which then costs nothing.
+  struct LastRate {
+    bool valid = false;
+    int mode = 0;
+    double t = 0.0;
+    Eigen::VectorXd x, xdot;
+  } last_rate_;
   Eigen::MatrixXd fx_, fp_;
   /// The sensitivities and their rates as n_x x n_p matrices, for block tangents.
   Eigen::MatrixXd sensitivities_, sensitivity_rates_;
