@@ -117,7 +117,8 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
 
 void running_cost_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                            const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dp,
-                           Eigen::Ref<Eigen::MatrixXd> tangents, TangentWorkspace& ws) {
+                           Eigen::Ref<Eigen::MatrixXd> tangents, TangentWorkspace& ws,
+                           const Eigen::VectorXd* rates) {
   if (!problem.mode(mode).rhs_tangents || !problem.running_costs_read_rates()) {
     for (Eigen::Index j = 0; j < dx.cols(); ++j) {
       running_cost_tangents(problem, mode, t, x, p, 0.0, dx.col(j), dp.col(j), tangents.col(j), ws);
@@ -125,8 +126,12 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
     return;
   }
   // The rates and their tangents once for every direction, then the integrands alone.
-  ws.xdot.resize(x.size());
-  problem.mode(mode).rhs.real(t, x, p, ws.xdot);
+  if (rates != nullptr) {
+    ws.xdot = *rates;
+  } else {
+    ws.xdot.resize(x.size());
+    problem.mode(mode).rhs.real(t, x, p, ws.xdot);
+  }
   ws.xdot_tangents.resize(x.size(), dx.cols());
   rhs_tangents(problem, mode, t, x, p, dx, dp, ws.xdot_tangents, ws);
   for (Eigen::Index j = 0; j < dx.cols(); ++j) {

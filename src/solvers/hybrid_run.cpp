@@ -188,8 +188,14 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
   if (self->pb_.mode(self->mode_).rhs_tangents) {
     // Every direction's rates from one evaluation per block (Problem::set_block_tangents).
     for (int j = 0; j < ns; ++j) self->sensitivities_.col(j) = view(yS[j]);
+    // The rates at this point: CVODES evaluated the quadrature here a moment ago (LastRate).
+    const Eigen::VectorXd* rates = nullptr;
+    if (self->pb_.running_costs_read_rates()) {
+      self->evaluate_rate(t, x, self->xdot_);
+      rates = &self->xdot_;
+    }
     running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, self->sensitivities_.leftCols(ns),
-                          self->identity_p_.leftCols(ns), self->cost_tangents_.leftCols(ns), self->ws_);
+                          self->identity_p_.leftCols(ns), self->cost_tangents_.leftCols(ns), self->ws_, rates);
     for (int j = 0; j < ns; ++j) view(qS[j]) = self->cost_tangents_.col(j);
     return self->cost_tangents_.leftCols(ns).allFinite() ? 0 : 1;
   }

@@ -62,10 +62,13 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
 
 /// The same in k directions at once: tangents.col(j) along (dx.col(j), dp.col(j)) (n_c x k).
 /// When the costs read the rates and the mode has block tangents, the rates' tangents come from
-/// rhs_tangents and each integrand alone is evaluated per direction.
+/// rhs_tangents and each integrand alone is evaluated per direction. `rates`, when given, is the
+/// mode's right-hand side at (t, x) that the caller already holds (n_x), used instead of a new
+/// evaluation.
 void running_cost_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                            const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dp,
-                           Eigen::Ref<Eigen::MatrixXd> tangents, TangentWorkspace& ws);
+                           Eigen::Ref<Eigen::MatrixXd> tangents, TangentWorkspace& ws,
+                           const Eigen::VectorXd* rates = nullptr);
 
 /// Terminal cost w(t, x, p) (0 if the cost has none) and its tangent w_t dt + w_x dx + w_p dp.
 double terminal_cost(const Problem& problem, int cost, double t, In<double> x, In<double> p);
