@@ -55,6 +55,13 @@ TEST(Spatial, EulerParameterMatricesMatchTheQuaternionRotation) {
     const Vec3<Complex> Aa = rotation_matrix<Complex>(pk) * a.cast<Complex>();
     for (int i = 0; i < 3; ++i) EXPECT_NEAR(B(i, k), Aa[i].imag() / kStep, 1e-14) << i << ", " << k;
   }
+  // rotate(x, a) = A(x) a without the matrix, for any 4-vector x (the bias takes x = p-dot),
+  // and B(x, a) x = 2 A(x) a (A(x) a is quadratic in x).
+  for (const Eigen::Vector4d& x : {p, Eigen::Vector4d(-1.3, 0.2, 2.1, -0.6), unit_quaternion(0.9, 0.1, -0.3, 0.2)}) {
+    const Eigen::Vector3d reference = rotation_matrix<double>(x) * a;
+    EXPECT_LT((rotate<double>(x, a) - reference).cwiseAbs().maxCoeff(), 1e-14);
+    EXPECT_LT((b_matrix<double>(x, a) * x - 2.0 * reference).cwiseAbs().maxCoeff(), 1e-14);
+  }
 }
 
 // Two spatial bodies (one with its frame off the centre of mass) and every joint and force.

@@ -360,7 +360,7 @@ template <class S>
 Vec3<S> applied_load_in_ground_axes(const Model& m, const SpatialForce& e, const MotionState<S>& st, In<S> p) {
   const Vec3<S> given = value3<S>(e.vector, p);
   if (!e.body_axes) return given;
-  return rotation_matrix(spatial_pose(m, st, e.body_a).p) * given;
+  return rotate(spatial_pose(m, st, e.body_a).p, given);
 }
 
 /// Generalized forces of the spatial bodies: gravity on each centre of mass, the quadratic

@@ -54,6 +54,28 @@ Mat3<S> rotation_matrix(const Vec4<S>& p) {
   return A;
 }
 
+/// a x b.
+template <class S>
+Vec3<S> cross3(const Vec3<S>& a, const Vec3<S>& b) {
+  return Vec3<S>(a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]);
+}
+
+/// A(x) a = (x0^2 - e^T e) a + 2 e (e^T a) + 2 x0 (e x a), e = (x1, x2, x3), without forming
+/// A(x): a third of the operations of rotation_matrix(x) * a, which matters on the reverse tape
+/// and in the AD scalars. For Euler parameters x = p it is the rotation of a; the formula is
+/// the quadratic form of any 4-vector (B(x, a) x = 2 A(x) a, used for the bias with x = p-dot).
+template <class S>
+Vec3<S> rotate(const Vec4<S>& x, const Vec3<S>& a) {
+  const Vec3<S> e = vector_part(x);
+  const S x0 = x[0];
+  const S along = S(2.0) * dot3(e, a);
+  const S scale = x0 * x0 - dot3(e, e);
+  const S twice_x0 = S(2.0) * x0;
+  const Vec3<S> c = cross3(e, a);
+  return Vec3<S>(scale * a[0] + along * e[0] + twice_x0 * c[0], scale * a[1] + along * e[1] + twice_x0 * c[1],
+                 scale * a[2] + along * e[2] + twice_x0 * c[2]);
+}
+
 /// [-e, sign e~ + e0 I] (3 x 4): E(p) with sign +1, G(p) with sign -1.
 template <class S>
 Mat34<S> euler_rate_matrix(const Vec4<S>& p, double sign) {
@@ -77,13 +99,29 @@ Mat34<S> g_matrix(const Vec4<S>& p) {
 }
 
 /// B(p, a) = d(A(p) a)/dp = 2 [(e0 I + e~) a, e a^T - (e0 I + e~) a~] (3 x 4). Linear in p.
+/// Written out entry by entry (e~ a~ = a e^T - (e^T a) I makes the right 3 x 3 block
+/// 2 (e^T a) I plus an antisymmetric part): half the operations of the matrix products.
 template <class S>
 Mat34<S> b_matrix(const Vec4<S>& p, const Vec3<S>& a) {
   const Vec3<S> e = vector_part(p);
-  const Mat3<S> h = p[0] * Mat3<S>::Identity() + skew(e);
+  const S e0 = p[0];
+  const Vec3<S> c = cross3(e, a);
   Mat34<S> m;
-  m.col(0) = S(2.0) * (h * a);
-  m.template rightCols<3>() = S(2.0) * (e * a.transpose() - h * skew(a));
+  for (int i = 0; i < 3; ++i) m(i, 0) = S(2.0) * (e0 * a[i] + c[i]);
+  const S diagonal = S(2.0) * dot3(e, a);
+  // (i, j) off the diagonal: 2 (e_i a_j - a_i e_j) - 2 e0 (a~)_ij, antisymmetric.
+  const S m01 = S(2.0) * (e[0] * a[1] - a[0] * e[1] + e0 * a[2]);
+  const S m02 = S(2.0) * (e[0] * a[2] - a[0] * e[2] - e0 * a[1]);
+  const S m12 = S(2.0) * (e[1] * a[2] - a[1] * e[2] + e0 * a[0]);
+  m(0, 1) = diagonal;
+  m(1, 2) = diagonal;
+  m(2, 3) = diagonal;
+  m(0, 2) = m01;
+  m(1, 1) = -m01;
+  m(0, 3) = m02;
+  m(2, 1) = -m02;
+  m(1, 3) = m12;
+  m(2, 2) = -m12;
   return m;
 }
 
@@ -142,9 +180,9 @@ Kin3<S> spatial_vector(const Model& m, const MotionState<S>& st, int body, const
   }
   const SpatialPose<S> pose = spatial_pose(m, st, body);
   const Mat34<S> B = b_matrix(pose.p, w);
-  k.value = rotation_matrix(pose.p) * w;
+  k.value = rotate(pose.p, w);
   k.rate = B * pose.p_dot;
-  k.bias = b_matrix(pose.p_dot, w) * pose.p_dot;
+  k.bias = S(2.0) * rotate(pose.p_dot, w);  // B(p-dot, w) p-dot
   for (int c = 0; c < 4; ++c) k.jac.add(pose.offset + 3 + c, Vec3<S>(B.col(c)));
   if (with_origin) {
     k.value += pose.r;
