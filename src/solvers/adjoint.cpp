@@ -188,6 +188,8 @@ detail::BackwardSettings AdjointSweep::settings() {
   s.jacobian_times = jacobian_times_cb;
   s.quadrature = quadrature_cb;
   s.user_data = this;
+  s.block = nx_;  // jacobian_cb: -f_x^T on each cost's diagonal block
+  s.blocks = nc_;
   return s;
 }
 

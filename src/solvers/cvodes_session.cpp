@@ -1,5 +1,7 @@
 #include "cvodes_session.hpp"
 
+#include "block_dense_solver.hpp"
+
 #include <saltus/core/error.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
@@ -400,10 +402,12 @@ long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol, bo
 }
 
 /// CVODES' backward problem plus the vectors, matrix and solver the session gives it.
-long backward_problem_bytes(int nB, int nqB, bool bdf, bool krylov) {
+/// `block`: the order of the backward matrix's diagonal blocks (BackwardSettings), 0 for none.
+long backward_problem_bytes(int nB, int nqB, bool bdf, bool krylov, int block) {
   using namespace footprint;
+  const long solver = block > 0 && nB / block > 1 ? block_dense_solver_bytes(block) : dense_solver(nB);
   return backward_problem(nB, nqB, bdf, krylov ? Corrector::KrylovNewton : Corrector::DenseNewton) + nvector(nB) +
-         (krylov ? gmres_solver(nB) : dense_matrix(nB) + dense_solver(nB)) + (nqB > 0 ? nvector(nqB) : 0);
+         (krylov ? gmres_solver(nB) : dense_matrix(nB) + solver) + (nqB > 0 ? nvector(nqB) : 0);
 }
 
 bool bdf(const Options& options) { return options.method == LinearMultistep::BDF; }
@@ -422,7 +426,7 @@ long CvodesSession::held_bytes() const {
   if (recording_) {
     bytes += footprint::hermite_adjoint_memory(n_, checkpoint_steps_) + checkpoint_bytes_;
   }
-  if (which_ >= 0) bytes += backward_problem_bytes(nB_, nqB_, bdf, krylov_backward_);
+  if (which_ >= 0) bytes += backward_problem_bytes(nB_, nqB_, bdf, krylov_backward_, blockB_);
   return bytes;
 }
 
@@ -448,7 +452,8 @@ long CvodesSession::hermite_point_bytes(int n) {
 }
 
 long CvodesSession::backward_bytes(int nB, int nqB, const Options& options, int n) {
-  return backward_problem_bytes(nB, nqB, bdf(options), uses_krylov(options, n));
+  // The adjoint stacks one block of n per cost (AdjointSweep::settings).
+  return backward_problem_bytes(nB, nqB, bdf(options), uses_krylov(options, n), n);
 }
 
 void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, double tB0,
@@ -477,7 +482,8 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   } else {
     AB_ = SUNDenseMatrix(nB, nB, ctx_);
     check_alloc(AB_, "the adjoint Jacobian matrix");
-    LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);
+    LSB_ = s.blocks > 1 ? block_dense_solver(nB, s.block, s.blocks, ctx_) : SUNLinSol_Dense(yB_, AB_, ctx_);
+    blockB_ = s.blocks > 1 ? s.block : 0;
     check_alloc(LSB_, "the adjoint linear solver");
     check_cvode(CVodeSetLinearSolverB(mem_, which_, LSB_, AB_), "CVodeSetLinearSolverB");
     if (s.jacobian) check_cvode(CVodeSetJacFnB(mem_, which_, s.jacobian), "CVodeSetJacFnB");

@@ -40,6 +40,11 @@ struct BackwardSettings {
   CVLsJacTimesVecFnB jacobian_times = nullptr;
   CVQuadRhsFnB quadrature = nullptr;
   void* user_data = nullptr;
+  /// With the dense LU and more than one block: the backward matrix is `blocks` equal diagonal
+  /// blocks of order `block` (one adjoint per cost), factored one block for all
+  /// (block_dense_solver.hpp). 0: the dense LU of the whole matrix.
+  int block = 0;
+  int blocks = 0;
 };
 
 /// What one recorded session stored for the backward pass.
@@ -201,6 +206,7 @@ class CvodesSession {
   N_Vector qB_ = nullptr;
   SUNMatrix AB_ = nullptr;
   SUNLinearSolver LSB_ = nullptr;
+  int blockB_ = 0;  ///< the backward matrix's block order with block_dense_solver, else 0
 };
 
 }  // namespace saltus::detail

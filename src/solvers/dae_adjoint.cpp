@@ -380,6 +380,8 @@ IdasBackwardSettings DaeAdjointSweep::settings() {
     }
   }
   s.user_data = this;
+  s.block = block();  // jacobian_cb: each cost's block alike, then the gradient states' rows
+  s.blocks = nc_;
   return s;
 }
 

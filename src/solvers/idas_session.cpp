@@ -1,5 +1,7 @@
 #include "idas_session.hpp"
 
+#include "block_dense_solver.hpp"
+
 #include <saltus/core/error.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
@@ -230,7 +232,8 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
   } else {
     AB_ = SUNDenseMatrix(nB, nB, ctx_);
     check_alloc(AB_, "the adjoint Jacobian");
-    LSB_ = SUNLinSol_Dense(yB_, AB_, ctx_);
+    LSB_ = settings.blocks > 1 ? block_dense_solver(nB, settings.block, settings.blocks, ctx_)
+                               : SUNLinSol_Dense(yB_, AB_, ctx_);
     check_alloc(LSB_, "the adjoint linear solver");
     check_ida(IDASetLinearSolverB(mem_, which_, LSB_, AB_), "IDASetLinearSolverB");
     if (settings.jacobian) check_ida(IDASetJacFnB(mem_, which_, settings.jacobian), "IDASetJacFnB");

@@ -45,6 +45,12 @@ struct IdasBackwardSettings {
   IDALsJacTimesVecFnB jacobian_times = nullptr;
   IDAQuadRhsFnB quadrature = nullptr;
   void* user_data = nullptr;
+  /// With the dense LU and more than one block: the backward matrix is `blocks` equal diagonal
+  /// blocks of order `block` (one adjoint per cost), then gradient states with a diagonal block
+  /// of their own, factored one block for all (block_dense_solver.hpp). 0: the dense LU of the
+  /// whole matrix.
+  int block = 0;
+  int blocks = 0;
 };
 
 struct IdasCallbacks {

@@ -86,6 +86,12 @@ long dense_solver(long n) {
          heap_block(n * static_cast<long>(sizeof(sunindextype)));
 }
 
+long block_dense_solver(long block, long content_bytes) {
+  return generic_object<_generic_SUNLinearSolver, _generic_SUNLinearSolver_Ops>() + heap_block(content_bytes) +
+         heap_block(block * block * kReal) + heap_block(block * kPointer) +
+         heap_block(block * static_cast<long>(sizeof(sunindextype)));
+}
+
 long gmres_solver(long n) {
   const long maxl = kGmresKrylovDimension;
   return generic_object<_generic_SUNLinearSolver, _generic_SUNLinearSolver_Ops>() +

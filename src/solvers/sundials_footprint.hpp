@@ -22,6 +22,11 @@ long dense_matrix(long n);
 /// A dense SUNLinearSolver for n unknowns: structs and the pivots.
 long dense_solver(long n);
 
+/// block_dense_solver.hpp's solver for blocks of order `block`: structs, its content
+/// (`content_bytes`), and the block's values, column pointers and pivots. The whole-matrix
+/// factors it allocates only for a matrix without the structure are not counted.
+long block_dense_solver(long block, long content_bytes);
+
 /// SUNLinSol_SPGMR for n unknowns with SUNDIALS' default Krylov dimension (5), after the
 /// SUNLinSolInitialize of the first solve: structs, content, xcor and vtemp, the Krylov basis
 /// V (maxl + 1 vectors and their pointer array), the Hessenberg rows, the Givens rotations, yg,
