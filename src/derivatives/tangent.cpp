@@ -3,6 +3,8 @@
 
 #include "dual_seed.hpp"
 
+#include <fmt/format.h>
+
 namespace saltus {
 
 using detail::seed;
@@ -127,6 +129,9 @@ void running_cost_tangents(const Problem& problem, int mode, double t, In<double
   }
   // The rates and their tangents once for every direction, then the integrands alone.
   if (rates != nullptr) {
+    if (rates->size() != x.size()) {
+      throw Error(fmt::format("running_cost_tangents: {} rates for {} states", rates->size(), x.size()));
+    }
     ws.xdot = *rates;
   } else {
     ws.xdot.resize(x.size());

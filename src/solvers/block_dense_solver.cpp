@@ -35,6 +35,7 @@ struct Content {
   sunindextype n = 0, block = 0, blocks = 0;
   sunindextype tail_start = 0;  // blocks * block: the first row of the diagonal tail
   bool structured = false;      // the last setup's matrix had the structure (else `whole`)
+  bool factored = false;        // the last setup succeeded: solve has factors to use
   Factors first;                // LU of the first diagonal block
   Factors whole;                // LU of the whole matrix, sized at the first matrix without it
   long last_flag = SUNLS_SUCCESS;
@@ -79,6 +80,7 @@ int setup(SUNLinearSolver s, SUNMatrix A) {
   if (SUNMatGetID(A) != SUNMATRIX_DENSE || SM_ROWS_D(A) != c.n || SM_COLUMNS_D(A) != c.n) {
     return static_cast<int>(c.last_flag = SUNLS_ILL_INPUT);
   }
+  c.factored = false;
   const sunrealtype* a = SM_DATA_D(A);
   c.structured = has_structure(c, a);
   if (c.structured) {
@@ -91,18 +93,28 @@ int setup(SUNLinearSolver s, SUNMatrix A) {
     for (sunindextype i = c.tail_start; i < c.n; ++i) {
       if (entry(a, c.n, i, i) == 0.0) return static_cast<int>(c.last_flag = SUNLS_LUFACT_FAIL);
     }
+    c.factored = true;
     return static_cast<int>(c.last_flag = SUNLS_SUCCESS);
   }
-  if (c.whole.columns.empty()) c.whole.resize(c.n);
+  if (c.whole.columns.empty()) {
+    try {  // SUNDIALS's C frames must not see an exception
+      c.whole.resize(c.n);
+    } catch (const std::bad_alloc&) {
+      c.whole = Factors{};
+      return static_cast<int>(c.last_flag = SUNLS_MEM_FAIL);
+    }
+  }
   std::copy_n(a, static_cast<size_t>(c.n) * static_cast<size_t>(c.n), c.whole.values.data());
   if (SUNDlsMat_denseGETRF(c.whole.columns.data(), c.n, c.n, c.whole.pivots.data()) != 0) {
     return static_cast<int>(c.last_flag = SUNLS_LUFACT_FAIL);
   }
+  c.factored = true;
   return static_cast<int>(c.last_flag = SUNLS_SUCCESS);
 }
 
 int solve(SUNLinearSolver s, SUNMatrix A, N_Vector x, N_Vector b, sunrealtype) {
   Content& c = content(s);
+  if (!c.factored) return static_cast<int>(c.last_flag = SUNLS_ILL_INPUT);  // no successful setup
   N_VScale(1.0, b, x);
   sunrealtype* xd = N_VGetArrayPointer(x);
   if (!c.structured) {
@@ -165,6 +177,11 @@ SUNLinearSolver block_dense_solver(sunindextype n, sunindextype block, sunindext
   s->ops->lastflag = last_flag;
   s->ops->free = free_solver;
   return s;
+}
+
+bool block_dense_solver_structured(SUNLinearSolver solver) {
+  const Content& c = content(solver);
+  return c.factored && c.structured;
 }
 
 long block_dense_solver_bytes(sunindextype block) {

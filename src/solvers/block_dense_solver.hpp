@@ -7,7 +7,7 @@
 // blocks and whose own block is diagonal (cj I). SUNDIALS's dense LU factors the whole
 // (n_c b + t)^2 matrix; this solver factors one b x b block and back-substitutes each cost's
 // block with it, then the diagonal tail: n_c^3 times fewer operations for the factorization,
-// n_c times fewer for each solve (fivebar_floor's ggl adjoint: 81 x 81 against 23 x 23).
+// n_c times fewer for each solve (fivebar_floor's ggl adjoint: 72 x 72 against 20 x 20).
 //
 // Setup checks the structure on the matrix it is given (equal blocks bit for bit, zeros off
 // them, a diagonal tail without couplings into the blocks' rows); a matrix without it is
@@ -25,5 +25,9 @@ SUNLinearSolver block_dense_solver(sunindextype n, sunindextype block, sunindext
 
 /// Heap bytes of such a solver for blocks of order `block` (sundials_footprint.hpp).
 long block_dense_solver_bytes(sunindextype block);
+
+/// Whether the last successful setup of `solver` (made by block_dense_solver) found the
+/// structure and factored one block rather than the whole matrix.
+bool block_dense_solver_structured(SUNLinearSolver solver);
 
 }  // namespace saltus::detail

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "event_log.hpp"
@@ -72,10 +73,21 @@ int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) 
   });
 }
 
+namespace {
+
+/// Bitwise equality (-0.0 and 0.0 differ: a model may tell them apart).
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
+bool same_bits(const Eigen::VectorXd& a, const Eigen::Ref<const Eigen::VectorXd>& b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size()) * sizeof(double)) == 0;
+}
+
+}  // namespace
+
 void HybridRun::evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> xdot) {
   const bool keep = has_running_cost_ && pb_.running_costs_read_rates();
   LastRate& last = last_rate_;
-  if (keep && last.valid && last.mode == mode_ && last.t == t && last.x == x) {
+  if (keep && last.valid && last.mode == mode_ && same_bits(last.t, t) && same_bits(last.x, x)) {
     xdot = last.xdot;  // the same point's right-hand side, bit for bit
     return;
   }
