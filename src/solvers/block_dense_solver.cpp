@@ -2,6 +2,7 @@
 
 #include <saltus/core/error.hpp>
 
+#include "custom_direct_solver.hpp"
 #include "sundials_footprint.hpp"
 
 #include <nvector/nvector_serial.h>
@@ -9,6 +10,7 @@
 #include <sunmatrix/sunmatrix_dense.h>
 
 #include <algorithm>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -66,13 +68,6 @@ bool has_structure(const Content& c, const sunrealtype* a) {
     }
   }
   return true;
-}
-
-SUNLinearSolver_Type type(SUNLinearSolver) { return SUNLINEARSOLVER_DIRECT; }
-SUNLinearSolver_ID id(SUNLinearSolver) { return SUNLINEARSOLVER_CUSTOM; }
-int initialize(SUNLinearSolver s) {
-  content(s).last_flag = SUNLS_SUCCESS;
-  return SUNLS_SUCCESS;
 }
 
 int setup(SUNLinearSolver s, SUNMatrix A) {
@@ -134,48 +129,20 @@ int solve(SUNLinearSolver s, SUNMatrix A, N_Vector x, N_Vector b, sunrealtype) {
   return static_cast<int>(c.last_flag = SUNLS_SUCCESS);
 }
 
-sunindextype last_flag(SUNLinearSolver s) { return static_cast<sunindextype>(content(s).last_flag); }
-
-int free_solver(SUNLinearSolver s) {
-  if (s == nullptr) return SUNLS_SUCCESS;
-  delete static_cast<Content*>(s->content);
-  s->content = nullptr;
-  SUNLinSolFreeEmpty(s);
-  return SUNLS_SUCCESS;
-}
-
 }  // namespace
 
 SUNLinearSolver block_dense_solver(sunindextype n, sunindextype block, sunindextype blocks, SUNContext ctx) {
   if (block < 1 || blocks < 1 || blocks * block > n) {
     throw Error("block_dense_solver: the blocks do not fit the matrix");
   }
-  SUNLinearSolver s = SUNLinSolNewEmpty(ctx);
-  if (s == nullptr) throw std::bad_alloc();
-  auto* c = new (std::nothrow) Content;
-  if (c == nullptr) {
-    SUNLinSolFreeEmpty(s);
-    throw std::bad_alloc();
-  }
+  auto c = std::make_unique<Content>();
   c->n = n;
   c->block = block;
   c->blocks = blocks;
   c->tail_start = blocks * block;
-  try {
-    c->first.resize(block);
-  } catch (...) {
-    delete c;
-    SUNLinSolFreeEmpty(s);
-    throw;
-  }
-  s->content = c;
-  s->ops->gettype = type;
-  s->ops->getid = id;
-  s->ops->initialize = initialize;
-  s->ops->setup = setup;
-  s->ops->solve = solve;
-  s->ops->lastflag = last_flag;
-  s->ops->free = free_solver;
+  c->first.resize(block);
+  SUNLinearSolver s = custom_direct_solver(ctx, std::move(c), setup, solve);
+  if (s == nullptr) throw std::bad_alloc();
   return s;
 }
 

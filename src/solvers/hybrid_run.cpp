@@ -35,6 +35,7 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
   pb_.validate_parameters(p_);
   for (int c = 0; c < nc_; ++c) has_running_cost_ |= static_cast<bool>(pb_.cost(c).running);
   recorded_quadratures_ = has_running_cost_ ? nc_ : 0;
+  last_rate_.kept = has_running_cost_ && pb_.running_costs_read_rates();
   // The backward pass integrates lambda (n_x per cost) with the gradient quadratures (n_p per
   // cost) on the recording of one segment at a time.
   backward_bytes_ = CvodesSession::backward_bytes(nx_ * nc_, np_ * nc_, opt_, nx_);
@@ -85,14 +86,13 @@ bool same_bits(const Eigen::VectorXd& a, const Eigen::Ref<const Eigen::VectorXd>
 }  // namespace
 
 void HybridRun::evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> xdot) {
-  const bool keep = has_running_cost_ && pb_.running_costs_read_rates();
   LastRate& last = last_rate_;
-  if (keep && last.valid && last.mode == mode_ && same_bits(last.t, t) && same_bits(last.x, x)) {
+  if (last.kept && last.valid && last.mode == mode_ && same_bits(last.t, t) && same_bits(last.x, x)) {
     xdot = last.xdot;  // the same point's right-hand side, bit for bit
     return;
   }
   pb_.mode(mode_).rhs.real(t, x, p_, xdot);
-  if (!keep) return;
+  if (!last.kept) return;
   last.valid = true;
   last.mode = mode_;
   last.t = t;
@@ -140,7 +140,7 @@ int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_p
   return detail::guarded_callback(self->model_error_, [&]() -> int {
   auto x = view(y);
   auto out = view(q);
-  if (self->pb_.running_costs_read_rates()) {
+  if (self->last_rate_.kept) {
     self->evaluate_rate(t, x, self->xdot_);
   } else {
     self->xdot_.setZero();  // no running cost reads it (RateUse::Ignores)
@@ -202,7 +202,7 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
     for (int j = 0; j < ns; ++j) self->sensitivities_.col(j) = view(yS[j]);
     // The rates at this point: CVODES evaluated the quadrature here a moment ago (LastRate).
     const Eigen::VectorXd* rates = nullptr;
-    if (self->pb_.running_costs_read_rates()) {
+    if (self->last_rate_.kept) {
       self->evaluate_rate(t, x, self->xdot_);
       rates = &self->xdot_;
     }

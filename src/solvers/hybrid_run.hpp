@@ -128,6 +128,7 @@ class HybridRun : private SegmentIntegrator {
   /// evaluates the quadrature at each step's converged state and then, with staggered
   /// sensitivities, f at the same point for the sensitivities, which then costs nothing.
   struct LastRate {
+    bool kept = false;  ///< a running cost reads the rates (set once per run)
     bool valid = false;
     int mode = 0;
     double t = 0.0;

@@ -1,12 +1,15 @@
 // KLU with a fresh factorization per matrix: klu_newton_solver.hpp.
 #include "klu_newton_solver.hpp"
 
+#include "custom_direct_solver.hpp"
+
 #include <klu.h>
 #include <nvector/nvector_serial.h>
 #include <sunmatrix/sunmatrix_sparse.h>
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -17,7 +20,15 @@ static_assert(std::is_same_v<sunindextype, SuiteSparse_long>,
 
 namespace {
 
+struct KluNewtonContent;
+void free_factors(KluNewtonContent& c);
+
 struct KluNewtonContent {
+  KluNewtonContent() { klu_l_defaults(&common); }
+  ~KluNewtonContent() { free_factors(*this); }
+  KluNewtonContent(const KluNewtonContent&) = delete;
+  KluNewtonContent& operator=(const KluNewtonContent&) = delete;
+
   klu_l_common common{};
   klu_l_symbolic* symbolic = nullptr;
   klu_l_numeric* numeric = nullptr;
@@ -40,13 +51,6 @@ bool same_pattern(const KluNewtonContent& c, SUNMatrix a) {
   const sunindextype nonzeros = starts[n];
   return static_cast<sunindextype>(c.rows.size()) == nonzeros && std::equal(c.starts.begin(), c.starts.end(), starts) &&
          std::equal(c.rows.begin(), c.rows.end(), SM_INDEXVALS_S(a));
-}
-
-SUNLinearSolver_Type get_type(SUNLinearSolver) { return SUNLINEARSOLVER_DIRECT; }
-SUNLinearSolver_ID get_id(SUNLinearSolver) { return SUNLINEARSOLVER_CUSTOM; }
-int initialize(SUNLinearSolver s) {
-  content(s).last_flag = SUNLS_SUCCESS;
-  return SUNLS_SUCCESS;
 }
 
 int setup(SUNLinearSolver s, SUNMatrix a) {
@@ -81,35 +85,10 @@ int solve(SUNLinearSolver s, SUNMatrix a, N_Vector x, N_Vector b, double) {
   return c.last_flag = SUNLS_SUCCESS;
 }
 
-sunindextype last_flag(SUNLinearSolver s) { return content(s).last_flag; }
-
-int release(SUNLinearSolver s) {
-  if (!s) return SUNLS_SUCCESS;
-  if (s->content) {
-    free_factors(content(s));
-    delete static_cast<KluNewtonContent*>(s->content);
-    s->content = nullptr;
-  }
-  SUNLinSolFreeEmpty(s);
-  return SUNLS_SUCCESS;
-}
-
 }  // namespace
 
 SUNLinearSolver make_klu_newton_solver(SUNContext context) {
-  SUNLinearSolver s = SUNLinSolNewEmpty(context);
-  if (!s) return nullptr;
-  auto* c = new KluNewtonContent;
-  klu_l_defaults(&c->common);
-  s->content = c;
-  s->ops->gettype = get_type;
-  s->ops->getid = get_id;
-  s->ops->initialize = initialize;
-  s->ops->setup = setup;
-  s->ops->solve = solve;
-  s->ops->lastflag = last_flag;
-  s->ops->free = release;
-  return s;
+  return custom_direct_solver(context, std::make_unique<KluNewtonContent>(), setup, solve);
 }
 
 }  // namespace saltus::detail
