@@ -316,7 +316,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
                       "others stay at their values)")
       ->delimiter(',');
   run_cmd->add_option("--checkpoint-steps", a.checkpoint_steps,
-                      "adjoint: forward steps between CVODES check points (default 100)");
+                      "adjoint: forward steps between check points (default: chosen per segment)");
   run_cmd->add_option("--adjoint-memory", a.adjoint_memory,
                       "adjoint: bytes held at once for the backward pass, e.g. 512M or 2G (default 256M); "
                       "segments beyond it are recomputed");

@@ -111,11 +111,11 @@ void print_adjoint(std::ostream& out, const Problem& pb, const RunResult& r) {
                a.tape_recordings);
   } else if (a.backward.integrator == "IDAS") {
     // The IDAS adjoint keeps every segment's recording; its memory is not measured (docs/dae.md).
-    fmt::print(out, "\nAdjoint (IDAS): {} check points (one every {} steps), every segment's recording kept; "
+    fmt::print(out, "\nAdjoint (IDAS): {} check points (at most {} steps apart), every segment's recording kept; "
                     "backward: {} segments, {} steps, {} residuals\n",
                a.checkpoints, a.checkpoint_steps, a.backward.segments, a.backward.steps, a.backward.rhs_evals);
   } else {
-    fmt::print(out, "\nAdjoint: {} check points (one every {} steps), {:.1f} MiB held at most (budget "
+    fmt::print(out, "\nAdjoint: {} check points (at most {} steps apart), {:.1f} MiB held at most (budget "
                     "{:g} MiB), {:.1f} MiB recorded in all, {} segments recomputed; backward: {} "
                     "segments, {} steps, {} right-hand sides, {} tape recordings\n",
                a.checkpoints, a.checkpoint_steps, static_cast<double>(a.peak_stored_bytes) / kMiB,

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
 
 #include "dae_adjoint.hpp"
@@ -256,7 +257,9 @@ void AdjointSweep::run() {
   if (np_ > 0) grad_ += initial_state_products(pb_, p_, lambda_).transpose();
   sol_.cost_gradient = grad_;
   sol_.initial_state_gradient = lambda_.transpose();
-  sol_.adjoint.checkpoint_steps = opt_.checkpoint_steps;
+  for (const detail::RecordedSegment& s : segments) {
+    sol_.adjoint.checkpoint_steps = std::max(sol_.adjoint.checkpoint_steps, s.checkpoint_steps);
+  }
   sol_.adjoint.memory_budget = run_.ledger().budget();
   sol_.adjoint.peak_stored_bytes = run_.ledger().peak();
   sol_.adjoint.recomputed_segments = run_.recomputed_segments();

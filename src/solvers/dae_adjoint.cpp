@@ -24,6 +24,7 @@
 
 #include <stdexcept>
 
+#include <algorithm>
 #include <exception>
 
 #include "dae_adjoint.hpp"
@@ -616,7 +617,9 @@ void DaeAdjointSweep::run() {
   if (np_ > 0) grad_ += initial_state_products(pb_, p_, weighted).transpose();
   sol_.cost_gradient = grad_;
   sol_.initial_state_gradient = weighted.transpose();
-  sol_.adjoint.checkpoint_steps = opt_.checkpoint_steps;
+  for (const DaeSegment& s : segments) {
+    sol_.adjoint.checkpoint_steps = std::max(sol_.adjoint.checkpoint_steps, s.checkpoint_steps);
+  }
   if (!sol_.cost_gradient.allFinite()) {
     throw ModelError(fmt::format("the adjoint gradient of problem '{}' is not finite", pb_.name()));
   }

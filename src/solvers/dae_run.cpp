@@ -15,9 +15,11 @@
 #include <cmath>
 #include <utility>
 
+#include "checkpoint_interval.hpp"
 #include "event_log.hpp"
 #include "guard_rate.hpp"
 #include "nvector_view.hpp"
+#include "sundials_footprint.hpp"
 
 namespace saltus::detail {
 
@@ -200,7 +202,9 @@ void DaeRun::begin_segment(double t) {
     const int nonzeros = select_sparse_pattern(t);
     // A segment that starts at tf (after an event there) is never integrated: its session must
     // not record, because IDAS's IDAAdjFree crashes on a recording that IDASolveF never ran.
-    const long checkpoint_steps = at_output_time(t, opt_.tf) ? 0 : opt_.checkpoint_steps;
+    seg.checkpoint_steps =
+        checkpoint_interval(opt_, nx_ + nq_, latest_segment_steps(segments_), footprint::hermite_point(nx_ + nq_));
+    const long checkpoint_steps = at_output_time(t, opt_.tf) ? 0 : seg.checkpoint_steps;
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
                                                 component_atol(), std::vector<double>{}, checkpoint_steps,
                                                 std::vector<double>{}, pb_.has_index2_modes(), nonzeros);
@@ -291,6 +295,7 @@ void DaeRun::end_segment(double t) {
   if (kind_ == RunKind::AdjointRecording) {
     DaeSegment& seg = segments_.back();
     seg.t_end = t;
+    seg.steps = ida.steps();
     seg.end = point_;
     // Recomputing forward steps from a check point during the backward pass must not stop at
     // roots again.

@@ -35,6 +35,8 @@ struct DaeSegment {
   size_t events_end = 0;
   bool advanced = false;  ///< IDAS took at least one step
   int sparse_pattern = -1;  ///< its sparse Newton matrix's pattern (SparseIterationMatrix::select)
+  long steps = 0;             ///< IDAS steps of the forward pass
+  long checkpoint_steps = 0;  ///< its check points' spacing (checkpoint_interval)
   ConsistentPoint start, end;  ///< the consistent points at t_start and t_end
 };
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "checkpoint_interval.hpp"
 #include "event_log.hpp"
 #include "guard_rate.hpp"
 #include "sundials_footprint.hpp"
@@ -286,11 +287,12 @@ void HybridRun::start_recording(double t) {
   // A session of its own per segment, so that its check points end at this segment's event.
   // It records if that fits the budget once older recordings are released; otherwise it only
   // integrates, and the backward pass recomputes the segment with fewer check points.
+  s.checkpoint_steps =
+      checkpoint_interval(opt_, nx_, latest_segment_steps(segments_), CvodesSession::hermite_point_bytes(nx_));
   const long needed =
-      CvodesSession::recording_bytes(nx_, recorded_quadratures_, opt_, opt_.checkpoint_steps) +
-      headroom();
+      CvodesSession::recording_bytes(nx_, recorded_quadratures_, opt_, s.checkpoint_steps) + headroom();
   make_room(needed);
-  const long checkpoint_steps = ledger_.fits(needed) ? opt_.checkpoint_steps : 0;
+  const long checkpoint_steps = ledger_.fits(needed) ? s.checkpoint_steps : 0;
   s.session = std::make_unique<CvodesSession>(nx_, recorded_quadratures_, 0, opt_, callbacks_,
                                               this, state_atol(opt_, nx_), std::vector<double>{},
                                               std::vector<double>{}, checkpoint_steps);
@@ -355,7 +357,7 @@ Reached HybridRun::advance(double tout, double& t) {
 }
 
 long HybridRun::recomputation_checkpoint_steps(const RecordedSegment& s) const {
-  const long steps = opt_.checkpoint_steps;
+  const long steps = s.checkpoint_steps;
   const long checkpoint = CvodesSession::checkpoint_bytes(nx_, recorded_quadratures_, opt_);
   const auto bytes = [&](long k) {
     return CvodesSession::recording_bytes(nx_, recorded_quadratures_, opt_, k) +

@@ -40,6 +40,7 @@ struct RecordedSegment {
   Eigen::VectorXd q_start;    ///< cost quadratures at t_start (their error weights shape steps)
   double initial_step = 0.0;  ///< CVODES' first step (it was sized from the next output time)
   long steps = 0;             ///< steps of the forward pass
+  long checkpoint_steps = 0;  ///< its check points' spacing (checkpoint_interval), recorded or not
   long accounted_bytes = 0;   ///< what the run's MemoryLedger holds for this segment
 
   bool recorded() const { return session && session->recording(); }

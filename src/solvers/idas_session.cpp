@@ -325,6 +325,12 @@ void IdasSession::load_quadrature_sensitivities(double t) {
   check_ida(IDAGetQuadSensDky(mem_, t, 0, qS_), "IDAGetQuadSensDky");
 }
 
+long IdasSession::steps() const {
+  long n = 0;
+  check_ida(IDAGetNumSteps(mem_, &n), "IDAGetNumSteps");
+  return n;
+}
+
 void IdasSession::add_stats(SolverStats& s) const {
   s.integrator = "IDAS";
   if (sparse_) s.linear_solver = "KLU (sparse Newton matrix)";

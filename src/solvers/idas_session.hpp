@@ -148,7 +148,11 @@ class IdasSession {
 
   // ---- adjoint (sessions created with checkpoint_steps > 0) ------------------------------
   /// Check points stored so far.
-  long checkpoints() const { return checkpoints_; }
+  /// Check points of the recording, the one at its start included (IDASolveF counts the
+  /// others; CvodesSession counts them so too).
+  long checkpoints() const { return adjoint_initialized_ ? checkpoints_ + 1 : 0; }
+  /// Steps taken since the session started.
+  long steps() const;
   /// Creates the backward problem of size nB with nqB quadratures, starting at tB0 from
   /// (yB0, ypB0), consistent, with zero quadratures. One backward problem per session.
   void start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0, const Eigen::VectorXd& yB0,

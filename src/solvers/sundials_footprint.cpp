@@ -146,6 +146,8 @@ long hermite_adjoint_memory(long n, long steps) {
   return adj_init + hermite;
 }
 
+long hermite_point(long n) { return hermite_adjoint_memory(n, 1) - hermite_adjoint_memory(n, 0); }
+
 long checkpoint(long n, long nq, int order, bool bdf, bool initial) {
   const long vectors = initial ? 2 : history_vectors(order, bdf);
   // The initial check point stores znQ[0] only.

@@ -65,6 +65,8 @@ long roots(int nr);
 /// CVodeAdjInit(steps, CV_HERMITE) and the Hermite buffer CVodeF allocates on its first call:
 /// steps + 1 data points holding y and y' each.
 long hermite_adjoint_memory(long n, long steps);
+/// One more point of that buffer (IDAAdjInit's Hermite points hold the same y and y').
+long hermite_point(long n);
 
 /// One CVODES check point of order q: Nordsieck vectors zn[0..q] (plus zn[qmax] while
 /// q < qmax) of the state and, if quadratures take part in the step control, of the nq

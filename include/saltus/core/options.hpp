@@ -148,10 +148,13 @@ struct Options {
   long max_steps = 500000;               ///< CVODES steps allowed between two outputs
 
   // Adjoint.
-  /// Forward steps between two CVODES check points (CVodeAdjInit's Nd). Larger: less memory
-  /// for check points, more memory for the interpolation buffer of one interval; the forward
-  /// steps between check points are recomputed once during the backward pass.
-  long checkpoint_steps = 100;
+  /// Forward steps between two check points of a segment's recording (CVodeAdjInit's and
+  /// IDAAdjInit's Nd); 0 (the default): chosen per segment so that a segment usually fits in
+  /// one interval, within 1/32 of adjoint_memory_budget (docs/adjoint.md, "Check-point
+  /// spacing"). The backward pass recomputes the forward steps of every interval of a segment
+  /// but its last; larger: fewer recomputed steps, more memory for the interpolation buffer
+  /// (allocated whole when the segment starts).
+  long checkpoint_steps = 0;
   /// Bytes the adjoint may hold at once for its backward pass [B], at least
   /// kMinAdjointMemoryBudget: the CVODES sessions of the segments it keeps, with their check
   /// points and interpolation buffers, plus one backward problem. Past it the oldest segments

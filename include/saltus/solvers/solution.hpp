@@ -60,7 +60,9 @@ struct SolverStats {
 /// them (integrators, vectors with their operation tables, matrices, check points, Hermite
 /// buffers), not payload alone (docs/adjoint.md).
 struct AdjointStats {
-  long checkpoint_steps = 0;  ///< forward steps between check points (the setting)
+  /// Forward steps between check points: Options::checkpoint_steps if set, else the widest
+  /// spacing the automatic choice gave a segment
+  long checkpoint_steps = 0;
   long checkpoints = 0;       ///< check points of the recordings the backward pass used
   /// Bytes of the recordings of all segments together, each counted once as the backward pass
   /// used it: what the adjoint would hold at once if it kept everything.
