@@ -23,31 +23,35 @@ namespace {
 using namespace saltus;
 using detail::checkpoint_interval;
 
+constexpr long kBudget = 256L << 20;  // Options::adjoint_memory_budget's default
+
 TEST(CheckpointInterval, AGivenSpacingIsKept) {
   Options o;
   o.checkpoint_steps = 7;
-  EXPECT_EQ(checkpoint_interval(o, 1000, 50000, 100), 7);
+  EXPECT_EQ(checkpoint_interval(o, 1000, 50000, 100, kBudget), 7);
 }
 
 TEST(CheckpointInterval, TheFirstSegmentGetsOneHundredStepsPerState) {
   const Options o;  // checkpoint_steps 0: automatic
-  EXPECT_EQ(checkpoint_interval(o, 1, 0, 500), 100);
-  EXPECT_EQ(checkpoint_interval(o, 12, 0, 500), 1200);
+  EXPECT_EQ(checkpoint_interval(o, 1, 0, 500, kBudget), 100);
+  EXPECT_EQ(checkpoint_interval(o, 12, 0, 500, kBudget), 1200);
 }
 
 TEST(CheckpointInterval, LaterSegmentsGetTwiceTheLatestSegmentsStepsAndAtLeastOneHundred) {
   const Options o;
-  EXPECT_EQ(checkpoint_interval(o, 12, 705, 500), 1410);
-  EXPECT_EQ(checkpoint_interval(o, 12, 30, 500), 100);
+  EXPECT_EQ(checkpoint_interval(o, 12, 705, 500, kBudget), 1410);
+  EXPECT_EQ(checkpoint_interval(o, 12, 30, 500, kBudget), 100);
 }
 
-TEST(CheckpointInterval, TheBufferStaysWithinAThirtySecondOfTheBudget) {
+TEST(CheckpointInterval, TheBufferStaysWithinAThirtySecondOfTheBudgetAndTheFreeBytes) {
   Options o;
-  o.adjoint_memory_budget = 256L << 20;
-  // 8 MiB for points of 10,000 bytes: 838 of them, where 100 states would want 5,000.
-  EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000), 838);
-  o.adjoint_memory_budget = kMinAdjointMemoryBudget;  // 32 KiB: never below 100 steps
-  EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000), 100);
+  o.adjoint_memory_budget = kBudget;
+  // 8 MiB for points of 10,000 bytes: 838 of them, where 100 states would want 10,000.
+  EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000, kBudget), 838);
+  EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000, 3'000'000), 300);  // what the other recordings left
+  EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000, 0), 100);          // never below 100 steps
+  o.adjoint_memory_budget = kMinAdjointMemoryBudget;                  // 32 KiB
+  EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000, kMinAdjointMemoryBudget), 100);
 }
 
 TEST(CheckpointInterval, ANegativeSpacingIsBadInput) {
@@ -100,6 +104,15 @@ TEST_P(AutomaticSpacing, KeepsEachSegmentInOneIntervalWithTheGradientOfForwardSe
   EXPECT_GT(a.adjoint.checkpoint_steps, 1000);
   expect_rows_close(a.cost_gradient, forward.cost_gradient, 1e-5);
   expect_rows_close(f.cost_gradient, forward.cost_gradient, 1e-5);
+}
+
+TEST_P(AutomaticSpacing, ASmallBudgetKeepsTheFormerSpacing) {
+  const Problem pb = fivebar_floor(GetParam());
+  Options o = pb.options();
+  o.adjoint_memory_budget = kMinAdjointMemoryBudget;  // 32 KiB for a buffer: fewer than 100 points
+  const Solution a = adjoint(pb, pb.nominal_parameters(), o);
+  EXPECT_EQ(a.adjoint.checkpoint_steps, 100);
+  EXPECT_GT(a.adjoint.checkpoints, 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(FiveBarFloor, AutomaticSpacing,

@@ -18,9 +18,12 @@ namespace saltus::detail {
 ///     for the 126-state vehicle) while a buffer point's allocation barely grows;
 ///   - for a later one, kCheckpointGrowth times the steps of the latest segment that took any;
 /// never below kFewestCheckpointSteps (the former fixed default) and, above that, at most
-/// what keeps the buffer within 1/kCheckpointBudgetShare of Options::adjoint_memory_budget.
+/// what keeps the buffer within 1/kCheckpointBudgetShare of Options::adjoint_memory_budget and
+/// within `free_bytes` (what the caller's recordings may still take: the whole budget where a
+/// ledger releases older recordings, the budget less the buffers kept where none does).
 /// `point_bytes` is the heap size of one buffer point for `states` states.
-long checkpoint_interval(const Options& options, long states, long previous_segment_steps, long point_bytes);
+long checkpoint_interval(const Options& options, long states, long previous_segment_steps, long point_bytes,
+                         long free_bytes);
 
 /// The forward steps of the latest segment that took any (0 if none): a segment just begun has
 /// taken none, nor have the segments of an event cascade at one instant.

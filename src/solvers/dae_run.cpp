@@ -202,9 +202,12 @@ void DaeRun::begin_segment(double t) {
     const int nonzeros = select_sparse_pattern(t);
     // A segment that starts at tf (after an event there) is never integrated: its session must
     // not record, because IDAS's IDAAdjFree crashes on a recording that IDASolveF never ran.
-    seg.checkpoint_steps =
-        checkpoint_interval(opt_, nx_ + nq_, latest_segment_steps(segments_), footprint::hermite_point(nx_ + nq_));
+    // IDAS keeps every segment's recording: their buffers together stay within the budget.
+    const long point_bytes = footprint::hermite_point(nx_ + nq_);
+    seg.checkpoint_steps = checkpoint_interval(opt_, nx_ + nq_, latest_segment_steps(segments_), point_bytes,
+                                               opt_.adjoint_memory_budget - hermite_bytes_);
     const long checkpoint_steps = at_output_time(t, opt_.tf) ? 0 : seg.checkpoint_steps;
+    if (checkpoint_steps > 0) hermite_bytes_ += (checkpoint_steps + 1) * point_bytes;
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
                                                 component_atol(), std::vector<double>{}, checkpoint_steps,
                                                 std::vector<double>{}, pb_.has_index2_modes(), nonzeros);

@@ -111,6 +111,7 @@ class DaeRun : private SegmentIntegrator {
   IdasCallbacks callbacks_;
   std::unique_ptr<IdasSession> session_;  // simulation and forward runs
   std::vector<DaeSegment> segments_;      // adjoint recordings
+  long hermite_bytes_ = 0;                // their Hermite buffers (checkpoint_interval)
   IdasSession* ida_ = nullptr;            // the session of the current segment
   // The roots that advance stopped at (HybridRun::fired_).
   std::vector<int> fired_;

@@ -287,8 +287,9 @@ void HybridRun::start_recording(double t) {
   // A session of its own per segment, so that its check points end at this segment's event.
   // It records if that fits the budget once older recordings are released; otherwise it only
   // integrates, and the backward pass recomputes the segment with fewer check points.
-  s.checkpoint_steps =
-      checkpoint_interval(opt_, nx_, latest_segment_steps(segments_), CvodesSession::hermite_point_bytes(nx_));
+  // The ledger releases older recordings to make room (make_room): the whole budget is free.
+  s.checkpoint_steps = checkpoint_interval(opt_, nx_, latest_segment_steps(segments_),
+                                           CvodesSession::hermite_point_bytes(nx_), opt_.adjoint_memory_budget);
   const long needed =
       CvodesSession::recording_bytes(nx_, recorded_quadratures_, opt_, s.checkpoint_steps) + headroom();
   make_room(needed);
