@@ -92,7 +92,11 @@ int main(int argc, char** argv) {
                what, 1e3 * tp, 1e3 * ts, ts / tp, rel);
   };
   compare("forward", [&] { return forward_sensitivity(dae); }, robertson_plain_idas_forward);
-  compare("adjoint", [&] { return adjoint(dae); }, robertson_plain_idas_adjoint);
+  // The plain program's check points every 100 steps (IDAAdjInit), as Saltus's fixed spacing.
+  Options every_hundred = dae.options();
+  every_hundred.checkpoint_steps = 100;
+  compare("adjoint", [&] { return adjoint(dae, dae.nominal_parameters(), every_hundred); },
+          robertson_plain_idas_adjoint);
   fmt::print("\n");
 
   // 4. hysteretic: gradient cost relative to simulation.

@@ -43,6 +43,14 @@ TEST(CheckpointInterval, LaterSegmentsGetTwiceTheLatestSegmentsStepsAndAtLeastOn
   EXPECT_EQ(checkpoint_interval(o, 12, 30, 500, kBudget), 100);
 }
 
+TEST(CheckpointInterval, TheLatestSegmentIsTheLatestThatTookSteps) {
+  struct Segment {
+    long steps;
+  };
+  EXPECT_EQ(detail::latest_segment_steps(std::vector<Segment>{}), 0);
+  EXPECT_EQ(detail::latest_segment_steps(std::vector<Segment>{{700}, {980}, {0}, {0}}), 980);
+}
+
 TEST(CheckpointInterval, TheBufferStaysWithinAThirtySecondOfTheBudgetAndTheFreeBytes) {
   Options o;
   o.adjoint_memory_budget = kBudget;
@@ -50,7 +58,7 @@ TEST(CheckpointInterval, TheBufferStaysWithinAThirtySecondOfTheBudgetAndTheFreeB
   EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000, kBudget), 838);
   EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000, 3'000'000), 300);  // what the other recordings left
   EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000, 0), 100);          // never below 100 steps
-  o.adjoint_memory_budget = kMinAdjointMemoryBudget;                  // 32 KiB
+  o.adjoint_memory_budget = kMinAdjointMemoryBudget;                  // 1 MiB: 32 KiB for a buffer
   EXPECT_EQ(checkpoint_interval(o, 100, 0, 10000, kMinAdjointMemoryBudget), 100);
 }
 
@@ -113,6 +121,18 @@ TEST_P(AutomaticSpacing, ASmallBudgetKeepsTheFormerSpacing) {
   const Solution a = adjoint(pb, pb.nominal_parameters(), o);
   EXPECT_EQ(a.adjoint.checkpoint_steps, 100);
   EXPECT_GT(a.adjoint.checkpoints, 20);
+}
+
+TEST(CheckpointInterval, LaterSegmentsFollowTheLatestSegmentsSteps) {
+  // fivebar_floor in the penalty form: its first segment (about 2,460 steps) takes three
+  // intervals of 1,200 (12 states); the two later ones (about 2,600 and 550 steps) get twice
+  // their predecessor's steps and one interval each. A first segment's spacing for every
+  // segment would make it at least 7 check points.
+  const Problem pb = fivebar_floor(multibody::FormulationType::Penalty);
+  const Solution a = adjoint(pb);
+  ASSERT_EQ(a.adjoint.backward.segments, 3);
+  EXPECT_LE(a.adjoint.checkpoints, 5);
+  EXPECT_GT(a.adjoint.checkpoint_steps, 4000);
 }
 
 INSTANTIATE_TEST_SUITE_P(FiveBarFloor, AutomaticSpacing,

@@ -217,6 +217,7 @@ void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
   const detail::CheckpointUsage usage = session.checkpoint_usage();
   sol_.adjoint.checkpoints += usage.checkpoints;
   sol_.adjoint.stored_bytes += usage.stored_bytes;
+  sol_.adjoint.checkpoint_steps = std::max(sol_.adjoint.checkpoint_steps, usage.spacing);
   const Eigen::VectorXd stacked = lambda_.reshaped();
   session.start_backward(nx_ * nc_, np_ * nc_, settings(), seg.t_end, stacked);
   run_.account(seg);
@@ -257,9 +258,6 @@ void AdjointSweep::run() {
   if (np_ > 0) grad_ += initial_state_products(pb_, p_, lambda_).transpose();
   sol_.cost_gradient = grad_;
   sol_.initial_state_gradient = lambda_.transpose();
-  for (const detail::RecordedSegment& s : segments) {
-    sol_.adjoint.checkpoint_steps = std::max(sol_.adjoint.checkpoint_steps, s.checkpoint_steps);
-  }
   sol_.adjoint.memory_budget = run_.ledger().budget();
   sol_.adjoint.peak_stored_bytes = run_.ledger().peak();
   sol_.adjoint.recomputed_segments = run_.recomputed_segments();

@@ -37,7 +37,7 @@ long latest_segment_steps(const Segments& segments) {
 
 inline constexpr long kFewestCheckpointSteps = 100;
 inline constexpr long kCheckpointStepsPerState = 100;
-inline constexpr double kCheckpointGrowth = 2.0;
+inline constexpr long kCheckpointGrowth = 2;
 inline constexpr long kCheckpointBudgetShare = 32;
 
 }  // namespace saltus::detail

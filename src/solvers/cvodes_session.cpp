@@ -431,7 +431,7 @@ long CvodesSession::held_bytes() const {
 }
 
 CheckpointUsage CvodesSession::checkpoint_usage() const {
-  return {recording_ ? checkpoints_ + 1 : 0, held_bytes()};
+  return {recording_ ? checkpoints_ + 1 : 0, held_bytes(), recording_ ? checkpoint_steps_ : 0};
 }
 
 long CvodesSession::plain_bytes(int n, int nq, const Options& options) {

@@ -51,6 +51,7 @@ struct BackwardSettings {
 struct CheckpointUsage {
   long checkpoints = 0;    ///< CVODES check points
   long stored_bytes = 0;   ///< heap bytes of the whole session (held_bytes())
+  long spacing = 0;        ///< forward steps between its check points (0: not recording)
 };
 
 struct CvodesCallbacks {

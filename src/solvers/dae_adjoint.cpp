@@ -524,6 +524,7 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   }
   IdasSession& session = *seg.session;
   sol_.adjoint.checkpoints += session.checkpoints();
+  sol_.adjoint.checkpoint_steps = std::max(sol_.adjoint.checkpoint_steps, session.checkpoint_spacing());
   const int nq = gradient_states(), b = block(), na = adjoint_states();
   Eigen::VectorXd yB0(na + nq), ypB0(na + nq);
   for (int c = 0; c < nc_; ++c) {
@@ -617,9 +618,6 @@ void DaeAdjointSweep::run() {
   if (np_ > 0) grad_ += initial_state_products(pb_, p_, weighted).transpose();
   sol_.cost_gradient = grad_;
   sol_.initial_state_gradient = weighted.transpose();
-  for (const DaeSegment& s : segments) {
-    sol_.adjoint.checkpoint_steps = std::max(sol_.adjoint.checkpoint_steps, s.checkpoint_steps);
-  }
   if (!sol_.cost_gradient.allFinite()) {
     throw ModelError(fmt::format("the adjoint gradient of problem '{}' is not finite", pb_.name()));
   }

@@ -204,10 +204,11 @@ void DaeRun::begin_segment(double t) {
     // not record, because IDAS's IDAAdjFree crashes on a recording that IDASolveF never ran.
     // IDAS keeps every segment's recording: their buffers together stay within the budget.
     const long point_bytes = footprint::hermite_point(nx_ + nq_);
-    seg.checkpoint_steps = checkpoint_interval(opt_, nx_ + nq_, latest_segment_steps(segments_), point_bytes,
+    seg.checkpoint_steps = checkpoint_interval(opt_, nx_, latest_segment_steps(segments_), point_bytes,
                                                opt_.adjoint_memory_budget - hermite_bytes_);
     const long checkpoint_steps = at_output_time(t, opt_.tf) ? 0 : seg.checkpoint_steps;
-    if (checkpoint_steps > 0) hermite_bytes_ += (checkpoint_steps + 1) * point_bytes;
+    if (checkpoint_steps > 0) seg.hermite_bytes = (checkpoint_steps + 1) * point_bytes;
+    hermite_bytes_ += seg.hermite_bytes;
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,
                                                 component_atol(), std::vector<double>{}, checkpoint_steps,
                                                 std::vector<double>{}, pb_.has_index2_modes(), nonzeros);
@@ -273,7 +274,10 @@ int DaeRun::start_again(double tout, double& t) {
   throw_if_interrupted(t);
   ida_->add_stats(book_.solution().stats);
   book_.solution().stats.segments -= 1;  // the same segment, counted again when it ends
-  if (kind_ == RunKind::AdjointRecording) segments_.pop_back();
+  if (kind_ == RunKind::AdjointRecording) {
+    hermite_bytes_ -= segments_.back().hermite_bytes;
+    segments_.pop_back();
+  }
   model_error_.clear();
   non_finite_evaluations_ = 0;
   begin_segment(restart_.segment_start());

@@ -287,7 +287,8 @@ void HybridRun::start_recording(double t) {
   // A session of its own per segment, so that its check points end at this segment's event.
   // It records if that fits the budget once older recordings are released; otherwise it only
   // integrates, and the backward pass recomputes the segment with fewer check points.
-  // The ledger releases older recordings to make room (make_room): the whole budget is free.
+  // The ledger releases older recordings to make room (make_room), so only the budget's share
+  // caps the spacing here.
   s.checkpoint_steps = checkpoint_interval(opt_, nx_, latest_segment_steps(segments_),
                                            CvodesSession::hermite_point_bytes(nx_), opt_.adjoint_memory_budget);
   const long needed =

@@ -151,6 +151,8 @@ class IdasSession {
   /// Check points of the recording, the one at its start included (IDASolveF counts the
   /// others; CvodesSession counts them so too).
   long checkpoints() const { return adjoint_initialized_ ? checkpoints_ + 1 : 0; }
+  /// Forward steps between the recording's check points (0 if it did not record).
+  long checkpoint_spacing() const { return adjoint_initialized_ ? checkpoint_steps_ : 0; }
   /// Steps taken since the session started.
   long steps() const;
   /// Creates the backward problem of size nB with nqB quadratures, starting at tB0 from

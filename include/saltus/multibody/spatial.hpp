@@ -32,6 +32,24 @@ S dot3(const Vec3<S>& a, const Vec3<S>& b) {
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 }
 
+/// a b, each entry summed in index order. Eigen vectorizes a double product (another summation
+/// order), so a double evaluation would round differently from the real part of a Dual one: the
+/// KKT matrix of a Jacobian product (CVODES's GMRES, at the right-hand side's own point) then
+/// differed in the last bits from the right-hand side's and missed its cached factorization
+/// (measured on the vehicle: 1,434 of its simulation's 4,298 KLU factorizations).
+template <class S, int R, int K, int C>
+Eigen::Matrix<S, R, C> product(const Eigen::Matrix<S, R, K>& a, const Eigen::Matrix<S, K, C>& b) {
+  Eigen::Matrix<S, R, C> out;
+  for (int i = 0; i < R; ++i) {
+    for (int j = 0; j < C; ++j) {
+      S sum = a(i, 0) * b(0, j);
+      for (int k = 1; k < K; ++k) sum += a(i, k) * b(k, j);
+      out(i, j) = sum;
+    }
+  }
+  return out;
+}
+
 /// a~, the matrix of the cross product: a~ b = a x b.
 template <class S>
 Mat3<S> skew(const Vec3<S>& a) {
@@ -277,17 +295,19 @@ Mat3<S> central_inertia(const SpatialBody& b, In<S> p) {
 /// Its null space is (0, p): the normalization row removes it.
 template <class S>
 Eigen::Matrix<S, 7, 7> spatial_mass_block(const SpatialBody& b, const Vec4<S>& euler, In<S> p) {
+  // The products written out (product): the entries round alike in every scalar type.
   const S mass = value_of<S>(b.mass, p);
   const Mat3<S> s = skew(value3<S>(b.center, p));
-  const Mat3<S> J = central_inertia<S>(b, p) - mass * s * s;
+  const Mat3<S> J = central_inertia<S>(b, p) - mass * product(s, s);
   const Mat3<S> A = rotation_matrix(euler);
   const Mat34<S> G = g_matrix(euler);
+  const Eigen::Matrix<S, 4, 3> G_t = G.transpose();
   Eigen::Matrix<S, 7, 7> M;
   M.template topLeftCorner<3, 3>() = mass * Mat3<S>::Identity();
-  const Mat34<S> coupling = -S(2.0) * mass * (A * s * G);
+  const Mat34<S> coupling = -S(2.0) * mass * product(product(A, s), G);
   M.template topRightCorner<3, 4>() = coupling;
   M.template bottomLeftCorner<4, 3>() = coupling.transpose();
-  M.template bottomRightCorner<4, 4>() = S(4.0) * (G.transpose() * J * G);
+  M.template bottomRightCorner<4, 4>() = S(4.0) * product(product(G_t, J), G);
   return M;
 }
 

@@ -2,8 +2,8 @@
 // Adjoint (reverse) sensitivities of a hybrid ODE's costs through its events.
 //
 // Forward pass: the hybrid run of simulate(), with one CVODES session per smooth segment that
-// stores check points every Options::checkpoint_steps steps, so that no interpolation of the
-// forward state ever crosses an event. The sessions held at once stay within
+// stores check points (Options::checkpoint_steps, or a spacing chosen per segment), so that no
+// interpolation of the forward state ever crosses an event. The sessions held at once stay within
 // Options::adjoint_memory_budget: the oldest are released and their segments recomputed from a
 // snapshot (start time, mode, state) during the backward pass (docs/adjoint.md). Backward pass (theory/hybrid-ode.md section 6.4), for
 // every cost j at once (lambda has one column per cost):

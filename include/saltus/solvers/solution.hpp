@@ -60,8 +60,8 @@ struct SolverStats {
 /// them (integrators, vectors with their operation tables, matrices, check points, Hermite
 /// buffers), not payload alone (docs/adjoint.md).
 struct AdjointStats {
-  /// Forward steps between check points: Options::checkpoint_steps if set, else the widest
-  /// spacing the automatic choice gave a segment
+  /// Forward steps between check points: the widest spacing of the recordings the backward
+  /// pass used (Options::checkpoint_steps if set and nothing was recomputed)
   long checkpoint_steps = 0;
   long checkpoints = 0;       ///< check points of the recordings the backward pass used
   /// Bytes of the recordings of all segments together, each counted once as the backward pass
