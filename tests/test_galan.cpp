@@ -79,3 +79,19 @@ TEST(Galan, ASwitchPairInsideOneStepIsFound) {
   const GradientEstimate cs = complex_step(pb, p, pb.options());
   EXPECT_NEAR(cs.cost_gradient(0, 0), -59.280837410359905, 1e-4);
 }
+
+TEST(Galan, AThresholdOfOneE300IsNeverReachedAndHasNoGradient) {
+  // x = 4 - 4 e^-t stays below every switching value near 4 (r = x^3 - 5x^2 + 7x - p < 0), so
+  // G = int_0^5 x dt = 16 + 4 e^-5 for any huge p, and dG/dp = 0. The sensitivities' absolute
+  // tolerance atol / |p| was subnormal at p = 1e300 and the first step failed.
+  Problem pb = examples::galan();
+  pb.set_nominal("p", 1e300);
+  const double G = 16.0 + 4.0 * std::exp(-5.0);
+  const Solution forward = forward_sensitivity(pb);
+  const Solution backward = adjoint(pb);
+  EXPECT_TRUE(forward.events.empty());
+  EXPECT_NEAR(forward.costs[0], G, 1e-8);
+  EXPECT_EQ(forward.cost_gradient(0, 0), 0.0);
+  EXPECT_EQ(backward.cost_gradient(0, 0), 0.0);
+  EXPECT_NEAR(backward.initial_state_gradient(0, 0), 1.0 - std::exp(-5.0), 1e-7);  // d G / d x0
+}

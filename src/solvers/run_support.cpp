@@ -161,9 +161,12 @@ std::vector<double> sensitivity_state_atol(const Options& o, const Eigen::Vector
 
 std::vector<double> parameter_scales(const Options& o, const Eigen::VectorXd& p) {
   if (!o.parameter_scales.empty()) return o.parameter_scales;
+  // Tolerances divided by |p_k| must stay normal doubles: at p = 1e300 the sensitivity atol
+  // 1e-12 / 1e300 was subnormal, its error weight infinite, and the first step failed (galan with
+  // --param p=1e300, whose simulation runs).
   std::vector<double> s(static_cast<size_t>(p.size()));
   for (Eigen::Index k = 0; k < p.size(); ++k) {
-    s[static_cast<size_t>(k)] = p[k] != 0.0 ? std::abs(p[k]) : 1.0;
+    s[static_cast<size_t>(k)] = p[k] != 0.0 ? std::clamp(std::abs(p[k]), kSmallestParameterScale, kLargestParameterScale) : 1.0;
   }
   return s;
 }

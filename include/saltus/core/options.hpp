@@ -87,6 +87,11 @@ enum class LinearSolver {
 /// How CVODES corrects the forward sensitivities (CV_STAGGERED or CV_SIMULTANEOUS).
 enum class SensitivityCorrector { Staggered, Simultaneous };
 
+/// The range of the default parameter scales (Options::parameter_scales): a sensitivity's
+/// absolute tolerance is atol / pbar_k, which for |p_k| = 1e300 would be subnormal.
+inline constexpr double kSmallestParameterScale = 1e-100;
+inline constexpr double kLargestParameterScale = 1e100;
+
 /// The smallest Options::adjoint_memory_budget: room for one recorded segment of a small
 /// model with its backward problem.
 inline constexpr long kMinAdjointMemoryBudget = 1L << 20;
@@ -126,8 +131,9 @@ struct Options {
   /// sparse matrix was as fast or faster on every mechanism from 14 components (paddle) up
   /// (docs/benchmarks.md, the chain in the DAE formulations).
   int sparse_min_states = 14;
-  /// Parameter scales for the sensitivity error weights (CVODES pbar); empty: |p_k|, or 1
-  /// where p_k = 0.
+  /// Parameter scales for the sensitivity error weights (CVODES pbar); empty: |p_k| within
+  /// [kSmallestParameterScale, kLargestParameterScale], or 1 where p_k = 0 (the bounds keep
+  /// atol / pbar a normal double).
   std::vector<double> parameter_scales;
   bool cost_error_control = true;        ///< quadratures of costs take part in step control
   bool sensitivity_error_control = true; ///< sensitivities take part in step control
