@@ -14,8 +14,8 @@ namespace saltus::detail {
 /// buffer of Nd + 1 points is allocated whole when the recording starts (about 0.4 us per
 /// point, measured), which a short segment does not repay. The automatic spacing is
 ///   - for the first segment, kCheckpointStepsPerState steps per state: a step costs more the
-///     more states there are (2 us for a 2-state ball, 7 us for the 12-state five-bar, 240 us
-///     for the 126-state vehicle) while a buffer point's allocation barely grows;
+///     more states there are (2 us for a 2-state ball, 7 us for the 12-state five-bar, about
+///     200 us for the 126-state vehicle) while a buffer point's allocation barely grows;
 ///   - for a later one, kCheckpointGrowth times the steps of the latest segment that took any;
 /// never below kFewestCheckpointSteps (the former fixed default) and, above that, at most
 /// what keeps the buffer within 1/kCheckpointBudgetShare of Options::adjoint_memory_budget and

@@ -204,9 +204,10 @@ void DaeRun::begin_segment(double t) {
     // not record, because IDAS's IDAAdjFree crashes on a recording that IDASolveF never ran.
     // IDAS keeps every segment's recording: their buffers together stay within the budget.
     const long point_bytes = footprint::hermite_point(nx_ + nq_);
-    seg.checkpoint_steps = checkpoint_interval(opt_, nx_, latest_segment_steps(segments_), point_bytes,
-                                               opt_.adjoint_memory_budget - hermite_bytes_);
-    const long checkpoint_steps = at_output_time(t, opt_.tf) ? 0 : seg.checkpoint_steps;
+    const long checkpoint_steps =
+        at_output_time(t, opt_.tf) ? 0
+                                   : checkpoint_interval(opt_, nx_, latest_segment_steps(segments_), point_bytes,
+                                                         opt_.adjoint_memory_budget - hermite_bytes_);
     if (checkpoint_steps > 0) seg.hermite_bytes = (checkpoint_steps + 1) * point_bytes;
     hermite_bytes_ += seg.hermite_bytes;
     seg.session = std::make_unique<IdasSession>(nx_ + nq_, 0, 0, differential_components(), opt_, callbacks_, this,

@@ -36,7 +36,6 @@ struct DaeSegment {
   bool advanced = false;  ///< IDAS took at least one step
   int sparse_pattern = -1;  ///< its sparse Newton matrix's pattern (SparseIterationMatrix::select)
   long steps = 0;             ///< IDAS steps of the forward pass
-  long checkpoint_steps = 0;  ///< its check points' spacing (checkpoint_interval)
   long hermite_bytes = 0;     ///< its recording's Hermite buffer (0 if it does not record)
   ConsistentPoint start, end;  ///< the consistent points at t_start and t_end
 };
