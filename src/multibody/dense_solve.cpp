@@ -1,9 +1,10 @@
 #include <saltus/multibody/dense_solve.hpp>
 
+#include <saltus/core/same_bits.hpp>
+
 #include "sparse_factorization.hpp"
 
 #include <array>
-#include <cstring>
 
 namespace saltus::multibody::detail {
 
@@ -25,11 +26,6 @@ struct FactorizationCache {
 
 thread_local FactorizationCache cache;
 
-bool same_bits(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size()) * sizeof(double)) == 0;
-}
-
 }  // namespace
 
 void throw_singular(const char* what, double pivot, Eigen::Index column, Eigen::Index n, double largest) {
@@ -39,7 +35,7 @@ void throw_singular(const char* what, double pivot, Eigen::Index column, Eigen::
 
 const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::MatrixXd& matrix, const char* what) {
   for (const CachedFactorization& entry : cache.entries) {
-    if (entry.valid && same_bits(entry.matrix, matrix)) return entry.lu;
+    if (entry.valid && same_bits_entries(entry.matrix, matrix)) return entry.lu;
   }
   const double largest = largest_finite_entry<double>(matrix, what);
   CachedFactorization& entry = cache.entries[cache.next];

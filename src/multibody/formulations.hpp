@@ -6,6 +6,8 @@
 //   CartesianForm (index-1 with Baumgarte, or penalty): state x = (q, v), 2n entries.
 //   MaggiForm (null space, seed 003): state x = (u, u-dot) with u = B q, 2f entries.
 //   DaeForm (DAEs on IDAS: GGL, stabilized index-1, index 3): x = (q, v, multipliers, flags).
+#include <saltus/core/same_bits.hpp>
+
 #include "contacts.hpp"
 #include "partitioning_law.hpp"
 
@@ -13,7 +15,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <numbers>
 #include <memory>
@@ -794,14 +795,8 @@ struct CompletionMemo {
   S t{};
   VectorX<S> guess, p, x, xdot;
 
-  static bool same(const VectorX<S>& stored, In<S> given) {
-    // memcmp's pointers must not be null, even for no bytes (a model without parameters).
-    return stored.size() == given.size() &&
-           (given.size() == 0 ||
-            std::memcmp(stored.data(), given.data(), static_cast<size_t>(given.size()) * sizeof(S)) == 0);
-  }
   bool holds(std::uint64_t id, const S& time, In<S> at, In<S> params) const {
-    return form == id && std::memcmp(&t, &time, sizeof(S)) == 0 && same(guess, at) && same(p, params);
+    return form == id && same_bits(t, time) && same_bits_entries(guess, at) && same_bits_entries(p, params);
   }
   static CompletionMemo& of_this_thread() {
     thread_local CompletionMemo memo;

@@ -447,8 +447,6 @@ long CvodesSession::checkpoint_bytes(int n, int nq, const Options& options) {
   return footprint::largest_checkpoint(n, checkpointed_quadratures(nq, options), bdf(options));
 }
 
-long CvodesSession::hermite_point_bytes(int n) { return footprint::hermite_point(n); }
-
 long CvodesSession::backward_bytes(int nB, int nqB, const Options& options, int n) {
   // The adjoint stacks one block of n per cost (AdjointSweep::settings).
   return backward_problem_bytes(nB, nqB, bdf(options), uses_krylov(options, n), n);

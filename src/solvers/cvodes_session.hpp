@@ -142,8 +142,6 @@ class CvodesSession {
   static long plain_bytes(int n, int nq, const Options& options);
   /// What one more check point may add.
   static long checkpoint_bytes(int n, int nq, const Options& options);
-  /// Hermite data point: what each forward step between two check points holds.
-  static long hermite_point_bytes(int n);
   /// What start_backward(nB, nqB, ...) adds to a session of n states (the backward problem
   /// takes GMRES when the forward one does).
   static long backward_bytes(int nB, int nqB, const Options& options, int n);

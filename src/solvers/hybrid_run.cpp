@@ -2,6 +2,7 @@
 // The event transfer is event_transfer.hpp's (docs/theory/hybrid-ode.md sections 3-5).
 #include "hybrid_run.hpp"
 
+#include <saltus/core/same_bits.hpp>
 #include <saltus/solvers/event_transfer.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
@@ -9,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <utility>
 
 #include "checkpoint_interval.hpp"
@@ -75,20 +75,9 @@ int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) 
   });
 }
 
-namespace {
-
-/// Bitwise equality (-0.0 and 0.0 differ: a model may tell them apart).
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
-bool same_bits(const Eigen::VectorXd& a, const Eigen::Ref<const Eigen::VectorXd>& b) {
-  return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.size()) * sizeof(double)) == 0;
-}
-
-}  // namespace
-
 void HybridRun::evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> xdot) {
   LastRate& last = last_rate_;
-  if (last.kept && last.valid && last.mode == mode_ && same_bits(last.t, t) && same_bits(last.x, x)) {
+  if (last.kept && last.valid && last.mode == mode_ && same_bits(last.t, t) && same_bits_entries(last.x, x)) {
     xdot = last.xdot;  // the same point's right-hand side, bit for bit
     return;
   }
@@ -290,7 +279,7 @@ void HybridRun::start_recording(double t) {
   // The ledger releases older recordings to make room (make_room), so only the budget's share
   // caps the spacing here.
   s.checkpoint_steps = checkpoint_interval(opt_, nx_, latest_segment_steps(segments_),
-                                           CvodesSession::hermite_point_bytes(nx_), opt_.adjoint_memory_budget);
+                                           footprint::hermite_point(nx_), opt_.adjoint_memory_budget);
   const long needed =
       CvodesSession::recording_bytes(nx_, recorded_quadratures_, opt_, s.checkpoint_steps) + headroom();
   make_room(needed);
@@ -370,7 +359,7 @@ long HybridRun::recomputation_checkpoint_steps(const RecordedSegment& s) const {
   // at sqrt(N checkpoint / point) steps between check points.
   if (ledger_.fits(bytes(steps) + backward_bytes_)) return steps;
   const double optimum = std::sqrt(static_cast<double>(s.steps) * static_cast<double>(checkpoint) /
-                                   static_cast<double>(CvodesSession::hermite_point_bytes(nx_)));
+                                   static_cast<double>(footprint::hermite_point(nx_)));
   return std::clamp(std::lround(optimum), 1L, std::max(1L, s.steps));
 }
 
