@@ -183,11 +183,14 @@ struct Options {
   /// multibody formulation sets it: its stiff constraint directions carry near-zero adjoint
   /// components that the state atol made the backward pass resolve (the five-bar's backward
   /// pass took 68,066 steps against 2,853 forward; with it 8,213, and the gradient closer to a
-  /// tight reference: 1.9e-8 against 1.0e-7).
+  /// tight reference: 1.9e-8 against 1.0e-7). With adjoint_quadrature_atol unset, it scales
+  /// each cost's gradient quadratures alike.
   bool adjoint_atol_from_costs = false;
   /// Absolute tolerance of the gradient quadratures in cost units; < 0: the cost quadrature
-  /// tolerance (cost_atol, else atol). Entry dpsi/dp_k uses it divided by the parameter scale
-  /// of p_k (parameter_scales, else |p_k|), as CVODES does for forward sensitivities.
+  /// tolerance (cost_atol, else atol), with adjoint_atol_from_costs for cost j the larger of
+  /// that and lambda's relative tolerance times |psi_j|. Entry dpsi/dp_k uses it
+  /// divided by the parameter scale of p_k (parameter_scales, else |p_k|), as CVODES does for
+  /// forward sensitivities.
   double adjoint_quadrature_atol = -1.0;
   /// Whether the n_c x n_p gradient quadratures take part in the backward step control. On by
   /// default: without it a quadrature whose integrand the adjoint's steps do not resolve (e.g.
