@@ -136,7 +136,9 @@ struct Options {
   /// atol / pbar a normal double).
   std::vector<double> parameter_scales;
   bool cost_error_control = true;        ///< quadratures of costs take part in step control
-  bool sensitivity_error_control = true; ///< sensitivities take part in step control
+  /// Sensitivities take part in step control. Off, the cost quadratures' sensitivities leave it
+  /// too on CVODES (whose first-step estimate would read sensitivities it has not formed).
+  bool sensitivity_error_control = true;
   /// Forward sensitivities on CVODES: raise the absolute tolerance of sensitivity k from
   /// atol_i / pbar_k (CVODES' default) to max(atol_i, rtol * max(1, |x0|_inf)) / pbar_k, and that
   /// of the cost quadratures' sensitivities to the largest of those state tolerances / pbar_k,
