@@ -2,9 +2,12 @@
 
 #include <saltus/core/same_bits.hpp>
 
+#include "recorded_solve.hpp"
 #include "sparse_factorization.hpp"
 
 #include <array>
+#include <memory>
+#include <utility>
 
 namespace saltus::multibody::detail {
 
@@ -18,27 +21,27 @@ struct CachedFactorization {
 };
 
 /// Four entries: a formulation solves at most two different matrices per right-hand side (Maggi:
-/// [Phi_q; B] and R^T M R), and an event adds the impact matrix.
+/// [Phi_q; B] and R^T M R), and an event adds the impact matrix. Shared: a solve recorded on the
+/// reverse tape keeps its factorization (record_dense_solve); the cache then factors into a
+/// fresh entry instead of overwriting it.
 struct FactorizationCache {
-  std::array<CachedFactorization, 4> entries;
+  std::array<std::shared_ptr<CachedFactorization>, 4> entries;
   size_t next = 0;
 };
 
 thread_local FactorizationCache cache;
 
-}  // namespace
+using SharedLU = std::shared_ptr<const Eigen::PartialPivLU<Eigen::MatrixXd>>;
 
-void throw_singular(const char* what, double pivot, Eigen::Index column, Eigen::Index n, double largest) {
-  throw ModelError(fmt::format("the {} is singular (pivot {:.1e} at column {} of {}, largest entry {:.1e})", what,
-                               pivot, column + 1, n, largest));
-}
-
-const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::MatrixXd& matrix, const char* what) {
-  for (const CachedFactorization& entry : cache.entries) {
-    if (entry.valid && same_bits_entries(entry.matrix, matrix)) return entry.lu;
+/// dense_factorization's LU, shared with the cache.
+SharedLU shared_dense_factorization(const Eigen::MatrixXd& matrix, const char* what) {
+  for (const std::shared_ptr<CachedFactorization>& entry : cache.entries) {
+    if (entry && entry->valid && same_bits_entries(entry->matrix, matrix)) return SharedLU(entry, &entry->lu);
   }
   const double largest = largest_finite_entry<double>(matrix, what);
-  CachedFactorization& entry = cache.entries[cache.next];
+  std::shared_ptr<CachedFactorization>& slot = cache.entries[cache.next];
+  if (!slot || slot.use_count() > 1) slot = std::make_shared<CachedFactorization>();
+  CachedFactorization& entry = *slot;
   entry.valid = false;
   entry.lu.compute(matrix);
   const Eigen::MatrixXd& U = entry.lu.matrixLU();
@@ -49,7 +52,63 @@ const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::Mat
   entry.matrix = matrix;  // same size as before: no allocation
   entry.valid = true;
   cache.next = (cache.next + 1) % cache.entries.size();
-  return entry.lu;
+  return SharedLU(slot, &entry.lu);
+}
+
+/// X = A^-1 B on the reverse tape as one operation (recorded_solve.hpp) with the dense LU kept
+/// from the recording.
+class DenseSolveOperation : public RecordedSolve {
+ public:
+  explicit DenseSolveOperation(SharedLU lu) : lu_(std::move(lu)) {}
+
+ private:
+  void solve_transposed(Eigen::MatrixXd& bar) const override { bar = lu_->transpose().solve(bar); }
+
+  SharedLU lu_;
+};
+
+/// Records the solve with A's values factored (`lu`), A's tape entries noted in `operation`.
+DenseMatrix<Reverse> record_factored_solve(std::unique_ptr<DenseSolveOperation> operation,
+                                           const Eigen::PartialPivLU<Eigen::MatrixXd>& lu, const DenseMatrix<Reverse>& rhs) {
+  Eigen::MatrixXd x = lu.solve(Eigen::MatrixXd(rhs.unaryExpr([](const Reverse& r) { return r.value(); })));
+  return push_recorded_solve(std::move(operation), rhs, std::move(x));
+}
+
+}  // namespace
+
+void throw_singular(const char* what, double pivot, Eigen::Index column, Eigen::Index n, double largest) {
+  throw ModelError(fmt::format("the {} is singular (pivot {:.1e} at column {} of {}, largest entry {:.1e})", what,
+                               pivot, column + 1, n, largest));
+}
+
+const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::MatrixXd& matrix, const char* what) {
+  return *shared_dense_factorization(matrix, what);  // the cache keeps it until a later factorization
+}
+
+DenseMatrix<Reverse> record_dense_solve(const DenseMatrix<Reverse>& matrix, const DenseMatrix<Reverse>& rhs,
+                                        const char* what) {
+  const SharedLU lu = shared_dense_factorization(matrix.unaryExpr([](const Reverse& r) { return r.value(); }), what);
+  auto operation = std::make_unique<DenseSolveOperation>(lu);
+  for (Eigen::Index j = 0; j < matrix.cols(); ++j) {
+    for (Eigen::Index i = 0; i < matrix.rows(); ++i) {
+      operation->note_matrix_entry(static_cast<int>(i), static_cast<int>(j), matrix(i, j));
+    }
+  }
+  return record_factored_solve(std::move(operation), *lu, rhs);
+}
+
+DenseMatrix<Reverse> record_dense_solve(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& matrix,
+                                        const DenseMatrix<Reverse>& rhs, const char* what) {
+  const Eigen::MatrixXd values = Eigen::SparseMatrix<double, Eigen::RowMajor, int>(
+      matrix.unaryExpr([](const Reverse& r) { return r.value(); }));
+  const SharedLU lu = shared_dense_factorization(values, what);
+  auto operation = std::make_unique<DenseSolveOperation>(lu);
+  for (int i = 0; i < matrix.outerSize(); ++i) {
+    for (Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
+      operation->note_matrix_entry(i, static_cast<int>(it.col()), it.value());
+    }
+  }
+  return record_factored_solve(std::move(operation), *lu, rhs);
 }
 
 FactoredMatrix::FactoredMatrix(const Eigen::MatrixXd& matrix, const char* what)

@@ -1,6 +1,8 @@
 // KLU factorizations of large sparse multibody matrices: sparse_factorization.hpp.
 #include "sparse_factorization.hpp"
 
+#include "recorded_solve.hpp"
+
 #include <saltus/multibody/dense_solve.hpp>
 
 #include <saltus/core/error.hpp>
@@ -225,70 +227,19 @@ void solve_in_place(const SparseFactors& factors, Eigen::MatrixXd& x, bool trans
   if (ok != 1) throw ModelError(fmt::format("KLU could not solve with the {} (status {})", what, common.status));
 }
 
-/// X = A^-1 B on the reverse tape as one operation: with the outputs' adjoints X-bar, B-bar =
-/// A^-T X-bar (one transposed solve with the factors kept from the recording) and A-bar =
-/// -B-bar X^T on A's stored entries only.
-class SparseSolveOperation : public ReverseOperation {
+/// X = A^-1 B on the reverse tape as one operation (recorded_solve.hpp) with KLU's factors kept
+/// from the recording.
+class SparseSolveOperation : public RecordedSolve {
  public:
   /// `what` is copied: the sweep may come after the caller's string is gone.
   SparseSolveOperation(std::shared_ptr<const SparseFactors> factors, const char* what)
       : factors_(std::move(factors)), what_(what) {}
 
-  void backward(std::vector<double>& adjoint, int columns) const override {
-    // X = A^-1 B for each of the sweep's columns c: B-bar = A^-T X-bar, A-bar = -B-bar X^T,
-    // every column's X-bar solved at once (bar's column c k + j).
-    const Eigen::Index n = values_.rows(), k = values_.cols();
-    const auto m = static_cast<size_t>(columns);
-    const auto at = [m](std::int32_t node, Eigen::Index c) { return static_cast<size_t>(node) * m + static_cast<size_t>(c); };
-    bar_.resize(n, k * columns);  // kept between sweeps: no allocation once sized
-    bool any = false;
-    for (Eigen::Index c = 0; c < columns; ++c) {
-      for (Eigen::Index j = 0; j < k; ++j) {
-        for (Eigen::Index i = 0; i < n; ++i) {
-          const double a = adjoint[at(first_output_ + static_cast<std::int32_t>(j * n + i), c)];
-          bar_(i, c * k + j) = a;
-          any = any || a != 0.0;
-        }
-      }
-    }
-    if (!any) return;
-    solve_in_place(*factors_, bar_, true, what_.c_str());  // now B-bar
-    for (Eigen::Index c = 0; c < columns; ++c) {
-      for (Eigen::Index j = 0; j < k; ++j) {
-        for (Eigen::Index i = 0; i < n; ++i) {
-          const Term& b = rhs_terms_[static_cast<size_t>(j * n + i)];
-          if (b.node >= 0) adjoint[at(b.node, c)] += b.coefficient * bar_(i, c * k + j);
-        }
-      }
-    }
-    for (const MatrixEntry& e : matrix_entries_) {
-      for (Eigen::Index c = 0; c < columns; ++c) {
-        double sum = 0.0;
-        for (Eigen::Index j = 0; j < k; ++j) sum += bar_(e.row, c * k + j) * values_(e.col, j);
-        adjoint[at(e.node, c)] -= e.coefficient * sum;
-      }
-    }
-  }
-
-  /// An input's node and coefficient (Reverse::coefficient).
-  struct Term {
-    std::int32_t node;
-    double coefficient;
-  };
-  struct MatrixEntry {
-    int row, col;
-    std::int32_t node;
-    double coefficient;
-  };
-  std::vector<MatrixEntry> matrix_entries_;  ///< A's entries that are on the tape
-  std::vector<Term> rhs_terms_;              ///< B's entries, column-major (node -1: constant)
-  Eigen::MatrixXd values_;                   ///< X
-  std::int32_t first_output_ = 0;
-
  private:
+  void solve_transposed(Eigen::MatrixXd& bar) const override { solve_in_place(*factors_, bar, true, what_.c_str()); }
+
   std::shared_ptr<const SparseFactors> factors_;
   std::string what_;
-  mutable Eigen::MatrixXd bar_;  // the outputs' adjoints, then B-bar (the tape is one thread's)
 };
 
 }  // namespace
@@ -322,32 +273,14 @@ DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eige
       matrix.unaryExpr([](const Reverse& r) { return r.value(); });
   const std::shared_ptr<const SparseFactors> factors = sparse_factors(values, what);
   auto operation = std::make_unique<SparseSolveOperation>(factors, what);
-  const Eigen::Index n = rhs.rows(), k = rhs.cols();
-  Eigen::MatrixXd x(n, k);
-  operation->rhs_terms_.resize(static_cast<size_t>(n * k));
-  for (Eigen::Index j = 0; j < k; ++j) {
-    for (Eigen::Index i = 0; i < n; ++i) {
-      x(i, j) = rhs(i, j).value();
-      operation->rhs_terms_[static_cast<size_t>(j * n + i)] = {rhs(i, j).node(), rhs(i, j).coefficient()};
-    }
-  }
   for (int i = 0; i < matrix.outerSize(); ++i) {
     for (Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
-      const Reverse& a = it.value();
-      if (!a.is_constant()) operation->matrix_entries_.push_back({i, static_cast<int>(it.col()), a.node(), a.coefficient()});
+      operation->note_matrix_entry(i, static_cast<int>(it.col()), it.value());
     }
   }
+  Eigen::MatrixXd x = rhs.unaryExpr([](const Reverse& r) { return r.value(); });
   solve_in_place(*factors, x, false, what);
-  operation->values_ = x;
-  const Eigen::Index outputs = n * k;
-  SparseSolveOperation& recorded = *operation;
-  const std::int32_t first = ReverseTape::push_operation(std::move(operation), static_cast<std::int32_t>(outputs));
-  recorded.first_output_ = first;
-  DenseMatrix<Reverse> X(n, k);
-  for (Eigen::Index j = 0; j < k; ++j) {
-    for (Eigen::Index i = 0; i < n; ++i) X(i, j) = Reverse::output(x(i, j), first + static_cast<std::int32_t>(j * n + i));
-  }
-  return X;
+  return push_recorded_solve(std::move(operation), rhs, std::move(x));
 }
 
 DenseMatrix<Complex> solve_sparse_complex(const Eigen::SparseMatrix<Complex, Eigen::RowMajor, int>& matrix,

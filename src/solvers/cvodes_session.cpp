@@ -1,5 +1,7 @@
 #include "cvodes_session.hpp"
 
+#include "backward_step_bounds.hpp"
+
 #include "block_dense_solver.hpp"
 
 #include <saltus/core/error.hpp>
@@ -42,6 +44,9 @@ void enable_fused_operations(N_Vector v) {
 
 /// CVODES' messages go to the run's SolverMessageScope instead of stderr.
 void forward_message(int error_code, const char*, const char* function, char* message, void*) {
+  // Errors become exceptions with their own message; a recording's one-step pauses (advance)
+  // report CV_TOO_MUCH_WORK at every step and must not build strings for it.
+  if (error_code < 0) return;
   report_solver_message(error_code, function ? function : "CVODES", message ? message : "");
 }
 
@@ -243,6 +248,7 @@ CvodesSession::~CvodesSession() {
 void CvodesSession::start(double t) {
   // The first segment was initialised by CVodeInit with the same vector; later ones restart.
   check_cvode(CVodeReInit(mem_, t, y_), "CVodeReInit");
+  step_ends_.assign(1, t);
   check_cvode(CVodeSetStopTime(mem_, tf_), "CVodeSetStopTime");
   if (nq_ > 0) check_cvode(CVodeQuadReInit(mem_, q_), "CVodeQuadReInit");
   if (ns_ > 0) {
@@ -272,10 +278,18 @@ int CvodesSession::advance(double tout, double& t) {
   // before the next check point. Options::max_steps still counts the steps towards tout.
   const long before = steps();
   const long to_checkpoint = checkpoint_steps_ - before % checkpoint_steps_;
-  check_cvode(CVodeSetMaxNumSteps(mem_, std::min(to_checkpoint, max_steps_ - steps_since_output_)),
-              "CVodeSetMaxNumSteps");
+  const long allowed = std::min(to_checkpoint, max_steps_ - steps_since_output_);
+  // One step per CVodeF call (the step limit 1; the steps are those of one long call), each
+  // step's end noted for the backward pass (step_ends_).
+  check_cvode(CVodeSetMaxNumSteps(mem_, 1), "CVodeSetMaxNumSteps");
   int ncheck = 0;
-  const int flag = CVodeF(mem_, tout, y_, &t, CV_NORMAL, &ncheck);
+  int flag = CV_TOO_MUCH_WORK;
+  for (long taken = 0; flag == CV_TOO_MUCH_WORK && taken < allowed;) {
+    flag = CVodeF(mem_, tout, y_, &t, CV_NORMAL, &ncheck);
+    const long now = steps() - before;
+    if (now > taken) note_step_end();
+    taken = now;
+  }
   steps_since_output_ += steps() - before;
   if (ncheck > checkpoints_) {
     // Their orders are read when the segment ends (measure_checkpoints); until then each counts
@@ -465,6 +479,7 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   check_alloc(yB_, "the adjoint vector");
   view(yB_) = yB0;
   check_cvode(CVodeInitB(mem_, which_, s.rhs, tB0, yB_), "CVodeInitB");
+  backward_time_ = tB0;
   check_cvode(CVodeSetErrHandlerFn(CVodeGetAdjCVodeBmem(mem_, which_), forward_message, nullptr),
               "CVodeSetErrHandlerFn (backward)");
   check_cvode(pass_as_vector(yB_, s.state_atol,
@@ -501,9 +516,19 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   }
 }
 
+void CvodesSession::note_step_end() {
+  sunrealtype tn = 0.0;
+  check_cvode(CVodeGetCurrentTime(mem_, &tn), "CVodeGetCurrentTime");
+  if (tn > step_ends_.back()) step_ends_.push_back(tn);
+}
+
 int CvodesSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB) {
-  const int flag = CVodeB(mem_, t_out, CV_NORMAL);
+  const int flag = integrate_in_stretches(
+      step_ends_, backward_time_, t_out,
+      [&](double h) { check_cvode(CVodeSetMaxStepB(mem_, which_, h), "CVodeSetMaxStepB"); },
+      [&](double until) { return CVodeB(mem_, until, CV_NORMAL); });
   if (flag < 0) return flag;
+  backward_time_ = t_out;
   double t = 0.0;
   check_cvode(CVodeGetB(mem_, which_, &t, yB_), "CVodeGetB");
   yB = view(yB_);

@@ -150,7 +150,10 @@ class CvodesSession {
   void start_backward(int nB, int nqB, const BackwardSettings& settings, double tB0,
                       const Eigen::VectorXd& yB0);
   /// Integrates the backward problem to t_out (>= the session's start time); yB and qB receive
-  /// the adjoint state and the quadratures accumulated since tB0.
+  /// the adjoint state and the quadratures accumulated since tB0. No backward step is longer
+  /// than the recording's steps where it is taken (backward_step_bounds): the backward
+  /// problem's coefficients come from the forward solution, and a step over a short stretch
+  /// the forward pass resolved (a compliant contact of a few ms) would not see it at all.
   int integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB);
   /// Steps, right-hand-side and Jacobian evaluations of the backward problem.
   void add_backward_stats(SolverStats& stats) const;
@@ -197,12 +200,17 @@ class CvodesSession {
   long checkpoints_ = 0;        // CVODES' count, without the initial check point
   long checkpoint_bytes_ = 0;   // all check points, the initial one included
   long steps_since_output_ = 0; // steps of the current advance() over its pauses
+  // The times at which the recording's steps ended, the segment's start first: the backward
+  // pass takes no step longer than the forward steps where it is (backward_step_bounds).
+  std::vector<double> step_ends_;
+  void note_step_end();
   // Backward problem.
   int which_ = -1;
   int nB_ = 0;
   int nqB_ = 0;
   N_Vector yB_ = nullptr;
   N_Vector qB_ = nullptr;
+  double backward_time_ = 0.0;  // where the backward problem stands
   SUNMatrix AB_ = nullptr;
   SUNLinearSolver LSB_ = nullptr;
   int blockB_ = 0;  ///< the backward matrix's block order with block_dense_solver, else 0

@@ -1,5 +1,7 @@
 #include "idas_session.hpp"
 
+#include "backward_step_bounds.hpp"
+
 #include "block_dense_solver.hpp"
 
 #include <saltus/core/error.hpp>
@@ -41,6 +43,9 @@ void check_alloc(const void* ptr, const char* what) {
 
 /// IDAS' messages go to the run's SolverMessageScope instead of stderr.
 void forward_message(int error_code, const char*, const char* function, char* message, void*) {
+  // Errors become exceptions with their own message; a recording's one-step calls (advance)
+  // report IDA_TOO_MUCH_WORK at every step and must not build strings for it.
+  if (error_code < 0) return;
   report_solver_message(error_code, function ? function : "IDAS", message ? message : "");
 }
 
@@ -83,6 +88,7 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
   check_ida(IDASetId(mem_, id_), "IDASetId");
   if (suppress_algebraic) check_ida(IDASetSuppressAlg(mem_, SUNTRUE), "IDASetSuppressAlg");
   check_ida(IDASetMaxNumSteps(mem_, options.max_steps), "IDASetMaxNumSteps");
+  max_steps_ = options.max_steps;
   check_ida(IDASetStopTime(mem_, options.tf), "IDASetStopTime");
   if (sparse_) {
     A_ = SUNSparseMatrix(n, n, sparse_nonzeros, CSC_MAT, ctx_);
@@ -160,6 +166,7 @@ IdasSession::~IdasSession() {
 
 void IdasSession::start(double t) {
   check_ida(IDAReInit(mem_, t, y_, yp_), "IDAReInit");
+  step_ends_.assign(1, t);
   check_ida(IDASetStopTime(mem_, tf_), "IDASetStopTime");
   if (nq_ > 0) check_ida(IDAQuadReInit(mem_, q_), "IDAQuadReInit");
   if (ns_ > 0) {
@@ -196,10 +203,24 @@ int IdasSession::advance(double tout, double& t) {
     check_ida(IDAAdjInit(mem_, checkpoint_steps_, IDA_HERMITE), "IDAAdjInit");
     adjoint_initialized_ = true;
   }
+  // One step per IDASolveF call (the step limit 1; the steps are those of one long call), each
+  // step's end noted for the backward pass (step_ends_); Options::max_steps still counts the
+  // steps towards tout.
+  check_ida(IDASetMaxNumSteps(mem_, 1), "IDASetMaxNumSteps");
   int ncheck = 0;
-  const int flag = IDASolveF(mem_, tout, &t, y_, yp_, IDA_NORMAL, &ncheck);
+  int flag = IDA_TOO_MUCH_WORK;
+  for (long taken = 0; flag == IDA_TOO_MUCH_WORK && taken < max_steps_; ++taken) {
+    flag = IDASolveF(mem_, tout, &t, y_, yp_, IDA_NORMAL, &ncheck);
+    note_step_end();
+  }
   checkpoints_ = ncheck;
   return flag;
+}
+
+void IdasSession::note_step_end() {
+  sunrealtype tn = 0.0;
+  check_ida(IDAGetCurrentTime(mem_, &tn), "IDAGetCurrentTime");
+  if (tn > step_ends_.back()) step_ends_.push_back(tn);
 }
 
 void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0,
@@ -213,6 +234,7 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
   view(yB_) = yB0;
   view(ypB_) = ypB0;
   check_ida(IDAInitB(mem_, which_, settings.residual, tB0, yB_, ypB_), "IDAInitB");
+  backward_time_ = tB0;
   check_ida(IDASetUserDataB(mem_, which_, settings.user_data), "IDASetUserDataB");
   check_ida(pass_as_vector(yB_, settings.state_atol,
                            [&](N_Vector atol) { return IDASVtolerancesB(mem_, which_, settings.rtol, atol); }),
@@ -252,8 +274,12 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
 }
 
 int IdasSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB) {
-  const int flag = IDASolveB(mem_, t_out, IDA_NORMAL);
+  const int flag = integrate_in_stretches(
+      step_ends_, backward_time_, t_out,
+      [&](double h) { check_ida(IDASetMaxStepB(mem_, which_, h), "IDASetMaxStepB"); },
+      [&](double until) { return IDASolveB(mem_, until, IDA_NORMAL); });
   if (flag < 0) return flag;
+  backward_time_ = t_out;
   double t = 0.0;
   check_ida(IDAGetB(mem_, which_, &t, yB_, ypB_), "IDAGetB");
   yB = view(yB_);

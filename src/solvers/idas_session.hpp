@@ -160,7 +160,9 @@ class IdasSession {
   void start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0, const Eigen::VectorXd& yB0,
                       const Eigen::VectorXd& ypB0);
   /// Integrates the backward problem to t_out (>= the session's start time); yB and qB receive
-  /// the adjoint state and the quadratures accumulated since tB0. Returns the IDAS flag.
+  /// the adjoint state and the quadratures accumulated since tB0. Returns the IDAS flag. No
+  /// backward step is longer than the recording's steps where it is taken
+  /// (backward_step_bounds.hpp).
   int integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB);
   /// Counters of the backward problem.
   void add_backward_stats(SolverStats& stats) const;
@@ -199,8 +201,14 @@ class IdasSession {
   long checkpoint_steps_ = 0;
   bool adjoint_initialized_ = false;  ///< IDAAdjInit ran (at the first advance of a recording)
   long checkpoints_ = 0;
+  long max_steps_ = 0;  ///< Options::max_steps: per advance()
+  // The times at which the recording's steps ended, the segment's start first (the backward
+  // pass's step bounds).
+  std::vector<double> step_ends_;
+  void note_step_end();
   // Backward problem.
   int which_ = -1;
+  double backward_time_ = 0.0;  // where the backward problem stands
   N_Vector yB_ = nullptr;
   N_Vector ypB_ = nullptr;
   N_Vector qB_ = nullptr;

@@ -13,9 +13,11 @@
 //             same matrix (bit for bit) comes back, which it does for every column of a Jacobian
 //             and every parameter direction of the forward sensitivities at one state: a
 //             Jacobian then costs one factorization, not one per column.
-//   - Reverse: recorded on the tape as a solve (the residual and two triangular solves with the
-//             double factors), not as an elimination (solve_dense_reverse); a large matrix
-//             assembled sparse as one tape operation whose sweep is a transposed KLU solve.
+//   - Reverse: recorded on the tape as one operation, the solve it is (record_dense_solve, and
+//             record_sparse_solve from 64 rows): the values from the double factors, which the
+//             tape keeps; a sweep solves with A^T once for all its columns and adds -B-bar X^T
+//             to A's entries on the tape. Before, the residual and the two triangular solves
+//             were recorded scalar by scalar, 2 (n^2 + nnz(A)) nodes per column.
 //   - Complex: Gaussian elimination in complex arithmetic, pivoting on the real parts, so the
 //             complex step stays an independent check of the dual and reverse paths; a large
 //             matrix assembled sparse (64 rows or more) by Eigen's sparse LU in complex
@@ -187,45 +189,14 @@ DenseMatrix<typename Matrix::Scalar> solve_dual(const Matrix& matrix, const Rhs&
   return X;
 }
 
-/// X recorded on the reverse tape as the solve it is, not as an elimination: the values come from
-/// the double factorization of A's values; the tape gets the residual R = B - A X (value ~0,
-/// derivative dB - dA X) and the two triangular solves that map it to dX = A^-1 R with the
-/// double factors as constant coefficients, about 2 (n^2 + nnz(A)) nodes per column against
-/// the elimination's 2 n^3 / 3.
-template <class Rhs>
-DenseMatrix<Reverse> solve_dense_reverse(const DenseMatrix<Reverse>& matrix, const Rhs& rhs, const char* what) {
-  const DenseMatrix<Reverse> B = rhs;
-  const Eigen::Index n = matrix.rows();
-  const Eigen::MatrixXd A_value = matrix.unaryExpr([](const Reverse& r) { return r.value(); });
-  const auto& lu = dense_factorization(A_value, what);
-  const Eigen::MatrixXd X_value = lu.solve(Eigen::MatrixXd(B.unaryExpr([](const Reverse& r) { return r.value(); })));
-  const Eigen::MatrixXd& LU = lu.matrixLU();
-  const Eigen::VectorXi& row_of = lu.permutationP().indices();  // (P r)[row_of[k]] = r[k]
-  DenseMatrix<Reverse> X(n, B.cols());
-  VectorX<Reverse> y(n);
-  for (Eigen::Index j = 0; j < B.cols(); ++j) {
-    for (Eigen::Index k = 0; k < n; ++k) {
-      Reverse residual = B(k, j);
-      for (Eigen::Index i = 0; i < n; ++i) {
-        if (!matrix(k, i).is_constant()) residual -= matrix(k, i) * X_value(i, j);
-      }
-      y[row_of[k]] = residual;
-    }
-    for (Eigen::Index i = 1; i < n; ++i) {  // L (unit lower) forward substitution
-      for (Eigen::Index k = 0; k < i; ++k) {
-        if (LU(i, k) != 0.0 && !y[k].is_constant()) y[i] -= LU(i, k) * y[k];
-      }
-    }
-    for (Eigen::Index i = n - 1; i >= 0; --i) {  // U back substitution
-      for (Eigen::Index k = i + 1; k < n; ++k) {
-        if (LU(i, k) != 0.0 && !y[k].is_constant()) y[i] -= LU(i, k) * y[k];
-      }
-      y[i] = y[i] / LU(i, i);
-    }
-    for (Eigen::Index i = 0; i < n; ++i) X(i, j) = Reverse::unary(X_value(i, j), y[i], 1.0);
-  }
-  return X;
-}
+/// X = A^-1 B recorded on the reverse tape as one operation (src/multibody/recorded_solve.hpp):
+/// the values from the dense LU of A's values (the factorization cache's, which the tape keeps
+/// for its sweeps); a sweep costs one transposed dense solve per column and the entries of A on
+/// the tape. A small matrix assembled sparse comes here with its stored entries.
+DenseMatrix<Reverse> record_dense_solve(const DenseMatrix<Reverse>& matrix, const DenseMatrix<Reverse>& rhs,
+                                        const char* what);
+DenseMatrix<Reverse> record_dense_solve(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& matrix,
+                                        const DenseMatrix<Reverse>& rhs, const char* what);
 
 /// X = A^-1 B recorded on the reverse tape as one operation (ReverseOperation): the values from
 /// KLU's factors of A's values, which the tape keeps for its sweeps; a sweep costs one transposed
@@ -252,7 +223,7 @@ DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const c
   } else if constexpr (std::is_same_v<S, Dual> || std::is_same_v<S, DualBlock>) {
     return detail::solve_dual<Eigen::MatrixXd>(matrix, rhs, what);
   } else if constexpr (std::is_same_v<S, Reverse>) {
-    return detail::solve_dense_reverse(matrix, rhs, what);
+    return detail::record_dense_solve(matrix, DenseMatrix<Reverse>(rhs), what);
   } else {
     return detail::eliminate_dense<S>(matrix, rhs, what);
   }
@@ -260,8 +231,8 @@ DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const c
 
 /// Solves A X = B for a square A assembled sparse (n x n, compressed rows) and B (n x k) in the
 /// scalar type S: double, Dual and DualBlock factor the values sparse (KLU from 64 rows, dense LU below);
-/// Reverse records one tape operation from 64 rows (record_sparse_solve), the dense recording
-/// below; Complex factors sparse in complex arithmetic from 64 rows (solve_sparse_complex);
+/// Reverse records one tape operation (record_sparse_solve from 64 rows, record_dense_solve
+/// below); Complex factors sparse in complex arithmetic from 64 rows (solve_sparse_complex);
 /// HyperDual, and Complex below 64 rows, eliminate the dense form as solve_dense does. Throws
 /// like solve_dense.
 template <class S, class Rhs>
@@ -273,7 +244,7 @@ DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& 
     return detail::solve_dual<Eigen::SparseMatrix<double, Eigen::RowMajor, int>>(matrix, rhs, what);
   } else if constexpr (std::is_same_v<S, Reverse>) {
     if (matrix.rows() >= kSparseSolveMinRows) return detail::record_sparse_solve(matrix, DenseMatrix<Reverse>(rhs), what);
-    return detail::solve_dense_reverse(DenseMatrix<Reverse>(matrix), rhs, what);
+    return detail::record_dense_solve(matrix, DenseMatrix<Reverse>(rhs), what);
   } else if constexpr (std::is_same_v<S, Complex>) {
     if (matrix.rows() >= kSparseSolveMinRows) return detail::solve_sparse_complex(matrix, DenseMatrix<Complex>(rhs), what);
     return solve_dense<S>(DenseMatrix<S>(matrix), rhs, what);

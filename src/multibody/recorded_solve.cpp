@@ -1,0 +1,66 @@
+// A linear solve recorded on the reverse tape as one operation: recorded_solve.hpp.
+#include "recorded_solve.hpp"
+
+#include <utility>
+
+namespace saltus::multibody::detail {
+
+void RecordedSolve::backward(std::vector<double>& adjoint, int columns) const {
+  // X = A^-1 B for each of the sweep's columns c: B-bar = A^-T X-bar, A-bar = -B-bar X^T, every
+  // column's X-bar solved at once (bar's column c k + j).
+  const Eigen::Index n = values_.rows(), k = values_.cols();
+  const auto m = static_cast<size_t>(columns);
+  const auto at = [m](std::int32_t node, Eigen::Index c) { return static_cast<size_t>(node) * m + static_cast<size_t>(c); };
+  bar_.resize(n, k * columns);  // kept between sweeps: no allocation once sized
+  bool any = false;
+  for (Eigen::Index c = 0; c < columns; ++c) {
+    for (Eigen::Index j = 0; j < k; ++j) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const double a = adjoint[at(first_output_ + static_cast<std::int32_t>(j * n + i), c)];
+        bar_(i, c * k + j) = a;
+        any = any || a != 0.0;
+      }
+    }
+  }
+  if (!any) return;
+  solve_transposed(bar_);  // now B-bar
+  for (Eigen::Index c = 0; c < columns; ++c) {
+    for (Eigen::Index j = 0; j < k; ++j) {
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const Term& b = rhs_terms_[static_cast<size_t>(j * n + i)];
+        if (b.node >= 0) adjoint[at(b.node, c)] += b.coefficient * bar_(i, c * k + j);
+      }
+    }
+  }
+  for (const MatrixEntry& e : matrix_entries_) {
+    for (Eigen::Index c = 0; c < columns; ++c) {
+      double sum = 0.0;
+      for (Eigen::Index j = 0; j < k; ++j) sum += bar_(e.row, c * k + j) * values_(e.col, j);
+      adjoint[at(e.node, c)] -= e.coefficient * sum;
+    }
+  }
+}
+
+DenseMatrix<Reverse> push_recorded_solve(std::unique_ptr<RecordedSolve> operation, const DenseMatrix<Reverse>& rhs,
+                                         Eigen::MatrixXd values) {
+  const Eigen::Index n = rhs.rows(), k = rhs.cols();
+  RecordedSolve& recorded = *operation;
+  recorded.rhs_terms_.resize(static_cast<size_t>(n * k));
+  for (Eigen::Index j = 0; j < k; ++j) {
+    for (Eigen::Index i = 0; i < n; ++i) {
+      recorded.rhs_terms_[static_cast<size_t>(j * n + i)] = {rhs(i, j).node(), rhs(i, j).coefficient()};
+    }
+  }
+  recorded.values_ = std::move(values);
+  const std::int32_t first = ReverseTape::push_operation(std::move(operation), static_cast<std::int32_t>(n * k));
+  recorded.first_output_ = first;
+  DenseMatrix<Reverse> X(n, k);
+  for (Eigen::Index j = 0; j < k; ++j) {
+    for (Eigen::Index i = 0; i < n; ++i) {
+      X(i, j) = Reverse::output(recorded.values_(i, j), first + static_cast<std::int32_t>(j * n + i));
+    }
+  }
+  return X;
+}
+
+}  // namespace saltus::multibody::detail
