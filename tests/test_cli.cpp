@@ -386,6 +386,17 @@ costs: {yT: {terminal: [{signal: y, of: p}]}}
   EXPECT_TRUE(strict.out.empty());
 }
 
+// What a URDF import leaves out (joint limits, damping) is a note, not a correction: --strict
+// runs it (before, a URDF with the <limit> every revolute joint must have could not run strict).
+TEST(Cli, UrdfImportRemarksAreNotesThatStrictKeeps) {
+  const std::string model = std::string(SALTUS_SOURCE_DIR) + "/examples/urdf_arm.yaml";
+  const Outcome r = saltus_cmd({"run", model, "--method", "simulate", "--tend", "0.01", "--strict"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "saltus: note: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "arm.urdf: URDF joint limits ignored (pitch, elbow)")) << r.err;
+  EXPECT_FALSE(contains(r.err, "saltus: warning:")) << r.err;
+}
+
 // An output that cannot be written is named with its option before the run, and a written
 // output leaves no temporary file behind.
 TEST(Cli, UnwritableOutputsNameTheirOption) {

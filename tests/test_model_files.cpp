@@ -130,3 +130,52 @@ TEST(ModelFiles, LargeAssemblyCorrectionsAreNoted) {
 }
 
 }  // namespace
+
+namespace {
+
+// The default gravity (docs/model-files.md, the Fields table): along -y, along -z for a model of
+// spatial bodies only, and along -y for the spatial bodies of a model with planar parts too.
+TEST(ModelFiles, DefaultGravityFollowsTheModelsKind) {
+  const std::string spatial_body = "spatial:\n  bodies:\n    ball: {mass: 1, inertia: [1, 1, 1], position: [0, 0, 1]}\n";
+  const std::string costs = "costs:\n  z: {terminal: [{signal: z, of: ball}]}\n";
+  const Model spatial = parse_model("name: s\nhorizon: 1\n" + spatial_body + costs, "s.yaml");
+  EXPECT_EQ(spatial.gravity_y.constant, 0.0);
+  EXPECT_EQ(spatial.gravity_z.constant, -9.81);
+  const Model mixed = parse_model("name: m\nhorizon: 1\npoints:\n  a: {position: [0, 0]}\nelements:\n"
+                                  "  - {type: point_mass, point: a, mass: 1}\n" + spatial_body + costs,
+                                  "m.yaml");
+  EXPECT_EQ(mixed.gravity_y.constant, -9.81);
+  EXPECT_EQ(mixed.gravity_z.constant, 0.0);
+}
+
+}  // namespace
+
+namespace {
+
+// A planar body's stated angular velocity is checked on its own: a slider on a vertical guide,
+// pulled by a distance driver (so its translational velocity is derived, 0.6 m/s), whose stated
+// spin the constraints keep. Before, the unstated velocity drew a warning "the stated initial
+// velocity violates the velocity constraints" and --strict refused the file.
+TEST(ModelFiles, AnUnstatedBodyVelocityDrawsNoWarning) {
+  const std::string slider = R"(name: winch
+horizon: 1
+parameters: {A: 0.2, w: 3}
+ground: {O: [0, 0]}
+bodies:
+  slider: {mass: 2, inertia: 0.01, position: [0, -1], angular_velocity: 0.5}
+elements:
+  - {type: point_on_line, name: guide, point: slider, line_point: O, direction: [0, 1]}
+  - {type: distance_driver, name: winch, from: O, to: slider, function: {offset: 1, amplitude: A, frequency: w}}
+costs:
+  y_T: {terminal: [{signal: y, of: slider}]}
+)";
+  EXPECT_TRUE(make_problem(parse_model(slider, "winch.yaml")).notes().empty());
+  // A stated velocity the driver changes is named with its line and column.
+  const Problem stated = make_problem(parse_model(
+      replace(slider, "angular_velocity: 0.5}", "angular_velocity: 0.5, velocity: [0, 0]}"), "winch.yaml"));
+  ASSERT_EQ(stated.notes().size(), 1u);
+  EXPECT_EQ(stated.notes()[0].rfind("winch.yaml:6:", 0), 0u) << stated.notes()[0];
+  EXPECT_NE(stated.notes()[0].find("bodies.slider.velocity"), std::string::npos) << stated.notes()[0];
+}
+
+}  // namespace

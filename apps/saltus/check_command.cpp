@@ -55,6 +55,7 @@ void print_check(std::ostream& out, const multibody::ModelCheck& c) {
   }
   fmt::print(out, "Assembly: residual max |Phi| = {:.3g}; largest correction of a given position {:.3g} ({})\n",
              c.assembly_residual, c.largest_correction, c.largest_correction_coordinate);
+  for (const auto& remark : c.remarks) fmt::print(out, "Note: {}\n", remark);
   for (const auto& note : c.notes) fmt::print(out, "Warning: {}\n", note);
   fmt::print(out, "OK: the model assembles and starts\n");
 }

@@ -180,6 +180,7 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
 }
 
 void report_notes(const Problem& pb, const RunArgs& a, std::ostream& err) {
+  for (const std::string& remark : pb.remarks()) fmt::print(err, "saltus: note: {}\n", remark);
   for (const std::string& note : pb.notes()) {
     if (a.strict) throw UsageError(fmt::format("{} (refused by --strict)", note));
     fmt::print(err, "saltus: warning: {}\n", note);

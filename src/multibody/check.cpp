@@ -108,6 +108,7 @@ ModelCheck check_model(const Model& given) {
   const Model model = detail::with_redundant_joint_rows_left_out(given, given.nominal_parameters());
   ModelCheck out;
   out.notes = pb.notes();
+  out.remarks = pb.remarks();
   describe_structure(model, out);
   describe_parameters(model, out);
   // The persistent contacts that start active: the run's own initial state says it (with the

@@ -321,7 +321,7 @@ void check_start(const Form& form, const Eigen::VectorXd& p, const FormulationSe
   detail::check_drivers_on_their_branch(model, start.motion, p);
   detail::check_initial_contacts(model, start.motion, p, form.template contact_set<double>(x0).active);
   if (notes) {
-    for (const std::string& note : model.notes) notes->add_note(note);
+    for (const std::string& note : model.notes) notes->add_remark(note);
     for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) notes->add_note(note);
     for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) {
       notes->add_note(note);

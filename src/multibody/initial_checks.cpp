@@ -128,10 +128,14 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
     note("points." + model.points[i].name + ".velocity", change_in(model.point_offset(static_cast<int>(i)), 2),
          "velocity violates");
   }
+  // A planar body's velocity and angular velocity each where stated (an unstated one is derived).
   for (size_t b = 0; b < model.bodies.size(); ++b) {
-    if (!model.bodies[b].velocity_given) continue;
-    note("bodies." + model.bodies[b].name + ".velocity", change_in(model.body_offset(static_cast<int>(b)), 3),
-         "velocity violates");
+    const Body& body = model.bodies[b];
+    const int o = model.body_offset(static_cast<int>(b));
+    if (body.velocity_given) note("bodies." + body.name + ".velocity", change_in(o, 2), "velocity violates");
+    if (body.angular_velocity_given) {
+      note("bodies." + body.name + ".angular_velocity", change_in(o + 2, 1), "angular velocity violates");
+    }
   }
   // A spatial body's velocity and angular velocity (its Euler parameters' rates, 2 E e-dot in
   // ground axes, compared as the angular velocity the file states) [m/s or rad/s].

@@ -547,12 +547,13 @@ void Model::validate() const {
       }
     }
     if (c.frictional() && (!c.persistent || c.kind != ContactKind::PointLine)) {
+      // The hint names what is missing: persistence on a point-line contact, or another contact kind.
+      const std::string hint = c.kind == ContactKind::PointLine    ? "add persistent: true"
+                               : c.kind == ContactKind::PointPlane ? "a point against a plane has no friction yet"
+                                                                   : "a joint stop has no friction";
       throw InputError(fmt::format("{}: contact '{}': friction acts on a persistent contact of a point against a "
-                                   "line (add persistent: true{})",
-                                   locate(fmt::format("contacts[{}].friction", i)), c.name,
-                                   c.kind == ContactKind::PointLine ? ""
-                                   : c.kind == ContactKind::PointPlane ? "; a point against a plane has no friction yet"
-                                                                       : "; a joint stop has no friction"));
+                                   "line ({})",
+                                   locate(fmt::format("contacts[{}].friction", i)), c.name, hint));
     }
     if (c.line_body >= 0 && c.law == ImpactLaw::Partitioning) {
       throw InputError(fmt::format("{}: contact '{}': the partitioning law needs a ground line (its line is carried "

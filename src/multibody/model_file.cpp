@@ -247,7 +247,8 @@ class Reader : yaml::Fields {
       if (kv.second["angle"]) b.theta0 = value(kv.second["angle"], field + ".angle");
       if (kv.second["velocity"]) std::tie(b.vx0, b.vy0) = pair_of_values(kv.second["velocity"], field + ".velocity");
       if (kv.second["angular_velocity"]) b.omega0 = value(kv.second["angular_velocity"], field + ".angular_velocity");
-      b.velocity_given = kv.second["velocity"] || kv.second["angular_velocity"];
+      b.velocity_given = static_cast<bool>(kv.second["velocity"]);
+      b.angular_velocity_given = static_cast<bool>(kv.second["angular_velocity"]);
       body_index_[name] = static_cast<int>(model_.bodies.size());
       PointRef r;
       r.kind = PointRef::Kind::Body;

@@ -205,14 +205,16 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
   const int f = part.n - m;
   if (f < 1) {
     std::vector<std::string> owners;
+    std::string last = "elements";  // the last element with rows: where the file ran out of freedom
     for (size_t i = 0; i < model.elements.size(); ++i) {
       const int rows = model.elements[i].n_constraints();
-      if (rows > 0) owners.push_back(fmt::format("{} ({})", model.describe_element(static_cast<int>(i)), rows));
+      if (rows == 0) continue;
+      owners.push_back(fmt::format("{} ({})", model.describe_element(static_cast<int>(i)), rows));
+      last = fmt::format("elements[{}]", i);
     }
     throw InputError(fmt::format("{}: model '{}': {} constraint rows on {} coordinates leave no degree of "
-                                 "freedom (rows per element: {})",
-                                 model.source.empty() ? "model" : model.source, model.name, m, part.n,
-                                 fmt::join(owners, ", ")));
+                                 "freedom (rows per element: {}); a model must keep one",
+                                 model.locate(last), model.name, m, part.n, fmt::join(owners, ", ")));
   }
   if (!model.independent.empty()) {
     part.independent = model.independent;

@@ -299,14 +299,14 @@ UrdfMechanism read_urdf(const std::string& path) {
     return out;
   };
   if (!limited.empty()) {
-    m.notes.push_back(fmt::format("URDF joint limits ignored ({}): a model file adds them as joint stops, e.g. "
+    m.notes.push_back(fmt::format("{}: URDF joint limits ignored ({}): a model file adds them as joint stops, e.g. "
                                   "contacts: [{{name: {}_max, stop: {{joint: {}, max: ...}}, restitution: 0}}]",
-                                  listed(limited), limited.front(), limited.front()));
+                                  path, listed(limited), limited.front(), limited.front()));
   }
   if (!with_dynamics.empty()) {
-    m.notes.push_back(fmt::format("URDF joint damping and friction ignored ({}): add a rotational_spring's damping "
+    m.notes.push_back(fmt::format("{}: URDF joint damping and friction ignored ({}): add a rotational_spring's damping "
                                   "(or a spring's along a prismatic joint) in the model file",
-                                  listed(with_dynamics)));
+                                  path, listed(with_dynamics)));
   }
   return m;
 }

@@ -480,6 +480,10 @@ class Problem {
   /// warnings, or refuses them with --strict.
   void add_note(std::string note) { notes_.push_back(std::move(note)); }
   const std::vector<std::string>& notes() const { return notes_; }
+  /// Remarks about what the input left out or Saltus assumed without correcting anything (a
+  /// URDF's joint limits): the command prints them as notes, also with --strict.
+  void add_remark(std::string remark) { remarks_.push_back(std::move(remark)); }
+  const std::vector<std::string>& remarks() const { return remarks_; }
 
   /// Throws InputError if the problem is incomplete (no states, modes, initial state, costs)
   /// or inconsistent (event targets or active modes out of range).
@@ -520,6 +524,7 @@ class Problem {
   NamedOutputs outputs_;
   std::vector<std::function<void(In<double>)>> parameter_checks_;
   std::vector<std::string> notes_;
+  std::vector<std::string> remarks_;
   int initial_mode_ = 0;
   std::function<int(In<double>, In<double>)> initial_mode_rule_;
   Options options_;

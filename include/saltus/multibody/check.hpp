@@ -51,6 +51,7 @@ struct ModelCheck {
   };
   std::vector<CompliantStart> compliant_contacts;
   std::vector<std::string> notes;  ///< input a run would correct (warnings of `saltus run`)
+  std::vector<std::string> remarks;  ///< what the input left out (notes of `saltus run`)
   double assembly_residual = 0.0;  ///< max |Phi| at the assembled configuration
   double largest_correction = 0.0; ///< max |q - q_given| over the coordinates [m or rad]
   std::string largest_correction_coordinate;

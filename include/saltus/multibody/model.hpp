@@ -96,7 +96,8 @@ struct Body {
   Value mass, inertia;  ///< [kg], [kg m^2]
   Value x0 = 0.0, y0 = 0.0, theta0 = 0.0;
   Value vx0 = 0.0, vy0 = 0.0, omega0 = 0.0;
-  bool velocity_given = false;  ///< velocity or angular_velocity stated (else derived)
+  bool velocity_given = false;          ///< velocity stated (else derived)
+  bool angular_velocity_given = false;  ///< angular_velocity stated (else derived)
 };
 
 /// A vector of three Values: a point or a direction in a body frame (or the ground frame), a
@@ -381,7 +382,8 @@ struct Model {
   std::string name;
   std::string description;  ///< the file's free text (description:), may be empty
   std::string source;  ///< file the model came from (for messages), may be empty
-  /// What reading the model left out or assumed (a URDF's joint limits), for the run's report.
+  /// What reading the model left out without correcting anything (a URDF's joint limits,
+  /// damping and friction), for the run's report (Problem::remarks).
   std::vector<std::string> notes;
   std::vector<Parameter> parameters;
   std::vector<Point> points;
