@@ -111,3 +111,23 @@ TEST(GradientAgreement, CentralDifferencesNoiseOnAnExactZeroIsNoDisagreement) {
   central.noise_fraction = 0.0;  // the 1e-6 floor alone
   EXPECT_NEAR(compare_gradients(pb, {exact, central}).entries[1].relative_errors[1], 5.0, 1e-9);
 }
+
+// A cost whose gradient is zero in exact arithmetic (a reaction held at m g): its entries are
+// rounding (1e-17), and the methods' differing rounding is no disagreement. Before, the row's
+// largest entry set the scale and the summary read "adjoint vs forward 7.77e+00".
+TEST(GradientAgreement, RoundingOnAZeroGradientIsNoDisagreement) {
+  const Problem pb = examples::make_example("ball1d");
+  GradientEstimate forward, adjoint;
+  forward.method = "forward sensitivity";
+  adjoint.method = "adjoint";
+  forward.costs = adjoint.costs = Eigen::VectorXd::Constant(pb.n_costs(), 19.62);
+  forward.cost_gradient = Eigen::MatrixXd::Constant(pb.n_costs(), pb.n_parameters(), 1.3e-17);
+  adjoint.cost_gradient = Eigen::MatrixXd::Constant(pb.n_costs(), pb.n_parameters(), -8.8e-17);
+  const GradientCheck check = compare_gradients(pb, {forward, adjoint});
+  // Judged absolutely at 1e-14 |psi|: 1.01e-16 / 1.962e-13.
+  EXPECT_NEAR(check.max_relative_error[1], 1.01e-16 / (1e-14 * 19.62), 1e-12);
+  // A real gradient keeps its own scale.
+  forward.cost_gradient(0, 0) = 2.0;
+  adjoint.cost_gradient(0, 0) = 2.0 * (1 + 1e-8);
+  EXPECT_NEAR(compare_gradients(pb, {forward, adjoint}).entries[0].relative_errors[1], 1e-8, 1e-12);
+}

@@ -24,14 +24,18 @@ GradientCheck compare_gradients(const Problem& problem,
   const auto costs = problem.cost_names();
   for (int c = 0; c < ref.rows() && ref.cols() > 0; ++c) {
     const double row_scale = ref.row(c).cwiseAbs().maxCoeff();
+    // A cost whose gradient is zero in exact arithmetic has entries of rounding size only; their
+    // ratios are no disagreement.
+    const double cost_size = estimates.front().costs.size() > c ? std::abs(estimates.front().costs[c]) : 0.0;
+    const double rounding = kGradientRoundingFloor * std::max(1.0, cost_size);
     for (int k = 0; k < ref.cols(); ++k) {
       GradientCheckEntry entry;
       entry.cost = costs[static_cast<size_t>(c)];
       entry.parameter = params[static_cast<size_t>(k)];
       for (size_t m = 0; m < estimates.size(); ++m) {
         const double v = estimates[m].cost_gradient(c, k);
-        const double floor =
-            std::max({floor_fraction, estimates[0].noise_fraction, estimates[m].noise_fraction}) * row_scale;
+        const double floor = std::max(
+            std::max({floor_fraction, estimates[0].noise_fraction, estimates[m].noise_fraction}) * row_scale, rounding);
         const double err = m == 0 ? 0.0 : relative_difference(v, ref(c, k), floor);
         entry.values.push_back(v);
         entry.relative_errors.push_back(err);

@@ -77,11 +77,16 @@ struct GradientCheck {
   std::vector<double> max_relative_error;
 };
 
+/// compare_gradients judges no entry below this times max(1, |psi|) relatively: a cost whose
+/// gradient is zero in exact arithmetic (a reaction held constant) has entries of rounding size
+/// (1e-17) whose ratios are no disagreement.
+inline constexpr double kGradientRoundingFloor = 1e-14;
+
 /// Compares estimates entry by entry against `estimates[0]`. The floor of the relative error
 /// of an entry is the largest |d cost/dp| of that cost times `floor_fraction` or the two
-/// estimates' noise_fraction, whichever is largest, so that entries that are zero in exact
-/// arithmetic are judged absolutely (central differences' noise on an exactly zero entry is no
-/// disagreement).
+/// estimates' noise_fraction, whichever is largest, and at least kGradientRoundingFloor
+/// max(1, |psi|), so that entries that are zero in exact arithmetic are judged absolutely
+/// (central differences' noise on an exactly zero entry is no disagreement).
 GradientCheck compare_gradients(const Problem& problem,
                                 const std::vector<GradientEstimate>& estimates,
                                 double floor_fraction = 1e-6);
