@@ -106,18 +106,18 @@ TEST(OptimizeCommand, StoppingAtTheEvaluationLimitIsAFailureWithItsReason) {
 
 TEST(OptimizeCommand, BadInputGivesOneLineAndStatusTwo) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"optimize", "ball1d", "--cost", "height", "--vary", "e=0.5:0.9"}, "cost to optimize: unknown cost 'height'"},
+      {{"optimize", "ball1d", "--cost", "height", "--vary", "e=0.5:0.9"}, "cost to optimize (--cost): unknown cost 'height'"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "mass=0:1"}, "unknown parameter 'mass'"},
-      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.9:0.5"}, "bounds of 'e' are inverted"},
-      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.7:0.7"}, "bounds of 'e' are empty"},
-      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.1:0.5"}, "the start e = 0.8 lies outside its bounds"},
-      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:2"}, "outside the model's domain"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.9:0.5"}, "--vary e: bounds are inverted"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.7:0.7"}, "--vary e: bounds are empty"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.1:0.5"}, "--vary e: the start e = 0.8 lies outside its bounds"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:2"}, "--vary e: bound 2 is outside the model's domain"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e"}, "--vary 'e': expected NAME=LO:HI"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:x"}, "--vary e: upper bound: 'x' is not a finite"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:0.9", "--constraint", "v_T<1"},
        "expected NAME<=VALUE or NAME>=VALUE"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:0.9", "--constraint", "speed<=1"},
-       "constrained cost: unknown cost 'speed'"},
+       "constrained cost (--constraint): unknown cost 'speed'"},
       {{"optimize", "ball1d", "--cost", "h_T"}, "--vary is required"},
   };
   for (const auto& [args, message] : cases) {

@@ -334,12 +334,14 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_option("--rtol", a.rtol, "Relative tolerance");
   run_cmd->add_option("--atol", a.atol, "Absolute tolerance (all states)");
   run_cmd->add_option("--fd-step", a.fd_step,
-                      "Relative step of central differences (default: cbrt(rtol))")
-      ->check(CLI::NonNegativeNumber);
-  run_cmd->add_option("--cs-step", a.cs_step, "Complex step size")->check(CLI::PositiveNumber);
-  run_cmd->add_option("--json", a.json_path, "Write results as JSON to this file");
+                      "Relative step of central differences, h / |p_k| (default: cbrt(rtol))")
+      ->check(positive_number());
+  run_cmd->add_option("--cs-step", a.cs_step, "Complex step size, absolute (default: 1e-20)")
+      ->check(positive_number());
+  run_cmd->add_option("--json", a.json_path, "Write results as JSON to this file")->check(non_empty_path());
   run_cmd->add_option("--out", a.out_dir,
-                      "Write the result's CSV files here, with PNG plots of them (docs/plots.md)");
+                      "Write the result's CSV files here, with PNG plots of them (docs/plots.md)")
+      ->check(non_empty_path());
   run_cmd->add_flag("--no-plots", a.no_plots, "With --out: the CSV files only, no PNG plots");
   run_cmd->add_option("--animate", a.animate, "Mechanisms: render the motion to FILE.gif (or FILE.mp4, with ffmpeg)");
   run_cmd->add_flag("--output-sensitivities", a.output_sensitivities,

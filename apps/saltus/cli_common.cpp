@@ -191,4 +191,19 @@ void require_writable_folder(const std::string& folder) {
   require_writable(std::filesystem::path(folder) / "trajectory.csv");
 }
 
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0.0;
+        if (!CLI::detail::lexical_cast(text, value)) return "must be a number, got '" + text + "'";
+        if (!(value > 0.0) || !std::isfinite(value)) return "must be a positive number, got " + text;
+        return {};
+      },
+      "POSITIVE");
+}
+
+CLI::Validator non_empty_path() {
+  return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "an empty path" : ""; }, "PATH");
+}
+
 }  // namespace saltus::cli

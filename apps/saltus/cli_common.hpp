@@ -5,6 +5,8 @@
 #include <saltus/core/options.hpp>
 #include <saltus/core/problem.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <ostream>
 #include <string>
 #include <vector>
@@ -82,5 +84,11 @@ void write_output(const char* option, const std::string& path, Write&& write) {
 
 /// An output folder is writable if a file can be created in it.
 void require_writable_folder(const std::string& folder);
+
+/// CLI11 validators with messages that name the value: a positive number ("must be a positive
+/// number, got 0"; CLI11's own said "Value 0 not in range 0.000000 to 1.79...e308"), and a
+/// path that is not empty (an unset shell variable gave `--json ''`, and nothing was written).
+CLI::Validator positive_number();
+CLI::Validator non_empty_path();
 
 }  // namespace saltus::cli

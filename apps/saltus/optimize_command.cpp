@@ -43,7 +43,7 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
   cmd->add_option("--constraint", a.constraints, "Keep a cost bounded: NAME<=VALUE or NAME>=VALUE (repeatable)");
   cmd->add_option("--method", a.method, "Gradient method: adjoint | forward (default adjoint)")
       ->check(CLI::IsMember({"adjoint", "forward"}));
-  cmd->add_option("--max-evaluations", a.max_evaluations, "Runs allowed (default 200)")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-evaluations", a.max_evaluations, "Runs allowed (default 200)")->check(positive_number());
   cmd->add_option("--param", a.run.params, "Override a parameter (also the start of a varied one): name=value");
   cmd->add_option("--tend", a.run.tend, "Final time [s]");
   cmd->add_option("--formulation", a.run.formulation,
@@ -61,8 +61,9 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
   cmd->add_option("--rtol", a.run.rtol, "Relative tolerance");
   cmd->add_option("--atol", a.run.atol, "Absolute tolerance (all states)");
   cmd->add_option("--adjoint-memory", a.run.adjoint_memory, "adjoint: bytes held at once (default 256M)");
-  cmd->add_option("--json", a.run.json_path, "Write the optimum and the history as JSON to this file");
-  cmd->add_option("--out", a.run.out_dir, "Write history.csv and convergence.png here");
+  cmd->add_option("--json", a.run.json_path, "Write the optimum and the history as JSON to this file")
+      ->check(non_empty_path());
+  cmd->add_option("--out", a.run.out_dir, "Write history.csv and convergence.png here")->check(non_empty_path());
   cmd->add_flag("--strict", a.run.strict, "Refuse input that Saltus would correct with a warning");
   return cmd;
 }
