@@ -71,6 +71,11 @@ TEST(AdjointTolerances, GivenValuesWinOverTheCosts) {
   const detail::AdjointTolerances tol = adjoint_tolerances(o, c.p, c.costs);
   EXPECT_EQ(tol.cost_atol, (std::vector<double>{1e-10, 1e-10}));
   EXPECT_EQ(tol.quadrature_atol, (std::vector<double>{1e-9 / 2.0, 1e-9 / 1e-3, 1e-9 / 2.0, 1e-9 / 1e-3}));
+  // A given adjoint_atol sets lambda's tolerance only: the quadratures still follow the costs.
+  Options lambda_given = tolerances(1e-6, 1e-8);
+  lambda_given.adjoint_atol_from_costs = true;
+  lambda_given.adjoint_atol = 1e-10;
+  EXPECT_DOUBLE_EQ(adjoint_tolerances(lambda_given, c.p, c.costs).quadrature_atol[2], 2e-2 / 2.0);
   // A cost quadrature atol stands in for the state's, and the costs still raise it.
   Options q = tolerances(1e-6, 1e-8);
   q.adjoint_atol_from_costs = true;

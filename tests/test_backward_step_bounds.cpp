@@ -16,7 +16,8 @@
 namespace {
 
 using namespace saltus;
-using detail::backward_step_bounds;
+using detail::ForwardStretches;
+using detail::integrate_in_stretches;
 using detail::BackwardStretch;
 
 void expect_stretches(const std::vector<BackwardStretch>& got, const std::vector<BackwardStretch>& want) {
@@ -27,26 +28,65 @@ void expect_stretches(const std::vector<BackwardStretch>& got, const std::vector
   }
 }
 
+/// The stretches of a recording whose steps ended at `ends` (the first: the segment's start).
+ForwardStretches recorded(const std::vector<double>& ends) {
+  ForwardStretches f;
+  f.start(ends.front());
+  for (size_t i = 1; i < ends.size(); ++i) f.add_step_end(ends[i]);
+  return f;
+}
+
 TEST(BackwardStepBounds, WithoutForwardStepsOneUnboundedStretch) {
-  expect_stretches(backward_step_bounds({0.0}, 1.0, 0.0), {{0.0, 0.0}});
-  expect_stretches(backward_step_bounds({}, 1.0, 0.5), {{0.5, 0.0}});
+  expect_stretches(recorded({0.0}).backward(1.0, 0.0), {{0.0, 0.0}});
+  expect_stretches(recorded({0.0, 1.0}).backward(0.5, 0.5), {{0.5, 0.0}});  // nothing to integrate
 }
 
 TEST(BackwardStepBounds, UniformStepsFormOneStretch) {
   std::vector<double> ends;
   for (int k = 0; k <= 10; ++k) ends.push_back(0.1 * k);
-  expect_stretches(backward_step_bounds(ends, 1.0, 0.0), {{0.0, 0.1}});
+  const ForwardStretches f = recorded(ends);
+  EXPECT_EQ(f.stretches(), 1);
+  expect_stretches(f.backward(1.0, 0.0), {{0.0, 0.1}});
 }
 
 // Long steps, three of 0.01 (a contact), long steps again.
 const std::vector<double> kContactSteps{0.0, 0.5, 1.0, 1.01, 1.02, 1.03, 1.5, 2.0};
 
 TEST(BackwardStepBounds, ShortStepsGetTheirOwnStretch) {
-  expect_stretches(backward_step_bounds(kContactSteps, 2.0, 0.0), {{1.03, 0.5}, {1.0, 0.01}, {0.0, 0.5}});
+  expect_stretches(recorded(kContactSteps).backward(2.0, 0.0), {{1.03, 0.5}, {1.0, 0.01}, {0.0, 0.5}});
 }
 
-TEST(BackwardStepBounds, AnIntegrationBetweenOutputTimesStartsInTheStepItStandsIn) {
-  expect_stretches(backward_step_bounds(kContactSteps, 1.025, 0.75), {{1.0, 0.01}, {0.75, 0.5}});
+TEST(BackwardStepBounds, AnIntegrationBetweenOutputTimesStartsInTheStretchItStandsIn) {
+  const ForwardStretches f = recorded(kContactSteps);
+  expect_stretches(f.backward(1.025, 0.75), {{1.0, 0.01}, {0.75, 0.5}});
+  expect_stretches(f.backward(1.03, 1.0), {{1.0, 0.01}});  // from a stretch's end exactly
+  // Beyond the last step end (the interpolated final time) and below the segment's start.
+  expect_stretches(f.backward(2.5, 1.7), {{1.7, 0.5}});
+  expect_stretches(f.backward(0.4, -1.0), {{-1.0, 0.5}});
+}
+
+TEST(BackwardStepBounds, AStepThatIsNoLaterIsIgnored) {
+  ForwardStretches f;
+  f.start(0.0);
+  f.add_step_end(0.5);
+  f.add_step_end(0.5);
+  f.add_step_end(0.25);
+  f.add_step_end(1.0);
+  expect_stretches(f.backward(1.0, 0.0), {{0.0, 0.5}});
+}
+
+TEST(BackwardStepBounds, IntegrationStopsAtTheFirstFailure) {
+  const std::vector<BackwardStretch> stretches{{1.0, 0.1}, {0.5, 0.01}, {0.0, 0.1}};
+  std::vector<double> bounds, integrated_to;
+  const int flag = integrate_in_stretches(
+      stretches, [&](double h) { bounds.push_back(h); },
+      [&](double until) {
+        integrated_to.push_back(until);
+        return until == 0.5 ? -3 : 0;
+      });
+  EXPECT_EQ(flag, -3);
+  EXPECT_EQ(bounds, (std::vector<double>{0.1, 0.01}));
+  EXPECT_EQ(integrated_to, (std::vector<double>{1.0, 0.5}));
 }
 
 /// A sphere of mass m dropped from 0.2 m above a compliant plane: it lands at about 0.2 s and

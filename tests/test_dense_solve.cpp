@@ -1,7 +1,7 @@
 // The multibody dense solves in every scalar type: the dual path (double factorization and
 // implicit differentiation, with its per-thread factorization cache) and the reverse path (the
-// solve recorded as residual and triangular solves) against the complex step of Gaussian
-// elimination in complex arithmetic, an independent computation.
+// solve recorded as one tape operation that sweeps with the transposed LU) against the complex
+// step of Gaussian elimination in complex arithmetic, an independent computation.
 #include <saltus/multibody/dense_solve.hpp>
 
 #include <gtest/gtest.h>
@@ -79,12 +79,12 @@ TEST(DenseSolve, DualTangentMatchesComplexStep) {
 }
 
 /// The test matrix's solve recorded on a fresh tape: its parameters and solution.
-struct RecordedSolve {
+struct RecordedTestSolve {
   VectorX<Reverse> p, x;
 };
-RecordedSolve record_solve() {
+RecordedTestSolve record_solve() {
   ReverseTape::clear();
-  RecordedSolve r{VectorX<Reverse>(kParameters), {}};
+  RecordedTestSolve r{VectorX<Reverse>(kParameters), {}};
   for (int i = 0; i < kParameters; ++i) r.p[i] = Reverse::independent(kNominal[static_cast<size_t>(i)]);
   multibody::DenseMatrix<Reverse> A;
   VectorX<Reverse> b;
@@ -95,7 +95,7 @@ RecordedSolve record_solve() {
 
 /// Sweeps the tape from output `out` of a recorded solve and compares d x_out / d p with the
 /// complex step's.
-void expect_reverse_gradient(const RecordedSolve& r, int out, const Eigen::MatrixXd& reference) {
+void expect_reverse_gradient(const RecordedTestSolve& r, int out, const Eigen::MatrixXd& reference) {
   ASSERT_FALSE(r.x[out].is_constant());  // a recorded output (a zero partial records no node)
   std::vector<double> adjoint(static_cast<size_t>(ReverseTape::size()), 0.0);
   adjoint[static_cast<size_t>(r.x[out].node())] = r.x[out].coefficient();
@@ -134,7 +134,7 @@ TEST(DenseSolve, ARecordedSolveKeepsItsFactorsWhileTheCacheMovesOn) {
   // The solve is recorded, then more matrices than the cache holds are factored before the
   // sweep: the sweep's transposed solve must still use the recorded matrix's factors.
   const Eigen::MatrixXd reference = complex_step_jacobian();
-  const RecordedSolve recorded = record_solve();
+  const RecordedTestSolve recorded = record_solve();
   for (int k = 0; k < 6; ++k) {
     const Eigen::MatrixXd other = Eigen::MatrixXd::Identity(kSize, kSize) * (3.0 + k) + Eigen::MatrixXd::Ones(kSize, kSize);
     solve_dense<double>(other, Eigen::VectorXd::Ones(kSize), "other matrix");

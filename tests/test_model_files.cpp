@@ -179,3 +179,31 @@ costs:
 }
 
 }  // namespace
+
+namespace {
+
+// A fully driven spatial mechanism is refused at the joint that took its last freedom, with the
+// spatial joints' and normalizations' rows (before: "elements: ..." with no rows listed).
+TEST(ModelFiles, AFullyDrivenSpatialMechanismNamesItsLastJoint) {
+  const std::string driven = R"(name: driven_pendulum
+horizon: 1
+spatial:
+  bodies:
+    rod: {mass: 1, inertia: [0.1, 0.1, 0.01], position: [0, 0, -0.5]}
+  joints:
+    - {type: revolute, name: hinge, a: ground, b: rod, point_a: [0, 0, 0], point_b: [0, 0, 0.5], axis_a: [0, 1, 0], axis_b: [0, 1, 0]}
+    - {type: rotational_driver, name: motor, joint: hinge, function: {rate: 1}}
+costs:
+  z: {terminal: [{signal: z, of: rod}]}
+)";
+  try {
+    make_problem(parse_model(driven, "driven.yaml"));
+    FAIL() << "a fully driven mechanism was accepted";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("driven.yaml:8:7: spatial.joints[1]: ", 0), 0u) << message;
+    EXPECT_NE(message.find("joint 'hinge' (5), joint 'motor' (1), 1 normalizations"), std::string::npos) << message;
+  }
+}
+
+}  // namespace

@@ -128,7 +128,8 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
     note("points." + model.points[i].name + ".velocity", change_in(model.point_offset(static_cast<int>(i)), 2),
          "velocity violates");
   }
-  // A planar body's velocity and angular velocity each where stated (an unstated one is derived).
+  // A planar body's velocity and angular velocity, each where stated: an unstated one is not
+  // the user's (0 where its coordinate is independent, else derived).
   for (size_t b = 0; b < model.bodies.size(); ++b) {
     const Body& body = model.bodies[b];
     const int o = model.body_offset(static_cast<int>(b));

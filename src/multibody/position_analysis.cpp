@@ -205,15 +205,22 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
   const int f = part.n - m;
   if (f < 1) {
     std::vector<std::string> owners;
-    std::string last = "elements";  // the last element with rows: where the file ran out of freedom
+    // The last element or spatial joint with rows: where the file ran out of freedom.
+    std::string last = model.elements.empty() ? "spatial.joints" : "elements";
     for (size_t i = 0; i < model.elements.size(); ++i) {
       const int rows = model.elements[i].n_constraints();
       if (rows == 0) continue;
       owners.push_back(fmt::format("{} ({})", model.describe_element(static_cast<int>(i)), rows));
       last = fmt::format("elements[{}]", i);
     }
+    for (size_t i = 0; i < model.spatial_joints.size(); ++i) {
+      const SpatialJoint& j = model.spatial_joints[i];
+      owners.push_back(fmt::format("joint '{}' ({})", j.name, j.n_constraints()));
+      last = fmt::format("spatial.joints[{}]", i);
+    }
+    if (!model.spatial_bodies.empty()) owners.push_back(fmt::format("{} normalizations", model.spatial_bodies.size()));
     throw InputError(fmt::format("{}: model '{}': {} constraint rows on {} coordinates leave no degree of "
-                                 "freedom (rows per element: {}); a model must keep one",
+                                 "freedom (rows: {}); a model must keep one",
                                  model.locate(last), model.name, m, part.n, fmt::join(owners, ", ")));
   }
   if (!model.independent.empty()) {

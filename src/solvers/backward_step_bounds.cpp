@@ -5,29 +5,41 @@
 
 namespace saltus::detail {
 
-std::vector<BackwardStretch> backward_step_bounds(const std::vector<double>& step_ends, double t_from, double t_to) {
-  if (step_ends.size() < 2 || !(t_to < t_from)) return {{t_to, 0.0}};
-  // The forward step containing t_from: the first end at or above it (the last step if none).
-  auto k = static_cast<long>(std::lower_bound(step_ends.begin(), step_ends.end(), t_from) - step_ends.begin());
-  k = std::clamp(k, 1L, static_cast<long>(step_ends.size()) - 1);
-  const auto length = [&](long i) { return step_ends[static_cast<size_t>(i)] - step_ends[static_cast<size_t>(i - 1)]; };
+void ForwardStretches::start(double t) {
+  start_ = last_ = t;
+  shortest_ = 0.0;
+  ends_.clear();
+  longest_.clear();
+}
+
+void ForwardStretches::add_step_end(double t) {
+  if (!(t > last_)) return;
+  const double h = t - last_;
+  last_ = t;
+  if (!ends_.empty() && std::max(longest_.back(), h) <= kBackwardStretchSpread * std::min(shortest_, h)) {
+    ends_.back() = t;
+    longest_.back() = std::max(longest_.back(), h);
+    shortest_ = std::min(shortest_, h);
+    return;
+  }
+  ends_.push_back(t);
+  longest_.push_back(h);
+  shortest_ = h;
+}
+
+std::vector<BackwardStretch> ForwardStretches::backward(double t_from, double t_to) const {
+  if (ends_.empty() || !(t_to < t_from)) return {{t_to, 0.0}};
+  // The stretch holding t_from: the first whose end is at or above it (the last if none).
+  auto k = static_cast<long>(std::lower_bound(ends_.begin(), ends_.end(), t_from) - ends_.begin());
+  k = std::min(k, static_cast<long>(ends_.size()) - 1);
   std::vector<BackwardStretch> stretches;
   while (true) {
-    double shortest = length(k), longest = shortest;
-    long j = k;  // the stretch's lowest step
-    while (j > 1 && step_ends[static_cast<size_t>(j - 1)] > t_to) {
-      const double h = length(j - 1);
-      if (std::max(longest, h) > kBackwardStretchSpread * std::min(shortest, h)) break;
-      shortest = std::min(shortest, h);
-      longest = std::max(longest, h);
-      --j;
-    }
-    const double until = std::max(step_ends[static_cast<size_t>(j - 1)], t_to);
-    stretches.push_back({until, longest});
-    if (until <= t_to || j <= 1) break;
-    k = j - 1;
+    const double lower = k > 0 ? ends_[static_cast<size_t>(k - 1)] : start_;
+    stretches.push_back({std::max(lower, t_to), longest_[static_cast<size_t>(k)]});
+    if (lower <= t_to || k == 0) break;
+    --k;
   }
-  if (stretches.back().until > t_to) stretches.back().until = t_to;  // below the segment's first step end
+  stretches.back().until = t_to;  // below the segment's start: the first stretch's bound
   return stretches;
 }
 

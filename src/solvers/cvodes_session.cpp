@@ -1,7 +1,5 @@
 #include "cvodes_session.hpp"
 
-#include "backward_step_bounds.hpp"
-
 #include "block_dense_solver.hpp"
 
 #include <saltus/core/error.hpp>
@@ -248,7 +246,7 @@ CvodesSession::~CvodesSession() {
 void CvodesSession::start(double t) {
   // The first segment was initialised by CVodeInit with the same vector; later ones restart.
   check_cvode(CVodeReInit(mem_, t, y_), "CVodeReInit");
-  step_ends_.assign(1, t);
+  stretches_.start(t);
   check_cvode(CVodeSetStopTime(mem_, tf_), "CVodeSetStopTime");
   if (nq_ > 0) check_cvode(CVodeQuadReInit(mem_, q_), "CVodeQuadReInit");
   if (ns_ > 0) {
@@ -272,15 +270,14 @@ void CvodesSession::set_roots(const std::vector<int>& directions) {
 
 int CvodesSession::advance(double tout, double& t) {
   if (!recording_) return CVode(mem_, tout, y_, &t, CV_NORMAL);
-  // CVODES has no hook between steps, so one CVodeF call stops at the next check point at the
-  // latest: the step limit makes it return CV_TOO_MUCH_WORK there (CVodeF takes one CVode step
-  // per iteration, so the steps are those of one long call), and the caller may free memory
-  // before the next check point. Options::max_steps still counts the steps towards tout.
+  // CVODES has no hook between steps: CVodeF takes one step per call (the step limit 1, and
+  // CV_TOO_MUCH_WORK; CVodeF takes one CVode step per iteration, so the steps are those of one
+  // long call). Each step's end goes to the backward pass's stretches (stretches_); the call
+  // returns kPaused at the next check point at the latest, so that the caller may free memory
+  // before it. Options::max_steps still counts the steps towards tout.
   const long before = steps();
   const long to_checkpoint = checkpoint_steps_ - before % checkpoint_steps_;
   const long allowed = std::min(to_checkpoint, max_steps_ - steps_since_output_);
-  // One step per CVodeF call (the step limit 1; the steps are those of one long call), each
-  // step's end noted for the backward pass (step_ends_).
   check_cvode(CVodeSetMaxNumSteps(mem_, 1), "CVodeSetMaxNumSteps");
   int ncheck = 0;
   int flag = CV_TOO_MUCH_WORK;
@@ -519,12 +516,13 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
 void CvodesSession::note_step_end() {
   sunrealtype tn = 0.0;
   check_cvode(CVodeGetCurrentTime(mem_, &tn), "CVodeGetCurrentTime");
-  if (tn > step_ends_.back()) step_ends_.push_back(tn);
+  stretches_.add_step_end(tn);
 }
+
 
 int CvodesSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB) {
   const int flag = integrate_in_stretches(
-      step_ends_, backward_time_, t_out,
+      stretches_.backward(backward_time_, t_out),
       [&](double h) { check_cvode(CVodeSetMaxStepB(mem_, which_, h), "CVodeSetMaxStepB"); },
       [&](double until) { return CVodeB(mem_, until, CV_NORMAL); });
   if (flag < 0) return flag;

@@ -16,6 +16,7 @@
 #include <saltus/core/options.hpp>
 #include <saltus/solvers/solution.hpp>
 
+#include "backward_step_bounds.hpp"
 #include "nvector_view.hpp"
 
 namespace saltus::detail {
@@ -150,10 +151,10 @@ class CvodesSession {
   void start_backward(int nB, int nqB, const BackwardSettings& settings, double tB0,
                       const Eigen::VectorXd& yB0);
   /// Integrates the backward problem to t_out (>= the session's start time); yB and qB receive
-  /// the adjoint state and the quadratures accumulated since tB0. No backward step is longer
-  /// than the recording's steps where it is taken (backward_step_bounds): the backward
-  /// problem's coefficients come from the forward solution, and a step over a short stretch
-  /// the forward pass resolved (a compliant contact of a few ms) would not see it at all.
+  /// the adjoint state and the quadratures accumulated since tB0. The backward steps are bounded
+  /// by the recording's steps of the stretch they are in (backward_step_bounds.hpp): the
+  /// backward problem's coefficients come from the forward solution, and a step over a short
+  /// stretch the forward pass resolved (a compliant contact of a few ms) would not see it.
   int integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB);
   /// Steps, right-hand-side and Jacobian evaluations of the backward problem.
   void add_backward_stats(SolverStats& stats) const;
@@ -200,9 +201,9 @@ class CvodesSession {
   long checkpoints_ = 0;        // CVODES' count, without the initial check point
   long checkpoint_bytes_ = 0;   // all check points, the initial one included
   long steps_since_output_ = 0; // steps of the current advance() over its pauses
-  // The times at which the recording's steps ended, the segment's start first: the backward
-  // pass takes no step longer than the forward steps where it is (backward_step_bounds).
-  std::vector<double> step_ends_;
+  // The recording's steps, grouped in stretches: the backward pass takes no step longer than
+  // the forward steps of the stretch it is in (backward_step_bounds.hpp).
+  ForwardStretches stretches_;
   void note_step_end();
   // Backward problem.
   int which_ = -1;

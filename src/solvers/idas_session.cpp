@@ -1,7 +1,5 @@
 #include "idas_session.hpp"
 
-#include "backward_step_bounds.hpp"
-
 #include "block_dense_solver.hpp"
 
 #include <saltus/core/error.hpp>
@@ -166,7 +164,7 @@ IdasSession::~IdasSession() {
 
 void IdasSession::start(double t) {
   check_ida(IDAReInit(mem_, t, y_, yp_), "IDAReInit");
-  step_ends_.assign(1, t);
+  stretches_.start(t);
   check_ida(IDASetStopTime(mem_, tf_), "IDASetStopTime");
   if (nq_ > 0) check_ida(IDAQuadReInit(mem_, q_), "IDAQuadReInit");
   if (ns_ > 0) {
@@ -204,7 +202,7 @@ int IdasSession::advance(double tout, double& t) {
     adjoint_initialized_ = true;
   }
   // One step per IDASolveF call (the step limit 1; the steps are those of one long call), each
-  // step's end noted for the backward pass (step_ends_); Options::max_steps still counts the
+  // step's end noted for the backward pass (stretches_); Options::max_steps still counts the
   // steps towards tout.
   check_ida(IDASetMaxNumSteps(mem_, 1), "IDASetMaxNumSteps");
   int ncheck = 0;
@@ -220,8 +218,9 @@ int IdasSession::advance(double tout, double& t) {
 void IdasSession::note_step_end() {
   sunrealtype tn = 0.0;
   check_ida(IDAGetCurrentTime(mem_, &tn), "IDAGetCurrentTime");
-  if (tn > step_ends_.back()) step_ends_.push_back(tn);
+  stretches_.add_step_end(tn);
 }
+
 
 void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0,
                                  const Eigen::VectorXd& yB0, const Eigen::VectorXd& ypB0) {
@@ -275,7 +274,7 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
 
 int IdasSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB) {
   const int flag = integrate_in_stretches(
-      step_ends_, backward_time_, t_out,
+      stretches_.backward(backward_time_, t_out),
       [&](double h) { check_ida(IDASetMaxStepB(mem_, which_, h), "IDASetMaxStepB"); },
       [&](double until) { return IDASolveB(mem_, until, IDA_NORMAL); });
   if (flag < 0) return flag;

@@ -20,6 +20,8 @@
 #include <saltus/core/options.hpp>
 #include <saltus/solvers/solution.hpp>
 
+#include "backward_step_bounds.hpp"
+
 namespace saltus::detail {
 
 /// The IDAS name of a return flag ("IDA_TOO_MUCH_WORK", ...).
@@ -160,8 +162,8 @@ class IdasSession {
   void start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0, const Eigen::VectorXd& yB0,
                       const Eigen::VectorXd& ypB0);
   /// Integrates the backward problem to t_out (>= the session's start time); yB and qB receive
-  /// the adjoint state and the quadratures accumulated since tB0. Returns the IDAS flag. No
-  /// backward step is longer than the recording's steps where it is taken
+  /// the adjoint state and the quadratures accumulated since tB0. Returns the IDAS flag. The
+  /// backward steps are bounded by the recording's steps of the stretch they are in
   /// (backward_step_bounds.hpp).
   int integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB);
   /// Counters of the backward problem.
@@ -202,9 +204,9 @@ class IdasSession {
   bool adjoint_initialized_ = false;  ///< IDAAdjInit ran (at the first advance of a recording)
   long checkpoints_ = 0;
   long max_steps_ = 0;  ///< Options::max_steps: per advance()
-  // The times at which the recording's steps ended, the segment's start first (the backward
-  // pass's step bounds).
-  std::vector<double> step_ends_;
+  // The recording's steps, grouped in stretches (the backward pass's step bounds,
+  // backward_step_bounds.hpp).
+  ForwardStretches stretches_;
   void note_step_end();
   // Backward problem.
   int which_ = -1;

@@ -79,12 +79,14 @@ AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& 
   // change of psi_c): at the state's atol the penalty five-bar's backward pass took 17,870 steps
   // against 5,557 forward (now 10,171), the vehicle's index-1 one 2,820 against 1,386 (1,671),
   // for gradients as close to a tight reference (docs/adjoint.md).
+  // Independent of a given adjoint_atol: it sets lambda's tolerance, not the quadratures'.
+  const bool quadratures_from_costs = opt.adjoint_atol_from_costs && costs.allFinite();
   const double cost_atol = opt.cost_atol >= 0.0 ? opt.cost_atol : opt.atol;
   const std::vector<double> scales = parameter_scales(opt, p);
   for (Eigen::Index c = 0; c < n_costs; ++c) {
     const double atol = opt.adjoint_quadrature_atol >= 0.0 ? opt.adjoint_quadrature_atol
-                        : from_costs ? std::max(cost_atol, tol.rtol * std::abs(costs[c]))
-                                     : cost_atol;
+                        : quadratures_from_costs ? std::max(cost_atol, tol.rtol * std::abs(costs[c]))
+                                                 : cost_atol;
     for (double scale : scales) tol.quadrature_atol.push_back(atol / scale);
   }
   return tol;
