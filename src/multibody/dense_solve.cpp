@@ -89,6 +89,7 @@ DenseMatrix<Reverse> record_dense_solve(const DenseMatrix<Reverse>& matrix, cons
                                         const char* what) {
   const SharedLU lu = shared_dense_factorization(matrix.unaryExpr([](const Reverse& r) { return r.value(); }), what);
   auto operation = std::make_unique<DenseSolveOperation>(lu);
+  operation->reserve_matrix_entries(static_cast<size_t>(matrix.size()));
   for (Eigen::Index j = 0; j < matrix.cols(); ++j) {
     for (Eigen::Index i = 0; i < matrix.rows(); ++i) {
       operation->note_matrix_entry(static_cast<int>(i), static_cast<int>(j), matrix(i, j));
@@ -103,6 +104,7 @@ DenseMatrix<Reverse> record_dense_solve(const Eigen::SparseMatrix<Reverse, Eigen
       matrix.unaryExpr([](const Reverse& r) { return r.value(); }));
   const SharedLU lu = shared_dense_factorization(values, what);
   auto operation = std::make_unique<DenseSolveOperation>(lu);
+  operation->reserve_matrix_entries(static_cast<size_t>(matrix.nonZeros()));
   for (int i = 0; i < matrix.outerSize(); ++i) {
     for (Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
       operation->note_matrix_entry(i, static_cast<int>(it.col()), it.value());

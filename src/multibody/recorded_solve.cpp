@@ -11,7 +11,7 @@ void RecordedSolve::backward(std::vector<double>& adjoint, int columns) const {
   const Eigen::Index n = values_.rows(), k = values_.cols();
   const auto m = static_cast<size_t>(columns);
   const auto at = [m](std::int32_t node, Eigen::Index c) { return static_cast<size_t>(node) * m + static_cast<size_t>(c); };
-  bar_.resize(n, k * columns);  // kept between sweeps: no allocation once sized
+  bar_.resize(n, k * columns);  // kept between this operation's sweeps
   bool any = false;
   for (Eigen::Index c = 0; c < columns; ++c) {
     for (Eigen::Index j = 0; j < k; ++j) {

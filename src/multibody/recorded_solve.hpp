@@ -20,6 +20,8 @@ class RecordedSolve : public ReverseOperation {
  public:
   void backward(std::vector<double>& adjoint, int columns) const final;
 
+  /// Room for `entries` noted entries of A (one allocation instead of the vector's doublings).
+  void reserve_matrix_entries(size_t entries) { matrix_entries_.reserve(entries); }
   /// Notes entry (row, col) of A if it is on the tape (a constant has no adjoint).
   void note_matrix_entry(int row, int col, const Reverse& a) {
     if (!a.is_constant()) matrix_entries_.push_back({row, col, a.node(), a.coefficient()});
