@@ -60,6 +60,7 @@ SharedLU shared_dense_factorization(const Eigen::MatrixXd& matrix, const char* w
 class DenseSolveOperation : public RecordedSolve {
  public:
   explicit DenseSolveOperation(SharedLU lu) : lu_(std::move(lu)) {}
+  const Eigen::PartialPivLU<Eigen::MatrixXd>& lu() const { return *lu_; }
 
  private:
   void solve_transposed(Eigen::MatrixXd& bar) const override { bar = lu_->transpose().solve(bar); }
@@ -67,10 +68,13 @@ class DenseSolveOperation : public RecordedSolve {
   SharedLU lu_;
 };
 
-/// Records the solve with A's values factored (`lu`), A's tape entries noted in `operation`.
-DenseMatrix<Reverse> record_factored_solve(std::unique_ptr<DenseSolveOperation> operation,
-                                           const Eigen::PartialPivLU<Eigen::MatrixXd>& lu, const DenseMatrix<Reverse>& rhs) {
-  Eigen::MatrixXd x = lu.solve(Eigen::MatrixXd(rhs.unaryExpr([](const Reverse& r) { return r.value(); })));
+/// Records X = A^-1 B with A's values (`values`) factored and A's tape entries noted.
+template <class Matrix>
+DenseMatrix<Reverse> record_factored_solve(const Matrix& matrix, const Eigen::MatrixXd& values,
+                                           const DenseMatrix<Reverse>& rhs, const char* what) {
+  auto operation = std::make_unique<DenseSolveOperation>(shared_dense_factorization(values, what));
+  operation->note_matrix_entries(matrix);
+  Eigen::MatrixXd x = operation->lu().solve(Eigen::MatrixXd(rhs.unaryExpr([](const Reverse& r) { return r.value(); })));
   return push_recorded_solve(std::move(operation), rhs, std::move(x));
 }
 
@@ -87,30 +91,14 @@ const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::Mat
 
 DenseMatrix<Reverse> record_dense_solve(const DenseMatrix<Reverse>& matrix, const DenseMatrix<Reverse>& rhs,
                                         const char* what) {
-  const SharedLU lu = shared_dense_factorization(matrix.unaryExpr([](const Reverse& r) { return r.value(); }), what);
-  auto operation = std::make_unique<DenseSolveOperation>(lu);
-  operation->reserve_matrix_entries(static_cast<size_t>(matrix.size()));
-  for (Eigen::Index j = 0; j < matrix.cols(); ++j) {
-    for (Eigen::Index i = 0; i < matrix.rows(); ++i) {
-      operation->note_matrix_entry(static_cast<int>(i), static_cast<int>(j), matrix(i, j));
-    }
-  }
-  return record_factored_solve(std::move(operation), *lu, rhs);
+  return record_factored_solve(matrix, matrix.unaryExpr([](const Reverse& r) { return r.value(); }), rhs, what);
 }
 
 DenseMatrix<Reverse> record_dense_solve(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& matrix,
                                         const DenseMatrix<Reverse>& rhs, const char* what) {
   const Eigen::MatrixXd values = Eigen::SparseMatrix<double, Eigen::RowMajor, int>(
       matrix.unaryExpr([](const Reverse& r) { return r.value(); }));
-  const SharedLU lu = shared_dense_factorization(values, what);
-  auto operation = std::make_unique<DenseSolveOperation>(lu);
-  operation->reserve_matrix_entries(static_cast<size_t>(matrix.nonZeros()));
-  for (int i = 0; i < matrix.outerSize(); ++i) {
-    for (Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
-      operation->note_matrix_entry(i, static_cast<int>(it.col()), it.value());
-    }
-  }
-  return record_factored_solve(std::move(operation), *lu, rhs);
+  return record_factored_solve(matrix, values, rhs, what);
 }
 
 FactoredMatrix::FactoredMatrix(const Eigen::MatrixXd& matrix, const char* what)

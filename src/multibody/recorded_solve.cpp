@@ -41,6 +41,22 @@ void RecordedSolve::backward(std::vector<double>& adjoint, int columns) const {
   }
 }
 
+void RecordedSolve::note_matrix_entries(const DenseMatrix<Reverse>& a) {
+  matrix_entries_.reserve(static_cast<size_t>(a.size()));
+  for (Eigen::Index j = 0; j < a.cols(); ++j) {
+    for (Eigen::Index i = 0; i < a.rows(); ++i) note_matrix_entry(static_cast<int>(i), static_cast<int>(j), a(i, j));
+  }
+}
+
+void RecordedSolve::note_matrix_entries(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& a) {
+  matrix_entries_.reserve(static_cast<size_t>(a.nonZeros()));
+  for (int i = 0; i < a.outerSize(); ++i) {
+    for (Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>::InnerIterator it(a, i); it; ++it) {
+      note_matrix_entry(i, static_cast<int>(it.col()), it.value());
+    }
+  }
+}
+
 DenseMatrix<Reverse> push_recorded_solve(std::unique_ptr<RecordedSolve> operation, const DenseMatrix<Reverse>& rhs,
                                          Eigen::MatrixXd values) {
   const Eigen::Index n = rhs.rows(), k = rhs.cols();

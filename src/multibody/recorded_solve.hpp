@@ -20,18 +20,19 @@ class RecordedSolve : public ReverseOperation {
  public:
   void backward(std::vector<double>& adjoint, int columns) const final;
 
-  /// Room for `entries` noted entries of A (one allocation instead of the vector's doublings).
-  void reserve_matrix_entries(size_t entries) { matrix_entries_.reserve(entries); }
-  /// Notes entry (row, col) of A if it is on the tape (a constant has no adjoint).
-  void note_matrix_entry(int row, int col, const Reverse& a) {
-    if (!a.is_constant()) matrix_entries_.push_back({row, col, a.node(), a.coefficient()});
-  }
+  /// Notes A's entries that are on the tape (a constant has no adjoint): every entry of a dense
+  /// A, the stored ones of a sparse A.
+  void note_matrix_entries(const DenseMatrix<Reverse>& a);
+  void note_matrix_entries(const Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>& a);
 
  protected:
   /// bar <- A^-T bar (n x m), with the factors kept from the recording.
   virtual void solve_transposed(Eigen::MatrixXd& bar) const = 0;
 
  private:
+  void note_matrix_entry(int row, int col, const Reverse& a) {
+    if (!a.is_constant()) matrix_entries_.push_back({row, col, a.node(), a.coefficient()});
+  }
   friend DenseMatrix<Reverse> push_recorded_solve(std::unique_ptr<RecordedSolve> operation,
                                                   const DenseMatrix<Reverse>& rhs, Eigen::MatrixXd values);
   /// An input's node and coefficient (Reverse::coefficient).

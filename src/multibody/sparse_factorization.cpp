@@ -273,12 +273,7 @@ DenseMatrix<Reverse> record_sparse_solve(const Eigen::SparseMatrix<Reverse, Eige
       matrix.unaryExpr([](const Reverse& r) { return r.value(); });
   const std::shared_ptr<const SparseFactors> factors = sparse_factors(values, what);
   auto operation = std::make_unique<SparseSolveOperation>(factors, what);
-  operation->reserve_matrix_entries(static_cast<size_t>(matrix.nonZeros()));
-  for (int i = 0; i < matrix.outerSize(); ++i) {
-    for (Eigen::SparseMatrix<Reverse, Eigen::RowMajor, int>::InnerIterator it(matrix, i); it; ++it) {
-      operation->note_matrix_entry(i, static_cast<int>(it.col()), it.value());
-    }
-  }
+  operation->note_matrix_entries(matrix);
   Eigen::MatrixXd x = rhs.unaryExpr([](const Reverse& r) { return r.value(); });
   solve_in_place(*factors, x, false, what);
   return push_recorded_solve(std::move(operation), rhs, std::move(x));

@@ -42,10 +42,7 @@ void enable_fused_operations(N_Vector v) {
 
 /// CVODES' messages go to the run's SolverMessageScope instead of stderr.
 void forward_message(int error_code, const char*, const char* function, char* message, void*) {
-  // Errors become exceptions with their own message; a recording's one-step pauses (advance)
-  // report CV_TOO_MUCH_WORK at every step and must not build strings for it.
-  if (error_code < 0) return;
-  report_solver_message(error_code, function ? function : "CVODES", message ? message : "");
+  report_solver_message(error_code, function ? function : "CVODES", message);
 }
 
 }  // namespace
@@ -518,7 +515,6 @@ void CvodesSession::note_step_end() {
   check_cvode(CVodeGetCurrentTime(mem_, &tn), "CVodeGetCurrentTime");
   stretches_.add_step_end(tn);
 }
-
 
 int CvodesSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB) {
   const int flag = integrate_in_stretches(

@@ -41,10 +41,7 @@ void check_alloc(const void* ptr, const char* what) {
 
 /// IDAS' messages go to the run's SolverMessageScope instead of stderr.
 void forward_message(int error_code, const char*, const char* function, char* message, void*) {
-  // Errors become exceptions with their own message; a recording's one-step calls (advance)
-  // report IDA_TOO_MUCH_WORK at every step and must not build strings for it.
-  if (error_code < 0) return;
-  report_solver_message(error_code, function ? function : "IDAS", message ? message : "");
+  report_solver_message(error_code, function ? function : "IDAS", message);
 }
 
 N_Vector* zero_vectors(int count, N_Vector like, const char* what) {
@@ -220,7 +217,6 @@ void IdasSession::note_step_end() {
   check_ida(IDAGetCurrentTime(mem_, &tn), "IDAGetCurrentTime");
   stretches_.add_step_end(tn);
 }
-
 
 void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& settings, double tB0,
                                  const Eigen::VectorXd& yB0, const Eigen::VectorXd& ypB0) {

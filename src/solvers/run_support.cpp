@@ -76,10 +76,10 @@ AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& 
     tol.cost_atol.push_back(from_costs ? std::max(opt.atol, tol.rtol * std::max(1.0, std::abs(costs[c]))) : atol);
   }
   // A cost's gradient quadratures are held to that cost's size, r |psi_c| (dpsi_c/dp_k p_k is a
-  // change of psi_c): at the state's atol the penalty five-bar's backward pass took 17,870 steps
-  // against 5,557 forward (now 10,171), the vehicle's index-1 one 2,820 against 1,386 (1,671),
-  // for gradients as close to a tight reference (docs/adjoint.md).
-  // Independent of a given adjoint_atol: it sets lambda's tolerance, not the quadratures'.
+  // change of psi_c), whether or not adjoint_atol (lambda's) is given: at the state's atol the
+  // penalty five-bar's backward pass took 17,870 steps against 5,557 forward (10,171 so), the
+  // vehicle's index-1 one 2,820 against 1,386 (1,671), for gradients as close to a tight
+  // reference (docs/benchmarks.md).
   const bool quadratures_from_costs = opt.adjoint_atol_from_costs && costs.allFinite();
   const double cost_atol = opt.cost_atol >= 0.0 ? opt.cost_atol : opt.atol;
   const std::vector<double> scales = parameter_scales(opt, p);

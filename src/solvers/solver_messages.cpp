@@ -58,8 +58,9 @@ long SolverMessageScope::warnings() { return active != nullptr ? active->warning
 
 namespace detail {
 
-void report_solver_message(int error_code, const std::string& function, const std::string& message) {
-  if (error_code < 0) return;  // errors become exceptions with their own message
+void report_solver_message(int error_code, const char* function, const char* message) {
+  if (error_code < 0) return;
+  if (message == nullptr) message = "";
   if (active == nullptr) {
     fmt::print(std::cerr, "saltus: solver warning: {}: {}\n", function, one_line(message));
     return;

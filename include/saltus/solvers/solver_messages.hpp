@@ -30,8 +30,10 @@ class SolverMessageScope {
 
 namespace detail {
 /// Hands one integrator message to the active scope (or prints it if there is none).
-/// error_code < 0 is an error, > 0 a warning.
-void report_solver_message(int error_code, const std::string& function, const std::string& message);
+/// error_code < 0 is an error (dropped before any string is built: the errors become
+/// exceptions with their own message, and a recording's one-step calls report CV_TOO_MUCH_WORK
+/// at every step), > 0 a warning. Null texts read as empty.
+void report_solver_message(int error_code, const char* function, const char* message);
 }  // namespace detail
 
 }  // namespace saltus
