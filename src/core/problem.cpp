@@ -110,7 +110,7 @@ int Problem::add_parameter(const std::string& name, double nominal, std::string 
 
 int Problem::add_mode_impl(const std::string& name, RhsFunctions rhs) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, std::move(rhs), std::nullopt, {}, {}, {}, {}, {}, {}});
+  modes_.push_back({name, std::move(rhs), std::nullopt, {}, {}, {}, {}, {}, {}, {}});
   return n_modes() - 1;
 }
 
@@ -134,7 +134,7 @@ void Problem::set_residual_tangents_impl(int mode, ResidualTangentsFn tangents) 
 
 int Problem::add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual) {
   require_unique(modes_, name, "mode");
-  modes_.push_back({name, {}, std::nullopt, {}, std::move(residual), {}, {}, {}, {}});
+  modes_.push_back({name, {}, std::nullopt, {}, std::move(residual), {}, {}, {}, {}, {}});
   return n_modes() - 1;
 }
 
@@ -157,6 +157,16 @@ void Problem::set_completion_impl(int mode, Instantiated<CompletionFn> completio
   }
   m.completion = std::move(completion);
   m.completion_tangents = nullptr;  // they were the previous completion's
+  m.rate_completion = nullptr;
+}
+
+void Problem::set_rate_completion(int mode, CompletionFn<Reverse> c) {
+  if (mode < 0 || mode >= n_modes()) throw InputError(fmt::format("set_rate_completion: mode {} out of range", mode));
+  Mode& m = modes_[static_cast<size_t>(mode)];
+  if (!m.completion) {
+    throw InputError(fmt::format("set_rate_completion: mode '{}' has no completion (set_completion first)", m.name));
+  }
+  m.rate_completion = std::move(c);
 }
 
 bool Problem::has_index2_modes() const {

@@ -272,7 +272,12 @@ void CompletionRateProducts::record(int mode, double t, In<double> x_guess) {
   p_ad_ = independents(p_);
   completed_x_ = VectorX<Reverse>::Zero(n_x_);
   completed_xdot_ = VectorX<Reverse>::Zero(n_x_);
-  problem_.mode(mode).completion.reverse(t_ad, x_ad_, p_ad_, completed_x_, completed_xdot_);
+  const Mode& m = problem_.mode(mode);
+  if (m.rate_completion) {
+    m.rate_completion(t_ad, x_ad_, p_ad_, completed_x_, completed_xdot_);
+  } else {
+    m.completion.reverse(t_ad, x_ad_, p_ad_, completed_x_, completed_xdot_);
+  }
   costs_ = VectorX<Reverse>::Zero(n_c_);
   for (int c = 0; c < n_c_; ++c) {
     const auto& g = problem_.cost(c).running;

@@ -233,6 +233,11 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
     };
     pb.set_completion(mode, completion);
     pb.set_block_completion_tangents(mode, completion);
+    if (!form->index3()) {  // index3 keeps its velocities' drift: their completion solves them anew
+      pb.set_rate_completion(mode, [form](Reverse t, In<Reverse> guess, In<Reverse> p, Out<Reverse> x, Out<Reverse> xdot) {
+        form->template rate_completion<Reverse>(t, guess, p, x, xdot);
+      });
+    }
   } else {
     const auto rhs = [form](auto t, const auto& x, const auto& p, auto xdot) {
       using S = ScalarOf<decltype(x)>;

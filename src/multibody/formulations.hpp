@@ -970,14 +970,31 @@ struct DaeForm : FullCoordinateForm {
     }
   }
 
+  /// What complete() does with the guess's positions (the forms but index3).
+  enum class Positions { Projected, Kept };
+
+  /// The map whose rates the adjoint's backward pass records at every point
+  /// (Problem::set_rate_completion, completed_adjoint.hpp): the completion without its position
+  /// projection. The positions of ggl and stabilized_index1 satisfy their constraints as
+  /// equations of the DAE, and the velocities this keeps projected satisfy Phi_q v + Phi_t = 0,
+  /// so its rates keep Phi = 0 and every consistent state consistent: its ODE has the
+  /// completion's motions, sensitivities and gradient. It leaves out, per backward point, the
+  /// projection's constraint evaluations, Newton iterations and KKT factorization.
   template <class S>
-  void complete(const S& t, In<S> guess, In<S> p, Out<S> x, Out<S> xdot) const {
+  void rate_completion(const S& t, In<S> guess, In<S> p, Out<S> x, Out<S> xdot) const {
+    complete<S>(t, guess, p, x, xdot, Positions::Kept);
+  }
+
+  template <class S>
+  void complete(const S& t, In<S> guess, In<S> p, Out<S> x, Out<S> xdot,
+                Positions positions = Positions::Projected) const {
     const ContactSet set = contact_set<S>(guess);
     VectorX<S> q, v;
     if (index3()) {
       std::tie(q, v) = completed_by_independent_set<S>(t, guess, p, set);
     } else {
-      q = projected_positions<S>(t, VectorX<S>(guess.head(n)), p, set);
+      q = positions == Positions::Kept ? VectorX<S>(guess.head(n))
+                                       : projected_positions<S>(t, VectorX<S>(guess.head(n)), p, set);
       v = projected_velocities<S>(MotionState<S>{t, q, VectorX<S>(guess.segment(n, n))}, p, set);
     }
     const MotionState<S> st{t, q, v};

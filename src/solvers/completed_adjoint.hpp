@@ -22,10 +22,14 @@
 //
 // Cost: the backward residual takes one reverse sweep of the completion and the costs per point
 // (derivatives/reverse.hpp, CompletionRateProducts::cost_sweep: one recording per point, which
-// GMRES's products share); the dense Jacobian, which IDAS asks for far less often, n_x + n_p
-// tangents of the completion (forward-mode AD, below; one evaluation per four of them where the
-// mode has block completion tangents); from Options::krylov_min_states states
-// on, GMRES's products instead (dae_adjoint.cpp).
+// the dense Jacobian's sweep of n_x columns and GMRES's products share; from
+// Options::krylov_min_states states on, GMRES's products instead, dae_adjoint.cpp). Where the
+// mode has a rate completion (Problem::set_rate_completion: the multibody ggl and
+// stabilized_index1 forms, velocities projected and positions kept) R is that map's rates: an
+// ODE with the completion's motions from consistent states, so with the same gradient; the
+// transposes at the final time, events and the start stay the completion's. The linearization
+// below (forward tangents of the completion, n_x + n_p of them, one evaluation per four where
+// the mode has block completion tangents) starts each segment's backward pass.
 #include <saltus/core/problem.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 
@@ -43,17 +47,19 @@ CompletionTranspose transpose_completion(const Problem& problem, int mode, doubl
 
 class CompletedLinearization {
  public:
-  /// F_xdot = I, F_x = -R_x and the costs' g~_x at (t, x) of mode `mode` into `out`.
-  void states(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
-              TangentWorkspace& ws);
-  /// F_p = -R_p and g~_p at the point of the last call to states().
-  void parameters(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
-                  TangentWorkspace& ws);
-  /// Both.
+  /// F_xdot = I, F_x = -R_x, F_p = -R_p and the costs' g~_x, g~_p at (t, x) of mode `mode` into
+  /// `out`: at a segment's ends, where the backward pass starts.
   void all(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
            TangentWorkspace& ws);
 
  private:
+  /// The state part of all().
+  void states(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
+              TangentWorkspace& ws);
+  /// The parameter part of all(), at the point of the last call to states().
+  void parameters(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
+                  TangentWorkspace& ws);
+
   ConsistentPoint point_;  // the completion of the last states() call
   // The directions of states() and parameters(), and the completed x's tangents along them.
   Eigen::MatrixXd unit_x_, zero_p_by_x_, x_tangents_, unit_p_, zero_x_by_p_, p_tangents_;

@@ -75,7 +75,8 @@ class DaeAdjointSweep {
   /// dense LU, or gradient states are out of the error test (their weights, ~1e-300, would let
   /// GMRES leave their rows unsolved).
   bool matrix_free_segment() const;
-  /// The linearization at the forward point (t, x, x-dot) of the current mode: its state part
+  /// The linearization at the forward point (t, x, x-dot) of the current mode, which has no
+  /// completion (a completed one takes the recorded products instead): its state part
   /// (F_x, g_x) or also its parameter part (F_p, g_p), kept while the point does not change
   /// (IDAS evaluates the backward residual several times per point); F_xdot is the segment's, or
   /// the point's in the conservative form.
@@ -126,6 +127,13 @@ class DaeAdjointSweep {
   void completed_residual(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                           const Eigen::Ref<const Eigen::VectorXd>& yB, const Eigen::Ref<const Eigen::VectorXd>& ypB,
                           Eigen::Ref<Eigen::VectorXd> r);
+  /// The backward Newton matrix of a completed segment: per cost R_x^T + c_j I, and the gradient
+  /// states' rows R_p^T (the residual's R_x^T lambda and R_p^T lambda differentiated in lambda),
+  /// by one sweep of n_x columns over the completion recorded at the forward point, the recording
+  /// the residual there has just made. Forward tangents of the completion (n_x + n_p of them)
+  /// cost several times more: fivebar_floor ggl's backward Jacobians 14 % of its adjoint.
+  void completed_jacobian(double t, const Eigen::Ref<const Eigen::VectorXd>& x, double cj,
+                          Eigen::Map<Eigen::MatrixXd>& jac);
   /// The conservative form's residual rows of one cost (see the top of this file).
   void conservative_residual(const ResidualLinearization& lin, int c, const Eigen::Ref<const Eigen::VectorXd>& yB,
                              const Eigen::Ref<const Eigen::VectorXd>& ypB, Eigen::Ref<Eigen::VectorXd> r);
@@ -145,6 +153,7 @@ class DaeAdjointSweep {
   CompletionRateProducts rate_products_;  // the completion and costs recorded at the forward point
   TransposedProducts rate_product_;       // its rate sweep's output (jacobian_times_cb)
   TransposedProducts cost_product_;       // its cost sweep's output (completed_products)
+  Eigen::MatrixXd identity_;              // n_x x n_x: completed_jacobian's sweep weights
 
   Eigen::MatrixXd lambda_;  // n_x x n_c
   Eigen::MatrixXd grad_;    // n_c x n_p
@@ -199,31 +208,23 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
     lin_t_ = t;
     lin_x_ = x;
     lin_xdot_ = xdot;
-    if (segment_completed_) {
-      completed_.states(pb_, mode_, t, x, p_, lin_, ws_);
-    } else {
-      linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
-      lin_rates_ = xdot;
-      if (!fold_.empty()) {
-        // The costs that read rates read the state's (RateCostFold::rates_of_the_state).
-        lin_rates_ = fold_.rates_of_the_state(pb_, mode_, t, x, xdot, p_, lin_.f_xdot, ws_);
-        if (lin_rates_ != xdot) linearize_states(pb_, mode_, t, x, lin_rates_, p_, lin_, ws_);
-      }
-      if (conservative_) {
-        residual_columns(pb_, mode_, t, x, lin_rates_, p_, lin_.zeros_x, lin_.ones, lin_.f_xdot, ws_);
-      }
-      fold_.apply(pb_, t, x, lin_rates_, p_, lin_, RateCostFold::Part::States, ws_);
+    linearize_states(pb_, mode_, t, x, xdot, p_, lin_, ws_);
+    lin_rates_ = xdot;
+    if (!fold_.empty()) {
+      // The costs that read rates read the state's (RateCostFold::rates_of_the_state).
+      lin_rates_ = fold_.rates_of_the_state(pb_, mode_, t, x, xdot, p_, lin_.f_xdot, ws_);
+      if (lin_rates_ != xdot) linearize_states(pb_, mode_, t, x, lin_rates_, p_, lin_, ws_);
     }
+    if (conservative_) {
+      residual_columns(pb_, mode_, t, x, lin_rates_, p_, lin_.zeros_x, lin_.ones, lin_.f_xdot, ws_);
+    }
+    fold_.apply(pb_, t, x, lin_rates_, p_, lin_, RateCostFold::Part::States, ws_);
     lin_valid_ = true;
     lin_parameters_valid_ = false;
   }
   if (parameters && !lin_parameters_valid_) {
-    if (segment_completed_) {
-      completed_.parameters(pb_, mode_, t, x, p_, lin_, ws_);
-    } else {
-      linearize_parameters(pb_, mode_, t, x, lin_rates_, p_, lin_, ws_);
-      fold_.apply(pb_, t, x, lin_rates_, p_, lin_, RateCostFold::Part::Parameters, ws_);
-    }
+    linearize_parameters(pb_, mode_, t, x, lin_rates_, p_, lin_, ws_);
+    fold_.apply(pb_, t, x, lin_rates_, p_, lin_, RateCostFold::Part::Parameters, ws_);
     lin_parameters_valid_ = true;
   }
   return lin_;
@@ -272,12 +273,16 @@ int DaeAdjointSweep::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Ve
                                  N_Vector, SUNMatrix JB, void* ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
   return self->guarded([&] {
-    const ResidualLinearization& lin = self->at(t, view(y).head(self->nx_), view(yp).head(self->nx_), false);
     const int n = self->nx_, b = self->block();
     const int nq = self->gradient_states();
     const int size = self->adjoint_states() + nq;
     Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(JB), size, size);
     jac.setZero();
+    if (self->segment_completed_) {
+      self->completed_jacobian(t, view(y).head(n), cj, jac);
+      return jac.allFinite() ? 0 : 1;
+    }
+    const ResidualLinearization& lin = self->at(t, view(y).head(self->nx_), view(yp).head(self->nx_), false);
     for (int c = 0; c < self->nc_; ++c) {
       if (!self->conservative_) {
         jac.block(c * n, c * n, n, n) = -lin.f_x.transpose() + cj * lin.f_xdot.transpose();
@@ -484,6 +489,22 @@ void DaeAdjointSweep::completed_residual(double t, const Eigen::Ref<const Eigen:
   r.head(na) = ypB.head(na) + products.x.reshaped();
   const int nq = gradient_states();
   if (nq > 0) r.segment(na, nq) = ypB.segment(na, nq) + products.p.reshaped();
+}
+
+void DaeAdjointSweep::completed_jacobian(double t, const Eigen::Ref<const Eigen::VectorXd>& x, double cj,
+                                         Eigen::Map<Eigen::MatrixXd>& jac) {
+  rate_products_.record(mode_, t, x);
+  if (identity_.rows() != nx_) identity_ = Eigen::MatrixXd::Identity(nx_, nx_);
+  rate_products_.sweep(identity_, rate_product_);
+  const Eigen::MatrixXd& r_x_transposed = rate_product_.x;  // n_x x n_x
+  const int nq = gradient_states(), offset = adjoint_states();
+  for (int c = 0; c < nc_; ++c) {
+    auto block = jac.block(c * nx_, c * nx_, nx_, nx_);
+    block = r_x_transposed;
+    block.diagonal().array() += cj;
+    if (nq > 0) jac.block(offset + c * np_, c * nx_, np_, nx_) = rate_product_.p;  // R_p^T
+  }
+  if (nq > 0) jac.bottomRightCorner(nq, nq).diagonal().setConstant(cj);
 }
 
 void DaeAdjointSweep::conservative_residual(const ResidualLinearization& lin, int c,

@@ -110,6 +110,9 @@ struct Mode {
   /// evaluation; when set, the adjoint's linearization through the completion (its dense
   /// backward Jacobian) uses them (derivatives/residual.hpp, completion_tangents).
   CompletionTangentsFn completion_tangents;
+  /// Optional (Problem::set_rate_completion): the map whose rates the adjoint's backward pass
+  /// records in place of the completion's.
+  CompletionFn<Reverse> rate_completion;
   bool implicit() const { return static_cast<bool>(residual); }
   /// Index 2 with a completion, rather than index 1 (consistency by Newton on [F_ydot | F_z]).
   bool index2() const { return static_cast<bool>(completion); }
@@ -351,6 +354,14 @@ class Problem {
   void set_block_completion_tangents(int mode, const C& c) {
     set_completion_tangents_impl(mode, block_completion_tangents(CompletionFn<DualBlock>(c)));
   }
+  /// Optional, after set_completion: a map C~(t, x_guess, p) whose rates the adjoint's backward
+  /// pass records at every point in place of the completion's (completed_adjoint.hpp), when it
+  /// is cheaper. C~ must equal the completion on consistent states and its rates must keep
+  /// consistent states consistent; then its ODE x' = x-dot of C~ has the completion's motions
+  /// from every consistent start, and its adjoint gives the same gradient. The transposes at
+  /// the final time, events and the start keep the completion's. Example: the velocities
+  /// projected and the positions kept, where the DAE holds the position constraints as equations.
+  void set_rate_completion(int mode, CompletionFn<Reverse> c);
   /// Whether some mode is index 2.
   bool has_index2_modes() const;
   /// Declares states (by name, among set_states) as algebraic: their derivatives do not enter

@@ -126,7 +126,8 @@ class RecordedPoint {
 /// One recording per point serves every product there: the backward residual, its quadrature
 /// and GMRES's products of the backward Newton matrix come at one forward point in turn, and a
 /// recording costs about a completion's reverse tape. Each sweep takes all its columns in one
-/// pass over the tape.
+/// pass over the tape. Where the mode has a rate completion (Problem::set_rate_completion), C is
+/// that map.
 class CompletionRateProducts {
  public:
   CompletionRateProducts(const Problem& problem, const Eigen::VectorXd& p);
