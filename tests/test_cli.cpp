@@ -608,6 +608,28 @@ TEST(Cli, WrtDifferentiatesTheNamedParametersOnly) {
   const Outcome bad = saltus_cmd({"run", model, "--wrt", "g,nope"});
   EXPECT_EQ(bad.status, 2);
   EXPECT_TRUE(contains(bad.err, "--wrt: unknown parameter 'nope'")) << bad.err;
+  // A stray comma or an empty value names the text (a trailing comma used to be dropped
+  // silently, an empty value said "unknown parameter ''").
+  for (const char* text : {"e,", ",e", "e,,g", ""}) {
+    const Outcome stray = saltus_cmd({"run", "ball1d", "--wrt", text});
+    EXPECT_EQ(stray.status, 2) << text;
+    EXPECT_TRUE(contains(stray.err, std::string("an empty name in '") + text + "'")) << stray.err;
+  }
+}
+
+// A repeatable option takes one value per occurrence, so it may come before the model's name
+// (before, `run --wrt e ball1d` took ball1d as a second name and said "name is required").
+TEST(Cli, RepeatableOptionsMayComeBeforeTheModel) {
+  const Outcome wrt = saltus_cmd({"run", "--wrt", "e", "--wrt", "g", "ball1d", "--quiet"});
+  ASSERT_EQ(wrt.status, 0) << wrt.err;
+  EXPECT_TRUE(contains(wrt.out, "dt/de")) << wrt.out;
+  EXPECT_TRUE(contains(wrt.out, "dt/dg")) << wrt.out;
+  EXPECT_FALSE(contains(wrt.out, "dt/dc")) << wrt.out;
+  const Outcome param = saltus_cmd({"run", "--param", "e=0.9", "ball1d", "--method", "simulate", "--quiet"});
+  ASSERT_EQ(param.status, 0) << param.err;
+  EXPECT_TRUE(contains(param.out, "e          = 0.9")) << param.out;
+  const Outcome vary = saltus_cmd({"optimize", "--vary", "e=0.5:0.9", "ball1d", "--cost", "h_T", "--max-evaluations", "3"});
+  EXPECT_EQ(vary.status, 0) << vary.err;
 }
 
 // --integrator dopri5: the report says the derivatives are those of the computed steps; forward,

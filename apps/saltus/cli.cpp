@@ -227,7 +227,7 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
   const Eigen::VectorXd all_parameters = pb.nominal_parameters();  // the geometry reads every one
   if (!a.wrt.empty()) {
     try {
-      pb = with_free_parameters(pb, a.wrt);
+      pb = with_free_parameters(pb, split_names(a.wrt));
     } catch (const InputError& e) {
       throw UsageError(fmt::format("--wrt: {}", e.what()));
     }
@@ -306,7 +306,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_option("name", a.name, "Example name (see `saltus list`) or a model file (*.yaml, or a URDF robot *.urdf)")->required();
   run_cmd->add_option("--formulation", a.formulation,
                       "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 | index3 (default: the file's)");
-  run_cmd->add_option("--param", a.params, "Override a parameter: name=value (repeatable)");
+  run_cmd->add_option("--param", a.params, "Override a parameter: name=value (repeatable)")->allow_extra_args(false);
   run_cmd->add_option("--tend", a.tend, "Final time [s]");
   run_cmd->add_option("--method", a.method,
                       "simulate (no derivatives) | forward | adjoint | fd | complex-step | all (default forward)")
@@ -314,7 +314,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   run_cmd->add_option("--wrt", a.wrt,
                       "Differentiate with respect to these parameters only, e.g. --wrt e,g (default: all; the "
                       "others stay at their values)")
-      ->delimiter(',');
+      ->check(comma_separated_names())
+      ->allow_extra_args(false);
   run_cmd->add_option("--checkpoint-steps", a.checkpoint_steps,
                       "adjoint: forward steps between check points (default: chosen per segment)");
   run_cmd->add_option("--adjoint-memory", a.adjoint_memory,

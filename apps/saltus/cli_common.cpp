@@ -206,4 +206,28 @@ CLI::Validator non_empty_path() {
   return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "an empty path" : ""; }, "PATH");
 }
 
+CLI::Validator comma_separated_names() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        for (const std::string& name : split_names({text})) {
+          if (name.empty()) return "an empty name in '" + text + "' (names separated by single commas, e.g. e,g)";
+        }
+        return {};
+      },
+      "NAME[,NAME...]");
+}
+
+std::vector<std::string> split_names(const std::vector<std::string>& occurrences) {
+  std::vector<std::string> names;
+  for (const std::string& text : occurrences) {
+    size_t start = 0;
+    for (size_t comma = text.find(','); ; comma = text.find(',', start)) {
+      names.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return names;
+}
+
 }  // namespace saltus::cli

@@ -90,5 +90,11 @@ void require_writable_folder(const std::string& folder);
 /// path that is not empty (an unset shell variable gave `--json ''`, and nothing was written).
 CLI::Validator positive_number();
 CLI::Validator non_empty_path();
+/// A comma-separated list of names ("e,g"): an empty one (a stray comma, an empty value) is
+/// refused, naming the text.
+CLI::Validator comma_separated_names();
+/// The names of every occurrence of such a flag, split at its commas (empty names kept: the
+/// validator refused them).
+std::vector<std::string> split_names(const std::vector<std::string>& occurrences);
 
 }  // namespace saltus::cli

@@ -39,12 +39,15 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
   cmd->add_flag("--maximize", a.maximize, "Maximize the cost instead of minimizing it");
   cmd->add_option("--vary", a.vary, "A parameter to vary within bounds: NAME=LO:HI (repeatable); it starts from "
                                     "its nominal value (--param NAME=VALUE)")
-      ->required();
-  cmd->add_option("--constraint", a.constraints, "Keep a cost bounded: NAME<=VALUE or NAME>=VALUE (repeatable)");
+      ->required()
+      ->allow_extra_args(false);
+  cmd->add_option("--constraint", a.constraints, "Keep a cost bounded: NAME<=VALUE or NAME>=VALUE (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--method", a.method, "Gradient method: adjoint | forward (default adjoint)")
       ->check(CLI::IsMember({"adjoint", "forward"}));
   cmd->add_option("--max-evaluations", a.max_evaluations, "Runs allowed (default 200)")->check(positive_number());
-  cmd->add_option("--param", a.run.params, "Override a parameter (also the start of a varied one): name=value");
+  cmd->add_option("--param", a.run.params, "Override a parameter (also the start of a varied one): name=value")
+      ->allow_extra_args(false);
   cmd->add_option("--tend", a.run.tend, "Final time [s]");
   cmd->add_option("--formulation", a.run.formulation,
                   "Multibody formulation for model files: penalty | index1 | maggi | ggl | stabilized_index1 | index3 (default: the file's)");
