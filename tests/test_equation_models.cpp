@@ -485,6 +485,53 @@ TEST(EquationModelDae, HystereticDaeAdjointAndComplexStepAgreeWithForward) {
   EXPECT_LT(max_relative_difference(lambda0, ab.initial_state_gradient), 2e-6);
 }
 
+// A pendulum as an index-1 DAE (its multiplier lam algebraic, from the acceleration-level
+// constraint) striking a wall at x = -w, with an event cost and a running cost together. The
+// adjoint failed with IDA_ERR_FAIL before the wall at every rtol from 1e-6 to 1e-11: lam's
+// adjoint component, a difference of O(1) terms, was error-tested though its start comes from
+// the recorded event point and its equation reads IDAS's interpolation (dae_adjoint.cpp,
+// settings). Reference: the angle's ODE by scipy's DOP853 at rtol 1e-13 with event location,
+// d/dL by central differences of step 1e-4 (an outside reader's, reproduced).
+TEST(EquationModelDae, PendulumAgainstAWallHasAnAdjointThroughTheImpact) {
+  const Problem pb = equations::parse_equation_problem(R"yaml(
+name: pendulum_dae_wall
+horizon: 1
+tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
+parameters: {g: 9.81, L: 1, th0: 0.8, om0: 0.5, w: 0.5, e: 0.7}
+states:
+  x: "L*sin(th0)"
+  y: "-L*cos(th0)"
+  u: "L*om0*cos(th0)"
+  v: "L*om0*sin(th0)"
+  lam: 0
+algebraic: lam
+modes:
+  swing:
+    residual:
+      - der(x) - u
+      - der(y) - v
+      - der(u) + lam*x
+      - der(v) + lam*y + g
+      - u^2 + v^2 - lam*(x^2 + y^2) - g*y
+events:
+  wall: {guard: x + w, direction: falling, jump: [x, y, "-e*u", "-e*v", lam]}
+costs:
+  hit: {events: {wall: u^2 + v^2}}
+  xint: {running: x}
+)yaml",
+                                                       "pendulum_dae_wall.yaml");
+  const int hit = pb.cost_index("hit"), xint = pb.cost_index("xint"), L = pb.parameter_index("L");
+  const Solution f = forward_sensitivity(pb);
+  const Solution a = adjoint(pb);
+  for (const Solution* s : {&f, &a}) {
+    EXPECT_NEAR(s->costs[hit], 3.5720327848593, 1e-8);
+    EXPECT_NEAR(s->costs[xint], 0.1775216793989, 1e-8);
+    EXPECT_NEAR(s->cost_gradient(hit, L), 9.485838976, 3e-7);
+    EXPECT_NEAR(s->cost_gradient(xint, L), 0.6071166039, 3e-8);
+  }
+  EXPECT_LT(max_relative_difference(a.cost_gradient, f.cost_gradient), 1e-7);
+}
+
 // A jump's algebraic entries are first guesses, re-solved in the new mode: the ball of test_dae
 // whose energy E = v^2/2 + g h is algebraic. Also a terminal cost of an algebraic state, an event
 // cost, der() of a differential state in a running cost and a time event on a DAE.

@@ -109,6 +109,10 @@ class DaeAdjointSweep {
   bool mass_varies(const DaeSegment& segment);
   void transpose_event(const EventRecord& event);
   IdasBackwardSettings settings();
+  /// algebraic_adjoints_ for the segment whose F_xdot `lin` holds: lambda_i is algebraic where
+  /// equation i reads no rate (row i of F_xdot zero; adjoint_rate's rule), none in a completed
+  /// mode (F_xdot = I) or the conservative form (settings() takes all of lambda there).
+  void note_algebraic_adjoints(const ResidualLinearization& lin);
 
   int gradient_states() const { return np_ * nc_ <= kGradientStatesLimit ? np_ * nc_ : 0; }
   /// Backward states per cost: lambda, and xi in the conservative form.
@@ -149,6 +153,7 @@ class DaeAdjointSweep {
   int mode_ = 0;
   bool conservative_ = false;   // the segment being integrated takes the conservative form
   bool segment_completed_ = false;  // and whether its mode has a completion (read per callback)
+  std::vector<bool> algebraic_adjoints_;  // per state, in this segment; empty: none
   Eigen::VectorXd work_x_, work_e_;  // scratch of the conservative residual
   CompletionRateProducts rate_products_;  // the completion and costs recorded at the forward point
   TransposedProducts rate_product_;       // its rate sweep's output (jacobian_times_cb)
@@ -374,21 +379,41 @@ IdasBackwardSettings DaeAdjointSweep::settings() {
   if (gradient_states() > 0) {
     for (double a : tol.quadrature_atol) s.state_atol.push_back(opt_.adjoint_quadrature_error_control ? a : 1e300);
   }
-  if (conservative_) {
-    // lambda is algebraic here, fixed by xi through [F_ydot | F_z]^T; its equations read the
-    // forward rates (F_z depends on y-dot when F_ydot depends on z), which IDAS interpolates,
-    // so the lambda from the recorded consistent point differs from IDAS's by its interpolation
-    // error. In the error test that difference failed the first step at every step size
-    // (IDA_ERR_FAIL); xi and the gradients carry the error control.
+  // Algebraic components of the backward states leave the error test. Their equations read the
+  // forward state, which IDAS interpolates, so their values from the recorded consistent point
+  // (the final time, an event) differ from IDAS's by its interpolation error; in the error test
+  // that difference failed the first step at every step size (IDA_ERR_FAIL). In the
+  // conservative form that is all of lambda, fixed by xi through [F_ydot | F_z]^T (its equations
+  // read the forward rates where F_ydot depends on z); xi and the gradients carry the error
+  // control. Otherwise lambda_i where equation i of F reads no rate: a pendulum DAE with a
+  // multiplier lambda, its wall impact's event cost and a running cost failed so at every rtol
+  // from 1e-6 to 1e-11 (lambda's multiplier component, x lambda_u + y lambda_v over |r|^2, a
+  // difference of O(1) terms, moved 7e-11 with the interpolated x, y: 66 times its atol).
+  if (conservative_ || !algebraic_adjoints_.empty()) {
     s.differential.assign(static_cast<size_t>(adjoint_states() + gradient_states()), 1.0);
     for (int c = 0; c < nc_; ++c) {
-      for (int i = 0; i < nx_; ++i) s.differential[static_cast<size_t>(c * block() + i)] = 0.0;
+      for (int i = 0; i < nx_; ++i) {
+        const bool algebraic = conservative_ || algebraic_adjoints_[static_cast<size_t>(i)];
+        if (algebraic) s.differential[static_cast<size_t>(c * block() + i)] = 0.0;
+      }
     }
   }
   s.user_data = this;
   s.block = block();  // jacobian_cb: each cost's block alike, then the gradient states' rows
   s.blocks = nc_;
   return s;
+}
+
+void DaeAdjointSweep::note_algebraic_adjoints(const ResidualLinearization& lin) {
+  algebraic_adjoints_.clear();
+  if (segment_completed_ || conservative_) return;
+  std::vector<bool> algebraic(static_cast<size_t>(nx_));
+  bool any = false;
+  for (int i = 0; i < nx_; ++i) {
+    algebraic[static_cast<size_t>(i)] = lin.f_xdot.row(i).isZero(0.0);
+    any = any || algebraic[static_cast<size_t>(i)];
+  }
+  if (any) algebraic_adjoints_ = std::move(algebraic);
 }
 
 void DaeAdjointSweep::terminal_conditions() {
@@ -537,6 +562,7 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   linearize_with_costs(mode_, seg.t_end, seg.end.x, seg.end.xdot, lin_);  // F_xdot for the segment
   lin_valid_ = false;
   const ResidualLinearization& lin = lin_;
+  note_algebraic_adjoints(lin);
   Eigen::MatrixXd rates(nx_, nc_);
   for (int c = 0; c < nc_; ++c) {
     Eigen::VectorXd lambda = lambda_.col(c);
