@@ -617,6 +617,22 @@ TEST(Cli, WrtDifferentiatesTheNamedParametersOnly) {
   }
 }
 
+// Event-time sensitivities come with forward sensitivities: an adjoint run's report has no dt/dp
+// columns (it printed their headers over blank cells) and its JSON events an empty dtime_dp.
+TEST(Cli, AnAdjointRunHasNoEventTimeSensitivities) {
+  const auto dir = temp_dir("adjoint_events");
+  const auto json = (dir / "a.json").string();
+  const Outcome adjoint = saltus_cmd({"run", "ball1d", "--method", "adjoint", "--json", json});
+  ASSERT_EQ(adjoint.status, 0) << adjoint.err;
+  EXPECT_FALSE(contains(adjoint.out, "dt/d")) << adjoint.out;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_FALSE(j["events"].empty());
+  EXPECT_TRUE(j["events"][0]["dtime_dp"].empty());
+  const Outcome forward = saltus_cmd({"run", "ball1d", "--method", "forward"});
+  EXPECT_TRUE(contains(forward.out, "dt/de")) << forward.out;
+}
+
 // A repeatable option takes one value per occurrence, so it may come before the model's name
 // (before, `run --wrt e ball1d` took ball1d as a second name and said "name is required").
 TEST(Cli, RepeatableOptionsMayComeBeforeTheModel) {

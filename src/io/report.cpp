@@ -22,9 +22,13 @@ void print_events(std::ostream& out, const Problem& pb, const RunResult& r) {
   fmt::print(out, "\nEvents ({}):\n", events.size());
   if (events.empty()) return;
   const auto params = pb.parameter_names();
+  // Event-time sensitivities come with forward sensitivities (not from an adjoint run alone):
+  // without them no dt/dp columns (an adjoint run printed their headers over blank cells).
   const Eigen::MatrixXd tau = r.estimates.empty() ? Eigen::MatrixXd() : r.estimates.front().event_time_gradient;
   fmt::print(out, "  {:>4} {:>16}  {:<14}", "#", "time [s]", "event");
-  for (size_t k = 0; !r.estimates.empty() && k < params.size(); ++k) fmt::print(out, " {:>14}", "dt/d" + params[k]);
+  for (Eigen::Index k = 0; k < tau.cols() && k < static_cast<Eigen::Index>(params.size()); ++k) {
+    fmt::print(out, " {:>14}", "dt/d" + params[static_cast<size_t>(k)]);
+  }
   fmt::print(out, "\n");
   for (size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
