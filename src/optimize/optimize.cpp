@@ -27,6 +27,10 @@ namespace saltus {
 
 namespace {
 
+/// Unconstrained costs within this many rtol * max(1, |psi|) of each other tie
+/// (OptimizationRun::improves_on_best).
+constexpr double kCostNoiseFactor = 100.0;
+
 using optimize_detail::DesignEvaluation;
 using optimize_detail::DesignEvaluator;
 
@@ -164,13 +168,22 @@ class OptimizationRun {
     decide_stop(history_.back());
   }
 
-  /// Lower minimized cost; at a tie to round-off, the smaller projected gradient (the point
-  /// nearer the optimum when the cost is flat there).
+  /// Lower minimized cost; at a tie, the smaller projected gradient (the point nearer the
+  /// optimum where the cost is flat). Without constraints, costs within kCostNoiseFactor * rtol
+  /// * max(1, |psi|) tie: the integration's error moves a cost by about that much between
+  /// neighbouring points (the five-bar's effort by 1.3e-7 = 60 rtol |psi| at one e), so a lower
+  /// cost there says nothing, and the optimum reported had a gradient 600 times its stationary
+  /// neighbour's; with ties at round-off only, a point that passed the gradient test lost to
+  /// one 2e-14 lower that had not. With constraints the projected gradient does not vanish at
+  /// the optimum: ties stay at round-off.
   bool improves_on_best(double f, double projected_gradient_norm) const {
     if (!best_) return true;
     const OptimizeIterate& b = history_[*best_];
     const double f_best = sign_ * b.cost;
-    const double tie = 4.0 * std::numeric_limits<double>::epsilon() * std::max(std::abs(f), std::abs(f_best));
+    const double scale = std::max({1.0, std::abs(f), std::abs(f_best)});
+    const double round_off = 4.0 * std::numeric_limits<double>::epsilon();
+    const double tie =
+        (options_.constraints.empty() ? std::max(round_off, kCostNoiseFactor * options_.run.rtol) : round_off) * scale;
     if (std::abs(f - f_best) <= tie) return projected_gradient_norm < b.projected_gradient_norm;
     return f < f_best;
   }
@@ -192,8 +205,8 @@ class OptimizationRun {
       stop_reason_ = fmt::format("{} runs in a row failed; the last: {}", consecutive_failures_, it.failure);
     } else if (!it.failed && options_.constraints.empty() &&
                it.projected_gradient_norm <= options_.gradient_tolerance * std::max(1.0, std::abs(it.cost))) {
-      stop_reason_ = fmt::format("the projected gradient norm {:.3g} is below the tolerance",
-                                 it.projected_gradient_norm);
+      stop_reason_ = fmt::format("the projected gradient norm {:.3g} at evaluation {} is below the tolerance",
+                                 it.projected_gradient_norm, it.index);
       converged_ = true;
     } else if (static_cast<int>(history_.size()) >= options_.max_evaluations) {
       stop_reason_ = "the limit on evaluations was reached";
@@ -254,6 +267,11 @@ std::string nlopt_stop_reason(nlopt_result r) {
     case NLOPT_XTOL_REACHED: return "the step is below the tolerance on the parameters";
     case NLOPT_MAXEVAL_REACHED: return "the limit on evaluations was reached";
     case NLOPT_ROUNDOFF_LIMITED: return "round-off limits further progress (the gradient cannot be reduced further)";
+    case NLOPT_FAILURE:
+      // L-BFGS's line search found no decrease: near an optimum the costs' integration error
+      // (about rtol |psi| from point to point) outgrows the changes it tries.
+      return "the optimizer stopped: FAILURE (its line search found no decrease; near an optimum the costs' "
+             "integration error hides the changes it tries: a tighter --rtol helps)";
     default: return fmt::format("the optimizer stopped: {}", nlopt_result_to_string(r));
   }
 }
