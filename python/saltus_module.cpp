@@ -7,6 +7,7 @@
 #include <saltus/core/heap_settings.hpp>
 #include <saltus/core/parameter_subset.hpp>
 #include <saltus/equations/equation_file.hpp>
+#include <saltus/io/optimize_output.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
@@ -123,6 +124,7 @@ py::dict result_dict(const Model& model, const Solution& sol, const std::string&
   const auto params = pb.parameter_names();
   const auto costs = pb.cost_names();
   const auto modes = mode_names(pb);
+  const bool has_gradient = method == "forward" || method == "adjoint";
   py::dict r;
   r["method"] = method;
   r["times"] = Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(sol.times.data(), static_cast<Eigen::Index>(sol.times.size())));
@@ -155,8 +157,8 @@ py::dict result_dict(const Model& model, const Solution& sol, const std::string&
   if (!sol.sensitivities.empty()) {
     r["sensitivities"] = sensitivity_array(sol.sensitivities, pb.n_states(), pb.n_parameters());
   }
-  if (sol.cost_gradient.size() > 0) {
-    r["gradient"] = named_matrix(costs, params, sol.cost_gradient);
+  if (sol.cost_gradient.size() > 0 || (has_gradient && sol.cost_gradient.rows() == pb.n_costs())) {
+    r["gradient"] = named_matrix(costs, params, sol.cost_gradient);  // {cost: {}} without parameters
     r["gradient_matrix"] = sol.cost_gradient;
   }
   if (sol.has_adjoint()) {
@@ -198,10 +200,25 @@ py::dict estimate_dict(const Model& model, const GradientEstimate& e) {
 
 void set_param(Model& m, const std::string& name, double value) { m.problem.set_nominal(name, value); }
 
+/// An option's value as type T, or an InputError naming the option and what it takes (pybind11's
+/// cast error said "Unable to cast Python instance to C++ type", a RuntimeError).
+template <class T>
+T option_value(const py::handle& value, const char* name, const char* expected) {
+  const bool wrong_kind = std::is_arithmetic_v<T> ? py::isinstance<py::str>(value) || value.is_none()
+                                                  : !py::isinstance<py::str>(value);
+  if (!wrong_kind) {
+    try {
+      return value.cast<T>();
+    } catch (const py::cast_error&) {
+    }
+  }
+  throw InputError(fmt::format("{} must be {}, got {}", name, expected, py::repr(value).cast<std::string>()));
+}
+
 /// A number option as Python gives it: finite and positive (rtol, atol, tend's span), named with
 /// its Python name (the library's checks name its own fields: tf, n_outputs).
 double positive_option(const py::handle& value, const char* name) {
-  const double v = value.cast<double>();
+  const double v = option_value<double>(value, name, "a positive number");
   if (!(std::isfinite(v) && v > 0.0)) throw InputError(fmt::format("{} must be a positive number, got {}", name, v));
   return v;
 }
@@ -213,7 +230,7 @@ void set_options(Model& m, const py::kwargs& kw) {
   for (const auto& [key_handle, value] : kw) {
     const auto key = key_handle.cast<std::string>();
     if (key == "tend") {
-      const double tend = value.cast<double>();
+      const double tend = option_value<double>(value, "tend", "a number");
       if (!(std::isfinite(tend) && tend > o.t0)) {
         throw InputError(fmt::format("tend must be a finite time after the start t0 = {}, got {}", o.t0, tend));
       }
@@ -224,7 +241,7 @@ void set_options(Model& m, const py::kwargs& kw) {
       o.atol = positive_option(value, "atol");  // as --atol: 0 would leave the error test no floor
       o.atol_per_state.clear();
     } else if (key == "integrator") {
-      const auto name = value.cast<std::string>();
+      const auto name = option_value<std::string>(value, "integrator", "a string");
       if (name == "cvodes") {
         o.integrator = Integrator::Cvodes;
       } else if (name == "idas") {
@@ -241,7 +258,7 @@ void set_options(Model& m, const py::kwargs& kw) {
         throw InputError("integrator must be 'cvodes', 'idas', 'dopri5', 'sdirk', 'rosenbrock' or 'auto', got '" + name + "'");
       }
     } else if (key == "linear_solver") {
-      const auto name = value.cast<std::string>();
+      const auto name = option_value<std::string>(value, "linear_solver", "a string");
       if (name == "dense") {
         o.linear_solver = LinearSolver::Dense;
       } else if (name == "krylov") {
@@ -254,7 +271,7 @@ void set_options(Model& m, const py::kwargs& kw) {
         throw InputError("linear_solver must be 'dense', 'krylov', 'sparse' or 'auto', got '" + name + "'");
       }
     } else if (key == "nonlinear_solver") {
-      const auto name = value.cast<std::string>();
+      const auto name = option_value<std::string>(value, "nonlinear_solver", "a string");
       if (name == "newton") {
         o.nonlinear_solver = NonlinearSolver::Newton;
       } else if (name == "fixed-point") {
@@ -265,7 +282,11 @@ void set_options(Model& m, const py::kwargs& kw) {
         throw InputError("nonlinear_solver must be 'newton', 'fixed-point' or 'auto', got '" + name + "'");
       }
     } else if (key == "outputs") {
-      const int outputs = value.cast<int>();
+      if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+        throw InputError(fmt::format("outputs must be an integer number of output times, got {}",
+                                     py::repr(value).cast<std::string>()));
+      }
+      const int outputs = option_value<int>(value, "outputs", "an integer number of output times");
       if (outputs < 2) throw InputError(fmt::format("outputs must be at least 2 (output times), got {}", outputs));
       o.output_times.clear();
       o.n_outputs = outputs;
@@ -281,8 +302,15 @@ py::dict check(const Model& m, const std::string& method, double fd_step, double
   const Eigen::VectorXd p = parameters_of(m);
   std::vector<GradientEstimate> estimates;
   const bool all = method == "all";
-  if (!all && method != "fd" && method != "complex-step" && method != "adjoint" && method != "forward") {
-    throw InputError("method must be 'all', 'forward', 'adjoint', 'fd' or 'complex-step', got '" + method + "'");
+  if (!all && method != "fd" && method != "complex-step" && method != "adjoint") {
+    // Forward sensitivities are the reference every check compares with: not a method of its own.
+    throw InputError("method must be 'all', 'adjoint', 'fd' or 'complex-step', got '" + method + "'");
+  }
+  if (!(fd_step == 0.0 || (std::isfinite(fd_step) && fd_step > 0.0))) {
+    throw InputError(fmt::format("fd_step must be a positive number (relative), or 0 for the default, got {}", fd_step));
+  }
+  if (!(std::isfinite(cs_step) && cs_step > 0.0)) {
+    throw InputError(fmt::format("cs_step must be a positive number, got {}", cs_step));
   }
   {
     py::gil_scoped_release release;
@@ -325,28 +353,10 @@ py::dict run_optimize(const Model& m, const std::string& cost, const py::dict& v
   o.max_evaluations = max_evaluations;
   validate(m.problem, o);
   const OptimizeResult r = without_gil([&] { return optimize(m.problem, o); });
-  py::dict d;
-  d["optimum"] = named(r.names, r.optimum);
-  d["cost"] = r.cost;
-  d["gradient"] = named(r.names, r.gradient);
-  d["parameters"] = named(m.problem.parameter_names(), r.parameters);
-  d["iterations"] = r.evaluations;
-  d["converged"] = r.converged;
-  d["stop_reason"] = r.stop_reason;
-  d["algorithm"] = r.algorithm;
-  py::list history;
-  for (const auto& it : r.history) {
-    py::dict h;
-    h["index"] = it.index;
-    h["x"] = named(r.names, it.x);
-    h["failed"] = it.failed;
-    h["cost"] = it.cost;
-    h["projected_gradient_norm"] = it.projected_gradient_norm;
-    h["events"] = it.events;
-    h["event_sequence_changed"] = it.event_sequence_changed;
-    history.append(h);
-  }
-  d["history"] = history;
+  // The command's --json fields (docs/optimize.md), so that both carry the same: the
+  // constraints' values, each evaluation's feasibility and step (non-finite numbers None).
+  py::dict d = py::module_::import("json").attr("loads")(to_json(m.problem, o, r).dump());
+  for (py::handle h : d["history"]) h["index"] = h["evaluation"];  // the name this dict had first
   return d;
 }
 

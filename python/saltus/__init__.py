@@ -25,13 +25,13 @@ class Result:
     """The outcome of a run. Attributes (numpy arrays where numeric):
 
     times (n_t,), states (n_t, n_x), modes (mode name per output time), costs {cost: value},
-    cost_history (n_t, n_c) = each cost as if the horizon ended at that output time (not for
-    adjoint runs),
+    cost_history (n_t, n_c) = each cost as if the horizon ended at that output time,
     final_state {state: value}, events (list of dicts: time, name, mode_before, mode_after,
     state_before, state_after, grazing, rest, and dtime_dp {parameter: dt/dp} for forward runs),
     and for forward runs sensitivities (n_t, n_x, n_p) = dx/dp at the output times, for forward
-    and adjoint runs gradient {cost: {parameter: dcost/dp}} and gradient_matrix (n_c, n_p), for
-    adjoint runs initial_state_gradient {cost: {state: dcost/dx0}}.
+    and adjoint runs gradient {cost: {parameter: dcost/dp}} and gradient_matrix (n_c, n_p) (a
+    model without parameters: {cost: {}} and (n_c, 0)), for adjoint runs initial_state_gradient
+    {cost: {state: dcost/dx0}}.
 
     Mechanisms also have named outputs (docs/multibody.md, "Named outputs"): output_names,
     output_units {name: unit}, outputs (n_t, n_y) and for forward runs output_sensitivities
@@ -100,7 +100,8 @@ class Model:
     cost_names = property(lambda self: self._native.cost_names)
     mode_names = property(lambda self: self._native.mode_names)
     parameters = property(lambda self: self._native.parameters, doc="{parameter: nominal value}")
-    options = property(lambda self: self._native.options, doc="t0, tend, rtol, atol, integrator")
+    options = property(lambda self: self._native.options,
+                       doc="t0, tend, rtol, atol, integrator, linear_solver, nonlinear_solver")
     is_dae = property(lambda self: self._native.is_dae)
 
     def set_param(self, name, value):
@@ -109,7 +110,10 @@ class Model:
         return self
 
     def set_options(self, **options):
-        """tend, rtol, atol (all states), integrator ('cvodes', 'idas', 'auto'), outputs."""
+        """tend, rtol, atol (all states), integrator ('cvodes', 'idas', 'dopri5', 'sdirk',
+        'rosenbrock', 'auto'), linear_solver ('dense', 'krylov', 'sparse', 'auto'),
+        nonlinear_solver ('newton', 'fixed-point', 'auto'), outputs (the number of output
+        times). A refused value raises InputError and leaves the options as they were."""
         self._native.set_options(**options)
         return self
 
@@ -120,29 +124,74 @@ class Model:
     def forward(self, output_sensitivities=False, wrt=()):
         """Forward sensitivities: also sensitivities (n_t, n_x, n_p), gradient, event dt/dp;
         with output_sensitivities=True (mechanisms) the named outputs' dy/dp too. wrt: names of
-        the parameters to differentiate with respect to (default all; the others stay fixed)."""
-        return Result(self._native.forward(output_sensitivities, list(wrt)))
+        the parameters to differentiate with respect to (default all; the others stay fixed), a
+        list or one name."""
+        return Result(self._native.forward(output_sensitivities, _names(wrt, "wrt")))
 
     def adjoint(self, wrt=()):
         """The adjoint: costs, gradient and initial_state_gradient (wrt as for forward)."""
-        return Result(self._native.adjoint(list(wrt)))
+        return Result(self._native.adjoint(_names(wrt, "wrt")))
 
     def check(self, method="all", fd_step=0.0, cs_step=1e-20):
-        """Gradients by forward sensitivities and `method` ('all', 'adjoint', 'fd',
-        'complex-step'): {'estimates': [...], 'largest_relative_difference': {method: value}}."""
-        return self._native.check(method, fd_step, cs_step)
+        """Gradients by forward sensitivities (the reference) and `method` ('all', 'adjoint',
+        'fd', 'complex-step'): {'estimates': [...], 'largest_relative_difference': {method:
+        value}}. fd_step: the relative step of central differences (0: cbrt(rtol)); cs_step: the
+        complex step (absolute); both positive."""
+        return self._native.check(method, _number(fd_step, "fd_step"), _number(cs_step, "cs_step"))
 
     def optimize(self, cost, vary, maximize=False, method="adjoint", constraints=(), max_evaluations=200):
         """Minimizes (or maximizes) a cost over parameters within bounds, vary = {name: (lo, hi)},
-        constraints like ['h_T<=15']: {'optimum', 'cost', 'iterations', 'history', ...}."""
-        vary = {name: (float(lo), float(hi)) for name, (lo, hi) in vary.items()}
-        return self._native.optimize(cost, vary, maximize, method, list(constraints), int(max_evaluations))
+        constraints like ['h_T<=15'] (or one string): the fields of `saltus optimize --json`
+        (docs/optimize.md): {'optimum', 'cost', 'gradient', 'projected_gradient_norm',
+        'parameters', 'constraints', 'iterations', 'history', 'converged', 'stop_reason', ...}."""
+        if not isinstance(vary, dict):
+            raise InputError(f"optimize: vary must be a dict {{name: (lower, upper)}}, got {vary!r}")
+        try:
+            vary = {name: (float(lo), float(hi)) for name, (lo, hi) in vary.items()}
+        except (TypeError, ValueError):
+            raise InputError(f"optimize: vary must map names to (lower, upper) numbers, got {vary!r}") from None
+        return self._native.optimize(cost, vary, maximize, method, _names(constraints, "constraints"),
+                                     int(max_evaluations))
+
+
+def _names(value, what):
+    """A list of strings from a list, a tuple or one string (a string is one name, not its
+    letters)."""
+    if isinstance(value, str):
+        return [value]
+    try:
+        names = list(value)
+    except TypeError:
+        raise InputError(f"{what} must be a name or a list of names, got {value!r}") from None
+    for name in names:
+        if not isinstance(name, str):
+            raise InputError(f"{what} must be a name or a list of names, got {value!r}")
+    return names
+
+
+def _number(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{what} must be a number, got {value!r}")
+    return float(value)
 
 
 def _with_params(native, params):
+    """Applies the overrides as the command's --param does: an override refused in one pass (a
+    value valid only with another one, set later) is retried after the others, until a pass
+    changes nothing; then the first refusal is raised."""
     model = Model(native)
-    for name, value in (params or {}).items():
-        model.set_param(name, value)
+    pending = list((params or {}).items())
+    while pending:
+        refused, first_error = [], None
+        for name, value in pending:
+            try:
+                model.set_param(name, value)
+            except InputError as error:
+                refused.append((name, value))
+                first_error = first_error or error
+        if len(refused) == len(pending):
+            raise first_error
+        pending = refused
     return model
 
 

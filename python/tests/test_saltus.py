@@ -282,3 +282,75 @@ def test_wrt_differentiates_the_named_parameters_only():
         assert adjoint.gradient[cost]["g"] == pytest.approx(full.gradient[cost]["g"], rel=1e-5)
     with pytest.raises(saltus.InputError, match="unknown parameter 'nope'"):
         model.forward(wrt=["nope"])
+    # One name as a string is that name (it was split into letters: "unknown parameter 'h'").
+    assert model.forward(wrt="e").parameter_names == ["e"]
+    with pytest.raises(saltus.InputError, match="wrt must be a name or a list of names"):
+        model.forward(wrt=3)
+
+
+def test_options_of_the_wrong_type_are_input_errors_naming_the_option():
+    # pybind11's cast said "Unable to cast Python instance to C++ type" (a RuntimeError).
+    model = saltus.load("galan")
+    before = dict(model.options)
+    for options, message in (({"outputs": 2.5}, "outputs must be an integer"),
+                             ({"outputs": 10**12}, "outputs must be an integer"),
+                             ({"tend": "3"}, "tend must be a number"),
+                             ({"tend": None}, "tend must be a number"),
+                             ({"rtol": "abc"}, "rtol must be a positive number"),
+                             ({"integrator": 3}, "integrator must be a string")):
+        with pytest.raises(saltus.InputError, match=message):
+            model.set_options(**options)
+        assert dict(model.options) == before
+    # check(): forward sensitivities are its reference, and its steps must be positive (a
+    # negative or NaN fd_step silently meant the default).
+    with pytest.raises(saltus.InputError, match="method must be 'all', 'adjoint', 'fd' or 'complex-step'"):
+        model.check("forward")
+    for step in (-1.0, float("nan")):
+        with pytest.raises(saltus.InputError, match="fd_step must be a positive number"):
+            model.check("fd", fd_step=step)
+    with pytest.raises(saltus.InputError, match="cs_step must be a positive number"):
+        model.check("complex-step", cs_step=0.0)
+
+
+def test_parameter_overrides_apply_in_any_order_as_on_the_command_line(tmp_path):
+    # h = -2 is above the floor only once f = -3: load(params=) refused it in this order, the
+    # command's --param retries a refused value after the others.
+    path = tmp_path / "drop.yaml"
+    path.write_text("""name: drop
+horizon: 1
+parameters: {h: 1, f: 0, e: 0.7}
+points:
+  p: {position: [0, h]}
+elements:
+  - {type: point_mass, point: p, mass: 1}
+contacts:
+  - {name: floor, point: p, line: {point: [0, f], normal: [0, 1]}, restitution: e}
+costs:
+  y_T: {terminal: [{signal: y, of: p}]}
+""")
+    model = saltus.load(str(path), params={"h": -2, "f": -3})
+    assert model.parameters["h"] == -2 and model.parameters["f"] == -3
+    with pytest.raises(saltus.InputError, match="starts penetrating"):
+        saltus.load(str(path), params={"h": -5, "f": -3})
+
+
+def test_a_model_without_parameters_has_an_empty_gradient():
+    model = saltus.from_dict({"horizon": 1, "states": {"x": 0}, "modes": {"A": {"rhs": ["1 - x"]}},
+                              "costs": {"G": {"running": "x"}}})
+    for result in (model.forward(), model.adjoint()):
+        assert result.gradient == {"G": {}}
+        assert result.gradient_matrix.shape == (1, 0)
+
+
+def test_optimize_returns_the_fields_of_the_command_json():
+    model = saltus.load("ball1d", params={"c": 0, "h0": 50, "g": 9.8, "e": 0.82}).set_options(tend=15)
+    result = model.optimize("h_T", {"e": (0.78, 0.92)}, maximize=True, constraints="h_T<=15")
+    for key in ("optimum", "cost", "cost_name", "maximize", "method", "gradient", "projected_gradient_norm",
+                "bounds", "constraints", "parameters", "iterations", "history", "converged", "stop_reason"):
+        assert key in result, key
+    assert result["constraints"][0]["cost"] == "h_T" and result["constraints"][0]["sense"] == "<="
+    assert result["constraints"][0]["value"] <= 15 + 1e-8
+    entry = result["history"][0]
+    for key in ("evaluation", "index", "x", "cost", "step", "feasible", "best", "failed"):
+        assert key in entry, key
+    assert any(h["best"] for h in result["history"])
