@@ -386,6 +386,36 @@ costs: {yT: {terminal: [{signal: y, of: p}]}}
   EXPECT_TRUE(strict.out.empty());
 }
 
+// An override is noted as the file's own value would be: a rod length that makes assembly move
+// the drawn end far warns with --param as it does in the file, and --strict refuses it (before,
+// an override ran without the note, and --strict ran it).
+TEST(Cli, AnOverrideThatAssemblyCorrectsWarnsAsTheFilesValue) {
+  const auto dir = temp_dir("override_notes");
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "rod.yaml").string();
+  std::ofstream(path) << R"(name: rod
+horizon: 0.1
+parameters: {l: 1}
+ground: {O: [0, 0]}
+points: {p: {position: [1, 0]}}
+elements: [{type: bar, from: O, to: p, length: l, mass: 1}]
+costs: {yT: {terminal: [{signal: y, of: p}]}}
+)";
+  const Outcome nominal = saltus_cmd({"run", path, "--strict"});
+  EXPECT_EQ(nominal.status, 0) << nominal.err;
+  EXPECT_FALSE(contains(nominal.err, "warning")) << nominal.err;
+  const Outcome warned = saltus_cmd({"run", path, "--param", "l=2"});
+  EXPECT_EQ(warned.status, 0) << warned.err;
+  EXPECT_TRUE(contains(warned.err, "saltus: warning: " + path + ":5:")) << warned.err;
+  EXPECT_TRUE(contains(warned.err, "assembly moved p.x from 1 to 2")) << warned.err;
+  const Outcome strict = saltus_cmd({"run", path, "--param", "l=2", "--strict"});
+  EXPECT_EQ(strict.status, 2);
+  EXPECT_TRUE(contains(strict.err, "(refused by --strict)")) << strict.err;
+  // Back to the file's value, no note.
+  const Outcome back = saltus_cmd({"run", path, "--param", "l=1", "--strict"});
+  EXPECT_EQ(back.status, 0) << back.err;
+}
+
 // What a URDF import leaves out (joint limits, damping) is a note, not a correction: --strict
 // runs it (before, a URDF with the <limit> every revolute joint must have could not run strict).
 TEST(Cli, UrdfImportRemarksAreNotesThatStrictKeeps) {

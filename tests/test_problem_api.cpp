@@ -52,6 +52,27 @@ TEST(ProblemApi, DualConvertsFromDoubleAndCarriesTheTangent) {
   EXPECT_NEAR(r.v[0], 2.0 * (std::cos(0.7) * 0.7 + std::sin(0.7)), 1e-15);
 }
 
+// Notes that depend on the parameters follow the nominal values (an override is noted as the
+// model's own value would be), after the notes added once; a subset of free parameters keeps
+// them, read at the full parameter vector.
+TEST(ProblemApi, ParameterNotesFollowTheNominalValues) {
+  Problem pb = examples::galan();
+  const int p = pb.parameter_index("p");
+  pb.add_note("added");
+  pb.set_parameter_notes([p](In<double> values) {
+    return values[p] > 3.0 ? std::vector<std::string>{"p above 3"} : std::vector<std::string>{};
+  });
+  EXPECT_EQ(pb.notes(), (std::vector<std::string>{"added"}));
+  pb.set_nominal("p", 3.5);
+  EXPECT_EQ(pb.notes(), (std::vector<std::string>{"added", "p above 3"}));
+  const Problem subset = with_free_parameters(pb, {"p"});
+  Problem copy = subset;
+  copy.set_nominal("p", 2.9);
+  EXPECT_EQ(copy.notes(), (std::vector<std::string>{"added"}));
+  copy.set_nominal("p", 3.2);
+  EXPECT_EQ(copy.notes(), (std::vector<std::string>{"added", "p above 3"}));
+}
+
 TEST(ProblemApi, OutputGridIncludesBothEnds) {
   Problem pb = examples::galan();
   pb.options().n_outputs = 11;

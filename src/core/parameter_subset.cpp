@@ -197,6 +197,11 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
   for (auto& check : q.parameter_checks_) {
     check = [check, embed](In<double> p) { embed->with_full<double>(p, [&](In<double> full) { check(full); }); };
   }
+  if (const auto notes_at = problem.notes_at_; notes_at) {
+    q.notes_at_ = [notes_at, embed](In<double> p) {
+      return embed->with_full<double>(p, [&](In<double> full) { return notes_at(full); });
+    };
+  }
   if (const auto rule = problem.initial_mode_rule_; rule) {
     q.initial_mode_rule_ = [rule, embed](In<double> x0, In<double> p) {
       return embed->with_full<double>(p, [&](In<double> full) { return rule(x0, full); });

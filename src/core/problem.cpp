@@ -358,10 +358,28 @@ void Problem::set_nominal(const std::string& name, double value) {
   parameters_[static_cast<size_t>(i)].nominal = value;
   try {
     check_domains(nominal_parameters());
+    if (notes_at_) parameter_notes_ = notes_at_(nominal_parameters());
   } catch (...) {
     parameters_[static_cast<size_t>(i)].nominal = previous;
     throw;
   }
+  join_notes();
+}
+
+void Problem::add_note(std::string note) {
+  added_notes_.push_back(std::move(note));
+  join_notes();
+}
+
+void Problem::set_parameter_notes(std::function<std::vector<std::string>(In<double>)> notes_at) {
+  notes_at_ = std::move(notes_at);
+  parameter_notes_ = notes_at_ ? notes_at_(nominal_parameters()) : std::vector<std::string>{};
+  join_notes();
+}
+
+void Problem::join_notes() {
+  notes_ = added_notes_;
+  notes_.insert(notes_.end(), parameter_notes_.begin(), parameter_notes_.end());
 }
 
 void Problem::declare_mode_at(int mode, std::string where) {

@@ -302,9 +302,11 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
 /// Assembles and starts the model once in double at the parameters p, so that a model that
 /// cannot run fails here as bad input, naming the model and the element, rather than as a
 /// failed run inside a solver: assembly, contacts at t0, singular matrices at t0. With `notes`,
-/// stated initial velocities that the constraints overrule become notes on that problem.
+/// given positions that assembly moved far and stated initial velocities that the constraints
+/// overrule are appended to it.
 template <class Form>
-void check_start(const Form& form, const Eigen::VectorXd& p, const FormulationSettings& settings, Problem* notes) {
+void check_start(const Form& form, const Eigen::VectorXd& p, const FormulationSettings& settings,
+                 std::vector<std::string>* notes) {
   const Model& model = *form.model;
   Eigen::VectorXd x0(form.n_states()), xdot(form.n_states());
   try {
@@ -326,10 +328,9 @@ void check_start(const Form& form, const Eigen::VectorXd& p, const FormulationSe
   detail::check_drivers_on_their_branch(model, start.motion, p);
   detail::check_initial_contacts(model, start.motion, p, form.template contact_set<double>(x0).active);
   if (notes) {
-    for (const std::string& note : model.notes) notes->add_remark(note);
-    for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) notes->add_note(note);
+    for (const std::string& note : detail::assembly_correction_notes(model, start.motion.q, p)) notes->push_back(note);
     for (const std::string& note : detail::initial_velocity_notes(model, form.part, start.motion, p)) {
-      notes->add_note(note);
+      notes->push_back(note);
     }
   }
   try {
@@ -350,9 +351,17 @@ void check_start(const Form& form, const Eigen::VectorXd& p, const FormulationSe
 template <class Form>
 void add_start_checks(Problem& pb, const std::shared_ptr<const Form>& form, const std::shared_ptr<const Model>& model,
                       const FormulationSettings& settings) {
-  check_start(*form, model->nominal_parameters(), settings, &pb);
+  for (const std::string& note : model->notes) pb.add_remark(note);
   pb.add_parameter_check([model](In<double> p) { model->check_domains(p); });
   pb.add_parameter_check([form, settings](In<double> p) { check_start(*form, Eigen::VectorXd(p), settings, nullptr); });
+  // At the nominal values (the start checked here first) and at every override (--param): a
+  // value given there is noted as the file's own would be (an override that assembly moved far
+  // ran without a warning).
+  pb.set_parameter_notes([form, settings](In<double> p) {
+    std::vector<std::string> notes;
+    check_start(*form, Eigen::VectorXd(p), settings, &notes);
+    return notes;
+  });
 }
 
 }  // namespace

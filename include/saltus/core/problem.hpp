@@ -489,7 +489,12 @@ class Problem {
   /// Remarks made while building the problem about input that was corrected (for example
   /// initial velocities made consistent with the constraints). The command prints them as
   /// warnings, or refuses them with --strict.
-  void add_note(std::string note) { notes_.push_back(std::move(note)); }
+  void add_note(std::string note);
+  /// Notes that depend on the parameters (a mechanism's assembly corrections and overruled
+  /// initial velocities at its start): `notes_at(p)` runs now at the nominal values and again
+  /// after every set_nominal, so that an override is noted as the file's own value would be.
+  void set_parameter_notes(std::function<std::vector<std::string>(In<double> p)> notes_at);
+  /// The notes added, then those of set_parameter_notes at the nominal values.
   const std::vector<std::string>& notes() const { return notes_; }
   /// Remarks about what the input left out or Saltus assumed without correcting anything (a
   /// URDF's joint limits): the command prints them as notes, also with --strict.
@@ -510,6 +515,7 @@ class Problem {
   void set_rhs_tangents_impl(int mode, RhsTangentsFn tangents);
   void set_residual_tangents_impl(int mode, ResidualTangentsFn tangents);
   int add_residual_mode_impl(const std::string& name, Instantiated<ResidualFn> residual);
+  void join_notes();  // notes_ from added_notes_ and parameter_notes_
   void set_completion_impl(int mode, Instantiated<CompletionFn> completion);
   void set_completion_tangents_impl(int mode, CompletionTangentsFn tangents);
   EventBuilder add_event_impl(const std::string& name, Direction direction,
@@ -534,7 +540,10 @@ class Problem {
   std::vector<FailureDiagnosis> failure_diagnoses_;
   NamedOutputs outputs_;
   std::vector<std::function<void(In<double>)>> parameter_checks_;
-  std::vector<std::string> notes_;
+  std::vector<std::string> added_notes_;      // add_note
+  std::vector<std::string> parameter_notes_;  // notes_at_ at the nominal values
+  std::function<std::vector<std::string>(In<double>)> notes_at_;
+  std::vector<std::string> notes_;            // both, in that order
   std::vector<std::string> remarks_;
   int initial_mode_ = 0;
   std::function<int(In<double>, In<double>)> initial_mode_rule_;
