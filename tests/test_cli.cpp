@@ -366,16 +366,13 @@ TEST(Cli, AnOptionOrParameterGivenTwiceIsRefused) {
 // Stated velocities that the constraints overrule: a warning line and the run goes on, or with
 // --strict exit status 2 before any work.
 TEST(Cli, CorrectedVelocitiesWarnOrAreRefusedWithStrict) {
-  const auto dir = temp_dir("strict");
-  std::filesystem::create_directories(dir);
-  const auto path = (dir / "pendulum.yaml").string();
-  std::ofstream(path) << R"(name: pendulum
+  const std::string path = write_temp_file("strict", "pendulum.yaml", R"(name: pendulum
 horizon: 0.1
 ground: {O: [0, 0]}
 points: {p: {position: [1, 0], velocity: [1, 0]}}
 elements: [{type: bar, from: O, to: p, length: 1, mass: 1}]
 costs: {yT: {terminal: [{signal: y, of: p}]}}
-)";
+)");
   const Outcome warned = saltus_cmd({"run", path});
   EXPECT_EQ(warned.status, 0) << warned.err;
   EXPECT_TRUE(contains(warned.err, "saltus: warning: " + path + ":4:")) << warned.err;
@@ -390,17 +387,14 @@ costs: {yT: {terminal: [{signal: y, of: p}]}}
 // the drawn end far warns with --param as it does in the file, and --strict refuses it (before,
 // an override ran without the note, and --strict ran it).
 TEST(Cli, AnOverrideThatAssemblyCorrectsWarnsAsTheFilesValue) {
-  const auto dir = temp_dir("override_notes");
-  std::filesystem::create_directories(dir);
-  const auto path = (dir / "rod.yaml").string();
-  std::ofstream(path) << R"(name: rod
+  const std::string path = write_temp_file("override_notes", "rod.yaml", R"(name: rod
 horizon: 0.1
 parameters: {l: 1}
 ground: {O: [0, 0]}
 points: {p: {position: [1, 0]}}
 elements: [{type: bar, from: O, to: p, length: l, mass: 1}]
 costs: {yT: {terminal: [{signal: y, of: p}]}}
-)";
+)");
   const Outcome nominal = saltus_cmd({"run", path, "--strict"});
   EXPECT_EQ(nominal.status, 0) << nominal.err;
   EXPECT_FALSE(contains(nominal.err, "warning")) << nominal.err;
