@@ -1,11 +1,15 @@
-// Springs whose ends coincide where an integration failed: failure_diagnosis.hpp.
+// Springs whose ends coincide and closed impact contacts where an integration failed:
+// failure_diagnosis.hpp.
 #include "failure_diagnosis.hpp"
+
+#include "contacts.hpp"
 
 #include <saltus/multibody/spatial.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace saltus::multibody::detail {
@@ -52,6 +56,20 @@ std::string coincident_spring_ends(const Model& m, const MotionState<double>& st
                      "makes them chatter about coincidence (keep the ends apart, or give the spring rest_length 0 and "
                      "no actuator force)",
                      fmt::join(springs, ", "));
+}
+
+std::string closed_impact_contacts(const Model& m, const MotionState<double>& st, In<double> p) {
+  std::vector<std::string> closed;
+  for (const Contact& c : m.contacts) {
+    if (c.persistent) continue;
+    const double gap = contact_geometry<double>(m, c, st, p).gap.value;
+    if (std::abs(gap) <= kClosedGap) closed.push_back(fmt::format("'{}' (gap {:.1e})", c.name, gap));
+  }
+  if (closed.empty()) return "";
+  return fmt::format("the contact{} {} {} closed there: its impacts have most likely accumulated, bounces ever shorter "
+                     "(a Zeno cascade); `persistent: true` on {} lets {} come to rest (docs/model-files.md, contacts)",
+                     closed.size() > 1 ? "s" : "", fmt::join(closed, ", "), closed.size() > 1 ? "are" : "is",
+                     closed.size() > 1 ? "them" : "it", closed.size() > 1 ? "them" : "it");
 }
 
 }  // namespace saltus::multibody::detail

@@ -1,6 +1,6 @@
 #pragma once
 // What a mechanism's state says about an integration that failed there (Problem::
-// add_failure_diagnosis): springs whose ends all but coincide.
+// add_failure_diagnosis): springs whose ends all but coincide, impact contacts left closed.
 #include <saltus/multibody/kinematics.hpp>
 #include <saltus/multibody/model.hpp>
 
@@ -15,5 +15,15 @@ namespace saltus::multibody::detail {
 /// ends pass each other; a force that pulls them back from both sides makes the ends chatter
 /// about coincidence, and the integrator's steps shrink until it gives up.
 std::string coincident_spring_ends(const Model& m, const MotionState<double>& st, In<double> p);
+
+/// The contacts and stops that are not persistent and whose gap at `st` is within
+/// kClosedGap of zero, in one clause with the hint to make them persistent, or "": where a
+/// run fails with such a contact closed, its impacts have most likely accumulated (bounces
+/// ever shorter, a Zeno cascade the integrator cannot step through), and only a persistent
+/// contact can come to rest.
+std::string closed_impact_contacts(const Model& m, const MotionState<double>& st, In<double> p);
+
+/// |gap| [m or rad] below which closed_impact_contacts names a contact.
+inline constexpr double kClosedGap = 1e-6;
 
 }  // namespace saltus::multibody::detail

@@ -80,13 +80,25 @@ void add_residual_monitors(Problem& pb, const std::shared_ptr<const Form>& form)
                  [residual](double t, In<double> x, In<double> p) { return residual(t, x, p, true); });
 }
 
-/// Where an integration fails, springs whose ends coincide are named (failure_diagnosis.hpp).
+/// Where an integration fails, springs whose ends coincide and impact contacts left closed are
+/// named (failure_diagnosis.hpp), where the model has them.
 template <class Form>
-void add_spring_diagnosis(Problem& pb, const std::shared_ptr<const Form>& form) {
-  pb.add_failure_diagnosis([form](double t, In<double> x, In<double> p) {
-    const FullState<double> fs = form->template full_state<double>(t, x, p, nullptr, false);
-    return detail::coincident_spring_ends(*form->model, fs.motion, p);
-  });
+void add_failure_diagnoses(Problem& pb, const std::shared_ptr<const Form>& form) {
+  const Model& model = *form->model;
+  const bool has_springs =
+      std::any_of(model.elements.begin(), model.elements.end(), [](const Element& e) { return e.type == ElementType::Spring; }) ||
+      std::any_of(model.spatial_forces.begin(), model.spatial_forces.end(),
+                  [](const SpatialForce& f) { return f.type == SpatialForceType::Spring; });
+  const bool has_impacts =
+      std::any_of(model.contacts.begin(), model.contacts.end(), [](const Contact& c) { return !c.persistent; });
+  const auto diagnose = [form](auto&& clause) {
+    return [form, clause](double t, In<double> x, In<double> p) {
+      const FullState<double> fs = form->template full_state<double>(t, x, p, nullptr, false);
+      return clause(*form->model, fs.motion, p);
+    };
+  };
+  if (has_springs) pb.add_failure_diagnosis(diagnose(detail::coincident_spring_ends));
+  if (has_impacts) pb.add_failure_diagnosis(diagnose(detail::closed_impact_contacts));
 }
 
 /// The mechanism's named outputs (named_outputs.hpp), the same in every formulation.
@@ -254,11 +266,7 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   add_costs<Form>(pb, model, form);
   add_named_outputs<Form>(pb, model, form);
   if (model.n_constraints() > 0) add_residual_monitors<Form>(pb, form);
-  const bool has_springs =
-      std::any_of(model.elements.begin(), model.elements.end(), [](const Element& e) { return e.type == ElementType::Spring; }) ||
-      std::any_of(model.spatial_forces.begin(), model.spatial_forces.end(),
-                  [](const SpatialForce& f) { return f.type == SpatialForceType::Spring; });
-  if (has_springs) add_spring_diagnosis<Form>(pb, form);
+  add_failure_diagnoses<Form>(pb, form);
   Options& o = pb.options();
   o.t0 = model.t0;
   o.tf = model.tf;

@@ -180,6 +180,12 @@ std::vector<double> parameter_scales(const Options& o, const Eigen::VectorXd& p)
 }
 
 std::optional<Accumulation> ZenoWatch::accumulation(int event, double t) const {
+  std::optional<Accumulation> a = geometric_limit(event, t);
+  if (a && !(a->time - t <= options_.zeno_tail * std::max(1.0, std::abs(t)))) return std::nullopt;
+  return a;
+}
+
+std::optional<Accumulation> ZenoWatch::geometric_limit(int event, double t) const {
   const auto it = firings_.find(event);
   const size_t n = static_cast<size_t>(options_.zeno_intervals);
   if (it == firings_.end() || it->second.size() < n) return std::nullopt;
@@ -199,7 +205,7 @@ std::optional<Accumulation> ZenoWatch::accumulation(int event, double t) const {
   }
   const double d1 = times[n - 1] - times[n - 2], d2 = t - times[n - 1];
   const double tail = d2 * d2 / (d1 - d2);  // = d2 rho / (1 - rho)
-  if (!(tail <= options_.zeno_tail * std::max(1.0, std::abs(t)))) return std::nullopt;
+  if (!std::isfinite(tail)) return std::nullopt;
   Accumulation a;
   a.time = t + tail;
   const double q = d2 / (d1 - d2);  // tail = d2 q; derivatives of t + d2^2 / (d1 - d2)
@@ -214,7 +220,12 @@ std::optional<Accumulation> ZenoWatch::accumulation(int event, double t) const {
 void ZenoWatch::refuse_accumulation(const Problem& problem, int event, double t) const {
   const Event& ev = problem.event(event);
   if (ev.rest_event >= 0) return;
-  const std::optional<Accumulation> limit = accumulation(event, t);
+  // The limit however far: an event that cannot rest must not bounce on into the integration's
+  // noise, where the ratios scatter and the limit is no longer recognised. A rod's tip on a floor
+  // (restitution 0.5, rtol 1e-6) bounced at ratios 0.500 +- 0.1 % down to intervals of 1e-3 s,
+  // then at scattered ratios while its tail was still above zeno_tail, its bounces fell below
+  // the tolerance, and the tip passed through the floor without an event.
+  const std::optional<Accumulation> limit = geometric_limit(event, t);
   if (!limit || limit->time >= options_.tf) return;  // a limit past the horizon is never reached
   const std::string accumulate = fmt::format(
       "Zeno behaviour: the firings of event '{}' accumulate (at t = {:.17g} the intervals between its last {} firings "

@@ -273,11 +273,15 @@ inline constexpr const char* kRestingVariantHint =
 class ZenoWatch {
  public:
   explicit ZenoWatch(const Options& options) : options_(options) {}
-  /// The accumulation if a firing of `event` at t would complete a qualifying geometric sequence.
+  /// The accumulation if a firing of `event` at t would complete a qualifying geometric sequence
+  /// whose limit is within zeno_tail * max(1, |t|): where the motion comes to rest.
   std::optional<Accumulation> accumulation(int event, double t) const;
+  /// The limit of the geometric sequence a firing of `event` at t would complete, however far.
+  std::optional<Accumulation> geometric_limit(int event, double t) const;
   /// Throws ZenoError if a firing of `event`, which has no resting variant, at t completes a
-  /// geometric accumulation: the run cannot continue past its limit (the bounces of a chain's
-  /// tip pressed onto a floor by the rest of the chain). Called before the firing is applied.
+  /// geometric sequence whose limit comes before tf, however far: the run cannot continue past
+  /// it (the bounces of a chain's tip pressed onto a floor by the rest of the chain). Called
+  /// before the firing is applied.
   void refuse_accumulation(const Problem& problem, int event, double t) const;
   /// Records a firing of `event` at t, logged as event-log entry `record`.
   void record(int event, double t, long record);
