@@ -4,6 +4,8 @@
 // ground point by a spring with a rest length and an actuator force chatters about it until
 // the integrator gives up), in CVODES and IDAS runs, their complex-step runs, planar and
 // spatial; a failure elsewhere names no spring.
+#include "../src/multibody/failure_diagnosis.hpp"
+
 #include <saltus/core/parameter_subset.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
@@ -125,6 +127,31 @@ costs:
   limited.options().max_steps = 20000;
   const std::string msg = failure_of([&] { simulate(limited); });
   EXPECT_TRUE(contains(msg, "the ends of spring 'tether' (length ")) << msg;
+}
+
+// An impact contact without `persistent` that is closed where a run failed is named, with the
+// remedy: its impacts have most likely accumulated (a Zeno cascade the integrator could not step
+// through). Open, or persistent, it is not.
+TEST(FailureDiagnosis, AClosedImpactContactIsNamedWithItsRemedy) {
+  const std::string rod = R"(
+name: rod
+horizon: 1
+ground: {O: [0, 0]}
+points: {p: {position: [1, 0]}}
+elements: [{type: bar, from: O, to: p, length: 1, mass: 1}]
+costs: {y_T: {terminal: [{signal: y, of: p}]}}
+contacts: [{name: floor, point: p, line: {point: [0, -0.5], normal: [0, 1]}, restitution: 0.5)";
+  const multibody::Model impact = multibody::parse_model(rod + "}]\n", "rod.yaml");
+  const multibody::Model persistent = multibody::parse_model(rod + ", persistent: true}]\n", "rod.yaml");
+  const Eigen::VectorXd p = impact.nominal_parameters();
+  const auto at = [](double x, double y) {
+    return multibody::MotionState<double>{0.0, Eigen::Vector2d(x, y), Eigen::Vector2d::Zero()};
+  };
+  const std::string closed = multibody::detail::closed_impact_contacts(impact, at(std::sqrt(0.75), -0.5), p);
+  EXPECT_TRUE(contains(closed, "the contact 'floor' (gap ")) << closed;
+  EXPECT_TRUE(contains(closed, "persistent: true")) << closed;
+  EXPECT_EQ(multibody::detail::closed_impact_contacts(impact, at(1.0, 0.0), p), "");
+  EXPECT_EQ(multibody::detail::closed_impact_contacts(persistent, at(std::sqrt(0.75), -0.5), p), "");
 }
 
 }  // namespace
