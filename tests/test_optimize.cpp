@@ -13,11 +13,13 @@
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
+#include <saltus/io/optimize_output.hpp>
 #include <saltus/optimize/optimize.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -203,6 +205,21 @@ Problem blow_up() {
   pb.options().tf = 1.0;
   pb.options().max_steps = 2000;
   return pb;
+}
+
+// A failed run's line says the optimizer backtracks, except at the start, whose failure ends
+// the optimization (it said "(backtracking)" there too).
+TEST(Optimize, AFailedStartDoesNotSayItBacktracks) {
+  saltus::OptimizeIterate it;
+  it.failed = true;
+  it.failure = "CVODES failed";
+  it.x = Eigen::VectorXd::Constant(1, 0.5);
+  for (const int index : {1, 2}) {
+    it.index = index;
+    std::ostringstream out;
+    saltus::print_iterate(out, it);
+    EXPECT_EQ(out.str().find("(backtracking)") != std::string::npos, index > 1) << out.str();
+  }
 }
 
 TEST(Optimize, BacktracksFromFailedRunsAndStopsCleanly) {

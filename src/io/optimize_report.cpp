@@ -36,7 +36,8 @@ void print_iterate(std::ostream& out, const OptimizeIterate& it) {
   if (it.best) fmt::print(out, "  *");
   if (!it.failed && !it.feasible) fmt::print(out, "  (infeasible)");
   fmt::print(out, "\n");
-  if (it.failed) fmt::print(out, "       run failed: {} (backtracking)\n", it.failure);
+  // The start has nothing to backtrack to: its failure ends the optimization (optimize()).
+  if (it.failed) fmt::print(out, "       run failed: {}{}\n", it.failure, it.index > 1 ? " (backtracking)" : "");
   if (it.event_sequence_changed) {
     fmt::print(out, "       warning: the event sequence changed from the previous evaluation; the cost may be "
                     "non-smooth between the two points\n");

@@ -91,7 +91,8 @@ class Reader : yaml::Fields {
     const Expression e = expression(n, field, text);
     const double nominal = e.evaluate<double>(model_.nominal_parameters());
     if (!std::isfinite(nominal)) {
-      fail(n, field, fmt::format("'{}' is not finite at the nominal parameters (got {})", text, nominal));
+      fail(n, field, fmt::format("'{}' is not finite at the nominal parameters (got {})", text,
+                                 std::isnan(nominal) ? "nan" : fmt::format("{}", nominal)));  // not "-nan"
     }
     for (const int k : e.parameters()) uses_[static_cast<size_t>(k)].push_back(field);
     return e.is_constant() ? Value(nominal) : Value::of_expression(e);
