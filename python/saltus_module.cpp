@@ -204,8 +204,9 @@ void set_param(Model& m, const std::string& name, double value) { m.problem.set_
 /// cast error said "Unable to cast Python instance to C++ type", a RuntimeError).
 template <class T>
 T option_value(const py::handle& value, const char* name, const char* expected) {
-  const bool wrong_kind = std::is_arithmetic_v<T> ? py::isinstance<py::str>(value) || value.is_none()
-                                                  : !py::isinstance<py::str>(value);
+  const bool wrong_kind = std::is_arithmetic_v<T>
+                              ? py::isinstance<py::str>(value) || value.is_none() || py::isinstance<py::bool_>(value)
+                              : !py::isinstance<py::str>(value);
   if (!wrong_kind) {
     try {
       return value.cast<T>();

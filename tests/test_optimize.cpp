@@ -108,9 +108,12 @@ TEST(Optimize, AGradientStopReportsThePointThatPassedIt) {
   o.run.integrator = saltus::Integrator::Idas;
   const OptimizeResult r = saltus::optimize(pb, o);
   ASSERT_TRUE(r.converged) << r.stop_reason;
-  if (r.stop_reason.find("projected gradient") != std::string::npos) {
-    EXPECT_LE(r.projected_gradient_norm, o.gradient_tolerance * std::max(1.0, std::abs(r.cost))) << r.stop_reason;
-  }
+  const size_t at = r.stop_reason.find("at evaluation ");
+  ASSERT_NE(at, std::string::npos) << r.stop_reason;  // the gradient test stopped it
+  const int evaluation = std::stoi(r.stop_reason.substr(at + 14));
+  EXPECT_TRUE(r.history[static_cast<size_t>(evaluation - 1)].best) << r.stop_reason;
+  EXPECT_EQ(r.optimum[0], r.history[static_cast<size_t>(evaluation - 1)].x[0]);
+  EXPECT_LE(r.projected_gradient_norm, o.gradient_tolerance * std::max(1.0, std::abs(r.cost))) << r.stop_reason;
   EXPECT_LT(relative(r.optimum[0], kBallOptimum), 1e-8) << r.optimum[0];
 }
 

@@ -362,6 +362,41 @@ contacts:
   }
 }
 
+// A plastic impact (restitution 0) that leaves the contact closed with zero rate, where the
+// linkage then pulls the point off its floor at once (the gap's r-ddot = +5 m/s^2), is no
+// resting contact: the motion goes on (curves_off_guard, guard_rate.hpp). fivebar_floor with
+// e = 0 stopped in every formulation ("stays on its guard"). Reference (an outside reader's,
+// reproduced): the five-bar's own equations by scipy at rtol 1e-12 with event location,
+// gradients by central differences: impacts at 1.474911 and 2.429058, vy_int = -0.0506710,
+// effort = 55.57062, y2_T = -2.1535010, d y2_T / d(L01, L02, e, g) = (-0.99700, -0.034224,
+// 0.056593, 0.048427), d effort / d(...) = (-35.685, -514.08, -15.166, -4.3004).
+TEST(Persistent, APlasticImpactThatTheLinkagePullsOffItsFloorGoesOn) {
+  const double y2_gradient[] = {-0.99700, -0.034224, 0.056593, 0.048427};
+  const double effort_gradient[] = {-35.685, -514.08, -15.166, -4.3004};
+  for (FormulationType type : {FormulationType::Index1, FormulationType::GGL, FormulationType::Maggi,
+                               FormulationType::StabilizedIndex1, FormulationType::Index3, FormulationType::Penalty}) {
+    multibody::Model model = multibody::load_model(SALTUS_SOURCE_DIR "/examples/fivebar_floor.yaml");
+    model.formulation.type = type;
+    Problem pb = multibody::make_problem(model);
+    pb.set_nominal("e", 0.0);
+    const Solution s = forward_sensitivity(pb);
+    const std::string name = multibody::to_string(type);
+    ASSERT_EQ(s.events.size(), 2u) << name;
+    EXPECT_NEAR(s.events[0].time, 1.474911, 2e-6) << name;
+    EXPECT_NEAR(s.events[1].time, 2.429058, 2e-6) << name;
+    EXPECT_NEAR(s.costs[pb.cost_index("vy_int")], -0.0506710, 2e-7) << name;
+    EXPECT_NEAR(s.costs[pb.cost_index("effort")], 55.57062, 1e-4) << name;
+    EXPECT_NEAR(s.costs[pb.cost_index("y2_T")], -2.1535010, 2e-6) << name;
+    const char* parameters[] = {"L01", "L02", "e", "g"};
+    for (int k = 0; k < 4; ++k) {
+      const int j = pb.parameter_index(parameters[k]);
+      EXPECT_NEAR(s.cost_gradient(pb.cost_index("y2_T"), j), y2_gradient[k], 5e-5) << name << " " << parameters[k];
+      EXPECT_NEAR(s.cost_gradient(pb.cost_index("effort"), j), effort_gradient[k], 2e-3 * 514.08 / 100)
+          << name << " " << parameters[k];
+    }
+  }
+}
+
 // The DAE formulations (no adjoint to compare with yet) against index1's forward sensitivities,
 // a different formulation on a different integrator: the knee's lock and release, the
 // incline's landing and the settling ball, event times, costs and gradients.

@@ -4,14 +4,17 @@
 // equal the completion on consistent states, and its reverse sweeps (the backward residual's
 // products and its dense Newton matrix, one sweep of the identity) must be its derivatives.
 #include <saltus/core/error.hpp>
+#include <saltus/core/parameter_subset.hpp>
 #include <saltus/derivatives/residual.hpp>
 #include <saltus/derivatives/reverse.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/adjoint.hpp>
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -122,6 +125,24 @@ TEST_P(RateCompletion, ItsSweepOfTheIdentityIsItsJacobianTransposed) {
 
 INSTANTIATE_TEST_SUITE_P(Formulations, RateCompletion,
                          ::testing::Values(multibody::FormulationType::GGL, multibody::FormulationType::StabilizedIndex1));
+
+// A subset of free parameters (--wrt) calls the rate completion with the full parameter vector,
+// as every other model function (it read the subset's short vector by the full indices).
+TEST(RateCompletionSetting, ASubsetOfParametersReadsTheFullParameters) {
+  const Problem pb = load("fivebar_floor.yaml", multibody::FormulationType::GGL);
+  const std::vector<std::string> free = {"e", "L01"};
+  const Problem subset = with_free_parameters(pb, free);
+  ASSERT_TRUE(static_cast<bool>(subset.mode(0).rate_completion));
+  const Solution full = adjoint(pb), part = adjoint(subset);
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    const double scale = full.cost_gradient.row(c).cwiseAbs().maxCoeff();
+    for (size_t k = 0; k < free.size(); ++k) {
+      EXPECT_NEAR(part.cost_gradient(c, static_cast<int>(k)), full.cost_gradient(c, pb.parameter_index(free[k])),
+                  1e-7 * scale)
+          << pb.cost(c).name << " " << free[k];
+    }
+  }
+}
 
 TEST(RateCompletionSetting, Index3KeepsItsCompletion) {
   // index3's velocities carry IDAS's drift, which only its completion removes.

@@ -12,6 +12,7 @@ saltus.Error subclasses (ModelError, SolverError, ZenoError, GrazingError: a fai
 Saltus's one-line message. See docs/python.md.
 """
 import json
+import numbers
 
 from ._saltus import (Error, GrazingError, InputError, ModelError, SolverError, ZenoError,
                       builtins)
@@ -170,7 +171,7 @@ def _names(value, what):
 
 
 def _number(value, what):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars too
         raise InputError(f"{what} must be a number, got {value!r}")
     return float(value)
 

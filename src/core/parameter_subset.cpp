@@ -129,6 +129,12 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
             embed->with_full<S>(p, [&](In<S> full) { c.template get<S>()(t, guess, full, x, xdot); });
           });
     }
+    if (const auto rates = mode.rate_completion; rates) {
+      mode.rate_completion = [rates, embed](Reverse t, In<Reverse> guess, In<Reverse> p, Out<Reverse> x,
+                                            Out<Reverse> xdot) {
+        embed->with_full<Reverse>(p, [&](In<Reverse> full) { rates(t, guess, full, x, xdot); });
+      };
+    }
   }
   const auto scalar_of_state = [embed](const Instantiated<GuardFn>& g) {
     return Instantiated<GuardFn>::from([g, embed](auto t, const auto& x, const auto& p) {

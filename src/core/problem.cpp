@@ -372,8 +372,10 @@ void Problem::add_note(std::string note) {
 }
 
 void Problem::set_parameter_notes(std::function<std::vector<std::string>(In<double>)> notes_at) {
+  // Computed before anything is kept: a notes_at that throws leaves the problem as it was.
+  std::vector<std::string> notes = notes_at ? notes_at(nominal_parameters()) : std::vector<std::string>{};
   notes_at_ = std::move(notes_at);
-  parameter_notes_ = notes_at_ ? notes_at_(nominal_parameters()) : std::vector<std::string>{};
+  parameter_notes_ = std::move(notes);
   join_notes();
 }
 

@@ -66,10 +66,11 @@ std::string closed_impact_contacts(const Model& m, const MotionState<double>& st
     if (std::abs(gap) <= kClosedGap) closed.push_back(fmt::format("'{}' (gap {:.1e})", c.name, gap));
   }
   if (closed.empty()) return "";
-  return fmt::format("the contact{} {} {} closed there: its impacts have most likely accumulated, bounces ever shorter "
+  const bool several = closed.size() > 1;
+  return fmt::format("the contact{} {} {} closed there: {} impacts have most likely accumulated, bounces ever shorter "
                      "(a Zeno cascade); `persistent: true` on {} lets {} come to rest (docs/model-files.md, contacts)",
-                     closed.size() > 1 ? "s" : "", fmt::join(closed, ", "), closed.size() > 1 ? "are" : "is",
-                     closed.size() > 1 ? "them" : "it", closed.size() > 1 ? "them" : "it");
+                     several ? "s" : "", fmt::join(closed, ", "), several ? "are" : "is", several ? "their" : "its",
+                     several ? "each" : "it", several ? "them" : "it");
 }
 
 }  // namespace saltus::multibody::detail

@@ -156,8 +156,9 @@ class OptimizationRun {
       last_events_ = e.event_names;
       it.feasible = feasible(it);
       const double f = sign_ * it.cost;
-      if (it.feasible && improves_on_best(f, it.projected_gradient_norm)) {
-        best_ = history_.size();
+      if (it.feasible && improves_on_best(f, it.projected_gradient_norm)) best_ = history_.size();
+      if (it.feasible) note_lowest(f, history_.size());
+      if (best_ && *best_ == history_.size()) {
         it.best = true;
         failure_value_ = f + 1e3 * std::max(1.0, std::abs(f));
         failure_gradient_ = g;
@@ -168,24 +169,38 @@ class OptimizationRun {
     decide_stop(history_.back());
   }
 
-  /// Lower minimized cost; at a tie, the smaller projected gradient (the point nearer the
-  /// optimum where the cost is flat). Without constraints, costs within kCostNoiseFactor * rtol
-  /// * max(1, |psi|) tie: the integration's error moves a cost by about that much between
+  /// A clearly lower minimized cost than the lowest so far; at a tie with it, the smaller
+  /// projected gradient (the point nearer the optimum where the cost is flat). Without
+  /// constraints, costs within kCostNoiseFactor times the integration's accuracy, rtol |psi| +
+  /// the costs' atol, tie: the integration's error moves a cost by about that much between
   /// neighbouring points (the five-bar's effort by 1.3e-7 = 60 rtol |psi| at one e), so a lower
   /// cost there says nothing, and the optimum reported had a gradient 600 times its stationary
   /// neighbour's; with ties at round-off only, a point that passed the gradient test lost to
-  /// one 2e-14 lower that had not. With constraints the projected gradient does not vanish at
-  /// the optimum: ties stay at round-off.
+  /// one 2e-14 lower that had not. Ties are judged against the lowest cost seen, so that a chain
+  /// of them cannot drift upward. With constraints the projected gradient does not vanish at the
+  /// optimum: ties stay at round-off.
   bool improves_on_best(double f, double projected_gradient_norm) const {
     if (!best_) return true;
-    const OptimizeIterate& b = history_[*best_];
-    const double f_best = sign_ * b.cost;
-    const double scale = std::max({1.0, std::abs(f), std::abs(f_best)});
-    const double round_off = 4.0 * std::numeric_limits<double>::epsilon();
-    const double tie =
-        (options_.constraints.empty() ? std::max(round_off, kCostNoiseFactor * options_.run.rtol) : round_off) * scale;
-    if (std::abs(f - f_best) <= tie) return projected_gradient_norm < b.projected_gradient_norm;
-    return f < f_best;
+    if (ties_with_lowest(f)) return projected_gradient_norm < history_[*best_].projected_gradient_norm;
+    return f < lowest_;
+  }
+
+  bool ties_with_lowest(double f) const {
+    const double magnitude = std::max(std::abs(f), std::abs(lowest_));
+    const double round_off = 4.0 * std::numeric_limits<double>::epsilon() * magnitude;
+    const double cost_atol = options_.run.cost_atol >= 0.0 ? options_.run.cost_atol : options_.run.atol;
+    const double noise = kCostNoiseFactor * (options_.run.rtol * magnitude + cost_atol);
+    return std::abs(f - lowest_) <= (options_.constraints.empty() ? std::max(round_off, noise) : round_off);
+  }
+
+  /// Records a feasible minimized cost f of the evaluation `index`; the best point follows the
+  /// lowest cost where that has moved out of the best one's tie.
+  void note_lowest(double f, size_t index) {
+    if (lowest_index_ && f >= lowest_) return;
+    lowest_ = f;
+    lowest_index_ = index;
+    // (The evaluation being recorded is not in history_ yet: if it is the best, nothing moves.)
+    if (best_ && *best_ != index && !ties_with_lowest(sign_ * history_[*best_].cost)) best_ = index;
   }
 
   bool feasible(const OptimizeIterate& it) const {
@@ -224,6 +239,8 @@ class OptimizationRun {
   std::vector<int> constraint_costs_;
   std::vector<OptimizeIterate> history_;
   std::optional<size_t> best_;
+  double lowest_ = 0.0;                  // the lowest feasible minimized cost seen
+  std::optional<size_t> lowest_index_;   // and its evaluation
   std::optional<Eigen::VectorXd> last_x_;
   std::optional<std::vector<std::string>> last_events_;
   double failure_value_ = 0.0;

@@ -109,6 +109,11 @@ class DaeAdjointSweep {
   bool mass_varies(const DaeSegment& segment);
   void transpose_event(const EventRecord& event);
   IdasBackwardSettings settings();
+  /// The backward states and rates at the end of a segment (t_end): lambda_ made consistent
+  /// there with its rates, xi in the conservative form and the gradient states; in a mode
+  /// without and with a completion.
+  void residual_start(const DaeSegment& seg, Eigen::VectorXd& yB0, Eigen::VectorXd& ypB0);
+  void completed_start(const DaeSegment& seg, Eigen::VectorXd& yB0, Eigen::VectorXd& ypB0);
   /// algebraic_adjoints_ for the segment whose F_xdot `lin` holds: lambda_i is algebraic where
   /// equation i reads no rate (row i of F_xdot zero; adjoint_rate's rule), none in a completed
   /// mode (F_xdot = I) or the conservative form (settings() takes all of lambda there).
@@ -559,24 +564,45 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   mode_ = seg.mode;
   segment_completed_ = completed(mode_);
   run_.recompute_segment(seg);  // IDAS recomputes forward steps of this segment
-  linearize_with_costs(mode_, seg.t_end, seg.end.x, seg.end.xdot, lin_);  // F_xdot for the segment
-  lin_valid_ = false;
-  const ResidualLinearization& lin = lin_;
-  note_algebraic_adjoints(lin);
-  Eigen::MatrixXd rates(nx_, nc_);
-  for (int c = 0; c < nc_; ++c) {
-    Eigen::VectorXd lambda = lambda_.col(c);
-    rates.col(c) = adjoint_rate(lin, lambda, lin.g_x.row(c).transpose());
-    lambda_.col(c) = lambda;
-  }
   IdasSession& session = *seg.session;
   sol_.adjoint.checkpoints += session.checkpoints();
   sol_.adjoint.checkpoint_steps = std::max(sol_.adjoint.checkpoint_steps, session.checkpoint_spacing());
   const int nq = gradient_states(), b = block(), na = adjoint_states();
   Eigen::VectorXd yB0(na + nq), ypB0(na + nq);
+  if (segment_completed_) {
+    completed_start(seg, yB0, ypB0);
+  } else {
+    residual_start(seg, yB0, ypB0);
+  }
+  session.start_backward(na + nq, nq > 0 ? 0 : np_ * nc_, settings(), seg.t_end, yB0, ypB0);
+  Eigen::VectorXd yB, qB;
+  const int flag = session.integrate_backward(seg.t_start, yB, qB);
+  session.add_backward_stats(sol_.adjoint.backward);
+  if (exception_) std::rethrow_exception(exception_);
+  if (flag < 0) {
+    throw_if_interrupted(seg.t_start);
+    throw SolverError(fmt::format("the backward (adjoint) integration on IDAS failed with {} on [{:.17g}, {:.17g}] "
+                                  "in mode '{}'",
+                                  ida_flag_name(flag), seg.t_start, seg.t_end, pb_.mode(seg.mode).name));
+  }
+  if (nq > 0) qB = yB.tail(nq);
+  for (int c = 0; c < nc_; ++c) lambda_.col(c) = yB.segment(c * b, nx_);
+  if (np_ > 0) grad_ += qB.reshaped(np_, nc_).transpose();
+  seg.session.reset();  // the backward pass is done with this recording
+}
+
+void DaeAdjointSweep::residual_start(const DaeSegment& seg, Eigen::VectorXd& yB0, Eigen::VectorXd& ypB0) {
+  linearize_with_costs(mode_, seg.t_end, seg.end.x, seg.end.xdot, lin_);  // F_xdot for the segment
+  lin_valid_ = false;
+  const ResidualLinearization& lin = lin_;
+  note_algebraic_adjoints(lin);
+  const int nq = gradient_states(), b = block(), na = adjoint_states();
   for (int c = 0; c < nc_; ++c) {
+    Eigen::VectorXd lambda = lambda_.col(c);
+    const Eigen::VectorXd rate = adjoint_rate(lin, lambda, lin.g_x.row(c).transpose());
+    lambda_.col(c) = lambda;
     yB0.segment(c * b, nx_) = lambda_.col(c);
-    ypB0.segment(c * b, nx_) = rates.col(c);  // the conservative form: a predictor for lambda only
+    ypB0.segment(c * b, nx_) = rate;  // the conservative form: a predictor for lambda only
     if (!conservative_) continue;
     // xi = F_ydot^T lambda, xi-dot = F_y^T lambda - g_y^T.
     const Eigen::VectorXd weighted = lin.f_xdot.transpose() * lambda_.col(c);
@@ -594,21 +620,20 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
       ypB0.segment(na + c * np_, np_) = lin.f_p.transpose() * lambda_.col(c) - lin.g_p.row(c).transpose();
     }
   }
-  session.start_backward(na + nq, nq > 0 ? 0 : np_ * nc_, settings(), seg.t_end, yB0, ypB0);
-  Eigen::VectorXd yB, qB;
-  const int flag = session.integrate_backward(seg.t_start, yB, qB);
-  session.add_backward_stats(sol_.adjoint.backward);
-  if (exception_) std::rethrow_exception(exception_);
-  if (flag < 0) {
-    throw_if_interrupted(seg.t_start);
-    throw SolverError(fmt::format("the backward (adjoint) integration on IDAS failed with {} on [{:.17g}, {:.17g}] "
-                                  "in mode '{}'",
-                                  ida_flag_name(flag), seg.t_start, seg.t_end, pb_.mode(seg.mode).name));
-  }
-  if (nq > 0) qB = yB.tail(nq);
-  for (int c = 0; c < nc_; ++c) lambda_.col(c) = yB.segment(c * b, nx_);
-  if (np_ > 0) grad_ += qB.reshaped(np_, nc_).transpose();
-  seg.session.reset();  // the backward pass is done with this recording
+}
+
+void DaeAdjointSweep::completed_start(const DaeSegment& seg, Eigen::VectorXd& yB0, Eigen::VectorXd& ypB0) {
+  algebraic_adjoints_.clear();
+  const int nq = gradient_states(), na = adjoint_states();
+  yB0.head(na) = lambda_.reshaped();
+  yB0.tail(nq).setZero();
+  // The residual's own rates (completed_residual): lambda' = -(R_x^T lambda + g~_x^T) and the
+  // gradient states' q' = -(R_p^T lambda + g~_p^T), one sweep of the recording the residual
+  // makes there (n_x + n_p forward tangents of the completion did it, whose normal components
+  // differ from the rate completion's).
+  const TransposedProducts& products = completed_products(seg.t_end, seg.end.x, yB0.head(na));
+  ypB0.head(na) = -products.x.reshaped();
+  if (nq > 0) ypB0.tail(nq) = -products.p.reshaped();
 }
 
 void DaeAdjointSweep::transpose_event(const EventRecord& e) {

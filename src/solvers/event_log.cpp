@@ -48,7 +48,8 @@ void require_leaving_guards(const Problem& problem, const std::vector<int>& appl
     const EventRecord& rec = log[log.size() - applied.size() + i];
     if (rec.grazing || rec.rest || !problem.event(k).active_in(mode)) continue;
     const GuardRate after = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
-    if (!after.grazing(grazing_tolerance) || off_guard(problem.event(k).guard_at<double>(t, x, xdot, p), after)) {
+    if (!after.grazing(grazing_tolerance) || off_guard(problem.event(k).guard_at<double>(t, x, xdot, p), after) ||
+        curves_off_guard(problem, k, mode, t, x, xdot, p, grazing_tolerance, after, ws)) {
       continue;
     }
     const Event& ev = problem.event(k);

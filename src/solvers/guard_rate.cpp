@@ -103,6 +103,37 @@ GuardRate dae_guard_rate(const Problem& problem, int event, int mode, double t, 
   return guard_rate(problem, event, t, x, p, xdot, xddot, ws);
 }
 
+bool curves_off_guard(const Problem& problem, int event, int mode, double t, In<double> x, In<double> xdot,
+                      In<double> p, double grazing_tolerance, const GuardRate& rate, TangentWorkspace& ws) {
+  const Event& ev = problem.event(event);
+  const Mode& m = problem.mode(mode);
+  const double speed = xdot.cwiseAbs().maxCoeff();
+  if (ev.reads_rates() || !(speed > 0.0) || !(m.implicit() ? m.index2() : true)) return false;
+  // A step of 1e-4 of the time the motion takes to cover the state's size: far above
+  // round-off in the rates' difference, far below the motion's own time scales.
+  const double delta = 1e-4 * (1.0 + x.cwiseAbs().maxCoeff()) / speed;
+  const Eigen::VectorXd zero_p = Eigen::VectorXd::Zero(p.size());
+  const auto rate_at = [&](double s) {
+    const double ts = t + s;
+    Eigen::VectorXd xs = x + s * xdot, rates(x.size());
+    if (m.implicit()) {
+      Eigen::VectorXd guess = xs;
+      m.completion.real(ts, guess, p, xs, rates);
+    } else {
+      m.rhs.real(ts, xs, p, rates);
+    }
+    return guard_tangent(problem, event, ts, xs, p, 1.0, rates, zero_p, ws);
+  };
+  const double rise = 0.5 * (rate_at(delta) - rate_at(-delta));  // ~ r-ddot delta
+  if (!std::isfinite(rise) || !(std::abs(rise) > grazing_tolerance * rate.scale)) return false;
+  switch (ev.direction) {
+    case Direction::Falling: return rise > 0.0;  // fires going down: off on the positive side
+    case Direction::Rising: return rise < 0.0;
+    case Direction::Either: return true;
+  }
+  return false;
+}
+
 bool off_guard(double r, const GuardRate& rate) { return std::abs(r) > 1e-8 * (1.0 + rate.reach); }
 
 double noise_band(const GuardRate& rate, const Options& options) {

@@ -36,6 +36,17 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
 bool stays_on_guard(const Problem& problem, int event, int mode_after, double t, In<double> x_after,
                     In<double> p, double grazing_tolerance, TangentWorkspace& ws);
 
+/// Whether the motion from (t, x, x-dot) of `mode`, whose guard rate for `event` grazes
+/// (`rate`), curves off the guard to its non-firing side (either side for Direction::Either):
+/// the guard's second derivative along the motion, a central difference of the guard's rate at
+/// the states a short time before and after along x-dot (the rate there from the mode's
+/// right-hand side, or its completion), reaches the grazing threshold within that time. A
+/// five-bar's point landing with restitution 0 is pulled up off its floor by the linkage at
+/// once (its guard's r-ddot = +5 m/s^2): its motion goes on. False where the mode has neither
+/// (an index-1 DAE), for a guard that reads rates, and at rest (x-dot = 0).
+bool curves_off_guard(const Problem& problem, int event, int mode, double t, In<double> x, In<double> xdot,
+                      In<double> p, double grazing_tolerance, const GuardRate& rate, TangentWorkspace& ws);
+
 /// Whether firing `event` at (t, x) in `mode` would leave the state on its guard (restitution 0).
 bool jump_stays_on_guard(const Problem& problem, int event, int mode, double t, In<double> x, In<double> p,
                          double grazing_tolerance, TangentWorkspace& ws);

@@ -208,6 +208,7 @@ std::optional<Accumulation> ZenoWatch::geometric_limit(int event, double t) cons
   if (!std::isfinite(tail)) return std::nullopt;
   Accumulation a;
   a.time = t + tail;
+  a.ratio = rho;
   const double q = d2 / (d1 - d2);  // tail = d2 q; derivatives of t + d2^2 / (d1 - d2)
   a.weight_a = q * q;
   a.weight_b = -2.0 * q - 2.0 * q * q;
@@ -227,6 +228,8 @@ void ZenoWatch::refuse_accumulation(const Problem& problem, int event, double t)
   // the tolerance, and the tip passed through the floor without an event.
   const std::optional<Accumulation> limit = geometric_limit(event, t);
   if (!limit || limit->time >= options_.tf) return;  // a limit past the horizon is never reached
+  const bool near = limit->time - t <= options_.zeno_tail * std::max(1.0, std::abs(t));
+  if (!near && limit->ratio > kFarZenoRatio) return;
   const std::string accumulate = fmt::format(
       "Zeno behaviour: the firings of event '{}' accumulate (at t = {:.17g} the intervals between its last {} firings "
       "shrink geometrically toward t = {:.17g})",

@@ -258,9 +258,16 @@ class CascadeGuard {
 /// dt_inf/dp = w_a tau_a + w_b tau_b + w_c tau_c exactly.
 struct Accumulation {
   double time = 0.0;
+  double ratio = 0.0;  ///< rho, the intervals' common ratio
   double weight_a = 0.0, weight_b = 0.0, weight_c = 1.0;
   long record_a = -1, record_b = -1;  ///< event-log indices of the firings a and b (-1: none)
 };
+
+/// The largest ratio of a geometric sequence of firings whose limit, further than zeno_tail,
+/// stops a run (ZenoWatch::refuse_accumulation): intervals that shrink by a few percent agree
+/// within zeno_ratio_tolerance too (a pendulum's half-periods as its swing decays, rho 0.996),
+/// and their "limit" is an artefact of four intervals.
+inline constexpr double kFarZenoRatio = 0.9;
 
 /// Where a message points a user whose event needs a resting variant.
 inline constexpr const char* kRestingVariantHint =
@@ -279,9 +286,9 @@ class ZenoWatch {
   /// The limit of the geometric sequence a firing of `event` at t would complete, however far.
   std::optional<Accumulation> geometric_limit(int event, double t) const;
   /// Throws ZenoError if a firing of `event`, which has no resting variant, at t completes a
-  /// geometric sequence whose limit comes before tf, however far: the run cannot continue past
-  /// it (the bounces of a chain's tip pressed onto a floor by the rest of the chain). Called
-  /// before the firing is applied.
+  /// geometric sequence whose limit comes before tf: the run cannot continue past it (the
+  /// bounces of a chain's tip pressed onto a floor by the rest of the chain). A limit beyond
+  /// zeno_tail needs a ratio of at most kFarZenoRatio. Called before the firing is applied.
   void refuse_accumulation(const Problem& problem, int event, double t) const;
   /// Records a firing of `event` at t, logged as event-log entry `record`.
   void record(int event, double t, long record);
