@@ -11,6 +11,7 @@
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
+#include <saltus/multibody/shipped_models.hpp>
 #include <saltus/optimize/optimize.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/named_outputs.hpp>
@@ -48,8 +49,8 @@ Model make_model(Problem problem) {
   return Model{std::move(problem), std::move(options)};
 }
 
-/// A built-in name, or a model file (equation model or mechanism, `formulation` overriding the
-/// mechanism file's).
+/// A built-in name, a shipped mechanism's name, or a model file (equation model or mechanism,
+/// `formulation` overriding the mechanism's).
 Model load(const std::string& name, const std::string& formulation) {
   if (multibody::is_model_file(name) && equations::is_equation_file(name)) {
     if (!formulation.empty()) {
@@ -57,8 +58,9 @@ Model load(const std::string& name, const std::string& formulation) {
     }
     return make_model(equations::load_equation_problem(name));
   }
-  if (multibody::is_model_file(name)) {
-    const multibody::Model model = multibody::load_model(name);
+  const multibody::ShippedModel* shipped = multibody::shipped_model(name);
+  if (shipped || multibody::is_model_file(name)) {
+    const multibody::Model model = shipped ? multibody::load_shipped_model(*shipped) : multibody::load_model(name);
     multibody::FormulationSettings settings = model.formulation;
     if (!formulation.empty()) settings.type = multibody::parse_formulation(formulation);
     return make_model(multibody::make_problem(model, settings));

@@ -5,6 +5,7 @@
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/multibody/check.hpp>
 #include <saltus/multibody/model_file.hpp>
+#include <saltus/multibody/shipped_models.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 #include <saltus/solvers/simulate.hpp>
 
@@ -152,8 +153,14 @@ void print_equation_check(std::ostream& out, const std::string& file, const Prob
 }  // namespace
 
 int run_check(const std::string& file, std::ostream& out) {
+  if (const multibody::ShippedModel* shipped = multibody::shipped_model(file)) {
+    print_check(out, multibody::check_model(multibody::load_shipped_model(*shipped)));
+    return 0;
+  }
   if (!multibody::is_model_file(file)) {
-    throw UsageError(fmt::format("check takes a model file (*.yaml, *.yml or a URDF robot *.urdf), got '{}'", file));
+    throw UsageError(fmt::format("check takes a model file (*.yaml, *.yml or a URDF robot *.urdf) or a shipped "
+                                 "model's name (saltus list), got '{}'",
+                                 file));
   }
   if (equations::is_equation_file(file)) {
     print_equation_check(out, file, equations::load_equation_problem(file));

@@ -112,10 +112,6 @@ RunResult run_methods(const Problem& pb, const Options& options, const RunArgs& 
 }
 
 /// The mechanism of a model file (for mechanism.json and --animate), if the run is of one.
-std::optional<multibody::Model> mechanism_of(const RunArgs& a) {
-  if (!multibody::is_model_file(a.name) || equations::is_equation_file(a.name)) return std::nullopt;
-  return multibody::load_model(a.name);
-}
 
 bool on_path(const std::string& program) {
   const char* path = std::getenv("PATH");
@@ -222,7 +218,7 @@ int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
   Options options = pb.options();
   apply_overrides(pb, options, a);
   report_notes(pb, a, err);
-  const std::optional<multibody::Model> mechanism = mechanism_of(a);
+  const std::optional<multibody::Model> mechanism = mechanism_model(a.name);
   check_picture_options(a, pb, mechanism.has_value());
   const Eigen::VectorXd all_parameters = pb.nominal_parameters();  // the geometry reads every one
   if (!a.wrt.empty()) {
@@ -284,7 +280,9 @@ class StopSignals {
 };
 
 void list_examples(std::ostream& out) {
-  for (const auto& e : examples::builtin_examples()) fmt::print(out, "{:<12} {}\n", e.name, e.summary);
+  size_t width = 0;
+  for (const auto& e : examples::builtin_examples()) width = std::max(width, e.name.size());
+  for (const auto& e : examples::builtin_examples()) fmt::print(out, "{:<{}} {}\n", e.name, width, e.summary);
 }
 
 }  // namespace
@@ -292,7 +290,7 @@ void list_examples(std::ostream& out) {
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{"Saltus: forward and adjoint sensitivities of hybrid systems, exact through events", "saltus"};
   app.require_subcommand(1);
-  auto* list = app.add_subcommand("list", "List the built-in examples");
+  auto* list = app.add_subcommand("list", "List the built-in examples and the shipped models run by name");
   auto* run_cmd = app.add_subcommand("run", "Run a built-in example and print its report");
   auto* check_cmd = app.add_subcommand("check", "Check a model file without integrating it");
   std::string check_file;

@@ -5,6 +5,7 @@
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
+#include <saltus/multibody/shipped_models.hpp>
 #include <saltus/io/atomic_file.hpp>
 
 #include <fmt/format.h>
@@ -60,6 +61,12 @@ long parse_memory_size(const std::string& text) {
 }
 
 
+std::optional<multibody::Model> mechanism_model(const std::string& name) {
+  if (const multibody::ShippedModel* shipped = multibody::shipped_model(name)) return multibody::load_shipped_model(*shipped);
+  if (!multibody::is_model_file(name) || equations::is_equation_file(name)) return std::nullopt;
+  return multibody::load_model(name);
+}
+
 Problem load_problem(const RunArgs& a) {
   if (multibody::is_model_file(a.name) && equations::is_equation_file(a.name)) {
     if (!a.formulation.empty()) {
@@ -68,8 +75,8 @@ Problem load_problem(const RunArgs& a) {
     }
     return equations::load_equation_problem(a.name);
   }
-  if (multibody::is_model_file(a.name)) {
-    const multibody::Model model = multibody::load_model(a.name);
+  if (const std::optional<multibody::Model> mechanism = mechanism_model(a.name)) {
+    const multibody::Model& model = *mechanism;
     multibody::FormulationSettings settings = model.formulation;
     if (!a.formulation.empty()) {
       try {

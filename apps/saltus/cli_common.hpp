@@ -4,9 +4,11 @@
 #include <saltus/core/error.hpp>
 #include <saltus/core/options.hpp>
 #include <saltus/core/problem.hpp>
+#include <saltus/multibody/model.hpp>
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -61,8 +63,14 @@ struct RunArgs {
   bool quiet = false;            // no progress line
 };
 
-/// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml): an
-/// equation model, or a mechanism in its own formulation or the one --formulation asks for.
+/// The mechanism `name` names: a shipped model's name (fivebar, fivebar_floor, slidercrank,
+/// chain: saltus/multibody/shipped_models.hpp) or a mechanism model file's path; none for an
+/// equation model file or a built-in example.
+std::optional<multibody::Model> mechanism_model(const std::string& name);
+
+/// A built-in example by name, or the problem of a model file (path ending in .yaml / .yml) or
+/// a shipped model's name: an equation model, or a mechanism in its own formulation or the one
+/// --formulation asks for.
 Problem load_problem(const RunArgs& a);
 
 /// Applies --param, --tend, --rtol, --atol, --lmm, --linear-solver, --nonlinear-solver, --integrator,

@@ -1,5 +1,8 @@
 #include <saltus/examples/builtin.hpp>
 
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/shipped_models.hpp>
+
 #include <fmt/format.h>
 
 namespace saltus::examples {
@@ -20,7 +23,14 @@ const std::vector<ExampleInfo>& builtin_examples() {
        circle_drift},
       {"hysteretic", "oscillator with exponential-model hysteresis and memory (seed 002, Sec. 5.2)", hysteretic},
   };
-  return list;
+  static const std::vector<ExampleInfo> with_shipped_models = [] {
+    std::vector<ExampleInfo> all = list;
+    for (const multibody::ShippedModel& m : multibody::shipped_models()) {
+      all.push_back({m.name, m.summary, [&m] { return multibody::make_problem(multibody::load_shipped_model(m)); }});
+    }
+    return all;
+  }();
+  return with_shipped_models;
 }
 
 Problem make_example(const std::string& name) {

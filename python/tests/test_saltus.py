@@ -354,3 +354,14 @@ def test_optimize_returns_the_fields_of_the_command_json():
     for key in ("evaluation", "index", "x", "cost", "step", "feasible", "best", "failed"):
         assert key in entry, key
     assert any(h["best"] for h in result["history"])
+
+
+def test_the_shipped_mechanisms_load_by_name():
+    # docs/benchmarks.md's mechanisms, as its other problems, by name.
+    for name in ("fivebar", "fivebar_floor", "slidercrank", "chain"):
+        assert name in saltus.builtins()
+    by_name = saltus.load("fivebar_floor", params={"e": 0.5}).set_options(tend=1.0).forward()
+    by_file = saltus.load(str(ROOT / "examples" / "fivebar_floor.yaml"), params={"e": 0.5}).set_options(tend=1.0).forward()
+    assert by_name.costs == by_file.costs
+    # An independent integration of the benchmark's equations (scipy, rtol 1e-12): 3.336606799483.
+    assert saltus.load("slidercrank", formulation="index1").simulate().costs["G"] == pytest.approx(3.336606799483, rel=1e-7)

@@ -15,7 +15,9 @@ struct ExampleInfo {
   std::function<Problem()> make;
 };
 
-/// Every built-in example, in the order `saltus list` shows them.
+/// Every built-in example, in the order `saltus list` shows them: the problems written in C++,
+/// then the shipped mechanism model files by name (saltus/multibody/shipped_models.hpp: fivebar,
+/// fivebar_floor, slidercrank, chain), each in its file's formulation.
 const std::vector<ExampleInfo>& builtin_examples();
 
 /// The example called `name`; throws InputError naming the known examples otherwise.
