@@ -558,7 +558,8 @@ TEST(Cli, CheckRefusesWhatARunRefuses) {
   EXPECT_EQ(quiet.err, "");
   r = saltus_cmd({"check", "ball1d"});
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(contains(r.err, "check takes a model file (*.yaml, *.yml or a URDF robot *.urdf), got 'ball1d'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "check takes a model file (*.yaml, *.yml or a URDF robot *.urdf) or a shipped model's name")) << r.err;
+  EXPECT_TRUE(contains(r.err, "got 'ball1d'")) << r.err;
 }
 
 TEST(Cli, EquationModelsRunCheckAndOptimizeLikeTheirBuiltIns) {
