@@ -1,5 +1,6 @@
 #include "guard_rate.hpp"
 
+#include <saltus/core/error.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 
 #include <fmt/format.h>
@@ -108,7 +109,8 @@ bool curves_off_guard(const Problem& problem, int event, int mode, double t, In<
   const Event& ev = problem.event(event);
   const Mode& m = problem.mode(mode);
   const double speed = xdot.cwiseAbs().maxCoeff();
-  if (ev.reads_rates() || !(speed > 0.0) || !(m.implicit() ? m.index2() : true)) return false;
+  const bool rates_off_the_motion = !m.implicit() || m.index2();  // a right-hand side or a completion
+  if (ev.reads_rates() || !(speed > 0.0) || !rates_off_the_motion) return false;
   // A step of 1e-4 of the time the motion takes to cover the state's size: far above
   // round-off in the rates' difference, far below the motion's own time scales.
   const double delta = 1e-4 * (1.0 + x.cwiseAbs().maxCoeff()) / speed;
@@ -124,7 +126,12 @@ bool curves_off_guard(const Problem& problem, int event, int mode, double t, In<
     }
     return guard_tangent(problem, event, ts, xs, p, 1.0, rates, zero_p, ws);
   };
-  const double rise = 0.5 * (rate_at(delta) - rate_at(-delta));  // ~ r-ddot delta
+  double rise = 0.0;  // ~ r-ddot delta
+  try {
+    rise = 0.5 * (rate_at(delta) - rate_at(-delta));
+  } catch (const ModelError&) {
+    return false;  // the model refuses a state that close (a completion's Newton): keep the stop
+  }
   if (!std::isfinite(rise) || !(std::abs(rise) > grazing_tolerance * rate.scale)) return false;
   switch (ev.direction) {
     case Direction::Falling: return rise > 0.0;  // fires going down: off on the positive side
