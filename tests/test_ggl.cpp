@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/example_files.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -19,12 +21,7 @@ using namespace saltus;
 
 namespace {
 
-Problem load(const std::string& file, multibody::FormulationType type) {
-  const multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/" + file);
-  multibody::FormulationSettings settings = model.formulation;
-  settings.type = type;
-  return multibody::make_problem(model, settings);
-}
+Problem load(const std::string& file, multibody::FormulationType type) { return saltus::testing::example_in(file, type); }
 
 struct Case {
   const char* file;

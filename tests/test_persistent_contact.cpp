@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/example_files.hpp"
 #include "support/method_agreement.hpp"
 
 #include <algorithm>
@@ -375,9 +376,7 @@ TEST(Persistent, APlasticImpactThatTheLinkagePullsOffItsFloorGoesOn) {
   const double effort_gradient[] = {-35.685, -514.08, -15.166, -4.3004};
   for (FormulationType type : {FormulationType::Index1, FormulationType::GGL, FormulationType::Maggi,
                                FormulationType::StabilizedIndex1, FormulationType::Index3, FormulationType::Penalty}) {
-    multibody::Model model = multibody::load_model(SALTUS_SOURCE_DIR "/examples/fivebar_floor.yaml");
-    model.formulation.type = type;
-    Problem pb = multibody::make_problem(model);
+    Problem pb = saltus::testing::example_in("fivebar_floor.yaml", type);
     pb.set_nominal("e", 0.0);
     const Solution s = forward_sensitivity(pb);
     const std::string name = multibody::to_string(type);

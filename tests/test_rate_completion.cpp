@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/example_files.hpp"
+
 #include <string>
 #include <vector>
 
@@ -20,12 +22,7 @@ namespace {
 
 using namespace saltus;
 
-Problem load(const std::string& file, multibody::FormulationType type) {
-  const multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/" + file);
-  multibody::FormulationSettings settings = model.formulation;
-  settings.type = type;
-  return multibody::make_problem(model, settings);
-}
+Problem load(const std::string& file, multibody::FormulationType type) { return saltus::testing::example_in(file, type); }
 
 struct Completed {
   Eigen::VectorXd x, xdot;
