@@ -1,6 +1,7 @@
 #include "cvodes_session.hpp"
 
 #include "block_dense_solver.hpp"
+#include "serial_vector_kernels.hpp"
 
 #include <saltus/core/error.hpp>
 #include <saltus/solvers/solver_messages.hpp>
@@ -93,6 +94,7 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
   y_ = N_VNew_Serial(n, ctx_);
   check_alloc(y_, "the state vector");
   enable_fused_operations(y_);
+  use_compiled_vector_kernels(y_);
   N_VConst(0.0, y_);
   atol_ = N_VClone(y_);
   for (int i = 0; i < n; ++i) NV_Ith_S(atol_, i) = atol_state[static_cast<size_t>(i)];
@@ -143,6 +145,7 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
   if (nq > 0) {
     q_ = N_VNew_Serial(nq, ctx_);
     check_alloc(q_, "the quadrature vector");
+    use_compiled_vector_kernels(q_);
     N_VConst(0.0, q_);
     check_cvode(CVodeQuadInit(mem_, cb.quadrature, q_), "CVodeQuadInit");
     if (atol_quadrature.empty()) {
@@ -339,8 +342,11 @@ void CvodesSession::measure_checkpoints() {
 
 bool CvodesSession::interpolate(double t, Eigen::VectorXd& x) {
   if (x.size() != n_) x.resize(n_);  // once per caller's vector
-  if (!interpolated_) interpolated_ = N_VMake_Serial(n_, x.data(), ctx_);
-  if (!interpolated_) return false;
+  if (!interpolated_) {
+    interpolated_ = N_VMake_Serial(n_, x.data(), ctx_);
+    if (!interpolated_) return false;
+    use_compiled_vector_kernels(interpolated_);
+  }
   // Outside the last step CVodeGetDky would report CV_BAD_T through the error handler.
   long steps = 0;
   double tn = 0.0, hu = 0.0;
@@ -471,6 +477,7 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   nqB_ = nqB;
   yB_ = N_VNew_Serial(nB, ctx_);
   check_alloc(yB_, "the adjoint vector");
+  use_compiled_vector_kernels(yB_);
   view(yB_) = yB0;
   check_cvode(CVodeInitB(mem_, which_, s.rhs, tB0, yB_), "CVodeInitB");
   backward_time_ = tB0;
@@ -500,6 +507,7 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   if (nqB > 0) {
     qB_ = N_VNew_Serial(nqB, ctx_);
     check_alloc(qB_, "the gradient quadrature vector");
+    use_compiled_vector_kernels(qB_);
     N_VConst(0.0, qB_);
     check_cvode(CVodeQuadInitB(mem_, which_, s.quadrature, qB_), "CVodeQuadInitB");
     check_cvode(pass_as_vector(qB_, s.quadrature_atol,

@@ -13,6 +13,7 @@
 
 #include "klu_newton_solver.hpp"
 #include "nvector_view.hpp"
+#include "serial_vector_kernels.hpp"
 
 namespace saltus::detail {
 
@@ -62,6 +63,7 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
   check_ida(SUNContext_Create(nullptr, &ctx_), "SUNContext_Create");
   y_ = N_VNew_Serial(n, ctx_);
   check_alloc(y_, "the state vector");
+  use_compiled_vector_kernels(y_);
   N_VConst(0.0, y_);
   yp_ = N_VClone(y_);
   check_alloc(yp_, "the state derivative vector");
@@ -107,6 +109,7 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
   if (nq > 0) {
     q_ = N_VNew_Serial(nq, ctx_);
     check_alloc(q_, "the quadrature vector");
+    use_compiled_vector_kernels(q_);
     N_VConst(0.0, q_);
     check_ida(IDAQuadInit(mem_, cb.quadrature, q_), "IDAQuadInit");
     if (atol_quadrature.empty()) {
@@ -224,6 +227,7 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
   check_ida(IDACreateB(mem_, &which_), "IDACreateB");
   yB_ = N_VNew_Serial(nB, ctx_);
   check_alloc(yB_, "the adjoint vector");
+  use_compiled_vector_kernels(yB_);
   ypB_ = N_VClone(yB_);
   check_alloc(ypB_, "the adjoint derivative vector");
   view(yB_) = yB0;
@@ -258,6 +262,7 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
   if (nqB > 0) {
     qB_ = N_VNew_Serial(nqB, ctx_);
     check_alloc(qB_, "the adjoint quadratures");
+    use_compiled_vector_kernels(qB_);
     N_VConst(0.0, qB_);
     check_ida(IDAQuadInitB(mem_, which_, settings.quadrature, qB_), "IDAQuadInitB");
     check_ida(pass_as_vector(qB_, settings.quadrature_atol,
@@ -308,8 +313,11 @@ void IdasSession::add_backward_stats(SolverStats& s) const {
 bool IdasSession::interpolate(double t, int k, Eigen::VectorXd& out) {
   const auto n = static_cast<Eigen::Index>(N_VGetLength(y_));
   if (out.size() != n) out.resize(n);  // once per caller's vector
-  if (!interpolated_) interpolated_ = N_VMake_Serial(n, out.data(), ctx_);
-  if (!interpolated_) return false;
+  if (!interpolated_) {
+    interpolated_ = N_VMake_Serial(n, out.data(), ctx_);
+    if (!interpolated_) return false;
+    use_compiled_vector_kernels(interpolated_);
+  }
   // Outside the last step IDAGetDky would report IDA_BAD_T through the error handler.
   long steps = 0;
   double tn = 0.0, hu = 0.0;
