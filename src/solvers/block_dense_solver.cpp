@@ -3,10 +3,10 @@
 #include <saltus/core/error.hpp>
 
 #include "custom_direct_solver.hpp"
+#include "dense_kernels.hpp"
 #include "sundials_footprint.hpp"
 
 #include <nvector/nvector_serial.h>
-#include <sundials/sundials_dense.h>
 #include <sunmatrix/sunmatrix_dense.h>
 
 #include <algorithm>
@@ -82,7 +82,7 @@ int setup(SUNLinearSolver s, SUNMatrix A) {
     for (sunindextype j = 0; j < c.block; ++j) {
       std::copy_n(a + j * c.n, c.block, c.first.columns[static_cast<size_t>(j)]);
     }
-    if (SUNDlsMat_denseGETRF(c.first.columns.data(), c.block, c.block, c.first.pivots.data()) != 0) {
+    if (dense_lu_factor(c.first.columns.data(), c.block, c.block, c.first.pivots.data()) != 0) {
       return static_cast<int>(c.last_flag = SUNLS_LUFACT_FAIL);
     }
     for (sunindextype i = c.tail_start; i < c.n; ++i) {
@@ -100,7 +100,7 @@ int setup(SUNLinearSolver s, SUNMatrix A) {
     }
   }
   std::copy_n(a, static_cast<size_t>(c.n) * static_cast<size_t>(c.n), c.whole.values.data());
-  if (SUNDlsMat_denseGETRF(c.whole.columns.data(), c.n, c.n, c.whole.pivots.data()) != 0) {
+  if (dense_lu_factor(c.whole.columns.data(), c.n, c.n, c.whole.pivots.data()) != 0) {
     return static_cast<int>(c.last_flag = SUNLS_LUFACT_FAIL);
   }
   c.factored = true;
@@ -113,11 +113,11 @@ int solve(SUNLinearSolver s, SUNMatrix A, N_Vector x, N_Vector b, sunrealtype) {
   N_VScale(1.0, b, x);
   sunrealtype* xd = N_VGetArrayPointer(x);
   if (!c.structured) {
-    SUNDlsMat_denseGETRS(c.whole.columns.data(), c.n, c.whole.pivots.data(), xd);
+    dense_lu_solve(c.whole.columns.data(), c.n, c.whole.pivots.data(), xd);
     return static_cast<int>(c.last_flag = SUNLS_SUCCESS);
   }
   for (sunindextype k = 0; k < c.blocks; ++k) {
-    SUNDlsMat_denseGETRS(c.first.columns.data(), c.block, c.first.pivots.data(), xd + k * c.block);
+    dense_lu_solve(c.first.columns.data(), c.block, c.first.pivots.data(), xd + k * c.block);
   }
   // The tail rows: their couplings to the blocks' unknowns, then their diagonal.
   const sunrealtype* a = SM_DATA_D(A);

@@ -1,6 +1,7 @@
 #include "cvodes_session.hpp"
 
 #include "block_dense_solver.hpp"
+#include "dense_kernels.hpp"
 #include "serial_vector_kernels.hpp"
 
 #include <saltus/core/error.hpp>
@@ -123,9 +124,9 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
     check_cvode(CVodeSetLinearSolver(mem_, LS_, nullptr), "CVodeSetLinearSolver");
     check_cvode(CVodeSetJacTimes(mem_, nullptr, cb.jacobian_times), "CVodeSetJacTimes");
   } else {
-    A_ = SUNDenseMatrix(n, n, ctx_);
+    A_ = compiled_dense_matrix(n, ctx_);
     check_alloc(A_, "the Jacobian matrix");
-    LS_ = SUNLinSol_Dense(y_, A_, ctx_);
+    LS_ = compiled_dense_solver(y_, A_, ctx_);
     check_alloc(LS_, "the dense linear solver");
     check_cvode(CVodeSetLinearSolver(mem_, LS_, A_), "CVodeSetLinearSolver");
     if (cb.jacobian) check_cvode(CVodeSetJacFn(mem_, cb.jacobian), "CVodeSetJacFn");
@@ -496,9 +497,9 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
     check_cvode(CVodeSetLinearSolverB(mem_, which_, LSB_, nullptr), "CVodeSetLinearSolverB");
     check_cvode(CVodeSetJacTimesB(mem_, which_, nullptr, s.jacobian_times), "CVodeSetJacTimesB");
   } else {
-    AB_ = SUNDenseMatrix(nB, nB, ctx_);
+    AB_ = compiled_dense_matrix(nB, ctx_);
     check_alloc(AB_, "the adjoint Jacobian matrix");
-    LSB_ = s.blocks > 1 ? block_dense_solver(nB, s.block, s.blocks, ctx_) : SUNLinSol_Dense(yB_, AB_, ctx_);
+    LSB_ = s.blocks > 1 ? block_dense_solver(nB, s.block, s.blocks, ctx_) : compiled_dense_solver(yB_, AB_, ctx_);
     blockB_ = s.blocks > 1 ? s.block : 0;
     check_alloc(LSB_, "the adjoint linear solver");
     check_cvode(CVodeSetLinearSolverB(mem_, which_, LSB_, AB_), "CVodeSetLinearSolverB");

@@ -13,6 +13,7 @@
 
 #include "klu_newton_solver.hpp"
 #include "nvector_view.hpp"
+#include "dense_kernels.hpp"
 #include "serial_vector_kernels.hpp"
 
 namespace saltus::detail {
@@ -93,9 +94,9 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
     LS_ = make_klu_newton_solver(ctx_);
     check_alloc(LS_, "the KLU linear solver");
   } else {
-    A_ = SUNDenseMatrix(n, n, ctx_);
+    A_ = compiled_dense_matrix(n, ctx_);
     check_alloc(A_, "the Jacobian matrix");
-    LS_ = SUNLinSol_Dense(y_, A_, ctx_);
+    LS_ = compiled_dense_solver(y_, A_, ctx_);
     check_alloc(LS_, "the dense linear solver");
   }
   check_ida(IDASetLinearSolver(mem_, LS_, A_), "IDASetLinearSolver");
@@ -251,10 +252,10 @@ void IdasSession::start_backward(int nB, int nqB, const IdasBackwardSettings& se
     check_ida(IDASetLinearSolverB(mem_, which_, LSB_, nullptr), "IDASetLinearSolverB");
     check_ida(IDASetJacTimesB(mem_, which_, nullptr, settings.jacobian_times), "IDASetJacTimesB");
   } else {
-    AB_ = SUNDenseMatrix(nB, nB, ctx_);
+    AB_ = compiled_dense_matrix(nB, ctx_);
     check_alloc(AB_, "the adjoint Jacobian");
     LSB_ = settings.blocks > 1 ? block_dense_solver(nB, settings.block, settings.blocks, ctx_)
-                               : SUNLinSol_Dense(yB_, AB_, ctx_);
+                               : compiled_dense_solver(yB_, AB_, ctx_);
     check_alloc(LSB_, "the adjoint linear solver");
     check_ida(IDASetLinearSolverB(mem_, which_, LSB_, AB_), "IDASetLinearSolverB");
     if (settings.jacobian) check_ida(IDASetJacFnB(mem_, which_, settings.jacobian), "IDASetJacFnB");

@@ -1,12 +1,18 @@
-// The compiled serial vector kernels (src/solvers/serial_vector_kernels.hpp) against SUNDIALS'
-// own serial vector operations: every result must be bit-identical, for every coefficient case
-// the operations distinguish (+-1, 0, equal and opposite coefficients), with the output aliasing
-// an input, and for the fused and vector-array operations over several vector counts.
+// The compiled SUNDIALS kernels against SUNDIALS' own code, bit for bit: the serial vector
+// operations (src/solvers/serial_vector_kernels.hpp) for every coefficient case they distinguish
+// (+-1, 0, equal and opposite coefficients), with the output aliasing an input, and the fused and
+// vector-array operations over several vector counts; the dense LU, the dense linear solver and
+// the dense matrix operations (src/solvers/dense_kernels.hpp), with pivoting and a singular
+// matrix.
+#include "../src/solvers/dense_kernels.hpp"
 #include "../src/solvers/serial_vector_kernels.hpp"
 
 #include <gtest/gtest.h>
 #include <nvector/nvector_serial.h>
 #include <sundials/sundials_context.h>
+#include <sundials/sundials_dense.h>
+#include <sunlinsol/sunlinsol_dense.h>
+#include <sunmatrix/sunmatrix_dense.h>
 
 #include <cmath>
 #include <cstring>
@@ -58,10 +64,10 @@ class VectorSet {
   std::vector<N_Vector> vectors_;
 };
 
-class SerialVectorKernels : public ::testing::Test {
+class SundialsKernels : public ::testing::Test {
  protected:
-  SerialVectorKernels() { SUNContext_Create(nullptr, &ctx_); }
-  ~SerialVectorKernels() override { SUNContext_Free(&ctx_); }
+  SundialsKernels() { SUNContext_Create(nullptr, &ctx_); }
+  ~SundialsKernels() override { SUNContext_Free(&ctx_); }
 
   /// Runs `operation` on a SUNDIALS set and on a compiled set with the same data, then asserts
   /// that every vector and the returned scalars agree bit for bit.
@@ -82,7 +88,7 @@ class SerialVectorKernels : public ::testing::Test {
 
 const std::vector<double> kCoefficients = {1.0, -1.0, 0.0, 0.3, -0.3, 2.5};
 
-TEST_F(SerialVectorKernels, LinearSumInEveryCoefficientCaseAndAliasing) {
+TEST_F(SundialsKernels, LinearSumInEveryCoefficientCaseAndAliasing) {
   for (double a : kCoefficients) {
     for (double b : kCoefficients) {
       for (int output : {2, 0, 1}) {  // a third vector, x itself, y itself
@@ -97,7 +103,7 @@ TEST_F(SerialVectorKernels, LinearSumInEveryCoefficientCaseAndAliasing) {
   }
 }
 
-TEST_F(SerialVectorKernels, ElementwiseOperationsAndReductions) {
+TEST_F(SundialsKernels, ElementwiseOperationsAndReductions) {
   for (double c : kCoefficients) {
     for (int output : {2, 0}) {
       expect_identical([&](VectorSet& v) { N_VScale(c, v[0], v[output]); return std::vector<double>{}; }, "N_VScale");
@@ -124,7 +130,7 @@ TEST_F(SerialVectorKernels, ElementwiseOperationsAndReductions) {
       "reductions");
 }
 
-TEST_F(SerialVectorKernels, FusedOperations) {
+TEST_F(SundialsKernels, FusedOperations) {
   std::vector<double> c = {0.7, 1.0, -1.0, 0.25, -2.0};
   for (int count = 1; count <= 5; ++count) {
     for (double first : kCoefficients) {
@@ -157,7 +163,7 @@ TEST_F(SerialVectorKernels, FusedOperations) {
   }
 }
 
-TEST_F(SerialVectorKernels, VectorArrayOperations) {
+TEST_F(SundialsKernels, VectorArrayOperations) {
   std::vector<double> c = {0.7, 1.0, -1.0};
   for (int count = 1; count <= 3; ++count) {
     for (double a : kCoefficients) {
@@ -187,7 +193,7 @@ TEST_F(SerialVectorKernels, VectorArrayOperations) {
   }
 }
 
-TEST_F(SerialVectorKernels, SumsOverVectorArrays) {
+TEST_F(SundialsKernels, SumsOverVectorArrays) {
   // Vector arrays of two vectors each, apart from each other.
   std::vector<double> a = {0.7, 1.0, -1.0};
   for (int sums = 1; sums <= 3; ++sums) {
@@ -221,13 +227,111 @@ TEST_F(SerialVectorKernels, SumsOverVectorArrays) {
   }
 }
 
-TEST_F(SerialVectorKernels, OperationsSundialsLeavesUnsetStayUnset) {
+TEST_F(SundialsKernels, OperationsSundialsLeavesUnsetStayUnset) {
   N_Vector plain = N_VNew_Serial(kLength, ctx_);  // fused operations not enabled
   saltus::detail::use_compiled_vector_kernels(plain);
   EXPECT_EQ(plain->ops->nvlinearcombination, nullptr);
   EXPECT_EQ(plain->ops->nvwrmsnormvectorarray, nullptr);
   EXPECT_NE(plain->ops->nvlinearsum, nullptr);
   N_VDestroy(plain);
+}
+
+// ---- dense kernels ----
+
+constexpr sunindextype kOrder = 9;
+
+void zero_column(SUNMatrix a, sunindextype column) {
+  for (sunindextype i = 0; i < kOrder; ++i) SM_ELEMENT_D(a, i, column) = 0.0;
+}
+
+/// A random kOrder x kOrder dense matrix; `singular_column` >= 0 makes that column zero (an
+/// exactly zero pivot where the factorization reaches it).
+SUNMatrix random_matrix(SUNContext ctx, bool compiled, unsigned seed, sunindextype singular_column = -1) {
+  SUNMatrix a = compiled ? saltus::detail::compiled_dense_matrix(kOrder, ctx) : SUNDenseMatrix(kOrder, kOrder, ctx);
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+  for (sunindextype j = 0; j < kOrder; ++j) {
+    for (sunindextype i = 0; i < kOrder; ++i) SM_ELEMENT_D(a, i, j) = (i + j) % 4 == 1 ? 0.0 : uniform(random);
+  }
+  if (singular_column >= 0) zero_column(a, singular_column);
+  return a;
+}
+
+bool same_bits(const double* a, const double* b, sunindextype n) {
+  return std::memcmp(a, b, static_cast<size_t>(n) * sizeof(double)) == 0;
+}
+
+TEST_F(SundialsKernels, DenseLuFactorsAndSolvesAsSundials) {
+  for (unsigned seed : {3u, 4u, 5u}) {
+    SUNMatrix reference = random_matrix(ctx_, false, seed), compiled = random_matrix(ctx_, false, seed);
+    std::vector<sunindextype> p_reference(kOrder), p_compiled(kOrder);
+    ASSERT_EQ(0, SUNDlsMat_denseGETRF(SM_COLS_D(reference), kOrder, kOrder, p_reference.data()));
+    ASSERT_EQ(0, saltus::detail::dense_lu_factor(SM_COLS_D(compiled), kOrder, kOrder, p_compiled.data()));
+    EXPECT_EQ(p_reference, p_compiled);
+    EXPECT_TRUE(same_bits(SM_DATA_D(reference), SM_DATA_D(compiled), kOrder * kOrder)) << "factors, seed " << seed;
+    std::vector<double> b_reference(kOrder), b_compiled(kOrder);
+    for (sunindextype i = 0; i < kOrder; ++i) b_reference[static_cast<size_t>(i)] = 0.5 - 0.25 * static_cast<double>(i);
+    b_compiled = b_reference;
+    SUNDlsMat_denseGETRS(SM_COLS_D(reference), kOrder, p_reference.data(), b_reference.data());
+    saltus::detail::dense_lu_solve(SM_COLS_D(compiled), kOrder, p_compiled.data(), b_compiled.data());
+    EXPECT_TRUE(same_bits(b_reference.data(), b_compiled.data(), kOrder)) << "solution, seed " << seed;
+    SUNMatDestroy(reference);
+    SUNMatDestroy(compiled);
+  }
+  SUNMatrix singular = random_matrix(ctx_, false, 6, 4), copy = random_matrix(ctx_, false, 6, 4);
+  std::vector<sunindextype> p(kOrder);
+  const sunindextype expected = SUNDlsMat_denseGETRF(SM_COLS_D(singular), kOrder, kOrder, p.data());
+  EXPECT_EQ(expected, 5);  // the zero column's pivot
+  EXPECT_EQ(expected, saltus::detail::dense_lu_factor(SM_COLS_D(copy), kOrder, kOrder, p.data()));
+  SUNMatDestroy(singular);
+  SUNMatDestroy(copy);
+}
+
+TEST_F(SundialsKernels, DenseSolverAndMatrixOperationsAsSundials) {
+  for (sunindextype singular_column : {-1, 5}) {
+    SUNMatrix reference = random_matrix(ctx_, false, 8);
+    SUNMatrix compiled = random_matrix(ctx_, true, 8);
+    // The Newton matrix as CVODES forms it: keep a copy (a clone), then I - gamma J.
+    SUNMatrix saved_reference = SUNMatClone(reference), saved_compiled = SUNMatClone(compiled);
+    EXPECT_EQ(saved_compiled->ops->scaleaddi, compiled->ops->scaleaddi);  // the clone has the kernels
+    SUNMatCopy(reference, saved_reference);
+    SUNMatCopy(compiled, saved_compiled);
+    SUNMatScaleAddI(-0.37, reference);
+    SUNMatScaleAddI(-0.37, compiled);
+    SUNMatScaleAdd(0.5, saved_reference, reference);
+    SUNMatScaleAdd(0.5, saved_compiled, compiled);
+    EXPECT_TRUE(same_bits(SM_DATA_D(reference), SM_DATA_D(compiled), kOrder * kOrder));
+    EXPECT_TRUE(same_bits(SM_DATA_D(saved_reference), SM_DATA_D(saved_compiled), kOrder * kOrder));
+
+    VectorSet vectors(ctx_, false, 11);
+    N_Vector b = N_VNew_Serial(kOrder, ctx_), x_reference = N_VClone(b), x_compiled = N_VClone(b);
+    for (sunindextype i = 0; i < kOrder; ++i) NV_Ith_S(b, i) = NV_Ith_S(vectors[0], i);
+    SUNMatMatvec(reference, b, x_reference);
+    SUNMatMatvec(compiled, b, x_compiled);
+    EXPECT_TRUE(same_bits(NV_DATA_S(x_reference), NV_DATA_S(x_compiled), kOrder));
+
+    if (singular_column >= 0) {
+      zero_column(reference, singular_column);
+      zero_column(compiled, singular_column);
+    }
+    SUNLinearSolver solver_reference = SUNLinSol_Dense(b, reference, ctx_);
+    SUNLinearSolver solver_compiled = saltus::detail::compiled_dense_solver(b, compiled, ctx_);
+    const int setup_reference = SUNLinSolSetup(solver_reference, reference);
+    EXPECT_EQ(setup_reference, SUNLinSolSetup(solver_compiled, compiled));
+    EXPECT_EQ(SUNLinSolLastFlag(solver_reference), SUNLinSolLastFlag(solver_compiled));
+    EXPECT_EQ(singular_column >= 0 ? SUNLS_LUFACT_FAIL : SUNLS_SUCCESS, setup_reference);
+    if (setup_reference == SUNLS_SUCCESS) {
+      EXPECT_EQ(SUNLS_SUCCESS, SUNLinSolSolve(solver_reference, reference, x_reference, b, 0.0));
+      EXPECT_EQ(SUNLS_SUCCESS, SUNLinSolSolve(solver_compiled, compiled, x_compiled, b, 0.0));
+      EXPECT_TRUE(same_bits(NV_DATA_S(x_reference), NV_DATA_S(x_compiled), kOrder));
+    }
+    SUNLinSolFree(solver_reference);
+    SUNLinSolFree(solver_compiled);
+    N_VDestroy(x_compiled);
+    N_VDestroy(x_reference);
+    N_VDestroy(b);
+    for (SUNMatrix m : {reference, compiled, saved_reference, saved_compiled}) SUNMatDestroy(m);
+  }
 }
 
 }  // namespace
