@@ -113,6 +113,44 @@ TEST(Cli, MethodAllComparesEveryMethodAndWritesCsv) {
   EXPECT_EQ(header, "t,mode,x");
 }
 
+// Model files name modes, events and costs freely: a name with a comma or a quote is one CSV
+// field in double quotes (RFC 4180), so that every row has as many fields as its header.
+TEST(Cli, CsvQuotesNamesThatHoldCommasOrQuotes) {
+  const std::string file = write_temp_file("csv_names", "relay.yaml", R"(name: relay
+horizon: 2
+parameters: {a: 1}
+states: {T: 0}
+modes:
+  "heat,up": {rhs: ["a"]}
+  cool: {rhs: ["-a"]}
+initial_mode: "heat,up"
+events:
+  "off \"now\"": {guard: T - 0.5, direction: rising, only_in: "heat,up", next: cool}
+costs:
+  "pi, der": {terminal: T}
+)");
+  const auto dir = temp_dir("csv_names_out");
+  const Outcome r = saltus_cmd({"run", file, "--method", "forward", "--out", dir.string(), "--no-plots"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines_of = [&dir](const char* name) {
+    std::ifstream in(dir / name);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  const auto trajectory = lines_of("trajectory.csv");
+  ASSERT_GE(trajectory.size(), 2u);
+  EXPECT_EQ(trajectory[0], "t,mode,T");
+  EXPECT_TRUE(contains(trajectory[1], ",\"heat,up\",")) << trajectory[1];
+  EXPECT_EQ(lines_of("costs.csv")[0], "t,\"pi, der\"");
+  const auto gradient = lines_of("gradient.csv");
+  ASSERT_GE(gradient.size(), 2u);
+  EXPECT_EQ(gradient[1].rfind("\"pi, der\",a,", 0), 0u) << gradient[1];
+  const auto events = lines_of("events.csv");
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_TRUE(contains(events[1], ",\"off \"\"now\"\"\",\"heat,up\",cool,")) << events[1];
+}
+
 TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
   const std::vector<std::vector<std::string>> bad = {
       {"run", "nosuch"},

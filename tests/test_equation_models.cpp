@@ -752,6 +752,11 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
        "(such as 2*pi)"},
       {"horizon: 1\nparameters: {e: {value: 2, min: 3, max: 1}}\nstates: {x: 1}\n",
        "bad.yaml:2:17: parameters.e: min 3 is above max 1"},
+      // A time that is not a number is named as such (it said "at t = -nan does not come after").
+      {kHead + kModes + "events:\n  hit: {at: sqrt(k - 3), jump: [x, 0]}\n" + kCosts,
+       "bad.yaml:8:13: events.hit.at: the time of the time event 'hit' is nan, not a finite number"},
+      // A second document was ignored without a word.
+      {kHead + kModes + kCosts + "---\nhorizon: 2\n", "bad.yaml:9:1: a second YAML document ('---'): a model file holds one"},
   };
   for (const auto& [text, message] : cases) EXPECT_EQ(error_of(text), message) << text;
 }
@@ -765,6 +770,10 @@ TEST(EquationModelErrors, InputErrorsFoundByARunNameTheDeclaration) {
       {"horizon: 1\nstates: {x: 1, z: 0}\nalgebraic: z\nmodes:\n  m: {residual: [\"der(x) - z\", \"x - 1\"]}\n" +
            kCosts,
        "bad.yaml:5:6: modes.m: mode 'm' of problem 'model' is not an index-1 DAE at the start"},
+      // nan has no sign: it chose the `otherwise` mode silently.
+      {kHead + kModes + "initial_mode: {sign_of: sqrt(x - 2), positive: free, otherwise: stuck}\n" + kCosts,
+       "bad.yaml:7:25: initial_mode.sign_of: evaluates to nan at the start (t0 = 0): its sign cannot choose the "
+       "initial mode"},
   };
   for (const auto& [text, start] : cases) {
     const Problem pb = equations::parse_equation_problem(text, "bad.yaml");

@@ -291,7 +291,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   CLI::App app{"Saltus: forward and adjoint sensitivities of hybrid systems, exact through events", "saltus"};
   app.require_subcommand(1);
   auto* list = app.add_subcommand("list", "List the built-in examples and the shipped models run by name");
-  auto* run_cmd = app.add_subcommand("run", "Run a built-in example and print its report");
+  auto* run_cmd =
+      app.add_subcommand("run", "Run a built-in example, a shipped model or a model file and print its report");
   auto* check_cmd = app.add_subcommand("check", "Check a model file without integrating it");
   std::string check_file;
   check_cmd->add_option("file", check_file, "Model file (*.yaml)")->required();

@@ -333,9 +333,16 @@ class Reader : yaml::Fields {
     const int positive = mode(require(n, "positive", "initial_mode"), "initial_mode.positive");
     const int otherwise = mode(require(n, "otherwise", "initial_mode"), "initial_mode.otherwise");
     const double t0 = initial_time();
-    // Evaluated on real values, also in complex-step runs (Problem::set_initial_mode_rule).
-    pb.set_initial_mode_rule([r, positive, otherwise, t0](In<double> x0, In<double> p) {
-      return r.evaluate<double>(p, x0, t0) > 0.0 ? positive : otherwise;
+    const std::string where = location(n["sign_of"]) + ": initial_mode.sign_of";
+    // Evaluated on real values, also in complex-step runs (Problem::set_initial_mode_rule). A
+    // value that is not a number has no sign: refused rather than read as "otherwise".
+    pb.set_initial_mode_rule([r, positive, otherwise, t0, where](In<double> x0, In<double> p) {
+      const double value = r.evaluate<double>(p, x0, t0);
+      if (std::isnan(value)) {
+        throw InputError(fmt::format("{}: evaluates to nan at the start (t0 = {}): its sign cannot choose the initial mode",
+                                     where, t0));
+      }
+      return value > 0.0 ? positive : otherwise;
     });
   }
 
@@ -353,6 +360,10 @@ class Reader : yaml::Fields {
     const double t0 = initial_time();
     auto check = [at, t0, name, where](In<double> p) {
       const double time = at.evaluate<double>(p);
+      if (!std::isfinite(time)) {
+        throw InputError(fmt::format("{}: the time of the time event '{}' is {}, not a finite number", where, name,
+                                     std::isnan(time) ? "nan" : time > 0 ? "inf" : "-inf"));
+      }
       if (!(time > t0)) {
         throw InputError(fmt::format("{}: the time event '{}' at t = {} does not come after the start t0 = {}: a time "
                                      "event fires only after t0 (give a jump at the start in the initial states)",

@@ -3,6 +3,8 @@
 #include <saltus/core/error.hpp>
 #include <saltus/io/atomic_file.hpp>
 
+#include "csv_field.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -25,10 +27,10 @@ std::ostream& open_file(Files& files, const std::filesystem::path& path) {
 void write_trajectory(Files& files, const std::filesystem::path& folder, const Problem& pb, const Solution& s) {
   auto& out = open_file(files, folder / "trajectory.csv");
   fmt::print(out, "t,mode");
-  for (const auto& n : pb.state_names()) fmt::print(out, ",{}", n);
+  for (const auto& n : pb.state_names()) fmt::print(out, ",{}", detail::csv_field(n));
   fmt::print(out, "\n");
   for (size_t i = 0; i < s.times.size(); ++i) {
-    fmt::print(out, "{:.17g},{}", s.times[i], pb.mode(s.modes[i]).name);
+    fmt::print(out, "{:.17g},{}", s.times[i], detail::csv_field(pb.mode(s.modes[i]).name));
     for (Eigen::Index j = 0; j < s.states.cols(); ++j) fmt::print(out, ",{:.17g}", s.states(static_cast<Eigen::Index>(i), j));
     fmt::print(out, "\n");
   }
@@ -38,7 +40,7 @@ void write_cost_history(Files& files, const std::filesystem::path& folder, const
   if (s.cost_history.rows() != static_cast<Eigen::Index>(s.times.size())) return;
   auto& out = open_file(files, folder / "costs.csv");
   fmt::print(out, "t");
-  for (const auto& c : pb.cost_names()) fmt::print(out, ",{}", c);
+  for (const auto& c : pb.cost_names()) fmt::print(out, ",{}", detail::csv_field(c));
   fmt::print(out, "\n");
   for (size_t i = 0; i < s.times.size(); ++i) {
     fmt::print(out, "{:.17g}", s.times[i]);
@@ -53,7 +55,7 @@ void write_sensitivities(Files& files, const std::filesystem::path& folder, cons
   const auto params = pb.parameter_names();
   fmt::print(out, "t");
   for (const auto& x : pb.state_names()) {
-    for (const auto& p : params) fmt::print(out, ",d{}/d{}", x, p);
+    for (const auto& p : params) fmt::print(out, ",{}", detail::csv_field(fmt::format("d{}/d{}", x, p)));
   }
   fmt::print(out, "\n");
   for (size_t i = 0; i < s.times.size(); ++i) {
@@ -72,10 +74,10 @@ void write_outputs(Files& files, const std::filesystem::path& folder, const Prob
   const std::vector<double>& times = r.solution.times;
   auto& units = open_file(files, folder / "units.csv");
   fmt::print(units, "name,unit\n");
-  for (size_t k = 0; k < y.names.size(); ++k) fmt::print(units, "{},{}\n", y.names[k], y.units[k]);
+  for (size_t k = 0; k < y.names.size(); ++k) fmt::print(units, "{},{}\n", detail::csv_field(y.names[k]), detail::csv_field(y.units[k]));
   auto& out = open_file(files, folder / "outputs.csv");
   fmt::print(out, "t");
-  for (const auto& name : y.names) fmt::print(out, ",{}", name);
+  for (const auto& name : y.names) fmt::print(out, ",{}", detail::csv_field(name));
   fmt::print(out, "\n");
   for (size_t i = 0; i < times.size(); ++i) {
     fmt::print(out, "{:.17g}", times[i]);
@@ -87,7 +89,7 @@ void write_outputs(Files& files, const std::filesystem::path& folder, const Prob
   const auto params = pb.parameter_names();
   fmt::print(sens, "t");
   for (const auto& name : y.names) {
-    for (const auto& p : params) fmt::print(sens, ",d{}/d{}", name, p);
+    for (const auto& p : params) fmt::print(sens, ",{}", detail::csv_field(fmt::format("d{}/d{}", name, p)));
   }
   fmt::print(sens, "\n");
   for (size_t i = 0; i < times.size(); ++i) {
@@ -107,14 +109,17 @@ void write_events(Files& files, const std::filesystem::path& folder, const Probl
   const Eigen::MatrixXd tau = r.estimates.empty() ? Eigen::MatrixXd() : r.estimates.front().event_time_gradient;
   const bool with_tau = tau.rows() == static_cast<Eigen::Index>(r.solution.events.size()) && tau.cols() > 0;
   fmt::print(out, "time,name,mode_before,mode_after");
-  for (const auto& x : pb.state_names()) fmt::print(out, ",{}_before,{}_after", x, x);
+  for (const auto& x : pb.state_names()) {
+    fmt::print(out, ",{},{}", detail::csv_field(x + "_before"), detail::csv_field(x + "_after"));
+  }
   if (with_tau) {
-    for (const auto& p : params) fmt::print(out, ",dt/d{}", p);
+    for (const auto& p : params) fmt::print(out, ",{}", detail::csv_field("dt/d" + p));
   }
   fmt::print(out, "\n");
   for (size_t i = 0; i < r.solution.events.size(); ++i) {
     const auto& e = r.solution.events[i];
-    fmt::print(out, "{:.17g},{},{},{}", e.time, e.name, pb.mode(e.mode_before).name, pb.mode(e.mode_after).name);
+    fmt::print(out, "{:.17g},{},{},{}", e.time, detail::csv_field(e.name), detail::csv_field(pb.mode(e.mode_before).name),
+               detail::csv_field(pb.mode(e.mode_after).name));
     for (Eigen::Index j = 0; j < e.state_before.size(); ++j) fmt::print(out, ",{:.17g},{:.17g}", e.state_before[j], e.state_after[j]);
     for (Eigen::Index k = 0; with_tau && k < tau.cols(); ++k) fmt::print(out, ",{:.17g}", tau(static_cast<Eigen::Index>(i), k));
     fmt::print(out, "\n");
@@ -125,12 +130,12 @@ void write_gradient(Files& files, const std::filesystem::path& folder, const Pro
   if (r.estimates.empty()) return;  // a plain simulation
   auto& out = open_file(files, folder / "gradient.csv");
   fmt::print(out, "cost,parameter");
-  for (const auto& e : r.estimates) fmt::print(out, ",{}", e.method);
+  for (const auto& e : r.estimates) fmt::print(out, ",{}", detail::csv_field(e.method));
   fmt::print(out, "\n");
   const auto params = pb.parameter_names();
   for (int c = 0; c < pb.n_costs(); ++c) {
     for (int k = 0; k < pb.n_parameters(); ++k) {
-      fmt::print(out, "{},{}", pb.cost(c).name, params[static_cast<size_t>(k)]);
+      fmt::print(out, "{},{}", detail::csv_field(pb.cost(c).name), detail::csv_field(params[static_cast<size_t>(k)]));
       for (const auto& e : r.estimates) fmt::print(out, ",{:.17g}", e.cost_gradient(c, k));
       fmt::print(out, "\n");
     }

@@ -3,6 +3,8 @@
 
 #include <saltus/io/atomic_file.hpp>
 
+#include "csv_field.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -85,7 +87,7 @@ void write_optimize_history(const std::string& folder, const OptimizeOptions& o,
   AtomicFile csv(dir / "history.csv");
   auto& out = csv.stream();
   fmt::print(out, "evaluation");
-  for (const auto& name : r.names) fmt::print(out, ",{}", name);
+  for (const auto& name : r.names) fmt::print(out, ",{}", detail::csv_field(name));
   fmt::print(out, ",cost,projected_gradient_norm,step,events,event_sequence_changed,feasible,failed\n");
   for (const auto& it : r.history) {
     fmt::print(out, "{}", it.index);

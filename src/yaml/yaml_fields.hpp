@@ -16,12 +16,14 @@
 #include <cctype>
 #include <initializer_list>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <span>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace saltus::yaml {
 
@@ -51,9 +53,16 @@ inline std::string trim(const std::string& text) {
 }
 
 /// The root node of YAML `text`; malformed YAML is an InputError at its line and column.
+/// A model file is one document: a second one (after `---`) is refused rather than ignored.
 inline YAML::Node load_text(const std::string& text, const std::string& source) {
   try {
-    return YAML::Load(text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      const YAML::Mark second = documents[1].IsDefined() ? documents[1].Mark() : YAML::Mark::null_mark();
+      const std::string at = second.is_null() ? source : fmt::format("{}:{}:{}", source, second.line + 1, second.column + 1);
+      throw InputError(fmt::format("{}: a second YAML document ('---'): a model file holds one", at));
+    }
+    return documents.empty() ? YAML::Node() : documents.front();
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
@@ -68,6 +77,10 @@ auto read_text(const std::string& text, const std::string& source) {
 
 /// The contents of the model file `path`; an unreadable file is an InputError naming it.
 inline std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw InputError(fmt::format("cannot read model file '{}': it is a directory", path));
+  }
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("cannot read model file '{}'", path));
   std::stringstream text;
