@@ -652,6 +652,53 @@ TEST(Cli, CheckRefusesAnEquationModelThatARunRefusesBeforeIntegrating) {
   EXPECT_EQ(run.err, check.err);
 }
 
+// check takes --param as run does: the description, the warnings and the refusals are those of
+// the overridden values (check had no --param: "The following arguments were not expected").
+TEST(Cli, CheckTakesParameterOverrides) {
+  const std::string floor = std::string(SALTUS_SOURCE_DIR) + "/examples/fivebar_floor.yaml";
+  const Outcome mechanism = saltus_cmd({"check", floor, "--param", "e=0.3"});
+  ASSERT_EQ(mechanism.status, 0) << mechanism.err;
+  EXPECT_TRUE(contains(mechanism.out, "  e = 0.3: used by contacts[0].restitution")) << mechanism.out;
+  const Outcome shipped = saltus_cmd({"check", "fivebar_floor", "--param", "e=0.3"});
+  EXPECT_TRUE(contains(shipped.out, "  e = 0.3: used by contacts[0].restitution")) << shipped.out;
+  const Outcome equation =
+      saltus_cmd({"check", std::string(SALTUS_SOURCE_DIR) + "/examples/equations/ball1d.yaml", "--param", "h0=3"});
+  ASSERT_EQ(equation.status, 0) << equation.err;
+  EXPECT_TRUE(contains(equation.out, "  h = 3 at t0")) << equation.out;
+  const Outcome unknown = saltus_cmd({"check", floor, "--param", "nosuch=1"});
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_TRUE(contains(unknown.err, "--param nosuch=1: unknown parameter 'nosuch'")) << unknown.err;
+}
+
+// What a run would fail on at its first step is named by check, before anything is printed, and
+// a run names the cost; an initial state that is no number at the overridden values is bad input.
+TEST(Cli, NonFiniteStartsAreNamed) {
+  const std::string head = "horizon: 1\nparameters: {a: 1}\nstates: {T: a}\n";
+  const std::string rate = write_temp_file("nan_rate", "m.yaml",
+                                           head + "modes: {m: {rhs: [\"sqrt(T - 2)\"]}}\ncosts: {T_T: {terminal: T}}\n");
+  const Outcome check_rate = saltus_cmd({"check", rate});
+  EXPECT_EQ(check_rate.status, 2);
+  EXPECT_TRUE(check_rate.out.empty()) << check_rate.out;
+  EXPECT_TRUE(contains(check_rate.err, "m.yaml:4:12: modes.m: mode 'm': the rate of state 'T' at the start (t0 = 0) is nan"))
+      << check_rate.err;
+  const std::string cost = write_temp_file("nan_cost", "m.yaml",
+                                           head + "modes: {m: {rhs: [1]}}\ncosts: {c: {running: \"log(T - 2)\"}}\n");
+  const Outcome check_cost = saltus_cmd({"check", cost});
+  EXPECT_EQ(check_cost.status, 2);
+  EXPECT_TRUE(contains(check_cost.err, "the running cost of 'c' at the start (t0 = 0) is nan")) << check_cost.err;
+  const Outcome run_cost = saltus_cmd({"run", cost});
+  EXPECT_EQ(run_cost.status, 1);
+  EXPECT_TRUE(contains(run_cost.err, "the running cost of 'c' is nan at t = 0")) << run_cost.err;
+  EXPECT_FALSE(contains(run_cost.err, "horizon")) << run_cost.err;  // not the first-step hint
+  const std::string root = write_temp_file("nan_start", "m.yaml",
+                                           "horizon: 1\nparameters: {a: 1}\nstates: {T: sqrt(a)}\n"
+                                           "modes: {m: {rhs: [1]}}\ncosts: {T_T: {terminal: T}}\n");
+  const Outcome start = saltus_cmd({"run", root, "--param", "a=-1"});
+  EXPECT_EQ(start.status, 2);
+  EXPECT_TRUE(contains(start.err, "the initial state (T=nan) of problem 'model' is not finite at the parameters' values"))
+      << start.err;
+}
+
 }  // namespace
 
 // A plain simulation: trajectory, events and costs, no derivative anywhere; the costs are the

@@ -4,6 +4,7 @@
 
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/multibody/check.hpp>
+#include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/multibody/shipped_models.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
@@ -91,6 +92,42 @@ std::string event_summary(const Problem& pb, const Event& e) {
   return s;
 }
 
+/// The initial states, their rates, the running costs and the guards watched in the initial mode
+/// are numbers at the start, or an InputError names the first that is not (before anything is
+/// printed): a run would fail on it at its first step.
+void refuse_non_finite_start(const Problem& pb, int mode, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot) {
+  const auto number = [](double v) { return std::isnan(v) ? std::string("nan") : fmt::format("{}", v); };
+  const double t0 = pb.options().t0;
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  for (int i = 0; i < pb.n_states(); ++i) {
+    const std::string& name = pb.state_names()[static_cast<size_t>(i)];
+    if (!std::isfinite(x[i])) {
+      throw InputError(fmt::format("the initial value of state '{}' is {} at the parameters' values", name, number(x[i])));
+    }
+    if (!std::isfinite(xdot[i])) {
+      throw InputError(fmt::format("{}mode '{}': the rate of state '{}' at the start (t0 = {:g}) is {}",
+                                   pb.mode(mode).where(), pb.mode(mode).name, name, t0, number(xdot[i])));
+    }
+  }
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    const auto& running = pb.cost(c).running;
+    const double g = running ? running.real(t0, x, xdot, p) : 0.0;
+    if (!std::isfinite(g)) {
+      throw InputError(fmt::format("the running cost of '{}' at the start (t0 = {:g}) is {}", pb.cost(c).name, t0,
+                                   number(g)));
+    }
+  }
+  for (int k = 0; k < pb.n_events(); ++k) {
+    const Event& e = pb.event(k);
+    if (!e.watched || !e.active_in(mode)) continue;
+    const double r = e.guard ? e.guard.real(t0, x, p) : e.rate_guard.real(t0, x, xdot, p);
+    if (!std::isfinite(r)) {
+      throw InputError(fmt::format("{}the guard of event '{}' at the start (t0 = {:g}) is {}", e.where(), e.name, t0,
+                                   number(r)));
+    }
+  }
+}
+
 /// An equation model: its states with their initial values, parameters, modes, events, costs.
 /// A DAE (docs/dae.md) shows its consistent initial values and which states are algebraic.
 void print_equation_check(std::ostream& out, const std::string& file, const Problem& pb) {
@@ -114,6 +151,7 @@ void print_equation_check(std::ostream& out, const std::string& file, const Prob
   } else {
     pb.mode(mode).rhs.real(t0, x0, p, xdot);
   }
+  refuse_non_finite_start(pb, mode, x, xdot);
   fmt::print(out, "Model '{}' ({}), equation model{}\n", pb.name(), file, dae ? ", a DAE (runs on IDAS)" : "");
   fmt::print(out, "States ({}):\n", pb.n_states());
   for (int i = 0; i < pb.n_states(); ++i) {
@@ -144,17 +182,25 @@ void print_equation_check(std::ostream& out, const std::string& file, const Prob
   }
   fmt::print(out, "Costs: {}\n", join(pb.cost_names()));
   fmt::print(out, "Horizon: [{:g}, {:g}]\n", pb.options().t0, pb.options().tf);
-  if (!x.allFinite() || !xdot.allFinite()) {
-    throw InputError(fmt::format("{}: the initial state or its rate is not finite at the nominal parameters", file));
-  }
   fmt::print(out, "OK: the model loads and starts\n");
+}
+
+/// `model` with the --param values as its parameters' nominal values, checked as a run checks
+/// them (the problem a run would make takes them first: unknown names, bounds, the start).
+multibody::Model with_overrides(multibody::Model model, const std::vector<std::string>& params) {
+  if (params.empty()) return model;
+  Problem pb = multibody::make_problem(model, model.formulation);
+  apply_parameter_overrides(pb, params);
+  const Eigen::VectorXd values = pb.nominal_parameters();
+  for (multibody::Parameter& parameter : model.parameters) parameter.nominal = values[pb.parameter_index(parameter.name)];
+  return model;
 }
 
 }  // namespace
 
-int run_check(const std::string& file, std::ostream& out) {
+int run_check(const std::string& file, const std::vector<std::string>& params, std::ostream& out) {
   if (const multibody::ShippedModel* shipped = multibody::shipped_model(file)) {
-    print_check(out, multibody::check_model(multibody::load_shipped_model(*shipped)));
+    print_check(out, multibody::check_model(with_overrides(multibody::load_shipped_model(*shipped), params)));
     return 0;
   }
   if (!multibody::is_model_file(file)) {
@@ -163,9 +209,11 @@ int run_check(const std::string& file, std::ostream& out) {
                                  file));
   }
   if (equations::is_equation_file(file)) {
-    print_equation_check(out, file, equations::load_equation_problem(file));
+    Problem pb = equations::load_equation_problem(file);
+    apply_parameter_overrides(pb, params);
+    print_equation_check(out, file, pb);
   } else {
-    print_check(out, multibody::check_model(multibody::load_model(file)));
+    print_check(out, multibody::check_model(with_overrides(multibody::load_model(file), params)));
   }
   return 0;
 }

@@ -296,6 +296,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   auto* check_cmd = app.add_subcommand("check", "Check a model file without integrating it");
   std::string check_file;
   check_cmd->add_option("file", check_file, "Model file (*.yaml)")->required();
+  std::vector<std::string> check_params;
+  check_cmd->add_option("--param", check_params, "Check at an overridden parameter: name=value (repeatable)")
+      ->allow_extra_args(false);
   bool check_quiet = false;
   check_cmd->add_flag("--quiet", check_quiet,
                       "Print nothing when the model passes (bad input still gets its one line on stderr and exit 2)");
@@ -387,9 +390,9 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       return 0;
     }
     if (check_cmd->parsed()) {
-      if (!check_quiet) return run_check(check_file, out);
+      if (!check_quiet) return run_check(check_file, check_params, out);
       std::ostringstream report;  // the checks run in full; their report is dropped
-      return run_check(check_file, report);
+      return run_check(check_file, check_params, report);
     }
     (void)run_cmd;
     clear_interrupt();

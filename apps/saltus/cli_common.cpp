@@ -95,12 +95,6 @@ Problem load_problem(const RunArgs& a) {
   return examples::make_example(a.name);
 }
 
-namespace {
-
-/// Sets the --param values. Each is checked as it is set (domains, and a model's start at the
-/// new values), so values that are only valid together (a point and the floor below it moved
-/// down at once) cannot all pass in one order: an assignment refused in one pass is retried
-/// after the others, and only one that no pass accepts is an error.
 void apply_parameter_overrides(Problem& pb, const std::vector<std::string>& params) {
   struct Assignment {
     std::string text, name;
@@ -136,8 +130,6 @@ void apply_parameter_overrides(Problem& pb, const std::vector<std::string>& para
     pending = std::move(refused);
   }
 }
-
-}  // namespace
 
 void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   apply_parameter_overrides(pb, a.params);

@@ -73,6 +73,12 @@ std::optional<multibody::Model> mechanism_model(const std::string& name);
 /// --formulation asks for.
 Problem load_problem(const RunArgs& a);
 
+/// Sets the --param values (name=value each). Each is checked as it is set (domains, and a
+/// model's start at the new values), so values that are only valid together (a point and the
+/// floor below it moved down at once) cannot all pass in one order: an assignment refused in one
+/// pass is retried after the others, and only one that no pass accepts is an error (UsageError).
+void apply_parameter_overrides(Problem& pb, const std::vector<std::string>& params);
+
 /// Applies --param, --tend, --rtol, --atol, --lmm, --linear-solver, --nonlinear-solver, --integrator,
 /// --checkpoint-steps and --adjoint-memory.
 void apply_overrides(Problem& pb, Options& options, const RunArgs& a);

@@ -406,8 +406,8 @@ void DaeRun::finish(double tf) {
 void DaeRun::check_start() {
   const Eigen::VectorXd x0 = initial_state(pb_, p_);
   if (!x0.allFinite()) {
-    throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite", describe_state(pb_, x0),
-                                 pb_.name()));
+    throw InputError(fmt::format("the initial state {} of problem '{}' is not finite at the parameters' values",
+                                 describe_state(pb_, x0), pb_.name()));
   }
   mode_ = pb_.initial_mode_for(x0, p_);
   point_ = consistent_point(pb_, mode_, opt_.t0, x0, Eigen::VectorXd::Zero(nx_), p_, "at the start", ws_);

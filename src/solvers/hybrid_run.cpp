@@ -139,9 +139,12 @@ int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_p
     const auto& g = self->pb_.cost(c).running;
     out[c] = g ? g.real(t, x, self->xdot_, self->p_) : 0.0;
   }
-  if (!out.allFinite()) {
-    self->model_error_ = fmt::format("a running cost is not finite at t = {:.17g}", t);
-    return 1;
+  for (int c = 0; c < self->nc_; ++c) {
+    if (!std::isfinite(out[c])) {
+      self->model_error_ = fmt::format("the running cost of '{}' is {} at t = {:.17g}, x = {}", self->pb_.cost(c).name,
+                                       std::isnan(out[c]) ? "nan" : "infinite", t, describe_state(self->pb_, x));
+      return 1;
+    }
   }
   return 0;
   });
@@ -494,15 +497,15 @@ void HybridRun::fail(int flag, double t) {
   throw_if_interrupted(t);
   const std::string name = flag_name(flag);
   std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
+  if (!model_error_.empty()) {  // the model said what went wrong
+    throw ModelError(fmt::format("{} ({} {})", model_error_, name, context));
+  }
   if (t == opt_.t0 && book_.solution().events.empty()) {
     // CVODES sizes its first step from the horizon: an absurd horizon fails here, not later.
     context += fmt::format("; the first step failed (CVODES sizes it from the initial state, the tolerances "
                            "and the horizon [{}, {}] s: is the horizon far longer than the model's time "
                            "scales?)",
                            opt_.t0, opt_.tf);
-  }
-  if (!model_error_.empty()) {
-    throw ModelError(fmt::format("{} ({} {})", model_error_, name, context));
   }
   std::string hint;
   if (!book_.solution().events.empty() && std::abs(book_.solution().events.back().time - t) < 1e-6 * std::max(1.0, t)) {
@@ -523,7 +526,9 @@ void HybridRun::finish(double tf) {
 void HybridRun::check_start() {
   x_ = initial_state(pb_, p_);
   if (!x_.allFinite()) {
-    throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite",
+    // The model's initial values at these parameters are no numbers: bad input (an override
+    // outside the values the model admits), not a failed run.
+    throw InputError(fmt::format("the initial state {} of problem '{}' is not finite at the parameters' values",
                                  describe_state(pb_, x_), pb_.name()));
   }
   mode_ = pb_.initial_mode_for(x_, p_);

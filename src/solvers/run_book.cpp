@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace saltus::detail {
 
 RunBook::RunBook(const Problem& problem, const Eigen::VectorXd& p, const Options& options, bool sensitivities,
@@ -67,7 +69,12 @@ void RunBook::finish(double tf, In<double> x, int mode, const Eigen::MatrixXd& S
       }
     }
   }
-  if (!sol_.costs.allFinite()) throw ModelError(fmt::format("a cost of problem '{}' is not finite", pb_.name()));
+  for (int c = 0; c < nc_; ++c) {
+    if (!std::isfinite(sol_.costs[c])) {
+      throw ModelError(fmt::format("the cost '{}' of problem '{}' is {} at t = {:.17g}", pb_.cost(c).name, pb_.name(),
+                                   std::isnan(sol_.costs[c]) ? "nan" : "infinite", tf));
+    }
+  }
 }
 
 }  // namespace saltus::detail

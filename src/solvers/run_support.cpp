@@ -407,7 +407,8 @@ std::string describe_state(const Problem& problem, const Eigen::VectorXd& x) {
   std::string s = "(";
   for (int i = 0; i < n; ++i) {
     if (!shown[static_cast<size_t>(i)]) continue;
-    s += fmt::format("{}{}={:.9g}", s.size() > 1 ? ", " : "", problem.state_names()[static_cast<size_t>(i)], x[i]);
+    const std::string value = std::isnan(x[i]) ? std::string("nan") : fmt::format("{:.9g}", x[i]);  // not "-nan"
+    s += fmt::format("{}{}={}", s.size() > 1 ? ", " : "", problem.state_names()[static_cast<size_t>(i)], value);
   }
   if (n > kDescribedEntries) s += fmt::format(", and {} more of {} states", n - kDescribedEntries, n);
   return s + ")";
