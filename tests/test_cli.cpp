@@ -157,6 +157,8 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"run", "ball1d", "--param", "gravity=1"},
       {"run", "ball1d", "--param", "g=abc"},
       {"run", "ball1d", "--param", "g=nan"},
+      {"run", "ball1d", "--param", "g=1e400"},  // beyond double's range: "must be finite", not "not a number"
+      {"run", "."},                             // a directory
       {"run", "ball1d", "--param", "g"},
       {"run", "ball1d", "--rtol", "-1e-6"},
       {"run", "ball1d", "--atol", "-1"},
@@ -169,7 +171,8 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"frobnicate"},
   };
   const std::vector<std::string> expected_words = {
-      "nosuch", "gravity", "abc", "finite", "name=value", "rtol", "atol", "--atol must be positive, got 0", "--tend -2: the final time must exceed",
+      "nosuch", "gravity", "abc", "finite", "--param g: value must be finite, got '1e400'", "'.' is a directory",
+      "name=value", "rtol", "atol", "--atol must be positive, got 0", "--tend -2: the final time must exceed",
       "magic", "checkpoint-steps must be a positive integer, got 0",
       "--adjoint-memory must be at least 1M (1048576 bytes), got 512k",
       "--adjoint-memory: 'lots' is not a size", "frobnicate"};
@@ -569,9 +572,9 @@ TEST(Cli, CheckDescribesAModelWithoutRunningIt) {
   // Persistent contacts say whether they start active: the ladder leans on its wall and floor.
   const Outcome ladder = saltus_cmd({"check", std::string(SALTUS_SOURCE_DIR) + "/examples/ladder.yaml"});
   ASSERT_EQ(ladder.status, 0) << ladder.err;
-  EXPECT_TRUE(contains(ladder.out, "  wall: point 'ladder', initial gap 0 m, normal velocity 0 m/s; persistent, starts active"))
+  EXPECT_TRUE(contains(ladder.out, "  wall: a point of body 'ladder', initial gap 0 m, normal velocity 0 m/s; persistent, starts active"))
       << ladder.out;
-  EXPECT_TRUE(contains(ladder.out, "  top_floor: point 'ladder', initial gap 3.82135 m, normal velocity 0 m/s; "
+  EXPECT_TRUE(contains(ladder.out, "  top_floor: a point of body 'ladder', initial gap 3.82135 m, normal velocity 0 m/s; "
                                    "persistent, starts open"))
       << ladder.out;
 }

@@ -87,6 +87,12 @@ Problem load_problem(const RunArgs& a) {
     }
     return multibody::make_problem(model, settings);
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(a.name, ec)) {
+    throw UsageError(fmt::format("'{}' is a directory: run takes a built-in example's or a shipped model's name "
+                                 "(saltus list) or a model file (*.yaml, *.yml, *.urdf)",
+                                 a.name));
+  }
   if (!a.formulation.empty()) {
     throw UsageError(fmt::format("--formulation applies to model files (*.yaml), not to the built-in "
                                  "example '{}'",

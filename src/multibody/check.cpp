@@ -83,7 +83,9 @@ void describe_start(const Model& model, const std::vector<int>& active, ModelChe
   for (size_t i = 0; i < model.contacts.size(); ++i) {
     const Contact& c = model.contacts[i];
     const detail::ContactGeometry<double> g = detail::contact_geometry<double>(model, c, start, p);
-    const std::string what = c.kind == ContactKind::PointLine    ? fmt::format("point '{}'", c.point.label)
+    const std::string point = c.point.kind == PointRef::Kind::Body ? fmt::format("a point of body '{}'", c.point.label)
+                                                                     : fmt::format("point '{}'", c.point.label);
+    const std::string what = c.kind == ContactKind::PointLine    ? point
                              : c.kind == ContactKind::PointPlane ? fmt::format("a point of '{}'", model.spatial_bodies[static_cast<size_t>(c.spatial_body)].name)
                              : measures_angle(c.kind)             ? std::string("angle stop")
                                                                   : std::string("travel stop");

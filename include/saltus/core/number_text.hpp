@@ -1,5 +1,6 @@
 #pragma once
 // Numbers written as text on a command line or in an option: the whole text must be the number.
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,12 @@ inline std::optional<double> number_from_text(const std::string& text) {
   double value = 0.0;
   try {
     value = std::stod(text, &used);
+  } catch (const std::out_of_range&) {
+    // A number beyond double's range: its value as strtod rounds it (an infinity, or zero for an
+    // underflow), so that the caller's finiteness check names it rather than "not a number".
+    char* end = nullptr;
+    value = std::strtod(text.c_str(), &end);
+    used = static_cast<size_t>(end - text.c_str());
   } catch (const std::exception&) {
     return std::nullopt;
   }
