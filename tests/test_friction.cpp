@@ -171,4 +171,39 @@ TEST(Friction, RefusedWhereItCannotAct) {
   refused("mu: 0.5,", "mu: -0.5,", "friction");
 }
 
+// A box sliding on two frictional corners decelerates at mu g and stops at t = v0 / (mu g):
+// both corners would stick there, which leaves the static friction forces indeterminate (a
+// singular KKT matrix). The run stops naming the contacts and the body, in every formulation,
+// after sliding exactly as the closed form says (an outside reader's model).
+TEST(Friction, TwoCornersOfOneBodyCannotStickAtOnce) {
+  const std::string text = R"(name: box2stick
+horizon: 1.5
+tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
+parameters: {m: 2, w: 0.4, hh: 0.2, mu: 0.3, vx0: 2}
+bodies:
+  box: {mass: m, inertia: "m*(w^2+hh^2)/12", position: [0, "hh/2"], velocity: [vx0, 0]}
+contacts:
+  - {name: left, point: {body: box, at: ["-w/2", "-hh/2"]}, line: {point: [0, 0], normal: [0, 1]}, restitution: 0, persistent: true, friction: mu}
+  - {name: right, point: {body: box, at: ["w/2", "-hh/2"]}, line: {point: [0, 0], normal: [0, 1]}, restitution: 0, persistent: true, friction: mu}
+costs:
+  xT: {terminal: [{signal: x, of: box}]}
+)";
+  // t = vx0 / (mu g) = 2 / (0.3 * 9.81) = 0.67957866...: the closed form the message's time must match.
+  for (const FormulationType type : {FormulationType::Index1, FormulationType::Penalty, FormulationType::Maggi,
+                                     FormulationType::GGL, FormulationType::Index3}) {
+    multibody::Model model = multibody::parse_model(text, "box.yaml");
+    model.formulation.type = type;
+    const Problem pb = multibody::make_problem(model);
+    try {
+      simulate(pb);
+      ADD_FAILURE() << multibody::to_string(type) << ": accepted";
+    } catch (const ModelError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("the frictional contacts 'left' and 'right' both stick on body 'box' at t = 0.67957866"),
+                std::string::npos)
+          << msg;
+    }
+  }
+}
+
 }  // namespace

@@ -312,10 +312,29 @@ struct ContactEvents {
   }
 
  private:
+  /// Two sticking contacts on one body (or one point) are at least four rows on its three (two)
+  /// coordinates: the KKT matrix is singular and the static friction forces indeterminate, which
+  /// Saltus does not resolve. Named here rather than left to the singular factorization.
+  static void refuse_indeterminate_sticking(const Form& form, const ContactSet& set, double t) {
+    for (size_t i = 0; i < set.sticking.size(); ++i) {
+      for (size_t j = i + 1; j < set.sticking.size(); ++j) {
+        const Contact& a = form.contact(set.sticking[i]);
+        const Contact& b = form.contact(set.sticking[j]);
+        if (a.point.kind == PointRef::Kind::Ground || a.point.kind != b.point.kind || a.point.index != b.point.index) continue;
+        throw ModelError(fmt::format(
+            "the frictional contacts '{}' and '{}' both stick on {} '{}' at t = {:.10g}: two frictional contacts of one "
+            "body cannot stick at once (the static friction forces are indeterminate and the KKT matrix singular; "
+            "docs/multibody.md, \"Friction\"): give it one frictional contact",
+            a.name, b.name, a.point.kind == PointRef::Kind::Body ? "body" : "point", a.point.label, t));
+      }
+    }
+  }
+
   template <class S>
   static bool settle_once(const Form& form, const S& t, Out<S> x, In<S> p, std::vector<int>& decided) {
     const ContactSet set = form.template contact_set<S>(In<S>(x));
     if (set.empty()) return false;
+    refuse_indeterminate_sticking(form, set, real_part(t));
     const MotionState<S> st = form.template motion_state<S>(t, In<S>(x), p);
     double v_scale = 1.0;
     for (Eigen::Index i = 0; i < st.v.size(); ++i) v_scale = std::max(v_scale, 1.0 + std::abs(real_part(st.v[i])));
