@@ -9,6 +9,7 @@
 #include <saltus/core/parameter_subset.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
+#include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/complex_simulation.hpp>
 #include <saltus/solvers/simulate.hpp>
 
@@ -105,6 +106,41 @@ TEST(FailureDiagnosis, ASpringWhoseEndsChatterAboutCoincidenceIsNamed) {
   const std::string early = failure_of([&] { simulate(chatter("index1", 10)); });
   EXPECT_TRUE(contains(early, "steps were not enough")) << early;
   EXPECT_FALSE(contains(early, "spring")) << early;
+}
+
+// An outside reader's block on a rough floor pulled by a spring from an anchor driven to and
+// fro; with these values the spring's ends pass through each other at t = 2.387, which the
+// forward pass steps through and the backward pass cannot: its failure names the spring, read
+// at the forward state where the backward integration stopped (it named nothing).
+TEST(FailureDiagnosis, ABackwardPassThatStopsNamesTheSpringThere) {
+  const char* text = R"(
+name: stickslip
+horizon: 3
+parameters: {m: 1, wn: 7, zeta: 0.05, mu: 0.2, a: 0.3, w: 6, l0: 0.8}
+points:
+  A: {position: [l0, 0]}
+  P: {position: [0, 0]}
+elements:
+  - {type: point_mass, name: block, point: P, mass: m}
+  - {type: coordinate_driver, name: drive_x, coordinate: A.x, function: {offset: l0, amplitude: a, frequency: w}}
+  - {type: coordinate_driver, name: drive_y, coordinate: A.y, function: {}}
+  - {type: spring, name: spr, from: A, to: P, stiffness: "m*wn^2", damping: "2*zeta*m*wn", rest_length: l0}
+contacts:
+  - {name: floor, point: P, line: {point: [0, 0], normal: [0, 1]}, restitution: 0, persistent: true, friction: mu}
+costs:
+  xT: {terminal: [{signal: x, of: P}]}
+)";
+  for (const std::string formulation : {"index1", "ggl"}) {
+    multibody::Model m = multibody::parse_model(text, "stickslip.yaml");
+    multibody::FormulationSettings settings = m.formulation;
+    settings.type = multibody::parse_formulation(formulation);
+    Problem pb = multibody::make_problem(m, settings);
+    pb.options().max_steps = 3000;
+    const std::string msg = failure_of([&] { adjoint(pb); });
+    EXPECT_TRUE(contains(msg, "the backward (adjoint) integration")) << formulation << ": " << msg;
+    EXPECT_TRUE(contains(msg, "stopped at t = 2.38")) << formulation << ": " << msg;
+    EXPECT_TRUE(contains(msg, "the ends of spring 'spr' (length ")) << formulation << ": " << msg;
+  }
 }
 
 TEST(FailureDiagnosis, ASpatialSpringIsNamedToo) {

@@ -542,6 +542,17 @@ int CvodesSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::
   return flag;
 }
 
+bool CvodesSession::backward_stop(double& t, Eigen::VectorXd& x) {
+  void* memB = CVodeGetAdjCVodeBmem(mem_, which_);
+  if (memB == nullptr || CVodeGetCurrentTime(memB, &t) != CV_SUCCESS) return false;
+  N_Vector y = N_VClone(y_);
+  if (y == nullptr) return false;
+  const bool found = CVodeGetAdjY(mem_, t, y) == CV_SUCCESS;
+  if (found) x = view(y);
+  N_VDestroy(y);
+  return found;
+}
+
 void CvodesSession::add_backward_stats(SolverStats& s) const {
   void* memB = CVodeGetAdjCVodeBmem(mem_, which_);
   if (!memB) return;

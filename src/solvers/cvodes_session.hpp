@@ -158,6 +158,9 @@ class CvodesSession {
   int integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB);
   /// Steps, right-hand-side and Jacobian evaluations of the backward problem.
   void add_backward_stats(SolverStats& stats) const;
+  /// Where a failed backward integration stopped: its time `t` and the forward state there `x`,
+  /// interpolated from the recording (for the failure's diagnosis); false if SUNDIALS cannot say.
+  bool backward_stop(double& t, Eigen::VectorXd& x);
 
   N_Vector y() { return y_; }
   N_Vector yS(int k) { return yS_[k]; }

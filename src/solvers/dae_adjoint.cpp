@@ -581,9 +581,15 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   if (exception_) std::rethrow_exception(exception_);
   if (flag < 0) {
     throw_if_interrupted(seg.t_start);
+    double t_stop = 0.0;
+    Eigen::VectorXd x_stop;
+    const std::string diagnosis =
+        session.backward_stop(t_stop, x_stop)
+            ? fmt::format(", stopped at t = {:.17g}{}", t_stop, pb_.diagnose_failure(t_stop, x_stop.head(nx_), p_))
+            : std::string();
     throw SolverError(fmt::format("the backward (adjoint) integration on IDAS failed with {} on [{:.17g}, {:.17g}] "
-                                  "in mode '{}'",
-                                  ida_flag_name(flag), seg.t_start, seg.t_end, pb_.mode(seg.mode).name));
+                                  "in mode '{}'{}",
+                                  ida_flag_name(flag), seg.t_start, seg.t_end, pb_.mode(seg.mode).name, diagnosis));
   }
   if (nq > 0) qB = yB.tail(nq);
   for (int c = 0; c < nc_; ++c) lambda_.col(c) = yB.segment(c * b, nx_);

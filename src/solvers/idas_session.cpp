@@ -293,6 +293,17 @@ int IdasSession::integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::Ve
   return flag;
 }
 
+bool IdasSession::backward_stop(double& t, Eigen::VectorXd& x) {
+  void* memB = IDAGetAdjIDABmem(mem_, which_);
+  if (memB == nullptr || IDAGetCurrentTime(memB, &t) != IDA_SUCCESS) return false;
+  N_Vector y = N_VClone(y_), yp = N_VClone(y_);
+  const bool found = y != nullptr && yp != nullptr && IDAGetAdjY(mem_, t, y, yp) == IDA_SUCCESS;
+  if (found) x = view(y);
+  if (y != nullptr) N_VDestroy(y);
+  if (yp != nullptr) N_VDestroy(yp);
+  return found;
+}
+
 void IdasSession::add_backward_stats(SolverStats& s) const {
   void* mem = IDAGetAdjIDABmem(mem_, which_);
   if (!mem) return;

@@ -168,6 +168,9 @@ class IdasSession {
   int integrate_backward(double t_out, Eigen::VectorXd& yB, Eigen::VectorXd& qB);
   /// Counters of the backward problem.
   void add_backward_stats(SolverStats& stats) const;
+  /// Where a failed backward integration stopped: its time `t` and the forward state there `x`,
+  /// interpolated from the recording (for the failure's diagnosis); false if SUNDIALS cannot say.
+  bool backward_stop(double& t, Eigen::VectorXd& x);
 
   N_Vector y() { return y_; }
   N_Vector yp() { return yp_; }
