@@ -158,6 +158,7 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"run", "ball1d", "--param", "g=abc"},
       {"run", "ball1d", "--param", "g=nan"},
       {"run", "ball1d", "--param", "g=1e400"},  // beyond double's range: "must be finite", not "not a number"
+      {"run", "ball1d", "--param", "g=1e-400"},  // below it: refused, not rounded to 0
       {"run", "."},                             // a directory
       {"run", "ball1d", "--param", "g"},
       {"run", "ball1d", "--rtol", "-1e-6"},
@@ -171,7 +172,8 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"frobnicate"},
   };
   const std::vector<std::string> expected_words = {
-      "nosuch", "gravity", "abc", "finite", "--param g: value must be finite, got '1e400'", "'.' is a directory",
+      "nosuch", "gravity", "abc", "finite", "--param g: value must be finite, got '1e400'",
+      "--param g: '1e-400' is not a number", "'.' is a directory",
       "name=value", "rtol", "atol", "--atol must be positive, got 0", "--tend -2: the final time must exceed",
       "magic", "checkpoint-steps must be a positive integer, got 0",
       "--adjoint-memory must be at least 1M (1048576 bytes), got 512k",
@@ -653,6 +655,22 @@ TEST(Cli, CheckRefusesAnEquationModelThatARunRefusesBeforeIntegrating) {
   const Outcome run = saltus_cmd({"run", path});
   EXPECT_EQ(run.status, 2);
   EXPECT_EQ(run.err, check.err);
+}
+
+// A folder named like a built-in example (left by `run ball1d --out ball1d`) does not hide the
+// example; a folder that is no example's name is named as a folder.
+TEST(Cli, AFolderDoesNotHideABuiltInExample) {
+  const auto dir = temp_dir("folder_named_ball1d");
+  std::filesystem::create_directories(dir / "ball1d");
+  std::filesystem::create_directories(dir / "results");
+  const auto previous = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  const Outcome example = saltus_cmd({"run", "ball1d", "--method", "simulate"});
+  const Outcome folder = saltus_cmd({"run", "results"});
+  std::filesystem::current_path(previous);
+  EXPECT_EQ(example.status, 0) << example.err;
+  EXPECT_EQ(folder.status, 2);
+  EXPECT_TRUE(contains(folder.err, "'results' is a directory")) << folder.err;
 }
 
 // check takes --param as run does: the description, the warnings and the refusals are those of

@@ -190,7 +190,7 @@ costs:
 )";
   // t = vx0 / (mu g) = 2 / (0.3 * 9.81) = 0.67957866...: the closed form the message's time must match.
   for (const FormulationType type : {FormulationType::Index1, FormulationType::Penalty, FormulationType::Maggi,
-                                     FormulationType::GGL, FormulationType::Index3}) {
+                                     FormulationType::GGL, FormulationType::StabilizedIndex1, FormulationType::Index3}) {
     multibody::Model model = multibody::parse_model(text, "box.yaml");
     model.formulation.type = type;
     const Problem pb = multibody::make_problem(model);

@@ -96,7 +96,7 @@ std::string event_summary(const Problem& pb, const Event& e) {
 /// are numbers at the start, or an InputError names the first that is not (before anything is
 /// printed): a run would fail on it at its first step.
 void refuse_non_finite_start(const Problem& pb, int mode, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot) {
-  const auto number = [](double v) { return std::isnan(v) ? std::string("nan") : fmt::format("{}", v); };
+  const auto number = [](double v) { return std::isnan(v) ? std::string("nan") : std::string("infinite"); };
   const double t0 = pb.options().t0;
   const Eigen::VectorXd p = pb.nominal_parameters();
   for (int i = 0; i < pb.n_states(); ++i) {

@@ -87,8 +87,10 @@ Problem load_problem(const RunArgs& a) {
     }
     return multibody::make_problem(model, settings);
   }
+  const auto& builtins = examples::builtin_examples();
+  const bool builtin = std::any_of(builtins.begin(), builtins.end(), [&a](const auto& e) { return e.name == a.name; });
   std::error_code ec;
-  if (std::filesystem::is_directory(a.name, ec)) {
+  if (!builtin && std::filesystem::is_directory(a.name, ec)) {  // a built-in's name wins over a folder of that name
     throw UsageError(fmt::format("'{}' is a directory: run takes a built-in example's or a shipped model's name "
                                  "(saltus list) or a model file (*.yaml, *.yml, *.urdf)",
                                  a.name));

@@ -312,15 +312,21 @@ struct ContactEvents {
   }
 
  private:
-  /// Two sticking contacts on one body (or one point) are at least four rows on its three (two)
-  /// coordinates: the KKT matrix is singular and the static friction forces indeterminate, which
-  /// Saltus does not resolve. Named here rather than left to the singular factorization.
+  /// Two sticking contacts of one body (or one point) on lines of one carrier are at least four
+  /// rows on the body's three (the point's two) coordinates relative to the carrier: the KKT
+  /// matrix is singular and the static friction forces indeterminate, which Saltus does not
+  /// resolve. Named here rather than left to the singular factorization.
   static void refuse_indeterminate_sticking(const Form& form, const ContactSet& set, double t) {
     for (size_t i = 0; i < set.sticking.size(); ++i) {
       for (size_t j = i + 1; j < set.sticking.size(); ++j) {
         const Contact& a = form.contact(set.sticking[i]);
         const Contact& b = form.contact(set.sticking[j]);
-        if (a.point.kind == PointRef::Kind::Ground || a.point.kind != b.point.kind || a.point.index != b.point.index) continue;
+        // The same point or body on the same line carrier (the ground, or one body): lines
+        // carried by two other bodies give rows on their columns too, which may be independent.
+        if (a.point.kind == PointRef::Kind::Ground || a.point.kind != b.point.kind || a.point.index != b.point.index ||
+            a.line_body != b.line_body) {
+          continue;
+        }
         throw ModelError(fmt::format(
             "the frictional contacts '{}' and '{}' both stick on {} '{}' at t = {:.10g}: two frictional contacts of one "
             "body cannot stick at once (the static friction forces are indeterminate and the KKT matrix singular; "

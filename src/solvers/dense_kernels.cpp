@@ -132,6 +132,7 @@ int solver_setup(SUNLinearSolver s, SUNMatrix a) {
 int solver_solve(SUNLinearSolver s, SUNMatrix a, N_Vector x, N_Vector b, sunrealtype) {
   if (a == nullptr || s == nullptr || x == nullptr || b == nullptr) return SUNLS_MEM_NULL;
   SUNLinearSolverContent_Dense c = dense_content(s);
+  if (SUNMatGetID(a) != SUNMATRIX_DENSE) return static_cast<int>(c->last_flag = SUNLS_ILL_INPUT);
   N_VScale(1.0, b, x);
   sunrealtype* xd = N_VGetArrayPointer(x);
   if (SM_COLS_D(a) == nullptr || c->pivots == nullptr || xd == nullptr) {

@@ -5,7 +5,7 @@
 // (SUNDlsMat_denseGETRF / GETRS) and the dense matrix operations CVODES applies at each Newton
 // matrix update (copy, c A + I) run as unoptimized loops. These kernels perform the same
 // arithmetic in the same order, so factors, pivots and solutions are bit-identical to
-// SUNDIALS' own.
+// SUNDIALS' own (compiled with -ffp-contract=off, CMakeLists.txt).
 #include <sundials/sundials_linearsolver.h>
 #include <sundials/sundials_matrix.h>
 

@@ -4,9 +4,9 @@
 // Debian's SUNDIALS 6.4 is built without optimization: its serial vector operations (linear sums,
 // weighted norms, the sensitivities' vector-array operations) run as unoptimized loops, and they
 // were about a quarter of a 64-rod chain's forward-sensitivity run (docs/benchmarks.md, "Serial
-// vector kernels"). These kernels perform the same arithmetic, operation by operation and in the
+// vector kernels and dense LU compiled with Saltus"). These kernels perform the same arithmetic, operation by operation and in the
 // same order, so every result is bit-identical to SUNDIALS' own; only the code is compiled with
-// the rest of Saltus.
+// the rest of Saltus (with -ffp-contract=off: no multiply-add fused where SUNDIALS rounds twice).
 #include <nvector/nvector_serial.h>
 
 namespace saltus::detail {

@@ -57,6 +57,7 @@ inline std::string trim(const std::string& text) {
 inline YAML::Node load_text(const std::string& text, const std::string& source) {
   try {
     std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    while (documents.size() > 1 && documents.back().IsNull()) documents.pop_back();  // a trailing '---'
     if (documents.size() > 1) {
       const YAML::Mark second = documents[1].IsDefined() ? documents[1].Mark() : YAML::Mark::null_mark();
       const std::string at = second.is_null() ? source : fmt::format("{}:{}:{}", source, second.line + 1, second.column + 1);

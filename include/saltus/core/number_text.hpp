@@ -1,5 +1,6 @@
 #pragma once
 // Numbers written as text on a command line or in an option: the whole text must be the number.
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
@@ -15,11 +16,12 @@ inline std::optional<double> number_from_text(const std::string& text) {
   try {
     value = std::stod(text, &used);
   } catch (const std::out_of_range&) {
-    // A number beyond double's range: its value as strtod rounds it (an infinity, or zero for an
-    // underflow), so that the caller's finiteness check names it rather than "not a number".
+    // A number beyond double's range is an infinity, so that the caller's finiteness check names
+    // it rather than "not a number"; one too small (rounded to zero or a subnormal) stays refused.
     char* end = nullptr;
     value = std::strtod(text.c_str(), &end);
     used = static_cast<size_t>(end - text.c_str());
+    if (!std::isinf(value)) return std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt;
   }

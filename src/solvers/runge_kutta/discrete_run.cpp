@@ -65,8 +65,8 @@ DiscreteRun::DiscreteRun(const Problem& problem, const Eigen::VectorXd& p, const
 void DiscreteRun::check_start() {
   x_ = initial_state(pb_, p_);
   if (!x_.allFinite()) {
-    throw ModelError(fmt::format("the initial state {} of problem '{}' is not finite", describe_state(pb_, x_),
-                                 pb_.name()));
+    throw InputError(fmt::format("the initial state {} of problem '{}' is not finite at the parameters' values",
+                                 describe_state(pb_, x_), pb_.name()));
   }
   mode_ = pb_.initial_mode_for(x_, p_);
   check_start_off_guards(pb_, mode_, opt_.t0, x_, p_, ws_);
