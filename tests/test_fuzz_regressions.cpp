@@ -176,3 +176,23 @@ TEST(FuzzRegressions, IndependentCoordinateListedTwice) {
 }
 
 }  // namespace
+
+namespace {
+
+// Finding: timeout: a NUL character after a tab made yaml-cpp report empty documents at one
+// place forever, and the walk over the documents after the first (a second one is refused)
+// never ended. It ends where a document starts where the previous one did.
+TEST(FuzzRegressions, ANulCharacterEndsTheDocuments) {
+  std::string text = ", x\t";  // minimized from the fuzzer's input
+  text += '\0';
+  text += "h: 1\n";
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = outcome(text);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  EXPECT_TRUE(contains(msg, "fuzz.yaml:")) << msg;
+  // A second document with content is refused at its first line; a trailing '---' is not one.
+  EXPECT_TRUE(contains(outcome(kHead + kCost + "---\nhorizon: 2\n"), "fuzz.yaml:8:1: a second YAML document"));
+  EXPECT_EQ(outcome(kHead + kCost + "---\n"), "");
+}
+
+}  // namespace
