@@ -120,7 +120,7 @@ void refuse_non_finite_start(const Problem& pb, int mode, const Eigen::VectorXd&
   for (int k = 0; k < pb.n_events(); ++k) {
     const Event& e = pb.event(k);
     if (!e.watched || !e.active_in(mode)) continue;
-    const double r = e.guard ? e.guard.real(t0, x, p) : e.rate_guard.real(t0, x, xdot, p);
+    const double r = e.guard_at<double>(t0, x, xdot, p);
     if (!std::isfinite(r)) {
       throw InputError(fmt::format("{}the guard of event '{}' at the start (t0 = {:g}) is {}", e.where(), e.name, t0,
                                    number(r)));
