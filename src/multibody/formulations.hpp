@@ -41,6 +41,13 @@ struct FormBase {
   std::vector<int> persistent;
   std::vector<int> flag_offset;  ///< per persistent contact: its first flag, from the first flag
   int n_flags_ = 0;
+  /// Names this form in the per-thread memos (CompletionMemo, KinematicsMemo): copies of a form
+  /// compute the same functions and share it.
+  std::uint64_t id = next_id();
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
+  }
 
   FormBase(std::shared_ptr<const Model> m, Partition p, FormulationSettings s)
       : model(std::move(m)), part(std::move(p)), settings(s), n(model->n_coordinates()),
@@ -646,8 +653,47 @@ struct MaggiForm : FormBase {
     VectorX<S> s_c;     ///< S_Phi c, n
   };
 
+  /// The last kinematics a thread computed in scalar type S (double, Dual, Complex), by form and
+  /// point: a step's cost integrand reads the kinematics of the right-hand side it has just
+  /// evaluated at the same point (a position Newton, its constraints and the Maggi solve: a third
+  /// of a fivebar_floor simulation). Bitwise-equal inputs only.
+  template <class S>
+  struct KinematicsMemo {
+    std::uint64_t form = 0;  ///< 0: empty
+    S t{};
+    VectorX<S> x, p;
+    Kinematics<S> k;
+
+    bool holds(std::uint64_t id, const S& time, In<S> at, In<S> params) const {
+      return form == id && same_bits(t, time) && same_bits_entries(x, at) && same_bits_entries(p, params);
+    }
+    static KinematicsMemo& of_this_thread() {
+      thread_local KinematicsMemo memo;
+      return memo;
+    }
+  };
+
+  /// The kinematics at (t, x): remembered per thread (KinematicsMemo) in double, Dual and Complex
+  /// (Reverse must record every use on its tape).
   template <class S>
   Kinematics<S> kinematics(const S& t, In<S> x, In<S> p) const {
+    if constexpr (std::is_same_v<S, double> || std::is_same_v<S, Dual> || std::is_same_v<S, Complex>) {
+      KinematicsMemo<S>& memo = KinematicsMemo<S>::of_this_thread();
+      if (memo.holds(id, t, x, p)) return memo.k;
+      memo.form = 0;  // until this one is complete
+      memo.k = computed_kinematics<S>(t, x, p);
+      memo.t = t;
+      memo.x = x;
+      memo.p = p;
+      memo.form = id;
+      return memo.k;
+    } else {
+      return computed_kinematics<S>(t, x, p);
+    }
+  }
+
+  template <class S>
+  Kinematics<S> computed_kinematics(const S& t, In<S> x, In<S> p) const {
     Kinematics<S> k;
     const Partition set = partition_of<S>(x);
     const VectorX<S> u = x.head(f()), u_dot = x.segment(f(), f());
@@ -830,12 +876,6 @@ struct CompletionMemo {
 };
 
 struct DaeForm : FullCoordinateForm {
-  /// Names this form in the completion memo.
-  std::uint64_t id = next_id();
-  static std::uint64_t next_id() {
-    static std::atomic<std::uint64_t> counter{0};
-    return ++counter;
-  }
   FormulationType kind;
   int m = 0;       ///< the model's constraint rows
   int slots = 0;   ///< multiplier slots per block: m, then the persistent contacts' rows
