@@ -371,3 +371,37 @@ TEST(DiscreteMultibody, EveryOdeFormulationOfTheFiveBar) {
     }
   }
 }
+
+// A point mass on a massless bar swings the same whatever its mass: d y_T / d m is zero, and the
+// complex step's stage Newton iterations see perturbations of round-off size only. They used to
+// never converge against themselves ("the complex-step replay could not repeat the step at
+// t = 0"); the implicit integrators must give a zero derivative, as the explicit one does.
+TEST(DiscreteComplexStep, ParameterTheMotionDoesNotDependOnGivesZero) {
+  const char* kPendulum = R"yaml(
+name: point_pendulum
+horizon: 0.5
+parameters: {m: 2.0, L: 1.0}
+ground: {O: [0, 0]}
+points:
+  p: {position: [L, 0]}
+elements:
+  - {type: bar, name: rod, from: O, to: p, length: L, mass: 0}
+  - {type: point_mass, point: p, mass: m}
+costs:
+  yT: {terminal: [{signal: y, of: p}]}
+)yaml";
+  const Problem pb = multibody::make_problem(multibody::parse_model(kPendulum, "point_pendulum.yaml"));
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  for (const Integrator integrator : {Integrator::Dopri5, Integrator::Sdirk, Integrator::Rosenbrock}) {
+    Options o = discrete_options(pb, integrator);
+    o.rtol = 1e-6;
+    o.atol = 1e-8;
+    const GradientEstimate cs = complex_step(pb, p, o);
+    const Solution fwd = forward_sensitivity(pb, p, o);
+    SCOPED_TRACE(fwd.stats.integrator);
+    EXPECT_LT(std::abs(cs.cost_gradient(0, 0)), 1e-14);  // d y_T / d m
+    // d y_T / d L is not zero: the complex step still follows it.
+    EXPECT_GT(std::abs(fwd.cost_gradient(0, 1)), 0.1);
+    EXPECT_NEAR(cs.cost_gradient(0, 1), fwd.cost_gradient(0, 1), 1e-10 * std::abs(fwd.cost_gradient(0, 1)));
+  }
+}

@@ -111,12 +111,23 @@ double part_norm(const VectorX<S>& v, int part) {
   return m;
 }
 
+/// The largest perturbation of the time and the parameters relative to their size (1 for sizes
+/// below 1): max(|T'| / max(|T|, 1), max_k |p_k'| / max(|p_k|, 1)); 0 in double.
+template <class S>
+double relative_input_perturbation(const S& T, In<S> p) {
+  const auto relative = [](const S& s) { return std::abs(perturbation_part(s)) / std::max(std::abs(real_part(s)), 1.0); };
+  double r = relative(T);
+  for (Eigen::Index k = 0; k < p.size(); ++k) r = std::max(r, relative(p[k]));
+  return r;
+}
+
 /// Solves Y = z + h gamma f(T, Y, p) for Y by simplified Newton iterations from Y = st.iterate
 /// (z in st.z), leaving the solution in st.iterate.
 template <class S>
 StageStatus solve_stage(const RhsFn<S>& rhs, const S& T, const S& h_gamma, In<S> p, StageNewton& newton,
                         StageValues<S>& st) {
   double previous[2] = {INFINITY, INFINITY};
+  const double relative_perturbation = relative_input_perturbation<S>(T, p);
   for (int iteration = 0; iteration < newton.max_iterations; ++iteration) {
     ++newton.iterations;
     rhs(T, st.iterate, p, st.f);
@@ -126,7 +137,13 @@ StageStatus solve_stage(const RhsFn<S>& rhs, const S& T, const S& h_gamma, In<S>
     st.iterate -= st.delta;
     bool done = true;
     for (int part = 0; part < 2; ++part) {
-      const double change = part_norm<S>(st.delta, part), size = part_norm<S>(st.iterate, part);
+      const double change = part_norm<S>(st.delta, part);
+      // The perturbation part is measured against at least the size a perturbation of the
+      // stage's relative order would have: where the derivative is zero (a parameter the motion
+      // does not depend on), the perturbation is round-off that never shrinks against itself.
+      const double size = part == 0 ? part_norm<S>(st.iterate, 0)
+                                    : std::max(part_norm<S>(st.iterate, 1),
+                                               relative_perturbation * part_norm<S>(st.iterate, 0));
       const bool small = change <= newton.rtol * size || change == 0.0;
       // Round-off floor: the change stopped shrinking far below the iterate, where the stage
       // matrix's conditioning (a stiff penalty formulation: 1e7 and more) bounds the accuracy.
