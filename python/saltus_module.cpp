@@ -298,6 +298,7 @@ void set_options(Model& m, const py::kwargs& kw) {
     }
   }
   validate(o, m.problem.n_states(), m.problem.n_parameters());
+  check_run_options(m.problem, o);  // a combination every run would refuse (CVODES on a DAE)
   m.options = o;
 }
 
@@ -417,8 +418,10 @@ PYBIND11_MODULE(_saltus, m) {
         d["integrator"] = x.options.integrator == Integrator::Dopri5  ? "dopri5"
                           : x.options.integrator == Integrator::Sdirk ? "sdirk"
                           : x.options.integrator == Integrator::Rosenbrock ? "rosenbrock"
-                          : runs_on_idas(x.problem, x.options)         ? "idas"
-                                                                        : "cvodes";
+                          : x.options.integrator == Integrator::Idas ||
+                                  (x.options.integrator == Integrator::Automatic && x.problem.kind() == ProblemKind::Residual)
+                              ? "idas"
+                              : "cvodes";
         d["linear_solver"] = x.options.linear_solver == LinearSolver::Dense    ? "dense"
                              : x.options.linear_solver == LinearSolver::Krylov ? "krylov"
                              : x.options.linear_solver == LinearSolver::Sparse ? "sparse"

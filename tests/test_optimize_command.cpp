@@ -106,19 +106,25 @@ TEST(OptimizeCommand, StoppingAtTheEvaluationLimitIsAFailureWithItsReason) {
 
 TEST(OptimizeCommand, BadInputGivesOneLineAndStatusTwo) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"optimize", "ball1d", "--cost", "height", "--vary", "e=0.5:0.9"}, "cost to optimize (--cost): unknown cost 'height'"},
+      {{"optimize", "ball1d", "--cost", "height", "--vary", "e=0.5:0.9"}, "cost to optimize: unknown cost 'height'"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "mass=0:1"}, "unknown parameter 'mass'"},
-      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.9:0.5"}, "--vary e: bounds are inverted"},
-      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.7:0.7"}, "--vary e: bounds are empty"},
-      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.1:0.5"}, "--vary e: the start e = 0.8 lies outside its bounds"},
-      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:2"}, "--vary e: bound 2 is outside the model's domain"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.9:0.5"}, "varied parameter e: bounds are inverted"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.7:0.7"}, "varied parameter e: bounds are empty"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.1:0.5"}, "varied parameter e: the start e = 0.8 lies outside its bounds"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:2"}, "varied parameter e: bound 2 is outside the model's domain"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e"}, "--vary 'e': expected NAME=LO:HI"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:x"}, "--vary e: upper bound: 'x' is not a finite"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:0.9", "--constraint", "v_T<1"},
        "expected NAME<=VALUE or NAME>=VALUE"},
       {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:0.9", "--constraint", "speed<=1"},
-       "constrained cost (--constraint): unknown cost 'speed'"},
+       "constrained cost: unknown cost 'speed'"},
       {{"optimize", "ball1d", "--cost", "h_T"}, "--vary is required"},
+      // Settings every run would refuse are bad input before the start's run, as for `run`.
+      {{"optimize", "robertson_dae", "--cost", "G", "--vary", "p1=0.01:0.1", "--integrator", "dopri5"},
+       "the dopri5 integrator runs explicit problems only"},
+      {{"optimize", "ball1d", "--cost", "h_T", "--vary", "e=0.5:0.9", "--integrator", "cvodes", "--linear-solver",
+        "sparse"},
+       "linear solver 'sparse' is for IDAS runs"},
   };
   for (const auto& [args, message] : cases) {
     const Outcome r = saltus_cmd(args);

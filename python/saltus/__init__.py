@@ -56,7 +56,8 @@ class Result:
     def output_sensitivity(self, name, parameter):
         """d output / d parameter at the output times, shape (n_t,) (forward runs)."""
         if "output_sensitivities" not in self._data:
-            raise KeyError("output sensitivities come from forward runs (model.forward())")
+            raise KeyError("output sensitivities come from forward runs that ask for them: "
+                           "model.forward(output_sensitivities=True)")
         if parameter not in self.parameter_names:
             raise KeyError(f"unknown parameter '{parameter}' (known: {', '.join(self.parameter_names)})")
         return self.output_sensitivities[:, self._output_index(name), self.parameter_names.index(parameter)]
@@ -107,7 +108,7 @@ class Model:
 
     def set_param(self, name, value):
         """Sets a parameter's value (checked against its domain)."""
-        self._native.set_param(name, float(value))
+        self._native.set_param(name, _number(value, f"parameter '{name}'"))
         return self
 
     def set_options(self, **options):
@@ -148,11 +149,11 @@ class Model:
         if not isinstance(vary, dict):
             raise InputError(f"optimize: vary must be a dict {{name: (lower, upper)}}, got {vary!r}")
         try:
-            vary = {name: (float(lo), float(hi)) for name, (lo, hi) in vary.items()}
-        except (TypeError, ValueError):
+            vary = {name: (_number(lo, "a bound"), _number(hi, "a bound")) for name, (lo, hi) in vary.items()}
+        except (TypeError, ValueError, InputError):
             raise InputError(f"optimize: vary must map names to (lower, upper) numbers, got {vary!r}") from None
         return self._native.optimize(cost, vary, maximize, method, _names(constraints, "constraints"),
-                                     int(max_evaluations))
+                                     _integer(max_evaluations, "max_evaluations"))
 
 
 def _names(value, what):
@@ -174,6 +175,12 @@ def _number(value, what):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars too
         raise InputError(f"{what} must be a number, got {value!r}")
     return float(value)
+
+
+def _integer(value, what):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # numpy integers too
+        raise InputError(f"{what} must be an integer, got {value!r}")
+    return int(value)
 
 
 def _with_params(native, params):

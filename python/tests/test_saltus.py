@@ -208,6 +208,18 @@ def test_a_refused_option_leaves_the_options_as_they_were():
             model.set_options(**options)
         assert dict(model.options) == before
     assert model.forward().costs["G"] == pytest.approx(20.0290746533596, rel=1e-9)
+    # Combinations a run refuses are refused at set_options, and the options stay readable.
+    dae = saltus.load("robertson_dae")
+    dae_before = dict(dae.options)
+    for options, message in (({"integrator": "cvodes"}, "CVODES cannot integrate it"),
+                             ({"integrator": "sdirk"}, "the sdirk integrator runs explicit problems only"),
+                             ({"nonlinear_solver": "fixed-point"}, "is for CVODES runs")):
+        with pytest.raises(saltus.InputError, match=message):
+            dae.set_options(**options)
+        assert dict(dae.options) == dae_before
+    with pytest.raises(saltus.InputError, match="is for IDAS runs"):
+        model.set_options(linear_solver="sparse")
+    assert dict(model.options) == before
     with pytest.raises(saltus.InputError, match="from_dict: the fields must hold"):
         saltus.from_dict({"horizon": 1, "states": {"x": object()}})
     with pytest.raises(KeyError, match="none: this model has no named outputs"):
@@ -310,6 +322,20 @@ def test_options_of_the_wrong_type_are_input_errors_naming_the_option():
             model.check("fd", fd_step=step)
     with pytest.raises(saltus.InputError, match="cs_step must be a positive number"):
         model.check("complex-step", cs_step=0.0)
+    # Parameter values and optimize's counts: a string, a bool or None is no number ("0.5" and
+    # True were taken as numbers, 2.5 evaluations as 2, None raised TypeError).
+    nominal = dict(model.parameters)
+    for value in ("0.5", True, None):
+        with pytest.raises(saltus.InputError, match="parameter 'p' must be a number"):
+            model.set_param("p", value)
+        with pytest.raises(saltus.InputError, match="parameter 'p' must be a number"):
+            saltus.load("galan", params={"p": value})
+    assert dict(model.parameters) == nominal
+    for count in (2.5, True):
+        with pytest.raises(saltus.InputError, match="max_evaluations must be an integer"):
+            model.optimize("G", {"p": (1.0, 3.0)}, max_evaluations=count)
+    with pytest.raises(saltus.InputError, match="vary must map names to"):
+        model.optimize("G", {"p": ("1", 3.0)})
 
 
 def test_parameter_overrides_apply_in_any_order_as_on_the_command_line(tmp_path):

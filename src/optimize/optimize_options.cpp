@@ -3,6 +3,7 @@
 #include <saltus/optimize/optimize.hpp>
 
 #include <saltus/core/number_text.hpp>
+#include <saltus/solvers/simulate.hpp>
 
 #include <fmt/format.h>
 
@@ -35,19 +36,20 @@ void validate_design_variable(const Problem& problem, const DesignVariable& v, c
   try {
     index = problem.parameter_index(v.name);
   } catch (const InputError& e) {
-    throw InputError(fmt::format("varied parameter (--vary): {}", e.what()));
+    throw InputError(fmt::format("varied parameter: {}", e.what()));
   }
   if (!std::isfinite(v.lower) || !std::isfinite(v.upper)) {
-    throw InputError(fmt::format("--vary {}: bounds must be finite, got [{}, {}]", v.name, v.lower, v.upper));
+    throw InputError(fmt::format("varied parameter {}: bounds must be finite, got [{}, {}]", v.name, v.lower, v.upper));
   }
   if (!(v.lower < v.upper)) {
-    throw InputError(fmt::format("--vary {}: bounds are {} ([{}, {}]): the lower bound must be below the upper",
+    throw InputError(fmt::format("varied parameter {}: bounds are {} ([{}, {}]): the lower bound must be below the upper",
                                  v.name, v.lower == v.upper ? "empty" : "inverted", v.lower, v.upper));
   }
   const double start = nominal[index];
   if (start < v.lower || start > v.upper) {
-    throw InputError(fmt::format("--vary {0}: the start {0} = {1} lies outside its bounds [{2}, {3}] (set the "
-                                 "start with --param {0}=VALUE)",
+    throw InputError(fmt::format("varied parameter {0}: the start {0} = {1} lies outside its bounds [{2}, {3}] "
+                                 "(the run starts from the parameter's value: --param {0}=VALUE, or "
+                                 "set_param in Python)",
                                  v.name, start, v.lower, v.upper));
   }
   for (const double bound : {v.lower, v.upper}) {  // the whole box must be a valid model
@@ -56,7 +58,7 @@ void validate_design_variable(const Problem& problem, const DesignVariable& v, c
     try {
       problem.check_domains(p);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("--vary {}: bound {} is outside the model's domain: {}", v.name, bound, e.what()));
+      throw InputError(fmt::format("varied parameter {}: bound {} is outside the model's domain: {}", v.name, bound, e.what()));
     }
   }
 }
@@ -64,16 +66,16 @@ void validate_design_variable(const Problem& problem, const DesignVariable& v, c
 }  // namespace
 
 void validate(const Problem& problem, const OptimizeOptions& options) {
-  cost_named(problem, options.cost, "cost to optimize (--cost)");
-  if (options.vary.empty()) throw InputError("no parameter to vary (give at least one --vary NAME=LO:HI)");
+  cost_named(problem, options.cost, "cost to optimize");
+  if (options.vary.empty()) throw InputError("no parameter to vary (give at least one: --vary NAME=LO:HI)");
   const Eigen::VectorXd nominal = problem.nominal_parameters();
   std::set<std::string> seen;
   for (const DesignVariable& v : options.vary) {
-    if (!seen.insert(v.name).second) throw InputError(fmt::format("--vary {}: the parameter is varied twice", v.name));
+    if (!seen.insert(v.name).second) throw InputError(fmt::format("varied parameter {}: the parameter is varied twice", v.name));
     validate_design_variable(problem, v, nominal);
   }
   for (const CostConstraint& c : options.constraints) {
-    cost_named(problem, c.cost, "constrained cost (--constraint)");
+    cost_named(problem, c.cost, "constrained cost");
     if (!std::isfinite(c.bound)) throw InputError(fmt::format("the bound on cost '{}' must be finite", c.cost));
   }
   if (!(options.x_tolerance > 0.0)) {
@@ -93,6 +95,7 @@ void validate(const Problem& problem, const OptimizeOptions& options) {
         fmt::format("max_consecutive_failures must be at least 1, got {}", options.max_consecutive_failures));
   }
   validate(options.run, problem.n_states(), problem.n_parameters());
+  check_run_options(problem, options.run);  // bad input, not the failed run at the start
 }
 
 DesignVariable parse_design_variable(const std::string& text) {

@@ -1,6 +1,7 @@
 // The public entry points of simulation and forward sensitivity.
 #include <saltus/solvers/simulate.hpp>
 
+#include "cvodes_session.hpp"
 #include "dae_run.hpp"
 #include "hybrid_run.hpp"
 #include "runge_kutta/discrete_run.hpp"
@@ -34,6 +35,12 @@ Solution forward_sensitivity(const Problem& problem) {
 
 bool runs_on_idas(const Problem& problem, const Options& options) {
   return detail::integrates_on_idas(problem, options);
+}
+
+void check_run_options(const Problem& problem, const Options& options) {
+  if (detail::runs_discrete(problem, options)) return;
+  if (detail::runs_on_idas(problem, options)) return;
+  detail::uses_krylov(options, problem.n_states());  // throws for the sparse solver
 }
 
 void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {

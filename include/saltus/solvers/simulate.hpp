@@ -40,6 +40,13 @@ Solution forward_sensitivity(const Problem& problem);
 /// Throws InputError if CVODES is asked for a DAE.
 bool runs_on_idas(const Problem& problem, const Options& options);
 
+/// Throws the InputError a run of `problem` with `options` would throw for a combination of
+/// integrator, linear solver and nonlinear solver it cannot take (CVODES or a Runge-Kutta
+/// integrator for a DAE, the fixed-point corrector on IDAS or a Runge-Kutta integrator, the sparse
+/// linear solver on CVODES), without integrating. Options whose every field is valid alone
+/// (validate, core/options.hpp) may still fail here.
+void check_run_options(const Problem& problem, const Options& options);
+
 /// What a run checks before it integrates, without integrating: the initial state x0(p) is
 /// finite, the initial mode is in range, and x0 does not start on the guard of a watched event
 /// (docs/events.md, "Starting on a guard"). Throws what the run would throw (InputError,
