@@ -609,6 +609,13 @@ TEST(SpatialElements, DriversOffTheirBranchOrRedundantAreRefused) {
   const std::string flipped = error_of(driven_pendulum("2.0"));
   EXPECT_NE(flipped.find("driver 'motor' starts at the angle"), std::string::npos) << flipped;
   EXPECT_NE(flipped.find("within a quarter turn"), std::string::npos) << flipped;
+  EXPECT_NE(flipped.find("at the angle 0 rad as drawn where f(t0) = 2 rad"), std::string::npos) << flipped;
+  // Exactly a quarter turn: the driver's row has no gradient there, which was taken for a
+  // driver depending on the joints before it.
+  const std::string quarter = error_of(driven_pendulum("1.5707963267948966"));
+  EXPECT_NE(quarter.find("driver 'motor' starts at the angle 0 rad as drawn where f(t0) = 1.5707963267948966 rad"),
+            std::string::npos)
+      << quarter;
   const std::string twice = error_of(driven_pendulum(
       "0", "    - {type: rotational_driver, name: second, joint: hinge, function: {rate: 1.2, amplitude: 0.5, frequency: 3}}\n"));
   EXPECT_NE(twice.find("driver 'second' depends on the joints before it"), std::string::npos) << twice;
@@ -690,6 +697,46 @@ TEST(SpatialElements, BadInputIsNamed) {
   EXPECT_NE(error_of(gravity).find("gravity: expected [x, y] (planar) or [x, y, z] (spatial), got 4 entries"),
             std::string::npos)
       << error_of(gravity);
+  // A spatial body in a planar contact's point was "unknown body 'b'".
+  const std::string line_contact = error_of(
+      base + "contacts:\n  - {name: foot, point: {body: b, at: [0, 0]}, line: {point: [0, 0], normal: [0, 1]}, "
+             "restitution: 0.5}\n");
+  EXPECT_NE(line_contact.find("contacts[0].point.body: unknown body 'b': 'b' is a spatial body, and this field takes a "
+                              "planar one"),
+            std::string::npos)
+      << line_contact;
+  // A reaction row out of range gives the row and the range.
+  std::string row = kElements;
+  row += "  r_load: {running: [{signal: reaction, of: r, row: -1}]}\n";
+  EXPECT_NE(error_of(row).find("row -1 is not a row of joint 'r', which has 5 constraint rows (0 to 4)"),
+            std::string::npos)
+      << error_of(row);
+}
+
+// A model left without freedom counts only the rows it keeps: a redundant joint's rows are left
+// out (the message added them back: "7 rows (rows: joint 'weld' (6), joint 'dummy' (3), ...)").
+TEST(SpatialElements, NoFreedomCountsTheRedundantRowsLeftOut) {
+  const char* kWelded = R"(
+name: welded
+horizon: 0.2
+spatial:
+  bodies:
+    bob: {mass: 2, inertia: [0.01, 0.01, 0.01], center: [0.3, 0, -0.5], position: [0, 0, 1]}
+  joints:
+    - {type: fixed, name: weld, a: ground, b: bob, point_a: [0, 0, 1], axis_a: [0, 0, 1], normal_a: [1, 0, 0]}
+    - {type: spherical, name: dummy, a: ground, b: bob, point_a: [0, 0, 1]}
+costs:
+  z: {terminal: [{signal: z, of: bob}]}
+)";
+  try {
+    make_problem(parse_model(kWelded, "welded.yaml"));
+    ADD_FAILURE() << "no error for a model without freedom";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("7 constraint rows on 7 coordinates leave no degree of freedom (rows: joint "
+                                         "'weld' (6), joint 'dummy' (0; 3 redundant rows left out), 1 normalizations)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

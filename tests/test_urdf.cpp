@@ -230,12 +230,34 @@ TEST(Urdf, BadFilesAreNamed) {
   };
   EXPECT_NE(no_axis.find(place_of(kRobot, "<joint name=\"rail\"") + "joint 'rail'"), std::string::npos) << no_axis;
   EXPECT_NE(massless.find(place_of(kRobot, "<link name=\"slider\"") + "link 'slider'"), std::string::npos) << massless;
+  // A negative mass is given as it is (it was "has no mass"), and an inertia that is not
+  // positive definite is named at its link (it was named by a YAML field the file does not have).
+  const std::string negative = error_of(replaced("<mass value=\"0.5\"/>", "<mass value=\"-0.5\"/>"));
+  EXPECT_NE(negative.find(place_of(kRobot, "<link name=\"slider\"") + "link 'slider' has the mass -0.5"),
+            std::string::npos)
+      << negative;
+  const std::string indefinite = error_of(replaced("ixx=\"0.002\" ixy=\"0\"", "ixx=\"0.002\" ixy=\"0.01\""));
+  EXPECT_NE(indefinite.find(place_of(kRobot, "<link name=\"slider\"") + "link 'slider' needs a positive definite <inertia>"),
+            std::string::npos)
+      << indefinite;
   // An element left open: TinyXML stops at the end tag that does not close it, the robot's.
   const std::string broken = error_of(replaced("<link name=\"tool\"/>", "<link name=\"tool\">"));
   EXPECT_NE(broken.find(place_of(kRobot, "</robot>") + "not well-formed XML"), std::string::npos) << broken;
   // An empty file has no position: the bare path.
   const std::string empty = error_of("");
   EXPECT_NE(empty.find("saltus_test_urdf_bad.urdf: not well-formed XML"), std::string::npos) << empty;
+  // The massless tool frame is part of the tip's body: naming it as a body says where it is.
+  write("robot.urdf", kRobot);
+  try {
+    load_model(write("tool.yaml", "name: tool\nhorizon: 1\nurdf: saltus_test_urdf_robot.urdf\n"
+                                  "costs:\n  z: {terminal: [{signal: z, of: tool}]}\n"));
+    ADD_FAILURE() << "no error for the tool frame as a body";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown spatial body 'tool': the URDF link 'tool' has no mass on a fixed "
+                                         "joint, so it is {body: tip, at: [0.05, 0, 0]}, not a body"),
+              std::string::npos)
+        << e.what();
+  }
   try {
     load_model(write("missing.yaml", "name: bad\nhorizon: 1\nurdf: no_such_robot.urdf\n" + kCosts));
     ADD_FAILURE() << "no error for a missing file";

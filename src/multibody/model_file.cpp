@@ -291,6 +291,7 @@ class Reader : yaml::Fields {
       model_.spatial_bodies.push_back(std::move(b));
     }
     urdf_joints_ = mechanism.joints.size();
+    urdf_frames_ = std::move(mechanism.frames);
     model_.spatial_joints = std::move(mechanism.joints);
     model_.notes = std::move(mechanism.notes);
   }
@@ -366,12 +367,28 @@ class Reader : yaml::Fields {
     return turns;
   }
 
+  /// "unknown spatial body 'name'", saying what the name is when it is no spatial body: a URDF
+  /// frame merged into its parent's body, or a planar body.
+  std::string unknown_spatial_body(const std::string& name) const {
+    const auto frame = urdf_frames_.find(name);
+    if (frame != urdf_frames_.end()) {
+      return fmt::format("unknown spatial body '{}': the URDF link '{}' has no mass on a fixed joint, so it is {}, "
+                         "not a body",
+                         name, name, frame->second);
+    }
+    if (body_index_.count(name) != 0) {
+      return fmt::format("unknown spatial body '{}': '{}' is a planar body (planar and spatial parts are not joined)",
+                         name, name);
+    }
+    return fmt::format("unknown spatial body '{}'", name);
+  }
+
   /// A spatial body's name, or "ground" (-1).
   int spatial_body_or_ground(const YAML::Node& n, const std::string& field) const {
     const std::string name = scalar(n, field);
     if (name == "ground") return -1;
     const auto it = spatial_index_.find(name);
-    if (it == spatial_index_.end()) fail(n, field, fmt::format("unknown spatial body '{}' (or 'ground')", name));
+    if (it == spatial_index_.end()) fail(n, field, unknown_spatial_body(name) + " (or 'ground')");
     return it->second;
   }
 
@@ -720,13 +737,24 @@ class Reader : yaml::Fields {
                      n, model_.points.size(), model_.bodies.size(), spatial_count(model_), Model::max_coordinates));
   }
 
+  /// "unknown body 'name'", saying so when the name is a spatial body's (a planar field: a
+  /// point-line contact, a planar element).
+  std::string unknown_planar_body(const std::string& name) const {
+    if (spatial_index_.count(name) != 0) {
+      return fmt::format("unknown body '{}': '{}' is a spatial body, and this field takes a planar one (a spatial "
+                         "body's contacts are plane: contacts, its points {{body: {}, at: [x, y, z]}})",
+                         name, name, name);
+    }
+    return fmt::format("unknown body '{}'", name);
+  }
+
   /// "name" (ground point, point or body centre) or {body: name, at: [x, y]}.
   PointRef point_ref(const YAML::Node& n, const std::string& field) const {
     if (n.IsMap()) {
       check_keys(n, field, {"body", "at"});
       const std::string body = scalar(require(n, "body", field), field + ".body");
       const auto it = body_index_.find(body);
-      if (it == body_index_.end()) fail(n["body"], field + ".body", fmt::format("unknown body '{}'", body));
+      if (it == body_index_.end()) fail(n["body"], field + ".body", unknown_planar_body(body));
       PointRef r;
       r.kind = PointRef::Kind::Body;
       r.index = it->second;
@@ -746,7 +774,7 @@ class Reader : yaml::Fields {
     const std::string name = scalar(n, field);
     if (name == "ground") return -1;
     const auto it = body_index_.find(name);
-    if (it == body_index_.end()) fail(n, field, fmt::format("unknown body '{}' (or 'ground')", name));
+    if (it == body_index_.end()) fail(n, field, unknown_planar_body(name) + " (or 'ground')");
     return it->second;
   }
 
@@ -1059,7 +1087,7 @@ class Reader : yaml::Fields {
     const std::string name = scalar(body, field + ".point");
     const auto it = spatial_index_.find(name);
     if (it == spatial_index_.end()) {
-      fail(body, field + ".point", fmt::format("unknown spatial body '{}' (a plane contact's point is on a spatial body)", name));
+      fail(body, field + ".point", unknown_spatial_body(name) + " (a plane contact's point is on a spatial body)");
     }
     c.spatial_body = it->second;
     if (point.IsMap()) c.spatial_at = triple(require(point, "at", field + ".point"), field + ".point.at");
@@ -1285,7 +1313,8 @@ class Reader : yaml::Fields {
           term.element = static_cast<int>(k);
           if (t["row"]) term.row = integer(t["row"], tf + ".row");
           if (!spring && (term.row < 0 || term.row >= e.n_constraints())) {
-            fail(t["row"], tf + ".row", fmt::format("element '{}' has {} constraint rows", name, e.n_constraints()));
+            fail(t["row"], tf + ".row", fmt::format("row {} is not a row of element '{}', which has {} constraint rows (0 to {})", term.row, name,
+                                                    e.n_constraints(), e.n_constraints() - 1));
           }
           return;
         }
@@ -1296,7 +1325,8 @@ class Reader : yaml::Fields {
             term.joint = static_cast<int>(k);
             if (t["row"]) term.row = integer(t["row"], tf + ".row");
             if (term.row < 0 || term.row >= j.n_constraints()) {
-              fail(t["row"], tf + ".row", fmt::format("joint '{}' has {} constraint rows", name, j.n_constraints()));
+              fail(t["row"], tf + ".row", fmt::format("row {} is not a row of joint '{}', which has {} constraint rows (0 to {})", term.row, name,
+                                                      j.n_constraints(), j.n_constraints() - 1));
             }
             return;
           }
@@ -1310,7 +1340,7 @@ class Reader : yaml::Fields {
           const YAML::Node name = of.IsMap() ? of["body"] : of;
           fail(of, tf + ".of",
                fmt::format("z, vz and az are signals of spatial bodies (a name or {{body:, at: [x, y, z]}}){}",
-                           name && name.IsScalar() ? fmt::format(": unknown spatial body '{}'", name.Scalar()) : ""));
+                           name && name.IsScalar() ? ": " + unknown_spatial_body(name.Scalar()) : ""));
         }
         term.point = point_ref(require(t, "of", tf), tf + ".of");
         return;
@@ -1382,6 +1412,7 @@ class Reader : yaml::Fields {
   std::map<std::string, int> spatial_index_;
   std::map<std::string, int> joint_index_;  ///< spatial joints by name
   size_t urdf_joints_ = 0;                  ///< joints read from the URDF (the first ones)
+  std::map<std::string, std::string> urdf_frames_;  ///< the URDF's merged frames (UrdfMechanism::frames)
   std::map<std::string, PointRef> refs_;
   std::set<std::string> names_;
   mutable std::map<std::string, std::string> locations_;

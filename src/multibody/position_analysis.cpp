@@ -87,12 +87,40 @@ static int joint_of_row(const Model& m, int r) {
   return joint;
 }
 
+namespace {
+
+/// Refuses a rotational driver whose angle at `start` is not within a quarter turn of f(t0)
+/// (cos(theta - f) at most `margin`): its row sin(theta - f) also holds at f + pi, and at a
+/// quarter turn it has no gradient. `where` says which positions: "as drawn" or "once assembled".
+void check_driver_angles(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p,
+                         double margin, const char* where) {
+  const In<double> params(p);
+  for (size_t i = 0; i < model.spatial_joints.size(); ++i) {
+    const SpatialJoint& j = model.spatial_joints[i];
+    if (j.type != SpatialJointType::RotationalDriver) continue;
+    const AngleRows<double> angle =
+        joint_angle_rows<double>(model, start, params, j.body_a, j.body_b, j.axis_a, j.normal_a, j.axis_b, j.normal_b, j.name);
+    const double theta = std::atan2(angle.sin.value, angle.cos.value);
+    const double f = evaluate<double>(j.drive, start.t, params).f;
+    if (!(std::cos(theta - f) > margin)) {
+      throw InputError(fmt::format("{}: driver '{}' starts at the angle {} rad {} where f(t0) = {} rad: draw the bodies "
+                                   "within a quarter turn of f(t0) (its row sin(theta - f) also holds at f + pi)",
+                                   model.locate(fmt::format("spatial.joints[{}]", i)), j.name, theta, where, f));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::VectorXd& p) {
   Model every_row = model;
   every_row.redundant_joint_rows.clear();
   const int n = every_row.n_coordinates();
-  const ConstraintSet<double> c = constraints<double>(
-      every_row, MotionState<double>{model.t0, model.initial_positions(), Eigen::VectorXd::Zero(n)}, p);
+  const MotionState<double> drawn{model.t0, model.initial_positions(), Eigen::VectorXd::Zero(n)};
+  // A driver drawn a quarter turn or more from f(t0): its row has no gradient there (it would be
+  // taken for redundant below) or the assembly would take it to f + pi.
+  check_driver_angles(every_row, drawn, p, 1e-9, "as drawn");
+  const ConstraintSet<double> c = constraints<double>(every_row, drawn, p);
   const Eigen::MatrixXd jac = c.dense_real_jacobian();
   const int first_joint = every_row.n_element_constraints(), joints = every_row.n_joint_constraints();
   std::vector<Eigen::VectorXd> basis;
@@ -138,21 +166,9 @@ std::vector<int> find_redundant_joint_rows(const Model& model, const Eigen::Vect
   return redundant;
 }
 
+
 void check_drivers_on_their_branch(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p) {
-  const In<double> params(p);
-  for (size_t i = 0; i < model.spatial_joints.size(); ++i) {
-    const SpatialJoint& j = model.spatial_joints[i];
-    if (j.type != SpatialJointType::RotationalDriver) continue;
-    const AngleRows<double> angle =
-        joint_angle_rows<double>(model, start, params, j.body_a, j.body_b, j.axis_a, j.normal_a, j.axis_b, j.normal_b, j.name);
-    const double theta = std::atan2(angle.sin.value, angle.cos.value);
-    const double f = evaluate<double>(j.drive, start.t, params).f;
-    if (!(std::cos(theta - f) > 0.0)) {
-      throw InputError(fmt::format("{}: driver '{}' starts at the angle {} rad where f(t0) = {} rad: draw the bodies "
-                                   "within a quarter turn of f(t0) (its row sin(theta - f) also holds at f + pi)",
-                                   model.locate(fmt::format("spatial.joints[{}]", i)), j.name, theta, f));
-    }
-  }
+  check_driver_angles(model, start, p, 0.0, "once assembled");
 }
 
 void check_redundant_rows_hold(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p) {
@@ -213,9 +229,16 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
       owners.push_back(fmt::format("{} ({})", model.describe_element(static_cast<int>(i)), rows));
       last = fmt::format("elements[{}]", i);
     }
+    int first_row = 0;  // of the joint, among the joint rows (redundant_joint_rows' numbering)
     for (size_t i = 0; i < model.spatial_joints.size(); ++i) {
       const SpatialJoint& j = model.spatial_joints[i];
-      owners.push_back(fmt::format("joint '{}' ({})", j.name, j.n_constraints()));
+      const int rows = j.n_constraints();
+      const auto left_out = std::count_if(model.redundant_joint_rows.begin(), model.redundant_joint_rows.end(),
+                                          [&](int r) { return r >= first_row && r < first_row + rows; });
+      owners.push_back(left_out == 0 ? fmt::format("joint '{}' ({})", j.name, rows)
+                                     : fmt::format("joint '{}' ({}; {} redundant rows left out)", j.name,
+                                                   rows - left_out, left_out));
+      first_row += rows;
       last = fmt::format("spatial.joints[{}]", i);
     }
     if (!model.spatial_bodies.empty()) owners.push_back(fmt::format("{} normalizations", model.spatial_bodies.size()));

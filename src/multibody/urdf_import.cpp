@@ -2,6 +2,7 @@
 
 #include <saltus/core/error.hpp>
 
+#include <Eigen/Eigenvalues>
 #include <Eigen/Geometry>
 #include <console_bridge/console.h>
 #include <fmt/format.h>
@@ -129,15 +130,28 @@ Eigen::Vector3d perpendicular_to(const Eigen::Vector3d& h) {
 /// entries about the centre of mass in the inertial frame, turned here into the link's axes),
 /// placed at `world`. `places` locate the link for messages.
 SpatialBody body_of(const urdf::Link& link, const Frame& world, const ElementPlaces& places) {
-  if (!link.inertial || !(link.inertial->mass > 0.0)) {
+  if (!link.inertial || link.inertial->mass == 0.0) {
     throw InputError(fmt::format("{}: link '{}' has no mass but is a body (it moves, or carries a moving link): "
                                  "give it an <inertial> with a mass > 0 and its inertia",
                                  places.of("link", link.name), link.name));
   }
   const urdf::Inertial& in = *link.inertial;
+  if (!(in.mass > 0.0 && std::isfinite(in.mass))) {
+    throw InputError(fmt::format("{}: link '{}' has the mass {}: a body's <mass value> must be positive and finite",
+                                 places.of("link", link.name), link.name, in.mass));
+  }
   const Frame inertial = frame_of(in.origin);
   Eigen::Matrix3d J;
   J << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
+  const Eigen::Vector3d principal =
+      J.allFinite() ? Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d>(J, Eigen::EigenvaluesOnly).eigenvalues()
+                    : Eigen::Vector3d::Constant(NAN);
+  if (!(principal.minCoeff() > 0.0)) {
+    throw InputError(fmt::format("{}: link '{}' needs a positive definite <inertia>, got ixx {}, iyy {}, izz {}, ixy {}, "
+                                 "ixz {}, iyz {} (principal moments {}, {}, {})",
+                                 places.of("link", link.name), link.name, in.ixx, in.iyy, in.izz, in.ixy, in.ixz, in.iyz,
+                                 principal[0], principal[1], principal[2]));
+  }
   const Eigen::Matrix3d R = inertial.rotation.toRotationMatrix();
   const Eigen::Matrix3d J_link = R * J * R.transpose();
   SpatialBody b;
@@ -272,6 +286,10 @@ UrdfMechanism read_urdf(const std::string& path) {
       const bool massless = !child->inertial || child->inertial->mass == 0.0;
       if (j->type == urdf::Joint::FIXED && massless) {
         attached[child->name] = Attachment{from.body, from.offset.then(origin)};
+        const Eigen::Vector3d at = attached[child->name].offset.origin;
+        m.frames[child->name] = from.body < 0 ? std::string("a frame of the ground (the root link)")
+                                              : fmt::format("{{body: {}, at: [{}, {}, {}]}}",
+                                                            m.bodies[static_cast<size_t>(from.body)].name, at[0], at[1], at[2]);
       } else {
         attached[child->name] = Attachment{static_cast<int>(m.bodies.size()), Frame{}};
         m.bodies.push_back(body_of(*child, placed, places));

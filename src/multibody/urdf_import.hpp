@@ -9,6 +9,7 @@
 // angle measured with them is 0 there.
 #include <saltus/multibody/model.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,16 @@ struct UrdfMechanism {
   /// What the import left out (joint limits, joint damping and friction), one sentence each,
   /// for the run's report.
   std::vector<std::string> notes;
+  /// The links merged into their parent's body (no mass, on a fixed joint: tool and sensor
+  /// frames), by name: where the frame sits, as a model file names that point ("{body: link2,
+  /// at: [0.1, 0, 0]}", or "the ground" for a frame of the root).
+  std::map<std::string, std::string> frames;
 };
 
 /// Reads the URDF file at `path`. Throws InputError naming the file and the link or joint: an
-/// unreadable or invalid file (with urdfdom's message), a body link without mass, a zero joint
-/// axis, a planar or mimic joint, links that do not form a tree from the root. (An inertia that
-/// is not positive definite is refused by the model's domain checks.)
+/// unreadable or invalid file (with urdfdom's message), a body link without mass or with a
+/// negative one, an inertia that is not positive definite, a zero joint axis, a planar or mimic
+/// joint, links that do not form a tree from the root.
 UrdfMechanism read_urdf(const std::string& path);
 
 }  // namespace saltus::multibody::detail
