@@ -92,42 +92,6 @@ std::string event_summary(const Problem& pb, const Event& e) {
   return s;
 }
 
-/// The initial states, their rates, the running costs and the guards watched in the initial mode
-/// are numbers at the start, or an InputError names the first that is not (before anything is
-/// printed): a run would fail on it at its first step.
-void refuse_non_finite_start(const Problem& pb, int mode, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot) {
-  const auto number = [](double v) { return std::isnan(v) ? std::string("nan") : std::string("infinite"); };
-  const double t0 = pb.options().t0;
-  const Eigen::VectorXd p = pb.nominal_parameters();
-  for (int i = 0; i < pb.n_states(); ++i) {
-    const std::string& name = pb.state_names()[static_cast<size_t>(i)];
-    if (!std::isfinite(x[i])) {
-      throw InputError(fmt::format("the initial value of state '{}' is {} at the parameters' values", name, number(x[i])));
-    }
-    if (!std::isfinite(xdot[i])) {
-      throw InputError(fmt::format("{}mode '{}': the rate of state '{}' at the start (t0 = {:g}) is {}",
-                                   pb.mode(mode).where(), pb.mode(mode).name, name, t0, number(xdot[i])));
-    }
-  }
-  for (int c = 0; c < pb.n_costs(); ++c) {
-    const auto& running = pb.cost(c).running;
-    const double g = running ? running.real(t0, x, xdot, p) : 0.0;
-    if (!std::isfinite(g)) {
-      throw InputError(fmt::format("the running cost of '{}' at the start (t0 = {:g}) is {}", pb.cost(c).name, t0,
-                                   number(g)));
-    }
-  }
-  for (int k = 0; k < pb.n_events(); ++k) {
-    const Event& e = pb.event(k);
-    if (!e.watched || !e.active_in(mode)) continue;
-    const double r = e.guard_at<double>(t0, x, xdot, p);
-    if (!std::isfinite(r)) {
-      throw InputError(fmt::format("{}the guard of event '{}' at the start (t0 = {:g}) is {}", e.where(), e.name, t0,
-                                   number(r)));
-    }
-  }
-}
-
 /// An equation model: its states with their initial values, parameters, modes, events, costs.
 /// A DAE (docs/dae.md) shows its consistent initial values and which states are algebraic.
 void print_equation_check(std::ostream& out, const std::string& file, const Problem& pb) {
@@ -151,7 +115,6 @@ void print_equation_check(std::ostream& out, const std::string& file, const Prob
   } else {
     pb.mode(mode).rhs.real(t0, x0, p, xdot);
   }
-  refuse_non_finite_start(pb, mode, x, xdot);
   fmt::print(out, "Model '{}' ({}), equation model{}\n", pb.name(), file, dae ? ", a DAE (runs on IDAS)" : "");
   fmt::print(out, "States ({}):\n", pb.n_states());
   for (int i = 0; i < pb.n_states(); ++i) {

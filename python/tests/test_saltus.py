@@ -187,10 +187,15 @@ def test_errors_raise_with_saltus_messages():
         saltus.load("galan").set_options(tfinal=3)
     with pytest.raises(saltus.InputError, match=r"model\.yaml|No such|cannot"):
         saltus.load(str(ROOT / "does_not_exist" / "model.yaml"))
-    # A failed run is a saltus.Error (not bad input).
-    model = saltus.from_dict({"horizon": 1, "states": {"x": 1}, "modes": {"m": {"rhs": ["log(x - 2)"]}},
+    # A failed run is a saltus.Error (not bad input): x' = x^2 from 1 blows up at t = 1.
+    model = saltus.from_dict({"horizon": 2, "states": {"x": 1}, "modes": {"m": {"rhs": ["x^2"]}},
                               "costs": {"X": {"terminal": "x"}}})
     with pytest.raises(saltus.Error):
+        model.simulate()
+    # A rate that is no number at the start is bad input, named before the run integrates.
+    model = saltus.from_dict({"horizon": 1, "states": {"x": 1}, "modes": {"m": {"rhs": ["log(x - 2)"]}},
+                              "costs": {"X": {"terminal": "x"}}})
+    with pytest.raises(saltus.InputError, match="the rate of state 'x' at the start"):
         model.simulate()
 
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "run_support.hpp"
 
@@ -20,8 +21,34 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
   check_start_off_guards(problem, mode, t0, x0, xdot, p, ws);
 }
 
+void check_start_finite(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot, In<double> p) {
+  const auto number = [](double v) { return std::isnan(v) ? std::string("nan") : std::string("infinite"); };
+  const Mode& m = problem.mode(mode);
+  for (int i = 0; i < problem.n_states(); ++i) {
+    if (std::isfinite(xdot[i])) continue;
+    throw InputError(fmt::format("{}mode '{}': the rate of state '{}' at the start (t0 = {:g}) is {}", m.where(), m.name,
+                                 problem.state_names()[static_cast<size_t>(i)], t0, number(xdot[i])));
+  }
+  for (int c = 0; c < problem.n_costs(); ++c) {
+    const auto& running = problem.cost(c).running;
+    const double g = running ? running.real(t0, x0, xdot, p) : 0.0;
+    if (std::isfinite(g)) continue;
+    throw InputError(fmt::format("the running cost of '{}' at the start (t0 = {:g}) is {}", problem.cost(c).name, t0,
+                                 number(g)));
+  }
+  for (int k = 0; k < problem.n_events(); ++k) {
+    const Event& e = problem.event(k);
+    if (!e.watched || !e.active_in(mode)) continue;
+    const double r = e.guard_at<double>(t0, x0, xdot, p);
+    if (std::isfinite(r)) continue;
+    throw InputError(fmt::format("{}the guard of event '{}' at the start (t0 = {:g}) is {}", e.where(), e.name, t0,
+                                 number(r)));
+  }
+}
+
 void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot,
                             In<double> p, TangentWorkspace& ws) {
+  check_start_finite(problem, mode, t0, x0, xdot, p);
   for (int k = 0; k < problem.n_events(); ++k) {
     const Event& e = problem.event(k);
     if (!e.watched || !e.active_in(mode) || e.may_start_on_guard || e.guard_at<double>(t0, x0, xdot, p) != 0.0) {

@@ -20,8 +20,13 @@ struct GuardRate {
   bool grazing(double tolerance) const { return is_grazing(rate, scale, tolerance); }
 };
 
-/// Throws InputError if the initial state lies exactly on the guard of an event watched in
-/// `mode` (r = 0) while moving into its enabled crossing direction or resting on it (r-dot = 0):
+/// Throws InputError naming the first of the start's rates x-dot(t0), running costs and guards
+/// watched in `mode` that is not a number (nan or infinite): the run would fail on it at its
+/// first step; as bad input the model is named before anything is integrated.
+void check_start_finite(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot, In<double> p);
+
+/// Throws InputError if the start is not finite (check_start_finite) or if the initial state
+/// lies exactly on the guard of an event watched in `mode` (r = 0) while moving into its enabled crossing direction or resting on it (r-dot = 0):
 /// CVODES masks a guard that starts at zero, so the event would never fire and the motion would
 /// pass through the surface (a ball released on its floor would fall through it).
 void check_start_off_guards(const Problem& problem, int mode, double t0, In<double> x0, In<double> p,
