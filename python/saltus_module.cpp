@@ -140,7 +140,7 @@ py::dict result_dict(const Model& model, const Solution& sol, const std::string&
   r["parameters"] = named(params, pb.nominal_parameters());
   r["costs"] = named(costs, sol.costs);
   if (sol.cost_history.rows() > 0) r["cost_history"] = sol.cost_history;
-  r["final_state"] = named(pb.state_names(), sol.final_state);
+  r["final_state"] = named(pb.state_names_at(sol.final_state), sol.final_state);
   py::list events;
   for (const EventRecord& e : sol.events) {
     py::dict ev;

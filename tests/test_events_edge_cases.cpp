@@ -387,3 +387,55 @@ TEST(ComplexStep, TheComplexRunFiresEachEventOnceAsTheRealRun) {
   EXPECT_NEAR(cs.event_time_gradient(0, 0), -500.0, 20.0);
   EXPECT_NEAR(cs.event_time_gradient(1, 0), 500.0, 20.0);
 }
+
+// A guard crossing with zero speed, r = (x - a)^3, whose jump acts on another state: the
+// crossing is tangential (grazing), and the guard goes on to its firing side exactly as before the
+// jump. The hold after a restart kept it on its non-firing side and fired it again as it left its
+// band (two firings, y_T = 4 e^-2 in the simulation, one in the adjoint's recording): it fires
+// once, y_T = k e^-2, dy_T/dk = e^-2 (found by a model file written from the docs).
+TEST(Grazing, ACrossingWhoseJumpLeavesTheGuardMovingOnFiresOnce) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: cubic\nhorizon: 2\nparameters: {a: 1, k: 2}\nstates: {x: 0, y: 1}\nmodes: {m: {rhs: [1, -y]}}\n"
+      "events:\n  hit: {guard: \"(x - a)^3\", direction: rising, jump: [x, \"k*y\"]}\n"
+      "costs: {yT: {terminal: y}}\n",
+      "cubic.yaml");
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution s = simulate(pb, p, pb.options());
+  ASSERT_EQ(s.events.size(), 1u);
+  EXPECT_TRUE(s.events[0].grazing);
+  EXPECT_NEAR(s.costs[0], 2.0 * std::exp(-2.0), 1e-7);
+  const Solution adj = adjoint(pb, p, pb.options());
+  ASSERT_EQ(adj.events.size(), 1u);
+  EXPECT_NEAR(adj.costs[0], 2.0 * std::exp(-2.0), 1e-7);
+  EXPECT_NEAR(adj.cost_gradient(0, 1), std::exp(-2.0), 1e-6);  // d y_T / d k
+}
+
+// An either-way switch into a mode that turns the motion back leaves the guard it was applied
+// on, as a bounce does: only a crossing back is a new one. Modes A (x' = 1), B (x' = -2) and
+// C (x' = 0.5), the switch A -> B -> C -> A at x = th: the run fired once, or three times at
+// one instant (ending in A, J = 2), as the root's last bits fell (th = 0.9, 1.1), and forward
+// and simulation differed. It fires once for every th: x = th - 2 (t - th) after it,
+// J = th^2 / 2 + th (2 - th) - (2 - th)^2 = -1.5 th^2 + 6 th - 4.
+TEST(EitherWay, ASwitchThatTurnsTheMotionBackFiresOnceWhateverTheSetPoint) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: cycle\nhorizon: 2\nparameters: {th: 0.6}\nstates: {x: 0}\n"
+      "modes: {A: {rhs: [1]}, B: {rhs: [-2]}, C: {rhs: [0.5]}}\n"
+      "events:\n  sw: {guard: x - th, direction: either, next: {A: B, B: C, C: A}}\n"
+      "costs: {J: {running: x}}\n",
+      "cycle.yaml");
+  for (const double th : {0.3, 0.6, 0.77, 0.9, 1.1}) {
+    Eigen::VectorXd p(1);
+    p << th;
+    const double J = th * th / 2.0 + th * (2.0 - th) - (2.0 - th) * (2.0 - th);
+    for (const bool forward : {false, true}) {
+      const Solution s = forward ? forward_sensitivity(pb, p, pb.options()) : simulate(pb, p, pb.options());
+      SCOPED_TRACE(::testing::Message() << "th = " << th << (forward ? ", forward" : ", simulation"));
+      ASSERT_EQ(s.events.size(), 1u);
+      EXPECT_EQ(s.final_mode, 1);  // B
+      EXPECT_NEAR(s.costs[0], J, 1e-6);
+      if (forward) {
+        EXPECT_NEAR(s.cost_gradient(0, 0), 6.0 - 3.0 * th, 1e-6);  // J = -1.5 th^2 + 6 th - 4
+      }
+    }
+  }
+}

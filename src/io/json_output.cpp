@@ -66,7 +66,7 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
   j["parameters"] = named(params, r.parameters);
   j["costs"] = named(pb.cost_names(), s.costs);
   if (!r.estimates.empty()) j["gradient"] = gradient_json(pb, primary.cost_gradient);  // none for simulate
-  j["final_state"] = named(pb.state_names(), s.final_state);
+  j["final_state"] = named(pb.state_names_at(s.final_state), s.final_state);
   j["final_time"] = s.times.back();
   j["final_mode"] = pb.mode(s.final_mode).name;
   nlohmann::json events = nlohmann::json::array();

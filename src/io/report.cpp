@@ -183,8 +183,9 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   }
   print_events(out, pb, r);
   fmt::print(out, "\nFinal state (t = {}, mode '{}'):\n", s.times.back(), pb.mode(s.final_mode).name);
+  const std::vector<std::string> final_names = pb.state_names_at(s.final_state);
   for (int i = 0; i < pb.n_states(); ++i) {
-    fmt::print(out, "  {:<10} = {: .12e}\n", pb.state_names()[static_cast<size_t>(i)], s.final_state[i]);
+    fmt::print(out, "  {:<10} = {: .12e}\n", final_names[static_cast<size_t>(i)], s.final_state[i]);
   }
   fmt::print(out, "\nCosts:\n");
   for (int c = 0; c < pb.n_costs(); ++c) {

@@ -222,6 +222,9 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
                                      matrix_path(model, settings.type),
                                      model.source.empty() ? "" : ", from " + model.source));
   pb.set_states(form->state_names());
+  if constexpr (std::is_same_v<Form, detail::MaggiForm>) {
+    if (form->repartitions()) pb.set_state_names_at([form](In<double> x) { return form->state_names_at(x); });
+  }
   // Their bounds are checked with the model's domains (Model::check_domains).
   for (const Parameter& par : model.parameters) pb.add_parameter(par.name, par.nominal, par.description);
   pb.set_initial_state([form](const auto& p, auto x0) {

@@ -561,11 +561,15 @@ struct MaggiForm : FormBase {
   int n_reference() const { return repartitions() ? n + n_set_words() : 0; }
   int flags_at() const { return 2 * f() + n; }
   int n_states() const { return 2 * f() + n_reference() + n_flags(); }
-  std::vector<std::string> state_names() const {
+  std::vector<std::string> state_names() const { return state_names_in(part); }
+  /// The names of state x's entries: its first 2f entries are the coordinates of its own
+  /// independent set (partition_of), which a repartition changes.
+  std::vector<std::string> state_names_at(In<double> x) const { return state_names_in(partition_of<double>(x)); }
+  std::vector<std::string> state_names_in(const Partition& set) const {
     const std::vector<std::string> all = model->coordinate_names();
     std::vector<std::string> names;
-    for (int k : part.independent) names.push_back(all[static_cast<size_t>(k)]);
-    for (int k : part.independent) names.push_back(all[static_cast<size_t>(k)] + "_dot");
+    for (int k : set.independent) names.push_back(all[static_cast<size_t>(k)]);
+    for (int k : set.independent) names.push_back(all[static_cast<size_t>(k)] + "_dot");
     if (repartitions()) {
       for (const std::string& name : all) names.push_back(name + ".ref");
       for (int w = 0; w < n_set_words(); ++w) {

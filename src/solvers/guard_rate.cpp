@@ -218,8 +218,16 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
       if (d != 0 && (past_and_leaving || lands_on_zero)) watched.level[i] = r + d * 1e-12 * (1.0 + rate.reach);
       continue;
     }
-    // The non-firing side: above zero for a falling crossing, below for a rising one.
-    const int side = watched.directions[i] != 0 ? -watched.directions[i] : (r >= 0.0 ? 1 : -1);
+    // The non-firing side: above zero for a falling crossing, below for a rising one. But an
+    // event applied at this root at a tangential crossing, whose guard moves exactly as before
+    // (its jump left the guard's rate as it was: r = (x - a)^3 with a jump on another state),
+    // is still passing through the crossing it fired at: it is held on its firing side, so that
+    // going on there is no second firing (it was), and coming back is watched as usual.
+    const double before = i < watched.rate_before_at_start.size() ? watched.rate_before_at_start[i] : NAN;
+    const bool passing_through = i < watched.applied_at_start.size() && watched.applied_at_start[i] != 0 &&
+                                 is_grazing(before, rate.scale, options.grazing_tolerance) && before == rate.rate;
+    const int d = watched.directions[i];
+    const int side = d != 0 ? (passing_through ? d : -d) : (r >= 0.0 ? 1 : -1);
     watched.held[i] = side * band;
   }
 }
@@ -313,14 +321,17 @@ void watch_return_crossings(const Problem& problem, WatchedEvents& watched, cons
   refuse_sliding_modes(problem, watched, on_the_guard, mode, t, x, xdot, p, grazing_tolerance, ws);
   watched.dropped_at_start.assign(watched.events.size(), 0);
   watched.applied_at_start.assign(watched.events.size(), 0);
+  watched.rate_before_at_start.assign(watched.events.size(), NAN);
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
     watched.dropped_at_start[i] = std::any_of(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) {
       return g.event == k && std::isnan(g.rate_before);
     });
-    watched.applied_at_start[i] = std::any_of(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) {
+    const auto applied = std::find_if(on_the_guard.begin(), on_the_guard.end(), [k](const OnTheGuard& g) {
       return g.event == k && !std::isnan(g.rate_before);
     });
+    watched.applied_at_start[i] = applied != on_the_guard.end();
+    if (applied != on_the_guard.end()) watched.rate_before_at_start[i] = applied->rate_before;
   }
   for (size_t i = 0; i < watched.events.size(); ++i) {
     const int k = watched.events[i];
@@ -329,8 +340,10 @@ void watch_return_crossings(const Problem& problem, WatchedEvents& watched, cons
     const GuardRate rate = dae_guard_rate(problem, k, mode, t, x, xdot, p, ws);
     if (rate.grazing(grazing_tolerance) || off_guard(problem.event(k).guard_at<double>(t, x, xdot, p), rate)) continue;
     const bool dropped = std::isnan(left->rate_before);
-    const bool bounced = left->mode_before == mode && left->mode_after == mode && left->rate_before * rate.rate < 0.0;
-    if (!dropped && !bounced) continue;
+    // Its jump (a bounce) or its switch into this mode turned the guard's motion back: the state
+    // leaves the guard it was applied on, and only a crossing back is a new one.
+    const bool turned_back = left->mode_after == mode && left->rate_before * rate.rate < 0.0;
+    if (!dropped && !turned_back) continue;
     watched.directions[i] = rate.rate > 0.0 ? -1 : 1;  // leaving upwards, it comes back falling
   }
 }

@@ -107,6 +107,9 @@ struct WatchedEvents {
   /// Per watched event: 1 where the event was applied at the root the segment starts from
   /// (watch_return_crossings): its guard may sit at zero there, passed through.
   std::vector<char> applied_at_start;
+  /// Per watched event applied at that root: its guard's rate r-dot- before the firing
+  /// (OnTheGuard::rate_before), else NaN.
+  std::vector<double> rate_before_at_start;
 };
 WatchedEvents watched_events(const Problem& problem, int mode);
 

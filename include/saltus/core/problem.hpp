@@ -13,6 +13,7 @@
 
 #include <Eigen/Core>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -456,6 +457,16 @@ class Problem {
   int n_modes() const { return static_cast<int>(modes_.size()); }
   int n_events() const { return static_cast<int>(events_.size()); }
   const std::vector<std::string>& state_names() const { return states_; }
+  /// The names of the entries of the state x (n_x): state_names(), unless the problem's states
+  /// change meaning along a run (set_state_names_at: the maggi formulation's independent
+  /// coordinates after a repartition). Reports name a final state by it.
+  std::vector<std::string> state_names_at(In<double> x) const {
+    return state_names_at_ ? state_names_at_(x) : states_;
+  }
+  /// What state_names_at gives at x; it must return n_x names.
+  void set_state_names_at(std::function<std::vector<std::string>(In<double>)> names) {
+    state_names_at_ = std::move(names);
+  }
   std::vector<std::string> parameter_names() const;
   std::vector<std::string> cost_names() const;
   const std::vector<Parameter>& parameters() const { return parameters_; }
@@ -530,6 +541,7 @@ class Problem {
   std::string name_;
   std::string description_;
   std::vector<std::string> states_;
+  std::function<std::vector<std::string>(In<double>)> state_names_at_;
   std::vector<bool> algebraic_;  // per state; empty: none
   std::vector<Parameter> parameters_;
   Instantiated<InitialStateFn> initial_state_;
