@@ -80,6 +80,18 @@ TEST(Repartition, DoublePendulumThroughTheVerticalAgreesWithIndex1) {
   for (const char* name : {"p1.x", "p1.y", "p2.x", "p2.y"}) {
     EXPECT_NEAR(a.final_state[maggi.state_index(std::string(name) + ".ref")], output(maggi, a, name), 1e-8) << name;
   }
+  // A state's names are its own set's (the report, JSON and Python name a final state so): after
+  // the first switch each independent coordinate holds the position of its name (q_ref+ = q
+  // there). The initial set's names would call p1.x's value p1.y.
+  const Eigen::VectorXd& after = a.events.front().state_after;
+  const std::vector<std::string> names = maggi.state_names_at(after);
+  ASSERT_EQ(names.size(), maggi.state_names().size());
+  EXPECT_NE(names, maggi.state_names());
+  for (int i = 0; i < 2; ++i) {
+    const std::string& name = names[static_cast<size_t>(i)];
+    EXPECT_EQ(after[i], after[maggi.state_index(name + ".ref")]) << name;
+  }
+  EXPECT_EQ(maggi.state_names_at(a.events.front().state_before), maggi.state_names());
 }
 
 TEST(Repartition, ForwardAdjointAndComplexStepAgreeThroughTheSwitches) {
