@@ -303,6 +303,13 @@ TEST(Cli, SettlingBallRunsEveryMethodAndReportsTheAccumulation) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "'impact (rest)' comes to rest at t = 2.558")) << r.out;
   EXPECT_TRUE(contains(r.out, "accumulate at t_inf = 2.5586")) << r.out;
+  // A plastic impact rests at its first firing: nothing accumulates (the report said its
+  // firings accumulate at the firing's own time).
+  const Outcome plastic = saltus_cmd({"run", "ball1d", "--param", "e=0", "--tend", "3", "--method", "simulate"});
+  ASSERT_EQ(plastic.status, 0) << plastic.err;
+  EXPECT_TRUE(contains(plastic.out, "' comes to rest at t = ")) << plastic.out;
+  EXPECT_TRUE(contains(plastic.out, ", at once (no bounce)")) << plastic.out;
+  EXPECT_FALSE(contains(plastic.out, "accumulate")) << plastic.out;
 }
 
 // A model file runs like an example: the JSON keeps its shape with the benchmark names, the

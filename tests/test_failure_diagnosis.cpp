@@ -188,6 +188,16 @@ contacts: [{name: floor, point: p, line: {point: [0, -0.5], normal: [0, 1]}, res
   EXPECT_TRUE(contains(closed, "persistent: true")) << closed;
   EXPECT_EQ(multibody::detail::closed_impact_contacts(impact, at(1.0, 0.0), p), "");
   EXPECT_EQ(multibody::detail::closed_impact_contacts(persistent, at(std::sqrt(0.75), -0.5), p), "");
+  // Closed but opening fast, p just bounced: a failure there follows one impact, not an
+  // accumulation of them (an outside reader's index3 run failed at its only impact and was told
+  // of a Zeno cascade). The tip at (sqrt(0.75), -0.5) moving up at 2 m/s: v = omega x r.
+  const double omega = 2.0 / std::sqrt(0.75);
+  const multibody::MotionState<double> bounced{0.0, Eigen::Vector2d(std::sqrt(0.75), -0.5),
+                                               Eigen::Vector2d(0.5 * omega, std::sqrt(0.75) * omega)};
+  const std::string leaving = multibody::detail::closed_impact_contacts(impact, bounced, p);
+  EXPECT_TRUE(contains(leaving, "the contact 'floor' (gap ")) << leaving;
+  EXPECT_TRUE(contains(leaving, "opening at 2) is at its impact there, not at an accumulation of impacts")) << leaving;
+  EXPECT_FALSE(contains(leaving, "Zeno")) << leaving;
 }
 
 }  // namespace

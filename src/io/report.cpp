@@ -45,8 +45,13 @@ void print_events(std::ostream& out, const Problem& pb, const RunResult& r) {
   }
   for (const auto& e : events) {
     if (e.rest) {
-      fmt::print(out, "  '{}' comes to rest at t = {:.10g}: its firings accumulate at t_inf = {:.10g}", e.name,
-                 e.time, e.accumulation_time);
+      // A plastic landing rests at its first firing: nothing accumulates there.
+      if (e.accumulation_time == e.time) {
+        fmt::print(out, "  '{}' comes to rest at t = {:.10g}, at once (no bounce)", e.name, e.time);
+      } else {
+        fmt::print(out, "  '{}' comes to rest at t = {:.10g}: its firings accumulate at t_inf = {:.10g}", e.name,
+                   e.time, e.accumulation_time);
+      }
       if (e.daccumulation_dp.size() == pb.n_parameters()) {
         fmt::print(out, ", dt_inf/dp:");
         for (int k = 0; k < pb.n_parameters(); ++k) {

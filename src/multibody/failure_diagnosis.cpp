@@ -59,13 +59,25 @@ std::string coincident_spring_ends(const Model& m, const MotionState<double>& st
 }
 
 std::string closed_impact_contacts(const Model& m, const MotionState<double>& st, In<double> p) {
-  std::vector<std::string> closed;
+  std::vector<std::string> closed, leaving;
   for (const Contact& c : m.contacts) {
     if (c.persistent) continue;
-    const double gap = contact_geometry<double>(m, c, st, p).gap.value;
-    if (std::abs(gap) <= kClosedGap) closed.push_back(fmt::format("'{}' (gap {:.1e})", c.name, gap));
+    const KinRow<double> gap = contact_geometry<double>(m, c, st, p).gap;
+    if (!(std::abs(gap.value) <= kClosedGap)) continue;
+    // Bounces that accumulate leave ever slower; one that leaves fast has just bounced.
+    if (std::abs(gap.rate) > kLeavingSpeed) {
+      leaving.push_back(fmt::format("'{}' (gap {:.1e}, opening at {:.3g})", c.name, gap.value, gap.rate));
+    } else {
+      closed.push_back(fmt::format("'{}' (gap {:.1e})", c.name, gap.value));
+    }
   }
-  if (closed.empty()) return "";
+  if (closed.empty() && leaving.empty()) return "";
+  if (closed.empty()) {
+    return fmt::format("the contact{} {} {} at {} impact there, not at an accumulation of impacts: the integration "
+                       "failed on its restart after it",
+                       leaving.size() > 1 ? "s" : "", fmt::join(leaving, ", "), leaving.size() > 1 ? "are" : "is",
+                       leaving.size() > 1 ? "their" : "its");
+  }
   const bool several = closed.size() > 1;
   return fmt::format("the contact{} {} {} closed there: {} impacts have most likely accumulated, bounces ever shorter "
                      "(a Zeno cascade); `persistent: true` on {} lets {} come to rest (docs/model-files.md, contacts)",

@@ -20,10 +20,14 @@ std::string coincident_spring_ends(const Model& m, const MotionState<double>& st
 /// kClosedGap of zero, in one clause with the hint to make them persistent, or "": where a
 /// run fails with such a contact closed, its impacts have most likely accumulated (bounces
 /// ever shorter, a Zeno cascade the integrator cannot step through), and only a persistent
-/// contact can come to rest.
+/// contact can come to rest. Those opening faster than kLeavingSpeed have just bounced: then
+/// the clause says the failure followed an impact, not an accumulation.
 std::string closed_impact_contacts(const Model& m, const MotionState<double>& st, In<double> p);
 
 /// |gap| [m or rad] below which closed_impact_contacts names a contact.
 inline constexpr double kClosedGap = 1e-6;
+/// |gap rate| [m/s or rad/s] above which a closed contact is one that has just bounced, not
+/// one whose impacts accumulated (their rates shrink towards zero).
+inline constexpr double kLeavingSpeed = 1e-2;
 
 }  // namespace saltus::multibody::detail

@@ -389,8 +389,8 @@ void DaeRun::fail(int flag, double t) {
   if ((flag == IDA_CONV_FAIL || flag == IDA_ERR_FAIL) && pb_.mode(mode_).index2()) {
     // Index 1 is not the question there: a completed mode is index 2 or 3 by design.
     hint = "; the corrector kept failing in a mode of index 2 or 3 (with a completion), whose Newton matrix grows "
-           "ill-conditioned as the steps shrink (like h^-2, h^-3 in the multibody index3 form): for a mechanism, try "
-           "--formulation ggl or stabilized_index1 (docs/multibody.md)";
+           "ill-conditioned as the steps shrink (like h^-2, h^-3 in the multibody index3 form: a mechanism in index3 "
+           "may run in --formulation ggl or stabilized_index1, docs/multibody.md)";
   } else if (flag == IDA_CONV_FAIL || flag == IDA_ERR_FAIL) {
     hint = "; the corrector kept failing: is the DAE index 1 along the motion (docs/dae.md)?";
   }
