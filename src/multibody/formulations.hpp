@@ -657,7 +657,7 @@ struct MaggiForm : FormBase {
     VectorX<S> s_c;     ///< S_Phi c, n
   };
 
-  /// The last kinematics a thread computed in scalar type S (double, Dual, Complex), by form and
+  /// The last kinematics a thread computed in scalar type S (double, Dual, Complex, DualBlock), by form and
   /// point: a step's cost integrand reads the kinematics of the right-hand side it has just
   /// evaluated at the same point (a position Newton, its constraints and the Maggi solve: a third
   /// of a fivebar_floor simulation). Bitwise-equal inputs only.
@@ -677,11 +677,12 @@ struct MaggiForm : FormBase {
     }
   };
 
-  /// The kinematics at (t, x): remembered per thread (KinematicsMemo) in double, Dual and Complex
-  /// (Reverse must record every use on its tape).
+  /// The kinematics at (t, x): remembered per thread (KinematicsMemo) in double, Dual, Complex and
+  /// DualBlock (a step's sensitivity right-hand side and its costs' read one point; Reverse must
+  /// record every use on its tape).
   template <class S>
   Kinematics<S> kinematics(const S& t, In<S> x, In<S> p) const {
-    if constexpr (std::is_same_v<S, double> || std::is_same_v<S, Dual> || std::is_same_v<S, Complex>) {
+    if constexpr (std::is_same_v<S, double> || std::is_same_v<S, Dual> || std::is_same_v<S, Complex> || std::is_same_v<S, DualBlock>) {
       KinematicsMemo<S>& memo = KinematicsMemo<S>::of_this_thread();
       if (memo.holds(id, t, x, p)) return memo.k;
       memo.form = 0;  // until this one is complete

@@ -8,8 +8,10 @@
 namespace saltus {
 
 /// The n values at a and at b have the same bits. n may be 0 (the pointers may then be null:
-/// memcmp must not see them). S holds its value in its own bytes, without padding that could
-/// differ: double and the AD scalars made of doubles (Dual, DualBlock, Complex, Reverse).
+/// memcmp must not see them). S holds its value in its own bytes: double and the AD scalars made
+/// of doubles (Dual, DualBlock, Complex, Reverse). DualBlock's padding (before its aligned
+/// derivatives) is compared too: values that differ there only are told apart, never values
+/// that differ, so a cache may miss but not mistake.
 template <class S>
 bool same_bits(const S* a, const S* b, long n) {
   static_assert(std::is_standard_layout_v<S>, "same_bits compares values held in their own bytes");
