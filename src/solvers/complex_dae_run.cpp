@@ -307,6 +307,7 @@ Reached ComplexDaeRun::advance(double tout, double& t) {
     flag = ida_->advance(tout, t);
   }
   if (flag < 0) fail(flag, t);
+  model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
   load(ida_->y(), ida_->yp());
   if (flag != IDA_ROOT_RETURN) restart_.passed_output();
   return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;

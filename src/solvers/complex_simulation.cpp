@@ -254,6 +254,7 @@ void ComplexRun::apply_event(int k, double t) {
 detail::Reached ComplexRun::advance(double tout, double& t) {
   const int flag = cv_->advance(tout, t);
   if (flag < 0) fail(flag, t);
+  model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
   segment_advanced_ = true;
   if (flag == CV_ROOT_RETURN) return detail::Reached::Roots;
   load_state(cv_->y());

@@ -258,6 +258,7 @@ Reached DaeRun::advance(double tout, double& t) {
   int flag = ida_->advance(tout, t);
   if (flag < 0 && restart_.retry(t)) flag = start_again(tout, t);
   if (flag < 0) fail(flag, t);
+  model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
   if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
   if (flag == IDA_ROOT_RETURN) {
     fired_ = excursions_.guard_roots(ida_->root_info(), watched_.events.size());

@@ -335,6 +335,7 @@ Reached HybridRun::advance(double tout, double& t) {
     if (kind_ == RunKind::AdjointRecording) keep_within_budget();
   }
   if (flag < 0) fail(flag, t);
+  model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
   segment_advanced_ = true;
   if (flag == CV_ROOT_RETURN) {
     fired_ = excursions_.guard_roots(cv_->root_info(), watched_.events.size());
