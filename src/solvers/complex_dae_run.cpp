@@ -49,6 +49,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   void coupling_block(double t, double cj, N_Vector y, N_Vector yp);
   void begin_segment(double t) override;
   Reached advance(double tout, double& t) override;
+  bool release_cost_perturbations();
   void record_output(double, bool) override {}
   bool apply_roots(double t) override;
   void finish(double t) override;
@@ -82,6 +83,8 @@ class ComplexDaeRun : private SegmentIntegrator {
   ComplexSolution sol_;
   std::unique_ptr<IdasSession> ida_;
   RestartStep restart_;  // the first step after an event (docs/dae.md, "Restarts")
+  std::vector<double> atol_;          // of the stacked components (Re x, Im x, Re q, Im q)
+  bool cost_perturbations_released_ = false;  // release_cost_perturbations took them out
 };
 
 std::vector<bool> stacked_differential(const Problem& problem, int nq) {
@@ -132,6 +135,7 @@ ComplexDaeRun::ComplexDaeRun(const Problem& problem, const VectorX<Complex>& p, 
   for (double a : atol) stacked.push_back(a * imaginary_scale);
   stacked.resize(stacked.size() + static_cast<size_t>(nq_), q_atol);
   stacked.resize(stacked.size() + static_cast<size_t>(nq_), q_atol * imaginary_scale);
+  atol_ = stacked;
   IdasCallbacks cb;
   cb.residual = residual_cb;
   cb.jacobian = jacobian_cb;
@@ -295,6 +299,17 @@ void ComplexDaeRun::begin_segment(double t) {
   ida_->set_roots(directions);
 }
 
+/// A segment that failed before its first output: the cost integrals' imaginary parts leave the error test
+/// for the rest of the run, once, as the real run's sensitivities of them do
+/// (DaeRun::release_cost_sensitivities). Returns whether they did.
+bool ComplexDaeRun::release_cost_perturbations() {
+  if (nq_ == 0 || cost_perturbations_released_ || !restart_.at_start()) return false;
+  std::fill(atol_.end() - nq_, atol_.end(), 1e300);
+  ida_->set_state_atol(atol_, opt_.rtol);
+  cost_perturbations_released_ = true;
+  return true;
+}
+
 Reached ComplexDaeRun::advance(double tout, double& t) {
   int flag = ida_->advance(tout, t);
   if (flag < 0 && restart_.retry(t)) {
@@ -302,6 +317,14 @@ Reached ComplexDaeRun::advance(double tout, double& t) {
     throw_if_interrupted(t);
     ida_->add_stats(sol_.stats);
     sol_.stats.segments -= 1;  // the same segment, counted again when it ends
+    model_error_.clear();
+    begin_segment(restart_.segment_start());
+    flag = ida_->advance(tout, t);
+  }
+  if (flag < 0 && release_cost_perturbations()) {
+    throw_if_interrupted(t);
+    ida_->add_stats(sol_.stats);
+    sol_.stats.segments -= 1;
     model_error_.clear();
     begin_segment(restart_.segment_start());
     flag = ida_->advance(tout, t);

@@ -257,6 +257,7 @@ void DaeRun::begin_segment(double t) {
 Reached DaeRun::advance(double tout, double& t) {
   int flag = ida_->advance(tout, t);
   if (flag < 0 && restart_.retry(t)) flag = start_again(tout, t);
+  if (flag < 0 && release_cost_sensitivities()) flag = start_again(tout, t);
   if (flag < 0) fail(flag, t);
   model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
   if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
@@ -270,6 +271,17 @@ Reached DaeRun::advance(double tout, double& t) {
     if (!fired_.empty()) return Reached::Roots;
   }
   return Reached::Output;
+}
+
+bool DaeRun::release_cost_sensitivities() {
+  if (!sens_ || nq_ == 0 || cost_sensitivities_released_ || session_ == nullptr || !restart_.at_start()) {
+    return false;
+  }
+  std::vector<double> atol = component_atol();
+  std::fill(atol.begin() + nx_, atol.end(), 1e300);
+  session_->set_sensitivity_atol(atol, opt_.rtol);
+  cost_sensitivities_released_ = true;
+  return true;
 }
 
 int DaeRun::start_again(double tout, double& t) {

@@ -75,6 +75,14 @@ class DaeRun : private SegmentIntegrator {
   int resolve_rest(int k, double t, std::optional<Accumulation>& rest);
   /// Starts the failed segment again with the step taken before its event (RestartStep).
   int start_again(double tout, double& t);
+  /// A forward-sensitivity run whose segment failed before its first output: takes its cost integrals'
+  /// sensitivities out of the error test for the rest of the run, once (they follow the steps
+  /// the states and their sensitivities choose). Their rates read x-dot (a cost on an
+  /// acceleration) through IDAS's BDF formula, whose sensitivities right after an impact carry an
+  /// error that the integrals' absolute tolerance (from zero, for a parameter that acts only
+  /// from the impact on) met at no step: ggl at rtol 1e-11 stopped with IDA_ERR_FAIL at the
+  /// impact. Returns whether it did (the segment is then to be started again).
+  bool release_cost_sensitivities();
   [[noreturn]] void fail(int flag, double t);
   /// The IDAS components: the states, then the running-cost integrals (differential).
   std::vector<bool> differential_components() const;
@@ -106,6 +114,7 @@ class DaeRun : private SegmentIntegrator {
   GuardExcursions excursions_;            // a crossing pair inside one step (guard_excursions.hpp)
   std::string model_error_;
   int non_finite_evaluations_ = 0;
+  bool cost_sensitivities_released_ = false;  ///< release_cost_sensitivities took them out
   static constexpr int kMaxNonFiniteEvaluations = 50;
   std::unique_ptr<SparseIterationMatrix> sparse_;  // a sparse Newton matrix (Options::linear_solver)
   IdasCallbacks callbacks_;

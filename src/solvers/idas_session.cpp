@@ -127,8 +127,8 @@ IdasSession::IdasSession(int n, int nq, int ns, const std::vector<bool>& differe
     ypS_ = zero_vectors(ns, y_, "the sensitivity derivative vectors");
     ism_ = options.corrector == SensitivityCorrector::Staggered ? IDA_STAGGERED : IDA_SIMULTANEOUS;
     check_ida(IDASensInit(mem_, ns, ism_, cb.sensitivity, yS_, ypS_), "IDASensInit");
-    std::vector<double> pbar = parameter_scales;
-    check_ida(IDASetSensParams(mem_, nullptr, pbar.data(), nullptr), "IDASetSensParams");
+    pbar_ = parameter_scales;
+    check_ida(IDASetSensParams(mem_, nullptr, pbar_.data(), nullptr), "IDASetSensParams");
     check_ida(IDASensEEtolerances(mem_), "IDASensEEtolerances");
     check_ida(IDASetSensErrCon(mem_, options.sensitivity_error_control ? SUNTRUE : SUNFALSE),
               "IDASetSensErrCon");
@@ -192,6 +192,24 @@ void IdasSession::set_roots(const std::vector<int>& directions) {
     // Guards at zero right after a restart are masked until they move away: expected.
     check_ida(IDASetNoInactiveRootWarn(mem_), "IDASetNoInactiveRootWarn");
   }
+}
+
+void IdasSession::set_state_atol(const std::vector<double>& atol, double rtol) {
+  for (size_t i = 0; i < atol.size(); ++i) NV_Ith_S(atol_, static_cast<sunindextype>(i)) = atol[i];
+  check_ida(IDASVtolerances(mem_, rtol, atol_), "IDASVtolerances");
+}
+
+void IdasSession::set_sensitivity_atol(const std::vector<double>& atol, double rtol) {
+  N_Vector* atol_s = N_VCloneVectorArray(ns_, y_);
+  check_alloc(atol_s, "the sensitivity tolerances");
+  for (int k = 0; k < ns_; ++k) {
+    for (size_t i = 0; i < atol.size(); ++i) {
+      NV_Ith_S(atol_s[k], static_cast<sunindextype>(i)) = atol[i] / std::abs(pbar_[static_cast<size_t>(k)]);
+    }
+  }
+  const int flag = IDASensSVtolerances(mem_, rtol, atol_s);
+  N_VDestroyVectorArray(atol_s, ns_);
+  check_ida(flag, "IDASensSVtolerances");
 }
 
 int IdasSession::advance(double tout, double& t) {

@@ -79,10 +79,17 @@ class RestartStep {
   /// A segment starts at t: the first step to give IDAS (0: its own estimate).
   double start(double t) {
     start_ = t;
+    at_start_ = true;
     return std::exchange(retry_, 0.0);
   }
   /// The segment returned at an output: the run's state is no longer the segment's start.
-  void passed_output() { before_event_ = 0.0; }
+  void passed_output() {
+    before_event_ = 0.0;
+    at_start_ = false;
+  }
+  /// Whether the run's state is still the segment's start (no output since): the segment can be
+  /// started again from it.
+  bool at_start() const { return at_start_; }
   /// After a failure at t: whether to start the segment again at segment_start() (start() then
   /// gives the step taken before the event). Once per event.
   bool retry(double t) {
@@ -96,6 +103,7 @@ class RestartStep {
   double start_ = 0.0;
   double before_event_ = 0.0;
   double retry_ = 0.0;
+  bool at_start_ = false;
 };
 
 /// One IDAS instance for n states (`differential[i]`: state i has a derivative in F), nq
@@ -124,6 +132,11 @@ class IdasSession {
   /// The first step of the integration just started (0: IDAS's own estimate); it stays set
   /// for later starts until set again.
   void set_initial_step(double h);
+  /// The states' absolute tolerances from now on (IDASVtolerances, with the run's rtol).
+  void set_state_atol(const std::vector<double>& atol, double rtol);
+  /// Forward sensitivities: the absolute tolerance of component i of sensitivity k is
+  /// atol[i] / pbar_k (IDAS's estimate takes the states' own), with the states' rtol.
+  void set_sensitivity_atol(const std::vector<double>& atol, double rtol);
   /// The size of the last step taken (0 before any).
   double last_step() const;
   /// Watches `directions.size()` root functions with direction flags (+1, -1, 0).
@@ -197,6 +210,7 @@ class IdasSession {
   SUNMatrix A_ = nullptr;
   SUNLinearSolver LS_ = nullptr;
   int nq_, ns_;
+  std::vector<double> pbar_;  ///< the sensitivities' parameter scales (IDASetSensParams)
   bool sparse_ = false;
   IDARootFn roots_fn_;
   double tf_;
