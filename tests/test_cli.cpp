@@ -303,6 +303,12 @@ TEST(Cli, SettlingBallRunsEveryMethodAndReportsTheAccumulation) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "'impact (rest)' comes to rest at t = 2.558")) << r.out;
   EXPECT_TRUE(contains(r.out, "accumulate at t_inf = 2.5586")) << r.out;
+  // Central differences alone warn of a perturbed run with another event sequence too (only
+  // --method all did).
+  const Outcome fd = saltus_cmd({"run", "ball1d", "--tend", "5", "--method", "fd"});
+  ASSERT_EQ(fd.status, 0) << fd.err;
+  EXPECT_TRUE(contains(fd.out, "warning: central differences for 'e': a perturbed run had another event sequence"))
+      << fd.out;
   // A plastic impact rests at its first firing: nothing accumulates (the report said its
   // firings accumulate at the firing's own time).
   const Outcome plastic = saltus_cmd({"run", "ball1d", "--param", "e=0", "--tend", "3", "--method", "simulate"});

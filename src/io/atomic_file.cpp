@@ -18,17 +18,55 @@ std::filesystem::path temporary_for(const std::filesystem::path& path) {
 
 std::string reason() { return errno != 0 ? std::strerror(errno) : "unknown error"; }
 
+/// The file a write to `path` lands in: a symbolic link's target (the link stays a link), else
+/// `path` itself.
+std::filesystem::path write_target(const std::filesystem::path& path) {
+  std::filesystem::path target = path;
+  for (int hop = 0; hop < 40; ++hop) {  // 40: the kernel's limit on links followed (ELOOP)
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec))) return target;
+    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec) return target;
+    target = next.is_absolute() ? next : target.parent_path() / next;  // a dangling link's target too
+  }
+  return target;
+}
+
+/// Whether `path` is something other than a regular file or a folder that a write goes into
+/// as it is: a device (/dev/null, /dev/stdout), a pipe, a socket. Renaming a file over it
+/// replaced it (as root, /dev/null itself).
+bool is_special_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  return !ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+         !std::filesystem::is_directory(status);
+}
+
 }  // namespace
 
-AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)), temporary_(temporary_for(path_)) {
+AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
+  // status() follows links as the kernel does (/dev/stdout's link into /proc too).
+  direct_ = is_special_file(path_);
+  const std::filesystem::path target = direct_ ? path_ : write_target(path_);
+  temporary_ = direct_ ? target : temporary_for(target);
+  target_ = target;
   errno = 0;
   out_.open(temporary_);
-  if (!out_) throw InputError(fmt::format("cannot write '{}': {}", path_.string(), reason()));
+  if (out_) return;
+  const std::string why = reason();
+  const std::filesystem::path folder = target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
+  if (!direct_ && ::access(folder.c_str(), W_OK) != 0) {
+    throw InputError(fmt::format("cannot write '{}': its folder '{}' is not writable (the file is written beside "
+                                 "itself first and then renamed, so that it appears whole)",
+                                 path_.string(), folder.string()));
+  }
+  throw InputError(fmt::format("cannot write '{}': {}", path_.string(), why));
 }
 
 AtomicFile::~AtomicFile() {
   if (committed_) return;
   out_.close();
+  if (direct_) return;  // a device or pipe is no file of Saltus's to remove
   std::error_code ignored;
   std::filesystem::remove(temporary_, ignored);
 }
@@ -38,8 +76,12 @@ void AtomicFile::commit() {
   out_.flush();
   out_.close();
   if (!out_) throw InputError(fmt::format("error while writing '{}': {}", path_.string(), reason()));
+  if (direct_) {
+    committed_ = true;
+    return;
+  }
   std::error_code ec;
-  std::filesystem::rename(temporary_, path_, ec);
+  std::filesystem::rename(temporary_, target_, ec);
   if (ec) throw InputError(fmt::format("cannot write '{}': {}", path_.string(), ec.message()));
   committed_ = true;
 }
@@ -50,6 +92,7 @@ void require_writable(const std::filesystem::path& path) {
   if (!folder.empty()) std::filesystem::create_directories(folder, ec);
   if (ec) throw InputError(fmt::format("cannot create the folder '{}': {}", folder.string(), ec.message()));
   if (std::filesystem::is_directory(path)) throw InputError(fmt::format("'{}' is a folder", path.string()));
+  if (is_special_file(path)) return;  // opening a pipe to probe it would block
   AtomicFile probe(path);  // removed again by its destructor
 }
 

@@ -80,7 +80,19 @@ void print_gradient(std::ostream& out, const Problem& pb, const GradientEstimate
   }
 }
 
-void print_agreement(std::ostream& out, const Problem& pb, const RunResult& r) {
+/// Every estimate (a method run alone too) whose perturbed runs took another event sequence.
+void print_event_sequence_warnings(std::ostream& out, const Problem& pb, const RunResult& r) {
+  for (const auto& est : r.estimates) {
+    for (size_t k = 0; k < est.event_sequence_changed.size(); ++k) {
+      if (!est.event_sequence_changed[k]) continue;
+      fmt::print(out, "  warning: {} for '{}': a perturbed run had another event sequence; that "
+                      "estimate straddles a non-smooth point and is not a derivative\n",
+                 est.method, pb.parameter_names()[k]);
+    }
+  }
+}
+
+void print_agreement(std::ostream& out, const RunResult& r) {
   if (!r.check) return;
   const GradientCheck& check = *r.check;
   fmt::print(out, "\nAgreement of methods (relative difference against {}):\n", check.methods[0]);
@@ -93,14 +105,6 @@ void print_agreement(std::ostream& out, const Problem& pb, const RunResult& r) {
     for (double v : e.values) fmt::print(out, " {:>20.12e}", v);
     for (size_t m = 1; m < e.relative_errors.size(); ++m) fmt::print(out, " {:>12.2e}", e.relative_errors[m]);
     fmt::print(out, "\n");
-  }
-  for (const auto& est : r.estimates) {
-    for (size_t k = 0; k < est.event_sequence_changed.size(); ++k) {
-      if (!est.event_sequence_changed[k]) continue;
-      fmt::print(out, "  warning: {} for '{}': a perturbed run had another event sequence; that "
-                      "estimate straddles a non-smooth point and is not a derivative\n",
-                 est.method, pb.parameter_names()[k]);
-    }
   }
   for (size_t m = 1; m < check.methods.size(); ++m) {
     fmt::print(out, "  largest relative difference, {} vs {}: {:.2e}\n", check.methods[m],
@@ -199,7 +203,8 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   print_monitors(out, pb, r);
   if (pb.n_parameters() > 0 && !r.estimates.empty()) {
     print_gradient(out, pb, r.estimates.front());
-    print_agreement(out, pb, r);
+    print_agreement(out, r);
+    print_event_sequence_warnings(out, pb, r);
   }
   print_adjoint(out, pb, r);
   fmt::print(out, "\nSolver ({}): {} segments, {} steps, {} {} evals, {} Jacobians, {} guard evals, {} "

@@ -2,7 +2,9 @@
 // Output files that appear whole or not at all: the text goes to a temporary file next to the
 // target (same folder, so the final rename is atomic on POSIX file systems) and is renamed over
 // the target by commit(). A file that is never committed (an exception, an interrupt) is
-// removed, so a reader never sees half a result.
+// removed, so a reader never sees half a result. A symbolic link is written through (its target
+// is replaced, the link stays); a device, pipe or socket (/dev/null, /dev/stdout) is written
+// into directly.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -23,8 +25,11 @@ class AtomicFile {
   void commit();
 
  private:
-  std::filesystem::path path_, temporary_;
+  std::filesystem::path path_;       ///< as given, for messages
+  std::filesystem::path target_;     ///< where the text lands (a link's target)
+  std::filesystem::path temporary_;  ///< written first (the target itself when direct_)
   std::ofstream out_;
+  bool direct_ = false;  ///< the target is a device, pipe or socket: written into, not replaced
   bool committed_ = false;
 };
 

@@ -1,0 +1,89 @@
+// Output files appear whole or not at all (AtomicFile): a temporary file renamed over the
+// target. A symbolic link is written through and stays a link; a pipe or device is written into
+// and stays what it was (renaming over them replaced them: as root, --json /dev/null replaced
+// /dev/null with a regular file; found by an outside reader).
+#include <saltus/core/error.hpp>
+#include <saltus/io/atomic_file.hpp>
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+
+#include "support/cli_runner.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_through(const fs::path& path, const std::string& text) {
+  saltus::AtomicFile file(path);
+  file.stream() << text;
+  file.commit();
+}
+
+TEST(AtomicFile, AppearsWholeOrNotAtAll) {
+  const fs::path dir = saltus::test::temp_dir("atomic_whole");
+  fs::create_directories(dir);
+  write_through(dir / "a.json", "{}\n");
+  EXPECT_EQ(read_all(dir / "a.json"), "{}\n");
+  {
+    saltus::AtomicFile abandoned(dir / "b.json");
+    abandoned.stream() << "half";
+  }
+  EXPECT_FALSE(fs::exists(dir / "b.json"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temporary left
+}
+
+TEST(AtomicFile, ASymbolicLinkIsWrittenThroughAndStaysALink) {
+  const fs::path dir = saltus::test::temp_dir("atomic_link");
+  fs::create_directories(dir);
+  fs::create_symlink("target.json", dir / "link.json");
+  write_through(dir / "link.json", "through\n");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link.json")));
+  EXPECT_EQ(read_all(dir / "target.json"), "through\n");
+}
+
+TEST(AtomicFile, APipeIsWrittenIntoAndStaysAPipe) {
+  const fs::path dir = saltus::test::temp_dir("atomic_pipe");
+  fs::create_directories(dir);
+  const fs::path pipe = dir / "pipe";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = read_all(pipe); });
+  saltus::require_writable(pipe);  // must not open the pipe (that would wait for a reader)
+  write_through(pipe, "streamed\n");
+  reader.join();
+  EXPECT_EQ(received, "streamed\n");
+  struct stat info {};
+  ASSERT_EQ(::stat(pipe.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+}
+
+TEST(AtomicFile, AFolderThatCannotBeWrittenIsNamed) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes into any folder";
+  const fs::path dir = saltus::test::temp_dir("atomic_readonly");
+  fs::create_directories(dir);
+  std::ofstream(dir / "x.json") << "old\n";
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+  try {
+    saltus::AtomicFile file(dir / "x.json");
+    ADD_FAILURE() << "no error";
+  } catch (const saltus::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("its folder '" + dir.string() + "' is not writable"), std::string::npos)
+        << e.what();
+  }
+  fs::permissions(dir, fs::perms::owner_all);
+}
+
+}  // namespace
