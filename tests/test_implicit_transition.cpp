@@ -364,3 +364,24 @@ TEST(ImplicitTransitionErrors, AnUndeterminedTransitionOrTwoMapsAreRefused) {
 }
 
 }  // namespace
+
+// A transition that fixes nothing (all its rows repeat the residual's): the matrix
+// [T_x+ T_ydot+; F_x F_ydot] is singular with every pivot zero, and the message gives its
+// reciprocal condition number as 0 (it said nan: 0 / 0).
+TEST(ImplicitTransition, ASingularTransitionGivesItsConditionNumber) {
+  const Problem pb = equations::parse_equation_problem(R"yaml(
+name: singular
+horizon: 2
+states: {x: 0, v: 1, z: 0}
+algebraic: z
+modes:
+  m:
+    residual: ["der(x) - v", "der(v) + z", "z - x"]
+events:
+  hit: {guard: x - 0.5, direction: rising, transition: ["x - pre(x)", "x - pre(x) - 0.0"]}
+costs:
+  X: {running: x}
+)yaml",
+                                                       "singular.yaml");
+  expect_message([&] { simulate(pb); }, "is singular (reciprocal condition number 0)");
+}

@@ -90,7 +90,11 @@ class TransitionSystem {
     }
     Eigen::PartialPivLU<Eigen::MatrixXd> lu(a);
     const Eigen::VectorXd pivots = lu.matrixLU().diagonal().cwiseAbs();
-    const double rcond = std::min(lu.rcond(), pivots.size() == 0 ? 1.0 : pivots.minCoeff() / pivots.maxCoeff());
+    // All pivots zero: 0, not 0 / 0 (the message said "reciprocal condition number nan").
+    const double pivot_ratio = pivots.size() == 0           ? 1.0
+                               : pivots.maxCoeff() > 0.0    ? pivots.minCoeff() / pivots.maxCoeff()
+                                                            : 0.0;
+    const double rcond = std::isnan(lu.rcond()) ? pivot_ratio : std::min(lu.rcond(), pivot_ratio);
     if (!(rcond > kSingularRcond)) {
       throw InputError(fmt::format(
           "{}the implicit transition of event '{}' into mode '{}' cannot be solved at t = {:.17g} (state {}): the "
