@@ -705,7 +705,8 @@ TEST(Cli, CheckTakesParameterOverrides) {
 }
 
 // What a run would fail on at its first step is named by check, before anything is printed, and
-// a run names the cost; an initial state that is no number at the overridden values is bad input.
+// refused by a run as bad input the same way; an initial state that is no number at the
+// overridden values is bad input.
 TEST(Cli, NonFiniteStartsAreNamed) {
   const std::string head = "horizon: 1\nparameters: {a: 1}\nstates: {T: a}\n";
   const std::string rate = write_temp_file("nan_rate", "m.yaml",

@@ -317,6 +317,15 @@ TEST(Zeno, ARelayWithoutHysteresisStopsAsASlidingMode) {
     }
   };
   expect_sliding([&] { simulate(relay, p, relay.options()); }, "simulation");
+  // A relay that counts its switches (a jump on another state) slides the same way: it ran on
+  // through the surface once a switch into a mode turning back watched only the return crossing.
+  const Problem counting = equations::parse_equation_problem(
+      "name: relay\nhorizon: 3\nparameters: {T_set: 1}\nstates: {T: 0, n: 0}\n"
+      "modes: {heat: {rhs: [1, 0]}, cool: {rhs: [-1, 0]}}\n"
+      "events:\n  switch: {guard: T - T_set, direction: either, next: {heat: cool, cool: heat}, jump: [T, n + 1]}\n"
+      "costs: {T_T: {terminal: T}}\n",
+      "relay.yaml");
+  expect_sliding([&] { simulate(counting, p, counting.options()); }, "simulation, counting");
   expect_sliding([&] { forward_sensitivity(relay, p, relay.options()); }, "forward");
   expect_sliding([&] { adjoint(relay, p, relay.options()); }, "adjoint");
   expect_sliding([&] { complex_step(relay, p, relay.options()); }, "complex step");

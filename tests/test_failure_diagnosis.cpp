@@ -196,8 +196,11 @@ contacts: [{name: floor, point: p, line: {point: [0, -0.5], normal: [0, 1]}, res
                                                Eigen::Vector2d(0.5 * omega, std::sqrt(0.75) * omega)};
   const std::string leaving = multibody::detail::closed_impact_contacts(impact, bounced, p);
   EXPECT_TRUE(contains(leaving, "the contact 'floor' (gap ")) << leaving;
-  EXPECT_TRUE(contains(leaving, "opening at 2) is at its impact there, not at an accumulation of impacts")) << leaving;
+  EXPECT_TRUE(contains(leaving, "opening at 2) is at an impact there, not at an accumulation of impacts")) << leaving;
   EXPECT_FALSE(contains(leaving, "Zeno")) << leaving;
+  const multibody::MotionState<double> striking{0.0, bounced.q, -bounced.v};  // about to strike
+  const std::string closing = multibody::detail::closed_impact_contacts(impact, striking, p);
+  EXPECT_TRUE(contains(closing, "closing at 2) is at an impact there")) << closing;
 }
 
 }  // namespace

@@ -365,9 +365,9 @@ TEST(ImplicitTransitionErrors, AnUndeterminedTransitionOrTwoMapsAreRefused) {
 
 }  // namespace
 
-// A transition that fixes nothing (all its rows repeat the residual's): the matrix
-// [T_x+ T_ydot+; F_x F_ydot] is singular with every pivot zero, and the message gives its
-// reciprocal condition number as 0 (it said nan: 0 / 0).
+// A transition whose two rows repeat each other (x = pre(x) twice): the matrix
+// [T_x+ T_ydot+; F_x F_ydot] is singular, and the message gives its reciprocal condition
+// number as 0 (it said nan).
 TEST(ImplicitTransition, ASingularTransitionGivesItsConditionNumber) {
   const Problem pb = equations::parse_equation_problem(R"yaml(
 name: singular

@@ -19,22 +19,22 @@ std::filesystem::path temporary_for(const std::filesystem::path& path) {
 std::string reason() { return errno != 0 ? std::strerror(errno) : "unknown error"; }
 
 /// The file a write to `path` lands in: a symbolic link's target (the link stays a link), else
-/// `path` itself.
+/// `path` itself. A loop of links is refused as the kernel refuses it (ELOOP).
 std::filesystem::path write_target(const std::filesystem::path& path) {
   std::filesystem::path target = path;
-  for (int hop = 0; hop < 40; ++hop) {  // 40: the kernel's limit on links followed (ELOOP)
+  for (int hop = 0; hop < 40; ++hop) {  // 40: the kernel's limit on links followed
     std::error_code ec;
     if (!std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec))) return target;
     const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
-    if (ec) return target;
+    if (ec) break;
     target = next.is_absolute() ? next : target.parent_path() / next;  // a dangling link's target too
   }
-  return target;
+  throw InputError(fmt::format("cannot write '{}': {}", path.string(), std::strerror(ELOOP)));
 }
 
 /// Whether `path` is something other than a regular file or a folder that a write goes into
-/// as it is: a device (/dev/null, /dev/stdout), a pipe, a socket. Renaming a file over it
-/// replaced it (as root, /dev/null itself).
+/// as it is: a device (/dev/null), a pipe, a socket. Renaming a file over it replaced it (as
+/// root, /dev/null itself).
 bool is_special_file(const std::filesystem::path& path) {
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(path, ec);
@@ -42,20 +42,40 @@ bool is_special_file(const std::filesystem::path& path) {
          !std::filesystem::is_directory(status);
 }
 
+/// Whether `path` names one of the process's open descriptors (/dev/stdout, /dev/fd/N: links
+/// into /proc/self/fd): a write goes into what the descriptor has open, appended, whatever it
+/// is (`--json /dev/stdout >> log` must not replace or truncate the log).
+bool is_open_descriptor(const std::filesystem::path& path) {
+  std::filesystem::path target = path;
+  for (int hop = 0; hop < 40; ++hop) {
+    const std::string text = target.string();
+    if (text.starts_with("/proc/self/fd/") || text.starts_with("/dev/fd/") || text.starts_with("/proc/thread-self/fd/")) {
+      return true;
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec))) return false;
+    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
+    if (ec) return false;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  return false;
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
   // status() follows links as the kernel does (/dev/stdout's link into /proc too).
-  direct_ = is_special_file(path_);
+  direct_ = is_open_descriptor(path_) || is_special_file(path_);
   const std::filesystem::path target = direct_ ? path_ : write_target(path_);
   temporary_ = direct_ ? target : temporary_for(target);
   target_ = target;
   errno = 0;
-  out_.open(temporary_);
+  out_.open(temporary_, direct_ ? std::ios::out | std::ios::app : std::ios::out);
   if (out_) return;
+  const int error = errno;
   const std::string why = reason();
   const std::filesystem::path folder = target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
-  if (!direct_ && ::access(folder.c_str(), W_OK) != 0) {
+  if (!direct_ && (error == EACCES || error == EROFS) && ::access(folder.c_str(), W_OK) != 0) {
     throw InputError(fmt::format("cannot write '{}': its folder '{}' is not writable (the file is written beside "
                                  "itself first and then renamed, so that it appears whole)",
                                  path_.string(), folder.string()));
@@ -92,7 +112,13 @@ void require_writable(const std::filesystem::path& path) {
   if (!folder.empty()) std::filesystem::create_directories(folder, ec);
   if (ec) throw InputError(fmt::format("cannot create the folder '{}': {}", folder.string(), ec.message()));
   if (std::filesystem::is_directory(path)) throw InputError(fmt::format("'{}' is a folder", path.string()));
-  if (is_special_file(path)) return;  // opening a pipe to probe it would block
+  if (is_open_descriptor(path) || is_special_file(path)) {
+    // Opening a pipe to probe it would block: ask whether it may be written instead.
+    if (::access(path.c_str(), W_OK) != 0) {
+      throw InputError(fmt::format("cannot write '{}': {}", path.string(), reason()));
+    }
+    return;
+  }
   AtomicFile probe(path);  // removed again by its destructor
 }
 

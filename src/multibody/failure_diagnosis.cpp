@@ -64,9 +64,11 @@ std::string closed_impact_contacts(const Model& m, const MotionState<double>& st
     if (c.persistent) continue;
     const KinRow<double> gap = contact_geometry<double>(m, c, st, p).gap;
     if (!(std::abs(gap.value) <= kClosedGap)) continue;
-    // Bounces that accumulate leave ever slower; one that leaves fast has just bounced.
+    // Bounces that accumulate come and go ever slower; a contact closed there at speed is at an
+    // impact (just bounced, or about to).
     if (std::abs(gap.rate) > kLeavingSpeed) {
-      leaving.push_back(fmt::format("'{}' (gap {:.1e}, opening at {:.3g})", c.name, gap.value, gap.rate));
+      leaving.push_back(fmt::format("'{}' (gap {:.1e}, {} at {:.3g})", c.name, gap.value,
+                                    gap.rate > 0.0 ? "opening" : "closing", std::abs(gap.rate)));
     } else {
       closed.push_back(fmt::format("'{}' (gap {:.1e})", c.name, gap.value));
     }
@@ -74,9 +76,9 @@ std::string closed_impact_contacts(const Model& m, const MotionState<double>& st
   if (closed.empty() && leaving.empty()) return "";
   if (closed.empty()) {
     return fmt::format("the contact{} {} {} at {} impact there, not at an accumulation of impacts: the integration "
-                       "failed on its restart after it",
+                       "failed at it",
                        leaving.size() > 1 ? "s" : "", fmt::join(leaving, ", "), leaving.size() > 1 ? "are" : "is",
-                       leaving.size() > 1 ? "their" : "its");
+                       leaving.size() > 1 ? "their" : "an");
   }
   const bool several = closed.size() > 1;
   return fmt::format("the contact{} {} {} closed there: {} impacts have most likely accumulated, bounces ever shorter "

@@ -303,7 +303,7 @@ void ComplexDaeRun::begin_segment(double t) {
 /// for the rest of the run, once, as the real run's sensitivities of them do
 /// (DaeRun::release_cost_sensitivities). Returns whether they did.
 bool ComplexDaeRun::release_cost_perturbations() {
-  if (nq_ == 0 || cost_perturbations_released_ || !restart_.at_start()) return false;
+  if (nq_ == 0 || cost_perturbations_released_ || !restart_.at_start() || !opt_.cost_error_control) return false;
   std::fill(atol_.end() - nq_, atol_.end(), 1e300);
   ida_->set_state_atol(atol_, opt_.rtol);
   cost_perturbations_released_ = true;
@@ -321,7 +321,7 @@ Reached ComplexDaeRun::advance(double tout, double& t) {
     begin_segment(restart_.segment_start());
     flag = ida_->advance(tout, t);
   }
-  if (flag < 0 && release_cost_perturbations()) {
+  if ((flag == IDA_ERR_FAIL || flag == IDA_CONV_FAIL) && release_cost_perturbations()) {
     throw_if_interrupted(t);
     ida_->add_stats(sol_.stats);
     sol_.stats.segments -= 1;

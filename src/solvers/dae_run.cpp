@@ -257,7 +257,7 @@ void DaeRun::begin_segment(double t) {
 Reached DaeRun::advance(double tout, double& t) {
   int flag = ida_->advance(tout, t);
   if (flag < 0 && restart_.retry(t)) flag = start_again(tout, t);
-  if (flag < 0 && release_cost_sensitivities()) flag = start_again(tout, t);
+  if ((flag == IDA_ERR_FAIL || flag == IDA_CONV_FAIL) && release_cost_sensitivities()) flag = start_again(tout, t);
   if (flag < 0) fail(flag, t);
   model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
   if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
@@ -274,7 +274,9 @@ Reached DaeRun::advance(double tout, double& t) {
 }
 
 bool DaeRun::release_cost_sensitivities() {
-  if (!sens_ || nq_ == 0 || cost_sensitivities_released_ || session_ == nullptr || !restart_.at_start()) {
+  // Only where they are in the error test: with cost or sensitivity error control off they are not.
+  if (!sens_ || nq_ == 0 || cost_sensitivities_released_ || session_ == nullptr || !restart_.at_start() ||
+      !opt_.cost_error_control || !opt_.sensitivity_error_control) {
     return false;
   }
   std::vector<double> atol = component_atol();

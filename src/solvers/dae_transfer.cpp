@@ -16,6 +16,7 @@
 
 #include "guard_rate.hpp"
 #include "implicit_transition.hpp"
+#include "lu_condition.hpp"
 #include "run_support.hpp"
 
 namespace saltus {
@@ -40,11 +41,7 @@ Eigen::PartialPivLU<Eigen::MatrixXd> factor_index1(const Problem& problem, int m
                                  detail::describe_state(problem, Eigen::VectorXd(x))));
   }
   Eigen::PartialPivLU<Eigen::MatrixXd> lu(m);
-  // Eigen's estimate reports 1 for some exactly singular matrices (a zero pivot with a zero
-  // column, as when an algebraic state does not appear): the pivots are checked as well.
-  const Eigen::VectorXd pivots = lu.matrixLU().diagonal().cwiseAbs();
-  const double pivot_ratio = pivots.size() == 0 ? 1.0 : pivots.minCoeff() / pivots.maxCoeff();
-  const double rcond = std::min(lu.rcond(), pivot_ratio);
+  const double rcond = detail::reciprocal_condition(lu);
   if (!(rcond > kSingularRcond)) {
     throw InputError(fmt::format(
         "{}mode '{}' of problem '{}' is not an index-1 DAE {} (t = {:.17g}, state {}): the matrix [F_ydot | F_z] "

@@ -226,6 +226,9 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
     const double before = i < watched.rate_before_at_start.size() ? watched.rate_before_at_start[i] : NAN;
     const bool passing_through = i < watched.applied_at_start.size() && watched.applied_at_start[i] != 0 &&
                                  is_grazing(before, rate.scale, options.grazing_tolerance) && before == rate.rate;
+    // (Both rates exactly zero count too: x' = 1 meets (x - a)^3 at x = a exactly. An impact
+    // whose approach speed was exactly zero at a located root, v- = 0.0, would count as well,
+    // but a located crossing of a falling body has v- = -sqrt(2 g h) != 0.)
     const int d = watched.directions[i];
     const int side = d != 0 ? (passing_through ? d : -d) : (r >= 0.0 ? 1 : -1);
     watched.held[i] = side * band;
@@ -240,21 +243,6 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
 }
 
 namespace {
-
-/// Whether firing `event` at (t, x) leaves the state as it is (no jump, or one that is the
-/// identity there; a DAE mode's algebraic states aside).
-bool jump_keeps_state(const Problem& problem, int event, double t, In<double> x, In<double> p) {
-  const Event& ev = problem.event(event);
-  if (ev.transition) return false;  // an implicit transition may move the differential states
-  if (!ev.jump) return true;
-  Eigen::VectorXd after(x.size());
-  ev.jump.real(t, x, p, after);
-  for (Eigen::Index i = 0; i < x.size(); ++i) {
-    if (problem.is_algebraic(static_cast<int>(i))) continue;
-    if (!(std::abs(after[i] - x[i]) <= 1e-12 * (1.0 + std::abs(x[i])))) return false;
-  }
-  return true;
-}
 
 /// The rate of `event`'s guard at (t, x) in `mode`: x-dot from its right-hand side, or, in a
 /// residual mode, from the consistent point there (x's algebraic states re-solved); a zero rate
@@ -285,7 +273,9 @@ void refuse_sliding_modes(const Problem& problem, const WatchedEvents& watched, 
                           int mode, double t, In<double> x, In<double> xdot, In<double> p, double grazing_tolerance,
                           TangentWorkspace& ws) {
   for (const OnTheGuard& came : on_the_guard) {
-    if (!came.kept_state || came.mode_before == came.mode_after || came.mode_after != mode) continue;
+    // Whether its jump kept the state or not (a relay that counts its switches, n + 1): the
+    // state is still on the guard (below) is what makes the motion slide.
+    if (std::isnan(came.rate_before) || came.mode_before == came.mode_after || came.mode_after != mode) continue;
     for (size_t i = 0; i < watched.events.size(); ++i) {
       const int k = watched.events[i];
       const Event& ev = problem.event(k);
@@ -296,10 +286,15 @@ void refuse_sliding_modes(const Problem& problem, const WatchedEvents& watched, 
       // guard that brought the motion here.
       const bool fires = watched.directions[i] != 0 ? rate.rate * watched.directions[i] > 0.0
                                                     : k == came.event && rate.rate * came.rate_before < 0.0;
-      if (!fires || !jump_keeps_state(problem, k, t, x, p)) continue;
+      if (!fires) continue;
+      // ... its jump leaves the state on that guard (it keeps the state, or changes others) ...
+      Eigen::VectorXd back_at = x;
+      if (ev.transition) continue;  // an implicit transition may move the differential states
+      if (ev.jump) ev.jump.real(t, x, p, back_at);
+      if (!back_at.allFinite() || off_guard(ev.guard_at<double>(t, back_at, xdot, p), rate)) continue;
       // ... and A drives the guard back the other way (a relay's heating raises T - T_set, its
       // cooling lowers it). Time events rise in every mode: two at one instant are no such pair.
-      const GuardRate back = rate_in_mode(problem, k, came.mode_before, t, x, xdot, p, ws);
+      const GuardRate back = rate_in_mode(problem, k, came.mode_before, t, back_at, xdot, p, ws);
       if (back.grazing(grazing_tolerance) || !(back.rate * rate.rate < 0.0)) continue;
       throw ZenoError(fmt::format(
           "Zeno behaviour: at t = {:.17g} event '{}' switched mode '{}' to '{}', which drives the state {} back across "

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "index2_transition.hpp"
+#include "lu_condition.hpp"
 #include "run_support.hpp"
 
 namespace saltus::detail {
@@ -89,12 +90,7 @@ class TransitionSystem {
                                    event_name(), pb_.mode(mode_after_).name, t_, describe_state(pb_, after.x)));
     }
     Eigen::PartialPivLU<Eigen::MatrixXd> lu(a);
-    const Eigen::VectorXd pivots = lu.matrixLU().diagonal().cwiseAbs();
-    // All pivots zero: 0, not 0 / 0 (the message said "reciprocal condition number nan").
-    const double pivot_ratio = pivots.size() == 0           ? 1.0
-                               : pivots.maxCoeff() > 0.0    ? pivots.minCoeff() / pivots.maxCoeff()
-                                                            : 0.0;
-    const double rcond = std::isnan(lu.rcond()) ? pivot_ratio : std::min(lu.rcond(), pivot_ratio);
+    const double rcond = reciprocal_condition(lu);
     if (!(rcond > kSingularRcond)) {
       throw InputError(fmt::format(
           "{}the implicit transition of event '{}' into mode '{}' cannot be solved at t = {:.17g} (state {}): the "

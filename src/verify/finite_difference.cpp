@@ -1,6 +1,8 @@
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -64,6 +66,15 @@ GradientEstimate central_differences(const Problem& problem, const Eigen::Vector
       try {
         runs[r] = simulate(problem, shifted, options);
         same[r] = same_event_sequence(nominal, runs[r]);
+      } catch (const InputError& e) {
+        // The model refuses the shifted values (a start that is not finite there): no input
+        // of the user's is bad, the estimate fails.
+        if (!outer) {
+          throw ModelError(fmt::format("central differences for '{}': the run at {} = {:.17g} refused its start: {}",
+                                       problem.parameter_names()[static_cast<size_t>(k)],
+                                       problem.parameter_names()[static_cast<size_t>(k)], shifted[k], e.what()));
+        }
+        same[r] = false;
       } catch (const Error&) {
         if (!outer) throw;  // p +- h must run; p +- 2h only refines
         same[r] = false;    // the two-point formula

@@ -3,8 +3,9 @@
 // target (same folder, so the final rename is atomic on POSIX file systems) and is renamed over
 // the target by commit(). A file that is never committed (an exception, an interrupt) is
 // removed, so a reader never sees half a result. A symbolic link is written through (its target
-// is replaced, the link stays); a device, pipe or socket (/dev/null, /dev/stdout) is written
-// into directly.
+// is replaced, the link stays; a loop of links is refused); a device, pipe or socket
+// (/dev/null) and an open descriptor (/dev/stdout, /dev/fd/N, whatever it has open) are
+// written into directly, appended.
 #include <filesystem>
 #include <fstream>
 #include <string>

@@ -48,7 +48,8 @@ bool runs_on_idas(const Problem& problem, const Options& options);
 void check_run_options(const Problem& problem, const Options& options);
 
 /// What a run checks before it integrates, without integrating: the initial state x0(p) is
-/// finite, the initial mode is in range, and x0 does not start on the guard of a watched event
+/// finite, so are its rates, the running costs and the watched guards there, the initial mode
+/// is in range, and x0 does not start on the guard of a watched event
 /// (docs/events.md, "Starting on a guard"). Throws what the run would throw (InputError,
 /// ModelError). `saltus check` uses it.
 void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options);

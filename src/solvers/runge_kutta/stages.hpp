@@ -137,14 +137,12 @@ StageStatus solve_stage(const RhsFn<S>& rhs, const S& T, const S& h_gamma, In<S>
     st.iterate -= st.delta;
     bool done = true;
     for (int part = 0; part < 2; ++part) {
-      const double change = part_norm<S>(st.delta, part);
-      // The perturbation part is measured against at least the size a perturbation of the
+      const double change = part_norm<S>(st.delta, part), size = part_norm<S>(st.iterate, part);
+      // The perturbation part converges against at least the size a perturbation of the
       // stage's relative order would have: where the derivative is zero (a parameter the motion
       // does not depend on), the perturbation is round-off that never shrinks against itself.
-      const double size = part == 0 ? part_norm<S>(st.iterate, 0)
-                                    : std::max(part_norm<S>(st.iterate, 1),
-                                               relative_perturbation * part_norm<S>(st.iterate, 0));
-      const bool small = change <= newton.rtol * size || change == 0.0;
+      const double floor = part == 0 ? 0.0 : relative_perturbation * part_norm<S>(st.iterate, 0);
+      const bool small = change <= newton.rtol * std::max(size, floor) || change == 0.0;
       // Round-off floor: the change stopped shrinking far below the iterate, where the stage
       // matrix's conditioning (a stiff penalty formulation: 1e7 and more) bounds the accuracy.
       const bool stalled = iteration >= 3 && change >= 0.5 * previous[part] && change <= 1e-6 * size;
