@@ -448,3 +448,21 @@ TEST(EitherWay, ASwitchThatTurnsTheMotionBackFiresOnceWhateverTheSetPoint) {
     }
   }
 }
+
+// An either-way floor that also switches modes (down -> up -> down) bounces: its jump turned the
+// motion, not its switch, so it is no sliding mode (the sliding-mode check no longer requires a
+// jump that keeps the state, and must not take a bounce for one). Impacts at sqrt(2 h0 / g) and
+// 2 e sqrt(2 g h0) / g later.
+TEST(EitherWay, AFloorThatSwitchesModesBouncesAndDoesNotSlide) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: ball_modes\nhorizon: 1.2\nparameters: {e: 0.8, g: 9.81}\nstates: {h: 1, v: 0}\n"
+      "modes: {down: {rhs: [v, -g]}, up: {rhs: [v, -g]}}\n"
+      "events:\n  floor: {guard: h, direction: either, next: {down: up, up: down}, jump: [h, -e*v]}\n"
+      "costs: {h_T: {terminal: h}}\n",
+      "ball_modes.yaml");
+  const Solution s = simulate(pb);
+  ASSERT_EQ(s.events.size(), 2u);
+  const double t1 = std::sqrt(2.0 / 9.81);
+  EXPECT_NEAR(s.events[0].time, t1, 1e-8);
+  EXPECT_NEAR(s.events[1].time, t1 + 2.0 * 0.8 * std::sqrt(2.0 * 9.81) / 9.81, 1e-8);
+}

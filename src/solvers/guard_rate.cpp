@@ -276,6 +276,11 @@ void refuse_sliding_modes(const Problem& problem, const WatchedEvents& watched, 
     // Whether its jump kept the state or not (a relay that counts its switches, n + 1): the
     // state is still on the guard (below) is what makes the motion slide.
     if (std::isnan(came.rate_before) || came.mode_before == came.mode_after || came.mode_after != mode) continue;
+    // The switch turned the motion, not the jump: in the first mode the state after the jump
+    // still moves as before (a bounce that also switches modes reverses it by its jump, and
+    // leaves the surface).
+    const GuardRate unswitched = rate_in_mode(problem, came.event, came.mode_before, t, x, xdot, p, ws);
+    if (!(unswitched.rate * came.rate_before > 0.0)) continue;
     for (size_t i = 0; i < watched.events.size(); ++i) {
       const int k = watched.events[i];
       const Event& ev = problem.event(k);
