@@ -672,8 +672,9 @@ struct MaggiForm : FormBase {
       return form == id && same_bits(t, time) && same_bits_entries(x, at) && same_bits_entries(p, params);
     }
     static KinematicsMemo& of_this_thread() {
-      thread_local KinematicsMemo memo;
-      return memo;
+      thread_local std::unique_ptr<KinematicsMemo> memo;  // on the heap: as CompletionMemo's
+      if (!memo) memo = std::make_unique<KinematicsMemo>();
+      return *memo;
     }
   };
 
@@ -875,8 +876,12 @@ struct CompletionMemo {
     return form == id && same_bits(t, time) && same_bits_entries(guess, at) && same_bits_entries(p, params);
   }
   static CompletionMemo& of_this_thread() {
-    thread_local CompletionMemo memo;
-    return memo;
+    // On the heap, a pointer in thread-local storage: the library's TLS block is allocated from
+    // the loader's small static surplus when Python loads the module (memos held in it made
+    // `import saltus` fail: "cannot allocate memory in static TLS block").
+    thread_local std::unique_ptr<CompletionMemo> memo;
+    if (!memo) memo = std::make_unique<CompletionMemo>();
+    return *memo;
   }
 };
 
