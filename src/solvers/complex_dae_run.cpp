@@ -50,6 +50,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   void begin_segment(double t) override;
   Reached advance(double tout, double& t) override;
   bool release_cost_perturbations();
+  int start_again(double tout, double& t);
   void record_output(double, bool) override {}
   bool apply_roots(double t) override;
   void finish(double t) override;
@@ -310,25 +311,21 @@ bool ComplexDaeRun::release_cost_perturbations() {
   return true;
 }
 
+/// The real run's retry (DaeRun::start_again): the failed segment again from the same complex
+/// state.
+int ComplexDaeRun::start_again(double tout, double& t) {
+  throw_if_interrupted(t);
+  ida_->add_stats(sol_.stats);
+  sol_.stats.segments -= 1;  // the same segment, counted again when it ends
+  model_error_.clear();
+  begin_segment(restart_.segment_start());
+  return ida_->advance(tout, t);
+}
+
 Reached ComplexDaeRun::advance(double tout, double& t) {
   int flag = ida_->advance(tout, t);
-  if (flag < 0 && restart_.retry(t)) {
-    // The real run's retry (DaeRun::start_again), from the same complex state.
-    throw_if_interrupted(t);
-    ida_->add_stats(sol_.stats);
-    sol_.stats.segments -= 1;  // the same segment, counted again when it ends
-    model_error_.clear();
-    begin_segment(restart_.segment_start());
-    flag = ida_->advance(tout, t);
-  }
-  if ((flag == IDA_ERR_FAIL || flag == IDA_CONV_FAIL) && release_cost_perturbations()) {
-    throw_if_interrupted(t);
-    ida_->add_stats(sol_.stats);
-    sol_.stats.segments -= 1;
-    model_error_.clear();
-    begin_segment(restart_.segment_start());
-    flag = ida_->advance(tout, t);
-  }
+  if (flag < 0 && restart_.retry(t)) flag = start_again(tout, t);
+  if ((flag == IDA_ERR_FAIL || flag == IDA_CONV_FAIL) && release_cost_perturbations()) flag = start_again(tout, t);
   if (flag < 0) fail(flag, t);
   model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
   load(ida_->y(), ida_->yp());
