@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace saltus {
 
@@ -18,16 +19,27 @@ std::filesystem::path temporary_for(const std::filesystem::path& path) {
 
 std::string reason() { return errno != 0 ? std::strerror(errno) : "unknown error"; }
 
+/// The path a symbolic link at `path` points to (relative targets taken from its folder; a
+/// dangling link's too), or nothing where `path` is no link.
+std::optional<std::filesystem::path> next_link(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) return std::nullopt;
+  const std::filesystem::path next = std::filesystem::read_symlink(path, ec);
+  if (ec) return std::nullopt;
+  return next.is_absolute() ? next : path.parent_path() / next;
+}
+
+/// Links the kernel follows before it gives up (ELOOP).
+constexpr int kMaxLinks = 40;
+
 /// The file a write to `path` lands in: a symbolic link's target (the link stays a link), else
 /// `path` itself. A loop of links is refused as the kernel refuses it (ELOOP).
 std::filesystem::path write_target(const std::filesystem::path& path) {
   std::filesystem::path target = path;
-  for (int hop = 0; hop < 40; ++hop) {  // 40: the kernel's limit on links followed
-    std::error_code ec;
-    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec))) return target;
-    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
-    if (ec) break;
-    target = next.is_absolute() ? next : target.parent_path() / next;  // a dangling link's target too
+  for (int hop = 0; hop < kMaxLinks; ++hop) {
+    const std::optional<std::filesystem::path> next = next_link(target);
+    if (!next) return target;
+    target = *next;
   }
   throw InputError(fmt::format("cannot write '{}': {}", path.string(), std::strerror(ELOOP)));
 }
@@ -46,17 +58,12 @@ bool is_special_file(const std::filesystem::path& path) {
 /// into /proc/self/fd): a write goes into what the descriptor has open, appended, whatever it
 /// is (`--json /dev/stdout >> log` must not replace or truncate the log).
 bool is_open_descriptor(const std::filesystem::path& path) {
-  std::filesystem::path target = path;
-  for (int hop = 0; hop < 40; ++hop) {
-    const std::string text = target.string();
+  std::optional<std::filesystem::path> target = path;
+  for (int hop = 0; target && hop < kMaxLinks; ++hop, target = next_link(*target)) {
+    const std::string text = target->string();
     if (text.starts_with("/proc/self/fd/") || text.starts_with("/dev/fd/") || text.starts_with("/proc/thread-self/fd/")) {
       return true;
     }
-    std::error_code ec;
-    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(target, ec))) return false;
-    const std::filesystem::path next = std::filesystem::read_symlink(target, ec);
-    if (ec) return false;
-    target = next.is_absolute() ? next : target.parent_path() / next;
   }
   return false;
 }
