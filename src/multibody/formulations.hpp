@@ -26,6 +26,38 @@
 
 namespace saltus::multibody::detail {
 
+/// The last value of type Value a thread computed in scalar type S at one point: a form (its
+/// id: a later form may reuse an address), a time, a state and the parameters, recognised by
+/// their bits (same_bits). begin() forgets the old value and keys the new point before it is
+/// computed (the caller's output may alias the state it reads); complete() marks it computed, so
+/// a computation that throws leaves nothing remembered.
+template <class S, class Value>
+struct PointMemo {
+  std::uint64_t form = 0;  ///< 0: empty
+  S t{};
+  VectorX<S> at, p;
+  Value value;
+
+  bool holds(std::uint64_t id, const S& time, In<S> point, In<S> params) const {
+    return form == id && same_bits(t, time) && same_bits_entries(at, point) && same_bits_entries(p, params);
+  }
+  void begin(const S& time, In<S> point, In<S> params) {
+    form = 0;
+    t = time;
+    at = point;
+    p = params;
+  }
+  void complete(std::uint64_t id) { form = id; }
+  static PointMemo& of_this_thread() {
+    // On the heap, a pointer in thread-local storage: the library's TLS block is allocated from
+    // the loader's small static surplus when Python loads the module (memos held in it made
+    // `import saltus` fail: "cannot allocate memory in static TLS block").
+    thread_local std::unique_ptr<PointMemo> memo;
+    if (!memo) memo = std::make_unique<PointMemo>();
+    return *memo;
+  }
+};
+
 /// Shared data of the formulations.
 struct FormBase {
   std::shared_ptr<const Model> model;
@@ -657,26 +689,12 @@ struct MaggiForm : FormBase {
     VectorX<S> s_c;     ///< S_Phi c, n
   };
 
-  /// The last kinematics a thread computed in scalar type S (double, Dual, Complex, DualBlock), by form and
-  /// point: a step's cost integrand reads the kinematics of the right-hand side it has just
-  /// evaluated at the same point (a position Newton, its constraints and the Maggi solve: a third
-  /// of a fivebar_floor simulation). Bitwise-equal inputs only.
+  /// The last kinematics a thread computed in scalar type S (double, Dual, Complex, DualBlock), by
+  /// form and point: a step's cost integrand reads the kinematics of the right-hand side it has
+  /// just evaluated at the same point (a position Newton, its constraints and the Maggi solve: a
+  /// third of a fivebar_floor simulation).
   template <class S>
-  struct KinematicsMemo {
-    std::uint64_t form = 0;  ///< 0: empty
-    S t{};
-    VectorX<S> x, p;
-    Kinematics<S> k;
-
-    bool holds(std::uint64_t id, const S& time, In<S> at, In<S> params) const {
-      return form == id && same_bits(t, time) && same_bits_entries(x, at) && same_bits_entries(p, params);
-    }
-    static KinematicsMemo& of_this_thread() {
-      thread_local std::unique_ptr<KinematicsMemo> memo;  // on the heap: as CompletionMemo's
-      if (!memo) memo = std::make_unique<KinematicsMemo>();
-      return *memo;
-    }
-  };
+  using KinematicsMemo = PointMemo<S, Kinematics<S>>;
 
   /// The kinematics at (t, x): remembered per thread (KinematicsMemo) in double, Dual, Complex and
   /// DualBlock (a step's sensitivity right-hand side and its costs' read one point; Reverse must
@@ -685,14 +703,11 @@ struct MaggiForm : FormBase {
   Kinematics<S> kinematics(const S& t, In<S> x, In<S> p) const {
     if constexpr (std::is_same_v<S, double> || std::is_same_v<S, Dual> || std::is_same_v<S, Complex> || std::is_same_v<S, DualBlock>) {
       KinematicsMemo<S>& memo = KinematicsMemo<S>::of_this_thread();
-      if (memo.holds(id, t, x, p)) return memo.k;
-      memo.form = 0;  // until this one is complete
-      memo.k = computed_kinematics<S>(t, x, p);
-      memo.t = t;
-      memo.x = x;
-      memo.p = p;
-      memo.form = id;
-      return memo.k;
+      if (memo.holds(id, t, x, p)) return memo.value;
+      memo.begin(t, x, p);
+      memo.value = computed_kinematics<S>(t, x, p);
+      memo.complete(id);
+      return memo.value;
     } else {
       return computed_kinematics<S>(t, x, p);
     }
@@ -867,22 +882,13 @@ struct MaggiForm : FormBase {
 /// 3.5 s against ggl's 0.19 s). Bitwise-equal inputs only; a form's id, not its address, names it
 /// (a later form may reuse the address).
 template <class S>
-struct CompletionMemo {
-  std::uint64_t form = 0;  ///< 0: empty
-  S t{};
-  VectorX<S> guess, p, x, xdot;
-
-  bool holds(std::uint64_t id, const S& time, In<S> at, In<S> params) const {
-    return form == id && same_bits(t, time) && same_bits_entries(guess, at) && same_bits_entries(p, params);
-  }
-  static CompletionMemo& of_this_thread() {
-    // On the heap, a pointer in thread-local storage: the library's TLS block is allocated from
-    // the loader's small static surplus when Python loads the module (memos held in it made
-    // `import saltus` fail: "cannot allocate memory in static TLS block").
-    thread_local std::unique_ptr<CompletionMemo> memo;
-    if (!memo) memo = std::make_unique<CompletionMemo>();
-    return *memo;
-  }
+struct CompletedPoint;
+template <class S>
+using CompletionMemo = PointMemo<S, CompletedPoint<S>>;
+/// A completion's consistent state and its rates.
+template <class S>
+struct CompletedPoint {
+  VectorX<S> x, xdot;
 };
 
 struct DaeForm : FullCoordinateForm {
@@ -1028,18 +1034,15 @@ struct DaeForm : FullCoordinateForm {
     if constexpr (std::is_same_v<S, double> || std::is_same_v<S, Dual> || std::is_same_v<S, Complex>) {
       CompletionMemo<S>& memo = CompletionMemo<S>::of_this_thread();
       if (memo.holds(id, t, guess, p)) {
-        x = memo.x;
-        xdot = memo.xdot;
+        x = memo.value.x;
+        xdot = memo.value.xdot;
         return;
       }
-      memo.form = 0;  // until this one is complete
-      memo.t = t;
-      memo.guess = guess;  // before x is written: x may alias guess
-      memo.p = p;
+      memo.begin(t, guess, p);  // before x is written: x may alias guess
       complete<S>(t, guess, p, x, xdot);
-      memo.x = x;
-      memo.xdot = xdot;
-      memo.form = id;
+      memo.value.x = x;
+      memo.value.xdot = xdot;
+      memo.complete(id);
     } else {
       complete<S>(t, guess, p, x, xdot);
     }
