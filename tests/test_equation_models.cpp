@@ -430,7 +430,8 @@ TEST(EquationModelDae, HystereticDaeReproducesTheBuiltIn) {
   }
   EXPECT_EQ(fa.modes, fb.modes);
   EXPECT_NEAR(fa.costs[0], fb.costs[0], 1e-8 * fb.costs[0]);
-  EXPECT_LT(max_relative_difference(fa.cost_gradient, fb.cost_gradient), 2e-7);
+  // Each is off a run at rtol 1e-12 by up to 4.2e-7 (the built-in) and 1.9e-7 (the file on IDAS).
+  EXPECT_LT(max_relative_difference(fa.cost_gradient, fb.cost_gradient), 6e-7);
   EXPECT_EQ(fa.cost_gradient(0, 3), 0.0);
   Eigen::VectorXd xa(4);
   Eigen::MatrixXd sa(4, 4);
