@@ -764,3 +764,46 @@ TEST(DaeCosts, ACostOnARateHasTheAdjointOfTheSameCostWithoutIt) {
     EXPECT_NEAR(adj.initial_state_gradient(0, 0), adjoint(without, p, o).initial_state_gradient(0, 0), 50 * rtol) << rtol;
   }
 }
+
+// A residual whose rate coefficient reads the algebraic state, (1 + z^2) y' + y - b sin t = 0,
+// with z = K y' + c. IDAS kept the Newton matrix while c_j moved by up to 25 % and the
+// sensitivities' corrector then kept failing: 123,246 steps at order 1 and dY/db off by 1e-6
+// relative at rtol 1e-10. Reference: the scalar ODE y' = v(t, y), v the root of
+// (1 + (K v + c)^2) v + y - b sin t = 0, integrated by scipy's DOP853 at rtol 1e-13 and
+// differentiated by fourth-order central differences.
+TEST(DaeForwardSensitivity, ARateCoefficientReadingTheAlgebraicState) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: rate_coefficient\nhorizon: 4\ntolerances: {rtol: 1.0e-10, atol: 1.0e-12}\n"
+      "parameters: {b: 1.5, c: 0.5, K: -0.2}\nstates: {y: 0, z: 0}\nalgebraic: z\n"
+      "modes:\n  A:\n    residual: [\"(1 + z^2)*der(y) + y - b*sin(t)\", \"z - K*der(y) - c\"]\n"
+      "costs: {Y: {terminal: y}}\n",
+      "rate_coefficient.yaml");
+  const Solution fwd = forward_sensitivity(pb);
+  EXPECT_NEAR(fwd.costs[0], 0.15564769738343553, 1e-8);
+  const double reference[] = {0.16175407786900914, 0.4292683609719479, -0.4349170971076436};
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(fwd.cost_gradient(0, j), reference[j], 1e-8) << j;
+  EXPECT_LT(fwd.stats.steps, 2000);
+}
+
+// The adjoint of the same model: both rows read the one rate, so the rows that read rates are
+// not the adjoint's differential components, and the backward start solved a singular matrix
+// (IDA_REP_RES_ERR at every rtol; the model written as der(y) + (...)/(1 + z^2) failed with
+// IDA_ILL_INPUT at rtol 1e-6). Reference as above.
+TEST(DaeAdjoint, RowsThatReadOneRateTogether) {
+  const double reference[] = {0.16175407786900914, 0.4292683609719479, -0.4349170971076436};
+  for (const char* rate_row : {"(1 + z^2)*der(y) + y - b*sin(t)", "der(y) + (y - b*sin(t))/(1 + z^2)"}) {
+    const Problem pb = equations::parse_equation_problem(
+        fmt::format("name: rate_rows\nhorizon: 4\nparameters: {{b: 1.5, c: 0.5, K: -0.2}}\nstates: {{y: 0, z: 0}}\n"
+                    "algebraic: z\nmodes:\n  A:\n    residual: [\"{}\", \"z - K*der(y) - c\"]\n"
+                    "costs: {{Y: {{terminal: y}}}}\n",
+                    rate_row),
+        "rate_rows.yaml");
+    for (double rtol : {1e-6, 1e-10}) {
+      Options o = pb.options();
+      o.rtol = rtol;
+      o.atol = 1e-2 * rtol;
+      const Solution adj = adjoint(pb, pb.nominal_parameters(), o);
+      for (int j = 0; j < 3; ++j) EXPECT_NEAR(adj.cost_gradient(0, j), reference[j], 100 * rtol) << rate_row << " " << rtol;
+    }
+  }
+}

@@ -8,6 +8,7 @@
 #include <saltus/solvers/dae_transfer.hpp>
 
 #include <Eigen/LU>
+#include <Eigen/QR>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -437,7 +438,16 @@ Eigen::VectorXd adjoint_rate(const ResidualLinearization& lin, Eigen::VectorXd& 
     differential[static_cast<size_t>(i)] = !lin.f_xdot.row(i).isZero(0.0);
     n.col(i) = differential[static_cast<size_t>(i)] ? Eigen::VectorXd(et.col(i)) : Eigen::VectorXd(-lin.f_x.transpose().col(i));
   }
-  const Eigen::VectorXd u = n.partialPivLu().solve(lin.f_x.transpose() * lambda - g_x);
+  const Eigen::VectorXd forcing = lin.f_x.transpose() * lambda - g_x;
+  const Eigen::PartialPivLU<Eigen::MatrixXd> lu(n);
+  const Eigen::VectorXd u = lu.solve(forcing);
+  if (!(lu.rcond() > kSingularRcond) || !u.allFinite()) {
+    // The rows that read rates are dependent ((1 + z^2) y' + ... and z - K y' - c: two rows, one
+    // rate), so they are not the differential components and N is singular. lambda is consistent
+    // already (consistent_adjoint); the least-norm solution of F_xdot^T lambda-dot = F_x^T lambda
+    // - g_x^T is a rate that satisfies the equations IDAS differentiates.
+    return et.completeOrthogonalDecomposition().solve(forcing);
+  }
   Eigen::VectorXd rate = Eigen::VectorXd::Zero(nx);
   for (Eigen::Index i = 0; i < nx; ++i) {
     if (differential[static_cast<size_t>(i)]) {
