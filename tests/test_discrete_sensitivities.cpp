@@ -7,6 +7,7 @@
 // Rosenbrock steps' Jacobian products, whose HyperDual derivatives test_hyper_dual checks), and
 // CVODES at tight tolerances, the continuous gradient that the discrete one must approach at the
 // method's order as the steps shrink.
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
@@ -14,6 +15,7 @@
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -403,5 +405,83 @@ costs:
     // d y_T / d L is not zero: the complex step still follows it.
     EXPECT_GT(std::abs(fwd.cost_gradient(0, 1)), 0.1);
     EXPECT_NEAR(cs.cost_gradient(0, 1), fwd.cost_gradient(0, 1), 1e-10 * std::abs(fwd.cost_gradient(0, 1)));
+  }
+}
+
+namespace {
+
+/// x' = -k x, then -k x + r from t1 on (`start`), and a dose x + D at td; A = x(T).
+Problem dosed_decay(double td, double horizon) {
+  return equations::parse_equation_problem(
+      fmt::format("name: dosed\nhorizon: {}\nparameters: {{k: 0.7, r: 2.0, t1: 1.0, td: {}, D: 1.5}}\n"
+                  "states: {{x: 1}}\nmodes:\n  idle: {{rhs: [\"-k*x\"]}}\n  pumping: {{rhs: [\"-k*x + r\"]}}\n"
+                  "events:\n  start: {{at: t1, only_in: idle, next: pumping}}\n  dose: {{at: td, jump: [\"x + D\"]}}\n"
+                  "costs:\n  A: {{terminal: x}}\n",
+                  horizon, td),
+      "dosed.yaml");
+}
+
+/// A = r/k + (e^(-k t1) - r/k) e^(-k (T - t1)) + D e^(-k (T - td)) for td >= t1 (and, the two
+/// orders giving the same state, at td = t1 from both sides): dA/d(k, r, t1, td, D).
+Eigen::RowVectorXd dosed_gradient(double td, double horizon) {
+  const double k = 0.7, r = 2.0, t1 = 1.0, D = 1.5, T = horizon;
+  const double a = std::exp(-k * t1), b = std::exp(-k * (T - t1)), c = std::exp(-k * (T - td));
+  Eigen::RowVectorXd g(5);
+  g << -r / (k * k) + r / (k * k) * b - t1 * a * b - (a - r / k) * (T - t1) * b - D * (T - td) * c,  // k
+      (1.0 - b) / k,                                                                                  // r
+      -r * b,                                                                                         // t1
+      k * D * c,                                                                                      // td
+      c;                                                                                              // D
+  return g;
+}
+
+}  // namespace
+
+// Two events at one instant with times of their own (a dose due when the pump starts), and an
+// event at t_f: the discrete runs took the time derivative of the event that ended the step for
+// both (d A/d td = 0, the dose moved with t1), and at t_f held the final time to the event's
+// (d A/d td = -0.0035 where the left derivative is k D). Each now shifts by its own time, as a
+// continuous run's transfer; forward, adjoint and complex step against the closed form.
+TEST(DiscreteEvents, EventsAtOneInstantAndAtTheEndKeepTheirOwnTimes) {
+  for (const auto& [td, horizon] : {std::pair{1.0, 3.0}, std::pair{3.0, 3.0}}) {
+    const Problem pb = dosed_decay(td, horizon);
+    const Eigen::RowVectorXd exact = dosed_gradient(td, horizon);
+    for (const Integrator integrator : {Integrator::Dopri5, Integrator::Sdirk, Integrator::Rosenbrock}) {
+      Options o = discrete_options(pb, integrator);
+      o.rtol = 1e-10;
+      o.atol = 1e-12;
+      const Eigen::VectorXd p = pb.nominal_parameters();
+      const Solution fwd = forward_sensitivity(pb, p, o);
+      const Solution adj = adjoint(pb, p, o);
+      const GradientEstimate cs = complex_step(pb, p, o);
+      for (int j = 0; j < 5; ++j) {
+        const double tolerance = 1e-6 * std::abs(exact[j]);
+        EXPECT_NEAR(fwd.cost_gradient(0, j), exact[j], tolerance) << fwd.stats.integrator << " td " << td << " " << j;
+        EXPECT_NEAR(adj.cost_gradient(0, j), fwd.cost_gradient(0, j), 1e-12 * std::abs(exact[j])) << j;
+        EXPECT_NEAR(cs.cost_gradient(0, j), fwd.cost_gradient(0, j), 1e-10 * std::abs(exact[j])) << j;
+      }
+    }
+  }
+}
+
+// A time event's jump that sets x exactly onto another event's guard, moving into its crossing:
+// a continuous run fires that event at the same instant (docs/events.md); the discrete runs
+// started the guard on its far side and never fired it (y_T = 0 instead of c).
+TEST(DiscreteEvents, AJumpOntoAnotherGuardFiresItAtOnce) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: kick\nhorizon: 2\nparameters: {ts: 0.5, th: 0.8, c: 2.5}\nstates: {x: 0, y: 0}\n"
+      "modes:\n  a: {rhs: [\"1\", \"0\"]}\n"
+      "events:\n  kick: {at: ts, jump: [th, y]}\n  cross: {guard: x - th, direction: rising, jump: [x, \"y + c\"]}\n"
+      "costs:\n  Y: {terminal: y}\n",
+      "kick.yaml");
+  for (const Integrator integrator : {Integrator::Cvodes, Integrator::Dopri5, Integrator::Sdirk, Integrator::Rosenbrock}) {
+    Options o = discrete_options(pb, integrator);
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    const Solution fwd = forward_sensitivity(pb, p, o);
+    ASSERT_EQ(fwd.events.size(), 2u) << fwd.stats.integrator;
+    EXPECT_EQ(fwd.events[1].name, "cross");
+    EXPECT_NEAR(fwd.costs[0], 2.5, 1e-12) << fwd.stats.integrator;
+    EXPECT_NEAR(fwd.cost_gradient(0, 2), 1.0, 1e-12) << fwd.stats.integrator;
+    EXPECT_NEAR(adjoint(pb, p, o).cost_gradient(0, 2), 1.0, 1e-12) << fwd.stats.integrator;
   }
 }

@@ -138,5 +138,10 @@ struct ComplexTransfer {
 ComplexTransfer transfer_complex(const Problem& problem, int event, int mode_before, double t,
                                  const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate,
                                  double level = 0.0);
+/// As above at a complex time t (a discrete run's step end, which moves with the parameters):
+/// dt_c = -(r(t, x-) - level) / r-dot from there.
+ComplexTransfer transfer_complex(const Problem& problem, int event, int mode_before, Complex t,
+                                 const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate,
+                                 double level = 0.0);
 
 }  // namespace saltus

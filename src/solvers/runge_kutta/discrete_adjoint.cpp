@@ -228,6 +228,27 @@ class StepStates {
   long recomputed_ = 0;
 };
 
+/// The transpose of DiscreteRun::add_own_time_shift: an event at the instant a step ended at
+/// whose own time is not the step's end (delta = -(r_t dt + r_x S + r_p) / r-dot) passes
+/// kappa_c = c_e . lambda+_c + (g- - g+)_c + c-dot-_c through delta's gradient: x (n_x x n_c) to
+/// lambda-, t (n_c) to the time adjoint, p (n_p x n_c) to the gradient.
+TransposedProducts own_time_shift_products(const Problem& problem, const EventRecord& record, In<double> p,
+                                           const Eigen::MatrixXd& lambda_plus, TangentWorkspace& ws) {
+  const EventValues v = recorded_event(problem, record, p);
+  const Eigen::VectorXd c_e = reset_defect(problem, v, p, ws);
+  const Eigen::VectorXd cost_jump = running_cost_jump(problem, v, p);
+  const ScalarGradient r = guard_gradient(problem, v.event, v.time, v.x_minus, p);
+  const Eigen::Index n_c = lambda_plus.cols();
+  Eigen::RowVectorXd kappa = c_e.transpose() * lambda_plus + cost_jump.transpose();
+  for (int c = 0; c < n_c; ++c) {
+    if (!problem.cost(c).has_terms_for(problem, v.event)) continue;
+    const ScalarGradient point = event_cost_gradient(problem, c, v.event, v.time, v.x_minus, p);
+    kappa[c] += point.t + point.x.dot(v.f_minus);
+  }
+  kappa /= -v.guard_rate;
+  return TransposedProducts{(r.t * kappa).transpose(), r.x.transpose() * kappa, r.p.transpose() * kappa};
+}
+
 }  // namespace
 
 Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {
@@ -247,6 +268,14 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
     grad.col(c) = w.p.transpose();
   }
   Eigen::RowVectorXd nu = Eigen::RowVectorXd::Zero(n_c);
+  if (!log.steps.empty() && log.steps.back().kind == StepKind::EventCut) {
+    // The transpose of DiscreteRun::hold_final_time: S(t_f) = S - f dt, the integrals' - g dt.
+    Eigen::VectorXd f(n_x);
+    problem.mode(sol.final_mode).rhs.real(tf, sol.final_state, p, f);
+    for (int c = 0; c < n_c; ++c) {
+      nu[c] = -f.dot(lambda.col(c)) - running_cost(problem, c, sol.final_mode, tf, sol.final_state, p);
+    }
+  }
   StageValues<double> st;
   st.resize(n_x, n_c, tab.stages);
   Eigen::VectorXd x_end, cost_increment;
@@ -262,9 +291,16 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
     for (size_t e = step.events_end; e-- > step.events_begin;) {
       const EventRecord& rec = sol.events[e];
       const TransposedProducts jump = jump_products(problem, rec.event, rec.time, rec.state_before, p, lambda);
-      lambda = jump.x;
-      nu += jump.t.transpose();
-      grad += jump.p;
+      if (step.kind != StepKind::EventCut || e != step.events_begin) {
+        const TransposedProducts shift = own_time_shift_products(problem, rec, p, lambda, ws);
+        lambda = jump.x + shift.x;
+        nu += (jump.t + shift.t).transpose();
+        grad += jump.p + shift.p;
+      } else {
+        lambda = jump.x;
+        nu += jump.t.transpose();
+        grad += jump.p;
+      }
       for (int c = 0; c < n_c; ++c) {
         if (!problem.cost(c).has_terms_for(problem, rec.event)) continue;
         const ScalarGradient point = event_cost_gradient(problem, c, rec.event, rec.time, rec.state_before, p);

@@ -1,6 +1,7 @@
 // The complex-step replay of a discrete Runge-Kutta run's frozen steps (discrete_adjoint.hpp).
 #include <saltus/core/interrupt.hpp>
 #include <saltus/derivatives/tangent.hpp>
+#include <saltus/solvers/event_transfer.hpp>
 #include <saltus/solvers/solver_messages.hpp>
 
 #include <fmt/format.h>
@@ -85,6 +86,16 @@ ComplexSolution simulate_complex_discrete(const Problem& problem, const VectorX<
     t = step.kind == StepKind::Final ? Complex(options.tf) : t + h;
     for (size_t e = step.events_begin; e < step.events_end; ++e) {
       const EventRecord& rec = real_run.events[e];
+      if (step.kind != StepKind::EventCut || e != step.events_begin) {
+        // An event whose time is its own, not the step's end (DiscreteRun::add_own_time_shift):
+        // carried to its complex time as in a continuous run.
+        const ComplexTransfer shifted = transfer_complex(problem, rec.event, rec.mode_before, t, x, p, rec.guard_rate);
+        costs += shifted.cost_integral_jump;
+        x = shifted.x_plus;
+        out.event_times.push_back(shifted.time);
+        out.event_ids.push_back(rec.event);
+        continue;
+      }
       const Event& event = problem.event(rec.event);
       for (int c = 0; c < n_c; ++c) {
         for (const EventCostTerm& term : problem.cost(c).at_events) {
@@ -99,6 +110,17 @@ ComplexSolution simulate_complex_discrete(const Problem& problem, const VectorX<
       out.event_times.push_back(t);
       out.event_ids.push_back(rec.event);
     }
+  }
+  if (!run.log().steps.empty() && run.log().steps.back().kind == StepKind::EventCut) {
+    // The last step ended at an event at t_f (DiscreteRun::hold_final_time): back to t_f.
+    const Complex shift = t - Complex(options.tf);
+    VectorX<Complex> f(n_x);
+    problem.mode(real_run.final_mode).rhs.complex(t, x, p, f);
+    for (int c = 0; c < n_c; ++c) {
+      const auto& g = problem.cost(c).running;
+      if (g) costs[c] -= g.complex(t, x, f, p) * shift;
+    }
+    x -= f * shift;
   }
   if (!x.allFinite()) throw ModelError(fmt::format("the complex-step replay of problem '{}' is not finite", problem.name()));
   for (int c = 0; c < n_c; ++c) {

@@ -140,6 +140,7 @@ void DiscreteRun::begin_segment(double t) {
   // side the motion leaves it to. Zero rate (a start on the guard): no sign until it moves.
   Eigen::VectorXd xdot(nx_);
   bool have_rate = false;
+  std::vector<size_t> landed;
   for (size_t i = 0; i < n; ++i) {
     const int k = watched_.events[i];
     const double g = pb_.event(k).guard.real(t, x_, p_);
@@ -158,12 +159,33 @@ void DiscreteRun::begin_segment(double t) {
     } else {
       guard_start_[i] = rate.grazing(opt_.grazing_tolerance) ? 0.0 : std::copysign(resolution, rate.rate);
     }
+    if (g == 0.0 && lands_into_crossing(i, t, rate)) landed.push_back(i);
   }
   fired_.assign(n, 0);
+  // A jump that left another event's guard exactly at zero, moving into its crossing (a kick
+  // setting T to the thermostat's T_high): that event fires at this instant, as in a continuous
+  // run (docs/events.md), where the root finder sees it a round-off step later.
+  for (size_t i : landed) fired_[i] = 1;
+  pending_roots_ = !landed.empty();
   have_last_ = false;
   first_stage_ready_ = false;
   jacobian_ready_ = false;
   h_next_ = initial_step();
+}
+
+bool DiscreteRun::lands_into_crossing(size_t i, double t, const GuardRate& rate) const {
+  const int k = watched_.events[i];
+  const Event& ev = pb_.event(k);
+  const int direction = watched_.directions[i];
+  if (direction == 0 || !(rate.rate * direction > 0.0) || ev.time_event || ev.may_start_on_guard) return false;
+  // Events applied at this instant passed through their guards: not a landing.
+  const std::vector<EventRecord>& events = book_.events();
+  bool jumped_here = false;
+  for (auto e = events.rbegin(); e != events.rend() && e->time == t; ++e) {
+    if (e->event == k) return false;
+    jumped_here = true;
+  }
+  return jumped_here;
 }
 
 Reached DiscreteRun::advance(double tout, double& t) {
@@ -223,6 +245,7 @@ void DiscreteRun::apply_event(int k, double t, const std::optional<Accumulation>
             event_cost_tangent(pb_, c, k, t, x_, p_, dt_[j], S_.col(j), identity_p_.col(j), ws_);
       }
     }
+    if (!fixes_step_end()) add_own_time_shift(v, transfer);
     book_.book_sensitivities(rec, transfer, S_, rest);
     S_ = std::move(transfer.s_plus);
   } else if (kind_ == RunKind::AdjointRecording) {
@@ -233,8 +256,51 @@ void DiscreteRun::apply_event(int k, double t, const std::optional<Accumulation>
   book_.close_event(std::move(rec), t);
 }
 
+bool DiscreteRun::fixes_step_end() const {
+  const DiscreteStep& step = log_.steps.back();
+  return step.kind == StepKind::EventCut && book_.events().size() == step.events_begin;
+}
+
+void DiscreteRun::add_own_time_shift(const EventValues& v, SensitivityTransfer& transfer) {
+  // The step ended at the time of the event that cut it, with tangent dt_. Another event at that
+  // instant (a time event due there, an event at t_f, a guard a jump landed on) has a time t_k
+  // of its own: perturbed, it fires after a step of length t_k - t_e, whose tangent at length 0
+  // is the rate. So its transfer gains c_e delta with delta = dt_k - dt_ = -(r_t dt_ + r_x S +
+  // r_p) / r-dot, as a continuous run's transfer (event_transfer.hpp) with tau = delta, and
+  // the cost integrals (g- - g+ + c-dot-) delta.
+  const Eigen::VectorXd c_e = reset_defect(pb_, v, p_, ws_);
+  const Eigen::VectorXd cost_jump = running_cost_jump(pb_, v, p_);
+  Eigen::VectorXd cost_rate = Eigen::VectorXd::Zero(nc_);
+  for (int c = 0; c < nc_; ++c) {
+    if (!pb_.cost(c).has_terms_for(pb_, v.event)) continue;
+    cost_rate[c] = event_cost_tangent(pb_, c, v.event, v.time, v.x_minus, p_, 1.0, v.f_minus, zero_p_, ws_);
+  }
+  for (int j = 0; j < np_; ++j) {
+    const double delta =
+        -guard_tangent(pb_, v.event, v.time, v.x_minus, p_, dt_[j], S_.col(j), identity_p_.col(j), ws_) / v.guard_rate;
+    if (delta == 0.0) continue;
+    transfer.tau[j] += delta;
+    transfer.s_plus.col(j) += c_e * delta;
+    transfer.cost_integral_jump.col(j) += (cost_jump + cost_rate) * delta;
+  }
+}
+
 void DiscreteRun::finish(double t) {
+  if (sens_ && !log_.steps.empty() && log_.steps.back().kind == StepKind::EventCut) hold_final_time(t);
   book_.finish(t, x_, mode_, S_, ws_);
+}
+
+void DiscreteRun::hold_final_time(double t) {
+  // The last step ended at an event at t_f: its end moves with the event's time (dt_), t_f does
+  // not. A step of length t_f - t_e after it, of tangent -f dt_ at length 0, brings the state
+  // and the cost integrals back to t_f: the one-sided derivative of an event at t_f, as a
+  // continuous run's (docs/events.md).
+  Eigen::VectorXd f(nx_);
+  pb_.mode(mode_).rhs.real(t, x_, p_, f);
+  S_ -= f * dt_;
+  for (int c = 0; c < nc_; ++c) {
+    book_.cost_integral_sensitivity().row(c) -= running_cost(pb_, c, mode_, t, x_, p_) * dt_;
+  }
 }
 
 // ---- steps ----------------------------------------------------------------------------------

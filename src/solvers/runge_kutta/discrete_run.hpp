@@ -26,6 +26,7 @@
 
 #include "../run_book.hpp"
 #include "../run_support.hpp"
+#include "../guard_rate.hpp"
 #include "../segment_driver.hpp"
 #include "stages.hpp"
 #include "tableau.hpp"
@@ -81,6 +82,9 @@ class DiscreteRun : private SegmentIntegrator {
   void record_output(double t, bool integrated) override;
   bool apply_roots(double t) override;
   void finish(double t) override;
+  /// After a last step that ended at an event at t_f: S and the cost integrals' tangents at t_f
+  /// held fixed (see the definition).
+  void hold_final_time(double t);
 
   /// Takes one accepted step from (t_, x_), cut at the first event in it. Returns whether an
   /// event cut it.
@@ -121,6 +125,15 @@ class DiscreteRun : private SegmentIntegrator {
   /// The same by the cubic Hermite interpolant of x, q and their rates at the step's ends.
   void interpolate_hermite(double t, Eigen::VectorXd& x, Eigen::VectorXd& q, Eigen::MatrixXd* S);
   void apply_event(int k, double t, const std::optional<Accumulation>& rest);
+  /// Whether watched guard i, exactly at zero at t after another event's jump there, moves into
+  /// its crossing (its direction's way; not a time event, nor one that may start on its guard).
+  bool lands_into_crossing(size_t i, double t, const GuardRate& rate) const;
+  /// Whether the event about to be applied is the one that cut the last step (its time is the
+  /// step's end, dt_): the first of an event-cut step's batch.
+  bool fixes_step_end() const;
+  /// Adds to an event's transfer the shift of its own time from the step's end (a second event
+  /// at one instant, an event at t_f): see the definition.
+  void add_own_time_shift(const EventValues& v, SensitivityTransfer& transfer);
   [[noreturn]] void fail_step(const char* reason, double h);
 
   const Problem& pb_;
