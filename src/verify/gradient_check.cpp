@@ -12,6 +12,14 @@ double relative_difference(double a, double b, double floor) {
   return std::abs(a - b) / scale;
 }
 
+namespace {
+
+double entry_noise(const GradientEstimate& estimate, int c, int k) {
+  return estimate.noise.size() > 0 ? estimate.noise(c, k) : 0.0;
+}
+
+}  // namespace
+
 GradientCheck compare_gradients(const Problem& problem,
                                 const std::vector<GradientEstimate>& estimates,
                                 double floor_fraction) {
@@ -34,8 +42,9 @@ GradientCheck compare_gradients(const Problem& problem,
       entry.parameter = params[static_cast<size_t>(k)];
       for (size_t m = 0; m < estimates.size(); ++m) {
         const double v = estimates[m].cost_gradient(c, k);
-        const double floor = std::max(
-            std::max({floor_fraction, estimates[0].noise_fraction, estimates[m].noise_fraction}) * row_scale, rounding);
+        const double floor =
+            std::max({std::max({floor_fraction, estimates[0].noise_fraction, estimates[m].noise_fraction}) * row_scale,
+                      rounding, entry_noise(estimates[0], c, k), entry_noise(estimates[m], c, k)});
         const double err = m == 0 ? 0.0 : relative_difference(v, ref(c, k), floor);
         entry.values.push_back(v);
         entry.relative_errors.push_back(err);

@@ -27,6 +27,10 @@ struct GradientEstimate {
   /// the truncation of the two-point formula they fall back on). compare_gradients judges entries
   /// below it absolutely.
   double noise_fraction = 0.0;
+  /// The expected absolute error of each entry, n_c x n_p; empty for the exact methods. Central
+  /// differences: twice the difference of their two-point estimates at h and 2h (zero where they
+  /// fell back on the two-point formula). compare_gradients judges entries below it absolutely.
+  Eigen::MatrixXd noise;
 };
 
 /// Step of central differences for parameter value v: relative_step * |v|, or relative_step
@@ -84,9 +88,10 @@ inline constexpr double kGradientRoundingFloor = 1e-14;
 
 /// Compares estimates entry by entry against `estimates[0]`. The floor of the relative error
 /// of an entry is the largest |d cost/dp| of that cost times `floor_fraction` or the two
-/// estimates' noise_fraction, whichever is largest, and at least kGradientRoundingFloor
-/// max(1, |psi|), so that entries that are zero in exact arithmetic are judged absolutely
-/// (central differences' noise on an exactly zero entry is no disagreement).
+/// estimates' noise_fraction, whichever is largest, at least either estimate's noise of that
+/// entry, and at least kGradientRoundingFloor max(1, |psi|), so that entries that are zero in
+/// exact arithmetic are judged absolutely (central differences' noise on an exactly zero entry
+/// is no disagreement).
 GradientCheck compare_gradients(const Problem& problem,
                                 const std::vector<GradientEstimate>& estimates,
                                 double floor_fraction = 1e-6);
