@@ -454,6 +454,9 @@ TEST(DiscreteEvents, EventsAtOneInstantAndAtTheEndKeepTheirOwnTimes) {
       const Solution fwd = forward_sensitivity(pb, p, o);
       const Solution adj = adjoint(pb, p, o);
       const GradientEstimate cs = complex_step(pb, p, o);
+      // The output at t_f is the state at the fixed t_f, as the final state (an event on an
+      // output time: the state after it, the event at or before that time).
+      EXPECT_LT((fwd.sensitivities.back() - fwd.final_sensitivity).cwiseAbs().maxCoeff(), 1e-15);
       for (int j = 0; j < 5; ++j) {
         const double tolerance = 1e-6 * std::abs(exact[j]);
         EXPECT_NEAR(fwd.cost_gradient(0, j), exact[j], tolerance) << fwd.stats.integrator << " td " << td << " " << j;
@@ -466,22 +469,58 @@ TEST(DiscreteEvents, EventsAtOneInstantAndAtTheEndKeepTheirOwnTimes) {
 
 // A time event's jump that sets x exactly onto another event's guard, moving into its crossing:
 // a continuous run fires that event at the same instant (docs/events.md); the discrete runs
-// started the guard on its far side and never fired it (y_T = 0 instead of c).
+// started the guard on its far side and never fired it. The kick x + u lands on th, x rises at
+// k y = 2 and `cross` switches z' on: Z = T - ts - (th - x0 - u) / k on the landing side, so
+// d Z/d(ts, th, u, k) = (-1, -1/k, 1/k, 0), the landed event's own time in every method.
 TEST(DiscreteEvents, AJumpOntoAnotherGuardFiresItAtOnce) {
   const Problem pb = equations::parse_equation_problem(
-      "name: kick\nhorizon: 2\nparameters: {ts: 0.5, th: 0.8, c: 2.5}\nstates: {x: 0, y: 0}\n"
-      "modes:\n  a: {rhs: [\"1\", \"0\"]}\n"
-      "events:\n  kick: {at: ts, jump: [th, y]}\n  cross: {guard: x - th, direction: rising, jump: [x, \"y + c\"]}\n"
-      "costs:\n  Y: {terminal: y}\n",
-      "kick.yaml");
+      "name: land\nhorizon: 2\nparameters: {ts: 0.5, th: 0.8, u: 0.3, k: 2.0}\nstates: {x: 0.5, y: 0, z: 0}\n"
+      "modes:\n  a: {rhs: [\"k*y\", \"0\", \"0\"]}\n  b: {rhs: [\"k*y\", \"0\", \"1\"]}\n"
+      "events:\n  kick: {at: ts, jump: [\"x + u\", \"1\", z]}\n"
+      "  cross: {guard: x - th, direction: rising, next: b, only_in: a}\n"
+      "costs:\n  Z: {terminal: z}\n",
+      "land.yaml");
+  const double exact[] = {-1.0, -0.5, 0.5, 0.0};
   for (const Integrator integrator : {Integrator::Cvodes, Integrator::Dopri5, Integrator::Sdirk, Integrator::Rosenbrock}) {
-    Options o = discrete_options(pb, integrator);
+    const Options o = discrete_options(pb, integrator);
     const Eigen::VectorXd p = pb.nominal_parameters();
     const Solution fwd = forward_sensitivity(pb, p, o);
     ASSERT_EQ(fwd.events.size(), 2u) << fwd.stats.integrator;
     EXPECT_EQ(fwd.events[1].name, "cross");
-    EXPECT_NEAR(fwd.costs[0], 2.5, 1e-12) << fwd.stats.integrator;
-    EXPECT_NEAR(fwd.cost_gradient(0, 2), 1.0, 1e-12) << fwd.stats.integrator;
-    EXPECT_NEAR(adjoint(pb, p, o).cost_gradient(0, 2), 1.0, 1e-12) << fwd.stats.integrator;
+    EXPECT_NEAR(fwd.costs[0], 1.5, 1e-9) << fwd.stats.integrator;
+    const Solution adj = adjoint(pb, p, o);
+    const GradientEstimate cs = complex_step(pb, p, o);
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_NEAR(fwd.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
+      EXPECT_NEAR(adj.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
+      EXPECT_NEAR(cs.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
+    }
+  }
+}
+
+// A state event written before a time event due at its instant: the time event cut the step, and
+// the state event, applied first, took the step end's time derivative (d z_T/d(k, Te, c) = (6.8,
+// 3.4, 0)). The event that cut the step is the one without a shift, whatever the order. z_T = 3 c
+// + D k Te in either order of the two.
+TEST(DiscreteEvents, TheEventThatCutTheStepIsNotTheFirstWritten) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: tie\nhorizon: 4\nparameters: {k: 1, Te: 2, D: 0.4, c: 2}\nstates: {x: 0, z: 0}\n"
+      "modes:\n  m: {rhs: [k, 0]}\n"
+      "events:\n  st: {guard: x - c, direction: rising, jump: [x, \"z + 3*x\"]}\n  dose: {at: Te, jump: [x, \"z + D*x\"]}\n"
+      "costs:\n  zT: {terminal: z}\n",
+      "tie.yaml");
+  const double exact[] = {0.8, 0.4, 2.0, 3.0};
+  for (const Integrator integrator : {Integrator::Dopri5, Integrator::Sdirk, Integrator::Rosenbrock}) {
+    const Options o = discrete_options(pb, integrator);
+    const Eigen::VectorXd p = pb.nominal_parameters();
+    const Solution fwd = forward_sensitivity(pb, p, o);
+    const Solution adj = adjoint(pb, p, o);
+    const GradientEstimate cs = complex_step(pb, p, o);
+    ASSERT_EQ(fwd.events.size(), 2u);
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_NEAR(fwd.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
+      EXPECT_NEAR(adj.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
+      EXPECT_NEAR(cs.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
+    }
   }
 }

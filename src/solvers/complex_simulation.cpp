@@ -237,7 +237,7 @@ void ComplexRun::apply_event(int k, double t) {
   roots_.applied(pb_, real);
   require_transversal(pb_, real, opt_.grazing_tolerance, "the complex step does not exist");
   const ComplexTransfer transfer =
-      transfer_complex(pb_, k, mode_, t, xc_, p_, real.guard_rate, watched_.level_of(pb_, k));
+      transfer_complex(pb_, k, mode_, t, xc_, p_, real.guard_rate);
   cost_integral_ += transfer.cost_integral_jump;
   xc_ = transfer.x_plus;
   // The real parts as the real run has them (its jump at the root's own state): the carry to the

@@ -196,21 +196,19 @@ AdjointTransfer transfer_adjoint(const Problem& problem, const EventValues& even
 }
 
 ComplexTransfer transfer_complex(const Problem& problem, int event, int mode_before, double t,
-                                 const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate,
-                                 double level) {
-  return transfer_complex(problem, event, mode_before, Complex(t), x_minus, p, guard_rate, level);
+                                 const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate) {
+  return transfer_complex(problem, event, mode_before, Complex(t), x_minus, p, guard_rate);
 }
 
 ComplexTransfer transfer_complex(const Problem& problem, int event, int mode_before, Complex tc,
-                                 const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate,
-                                 double level) {
+                                 const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate) {
   const Event& ev = problem.event(event);
   const int mode_after = ev.mode_after(mode_before);
   const Eigen::Index nx = x_minus.size();
   const double t = tc.real();
   VectorX<Complex> f_minus(nx), f_plus(nx), x_hat_plus(nx);
   problem.mode(mode_before).rhs.complex(tc, x_minus, p, f_minus);
-  const Complex dt_c = -(ev.guard.complex(tc, x_minus, p) - level) / guard_rate;
+  const Complex dt_c = complex_time_shift(ev.guard.complex(tc, x_minus, p), guard_rate);
   ComplexTransfer out;
   out.time = tc + dt_c;
   const VectorX<Complex> x_hat = x_minus + f_minus * dt_c;

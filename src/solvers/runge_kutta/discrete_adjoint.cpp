@@ -291,7 +291,7 @@ Solution discrete_adjoint(const Problem& problem, const Eigen::VectorXd& p, cons
     for (size_t e = step.events_end; e-- > step.events_begin;) {
       const EventRecord& rec = sol.events[e];
       const TransposedProducts jump = jump_products(problem, rec.event, rec.time, rec.state_before, p, lambda);
-      if (step.kind != StepKind::EventCut || e != step.events_begin) {
+      if (!event_cut_the_step(problem, step, rec.event)) {
         const TransposedProducts shift = own_time_shift_products(problem, rec, p, lambda, ws);
         lambda = jump.x + shift.x;
         nu += (jump.t + shift.t).transpose();

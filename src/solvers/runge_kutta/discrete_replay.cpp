@@ -86,7 +86,7 @@ ComplexSolution simulate_complex_discrete(const Problem& problem, const VectorX<
     t = step.kind == StepKind::Final ? Complex(options.tf) : t + h;
     for (size_t e = step.events_begin; e < step.events_end; ++e) {
       const EventRecord& rec = real_run.events[e];
-      if (step.kind != StepKind::EventCut || e != step.events_begin) {
+      if (!event_cut_the_step(problem, step, rec.event)) {
         // An event whose time is its own, not the step's end (DiscreteRun::add_own_time_shift):
         // carried to its complex time as in a continuous run.
         const ComplexTransfer shifted = transfer_complex(problem, rec.event, rec.mode_before, t, x, p, rec.guard_rate);

@@ -177,7 +177,10 @@ bool DiscreteRun::lands_into_crossing(size_t i, double t, const GuardRate& rate)
   const int k = watched_.events[i];
   const Event& ev = pb_.event(k);
   const int direction = watched_.directions[i];
-  if (direction == 0 || !(rate.rate * direction > 0.0) || ev.time_event || ev.may_start_on_guard) return false;
+  if (direction == 0 || !(rate.rate * direction > 0.0) || rate.grazing(opt_.grazing_tolerance) || ev.time_event ||
+      ev.may_start_on_guard) {
+    return false;
+  }
   // Events applied at this instant passed through their guards: not a landing.
   const std::vector<EventRecord>& events = book_.events();
   bool jumped_here = false;
@@ -205,7 +208,7 @@ Reached DiscreteRun::advance(double tout, double& t) {
 void DiscreteRun::record_output(double t, bool integrated) {
   steps_since_output_ = 0;
   if (!integrated || !have_last_ || t >= t_) {
-    book_.record_output(t, mode_, x_, S_, book_.cost_integral());
+    book_.record_output(t, mode_, x_, sens_ ? fixed_time_sensitivity(t) : S_, book_.cost_integral());
     return;
   }
   Eigen::VectorXd x, q;
@@ -245,7 +248,7 @@ void DiscreteRun::apply_event(int k, double t, const std::optional<Accumulation>
             event_cost_tangent(pb_, c, k, t, x_, p_, dt_[j], S_.col(j), identity_p_.col(j), ws_);
       }
     }
-    if (!fixes_step_end()) add_own_time_shift(v, transfer);
+    if (!cut_the_step(k)) add_own_time_shift(v, transfer);
     book_.book_sensitivities(rec, transfer, S_, rest);
     S_ = std::move(transfer.s_plus);
   } else if (kind_ == RunKind::AdjointRecording) {
@@ -256,9 +259,12 @@ void DiscreteRun::apply_event(int k, double t, const std::optional<Accumulation>
   book_.close_event(std::move(rec), t);
 }
 
-bool DiscreteRun::fixes_step_end() const {
-  const DiscreteStep& step = log_.steps.back();
-  return step.kind == StepKind::EventCut && book_.events().size() == step.events_begin;
+bool DiscreteRun::cut_the_step(int k) const {
+  return event_cut_the_step(pb_, log_.steps.back(), k);
+}
+
+bool event_cut_the_step(const Problem& problem, const DiscreteStep& step, int k) {
+  return step.kind == StepKind::EventCut && (k == step.root_event || k == problem.event(step.root_event).rest_event);
 }
 
 void DiscreteRun::add_own_time_shift(const EventValues& v, SensitivityTransfer& transfer) {
@@ -288,6 +294,15 @@ void DiscreteRun::add_own_time_shift(const EventValues& v, SensitivityTransfer& 
 void DiscreteRun::finish(double t) {
   if (sens_ && !log_.steps.empty() && log_.steps.back().kind == StepKind::EventCut) hold_final_time(t);
   book_.finish(t, x_, mode_, S_, ws_);
+}
+
+Eigen::MatrixXd DiscreteRun::fixed_time_sensitivity(double t) {
+  // S moves with the step's end (dt_: an event fell on this output time); the output's time is
+  // fixed: the state after the event, the event at or before t (as hold_final_time).
+  if (dt_.isZero(0.0)) return S_;
+  Eigen::VectorXd f(nx_);
+  pb_.mode(mode_).rhs.real(t, x_, p_, f);
+  return S_ - f * dt_;
 }
 
 void DiscreteRun::hold_final_time(double t) {

@@ -65,6 +65,10 @@ struct StepLog {
   static long state_bytes(long n_x);
 };
 
+/// Whether event k (or the resting variant applied in its place) is the one whose guard cut
+/// `step` (its time is the step's end), whichever order the events at that instant are applied in.
+bool event_cut_the_step(const Problem& problem, const DiscreteStep& step, int k);
+
 class DiscreteRun : private SegmentIntegrator {
  public:
   DiscreteRun(const Problem& problem, const Eigen::VectorXd& p, const Options& options, RunKind kind);
@@ -128,9 +132,10 @@ class DiscreteRun : private SegmentIntegrator {
   /// Whether watched guard i, exactly at zero at t after another event's jump there, moves into
   /// its crossing (its direction's way; not a time event, nor one that may start on its guard).
   bool lands_into_crossing(size_t i, double t, const GuardRate& rate) const;
-  /// Whether the event about to be applied is the one that cut the last step (its time is the
-  /// step's end, dt_): the first of an event-cut step's batch.
-  bool fixes_step_end() const;
+  /// event_cut_the_step for the last step.
+  bool cut_the_step(int k) const;
+  /// S at the fixed output time t where the last step ended at an event: S - f dt_.
+  Eigen::MatrixXd fixed_time_sensitivity(double t);
   /// Adds to an event's transfer the shift of its own time from the step's end (a second event
   /// at one instant, an event at t_f): see the definition.
   void add_own_time_shift(const EventValues& v, SensitivityTransfer& transfer);
