@@ -712,6 +712,10 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
       {kHead + kModes + "events:\n  hit: {at: k - 2, jump: [x, 0]}\n" + kCosts,
        "bad.yaml:8:13: events.hit.at: the time event 'hit' at t = 0 does not come after the start t0 = 0: a time event "
        "fires only after t0 (give a jump at the start in the initial states)"},
+      {kHead + kModes + "events:\n  hit: {at: 1e-300, jump: [x, 0]}\n" + kCosts,
+       "bad.yaml:8:13: events.hit.at: the time event 'hit' at t = 1e-300 comes within 1e-12 (relative) "
+       "of the start t0 = 0, closer than a run resolves time: it would never fire (give a jump at the "
+       "start in the initial states)"},
       {ev + "falling, only_in: stuck, next: {free: stuck}}\n" + kCosts,
        "bad.yaml:8:62: events.hit.next: the event is not watched in mode 'free' (only_in)"},
       {kHead + kModes + "costs: {x_T: {terminal: der(x)}}\n",

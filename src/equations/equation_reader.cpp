@@ -22,6 +22,10 @@ namespace saltus::equations {
 
 namespace {
 
+/// How close to t0 a time event may come (relative to max(1, |t0|)): runs resolve time events to
+/// 1e-12 relative (time_event_due, segment_driver.hpp).
+constexpr double kTimeEventResolution = 1e-12;
+
 std::string join(const std::vector<std::string>& names) {
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
@@ -368,6 +372,14 @@ class Reader : yaml::Fields {
         throw InputError(fmt::format("{}: the time event '{}' at t = {} does not come after the start t0 = {}: a time "
                                      "event fires only after t0 (give a jump at the start in the initial states)",
                                      where, name, time, t0));
+      }
+      // Within the root finder's resolution of t0 the guard t - t_e starts the run at zero, where
+      // CVODES sets it aside and a Runge-Kutta step cannot end: the event would never fire.
+      if (!(time - t0 > kTimeEventResolution * std::max(1.0, std::abs(t0)))) {
+        throw InputError(fmt::format("{}: the time event '{}' at t = {:.17g} comes within {} (relative) of the start "
+                                     "t0 = {}, closer than a run resolves time: it would never fire (give a jump at "
+                                     "the start in the initial states)",
+                                     where, name, time, kTimeEventResolution, t0));
       }
     };
     check(pb.nominal_parameters());
