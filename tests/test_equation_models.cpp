@@ -830,6 +830,10 @@ TEST(EquationModelErrors, DaeKeys) {
        "bad.yaml:7:31: costs.c.running: in expression 'x + der(z)': der(z): 'z' is an algebraic state, "
        "and the rate of an algebraic state is not available (der() takes a differential state: x) (at "
        "character 9)"},
+      // The names offered leave out der(z) of the algebraic z (they listed "rates: der(x), der(z)").
+      {kDaeHead + "modes:\n  m: {residual: [der(x) + q*x, z - 2*x]}\n" + kCosts,
+       "bad.yaml:6:27: modes.m.residual[0]: in expression 'der(x) + q*x': unknown name 'q' (parameters: k; "
+       "states: x, z; time: t; rates: der(x); constant: pi) (at character 10)"},
       {"horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: [z, w]\n" + kDaeModes + kCosts,
        "bad.yaml:4:16: algebraic[1]: unknown state 'w' (states: x, z)"},
       {"horizon: 1\nparameters: {k: 2}\nstates: {x: 1, z: 0}\nalgebraic: k\n" + kDaeModes + kCosts,

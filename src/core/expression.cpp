@@ -281,12 +281,13 @@ class ExpressionParser {
   std::string known_names() const {
     std::string known;
     for (const NameGroup& g : groups_) {
-      std::string names = join(*g.names);
+      const std::vector<std::string>& listed = g.listed != nullptr ? *g.listed : *g.names;
+      std::string names = join(listed);
       if (g.derivative || g.before) {
         const std::string open = std::string(g.before ? "pre(" : "") + (g.derivative ? "der(" : "");
         const std::string close = std::string(g.derivative ? ")" : "") + (g.before ? ")" : "");
         names.clear();
-        for (const auto& n : *g.names) names += (names.empty() ? "" : ", ") + open + n + close;
+        for (const auto& n : listed) names += (names.empty() ? "" : ", ") + open + n + close;
         if (names.empty()) continue;
       }
       known += fmt::format("{}: {}; ", g.kind, names);

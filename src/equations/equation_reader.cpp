@@ -242,6 +242,7 @@ class Reader : yaml::Fields {
   /// residuals; their initial values and the jumps' entries for them are first guesses.
   void read_algebraic(Problem& pb) {
     algebraic_.assign(states_.size(), false);
+    differential_ = states_;
     const YAML::Node a = root_["algebraic"];
     if (!a) return;
     const std::string expected = "expected a state name or a list of state names";
@@ -268,6 +269,10 @@ class Reader : yaml::Fields {
       if (algebraic_[i]) fail(node, field, fmt::format("the state '{}' is listed twice", name));
       algebraic_[i] = true;
       names.push_back(name);
+    }
+    differential_.clear();
+    for (size_t i = 0; i < states_.size(); ++i) {
+      if (!algebraic_[i]) differential_.push_back(states_[i]);
     }
     pb.set_algebraic_states(names);
   }
@@ -608,14 +613,16 @@ class Reader : yaml::Fields {
   const YAML::Node& root_;
   std::vector<std::string> parameters_, states_, modes_;
   std::vector<bool> algebraic_;  ///< per state, from `algebraic`
+  /// The states that are not algebraic: the rates messages offer (der(z) of an algebraic z is refused).
+  std::vector<std::string> differential_;
   const std::vector<std::string> time_ = {"t"};
   /// Expressions' name groups, in the order expression_functions.hpp evaluates them.
   const std::array<NameGroup, 6> groups_ = {NameGroup{"parameters", &parameters_},
                                             NameGroup{"states", &states_},
                                             NameGroup{"time", &time_},
-                                            NameGroup{"rates", &states_, true},
+                                            NameGroup{"rates", &states_, true, false, &differential_},
                                             NameGroup{"states before the event", &states_, false, true},
-                                            NameGroup{"rates before the event", &states_, true, true}};
+                                            NameGroup{"rates before the event", &states_, true, true, &differential_}};
 };
 
 }  // namespace

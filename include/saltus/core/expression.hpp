@@ -57,6 +57,10 @@ struct NameGroup {
   /// The names are written pre(name), or pre(der(name)) with `derivative`: the values before an
   /// event (implicit transitions).
   bool before = false;
+  /// The names an unknown name's message lists, where not all of `names` (an equation model's
+  /// rates: der(z) of an algebraic z parses, to be refused with its own reason, but is not
+  /// offered); null: all.
+  const std::vector<std::string>* listed = nullptr;
 };
 
 class Expression {
