@@ -807,3 +807,48 @@ TEST(DaeAdjoint, RowsThatReadOneRateTogether) {
     }
   }
 }
+
+// A guard that reads a rate, der(y) - v with y' = 1 - y, and a jump on another state: IDAS
+// located the root on its interpolated rates, and the guard re-evaluated at the consistent point
+// after the event sat back on its non-firing side, so it fired 101 times at t = ln 2 (ZenoError
+// at every rtol). Once, at t = -ln v.
+TEST(DaeEvents, AGuardOnARateFiresOnceWhenTheJumpLeavesIt) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: rate_guard\nhorizon: 2\nparameters: {v: 0.5}\nstates: {y: 0, c: 0}\nmodes:\n  m: {rhs: [\"1 - y\", \"0\"]}\n"
+      "events:\n  hit: {guard: der(y) - v, direction: falling, jump: [y, c + 1]}\ncosts:\n  cT: {terminal: c}\n",
+      "rate_guard.yaml");
+  for (double rtol : {1e-6, 1e-8, 1e-10}) {
+    Options o = pb.options();
+    o.rtol = rtol;
+    o.atol = 1e-2 * rtol;
+    const Solution fwd = forward_sensitivity(pb, pb.nominal_parameters(), o);
+    ASSERT_EQ(fwd.events.size(), 1u) << rtol;
+    EXPECT_NEAR(fwd.events[0].time, std::log(2.0), 100 * rtol) << rtol;
+    EXPECT_EQ(fwd.costs[0], 1.0) << rtol;
+  }
+}
+
+// The same with a guard on an algebraic state that reads a rate, z = der(y1) y2 + b, and jumps
+// on y3 alone: `up` fired twice and `down` up to three times, depending on rtol (y3_T 3.764 for
+// 3.964). Reference: the model reduced to an ODE, scipy DOP853 at rtol 1e-12: up at 0.8262717,
+// down at 3.0998833.
+TEST(DaeEvents, AGuardOnAnAlgebraicStateFiresOncePerCrossing) {
+  const Problem pb = equations::parse_equation_problem(
+      "name: lincomb\nhorizon: 6\nparameters: {a: -0.5, b: 0.1, zc: 0.3, D: 0.2}\n"
+      "states: {y1: 1, y2: 0, y3: 0, z: 0}\nalgebraic: z\nmodes:\n  m:\n    residual:\n"
+      "      - der(y1) + der(y2) + y1 - y2\n      - der(y1) - der(y2) + a*y2\n"
+      "      - der(y3) + 2*der(y1) - der(y2) - y1*y2\n      - z - der(y1)*y2 - b\n"
+      "events:\n  up: {guard: z - zc, direction: rising, jump: [y1, y2, y3 - D, z]}\n"
+      "  down: {guard: z - zc, direction: falling, jump: [y1, y2, y3 + 2*D, z]}\n"
+      "costs:\n  y3T: {terminal: y3}\n",
+      "lincomb.yaml");
+  for (double rtol : {1e-6, 1e-8, 1e-10, 1e-11}) {
+    Options o = pb.options();
+    o.rtol = rtol;
+    o.atol = 1e-2 * rtol;
+    const Solution sim = simulate(pb, pb.nominal_parameters(), o);
+    ASSERT_EQ(sim.events.size(), 2u) << rtol;
+    EXPECT_NEAR(sim.events[0].time, 0.8262717, 1e-5) << rtol;
+    EXPECT_NEAR(sim.events[1].time, 3.0998833, 1e-5) << rtol;
+  }
+}

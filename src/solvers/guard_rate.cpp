@@ -216,6 +216,15 @@ void hold_guards_near_zero(const Problem& problem, WatchedEvents& watched, int m
       const bool lands_on_zero = r == 0.0 && rate.rate * d > 0.0 && !applied && !ev.time_event && !ev.may_start_on_guard;
       const bool past_and_leaving = r * d > 0.1 * band && rate.rate * d < 0.0;
       if (d != 0 && (past_and_leaving || lands_on_zero)) watched.level[i] = r + d * 1e-12 * (1.0 + rate.reach);
+      // Applied at this root and going on through its crossing (a jump on other states), but
+      // back on its non-firing side within its noise band: a DAE's guard that reads rates or
+      // algebraic states is re-evaluated at the consistent point after the event (der(y) - v,
+      // whose root IDAS located on its interpolated rates, fired 101 times at one instant; z -
+      // zc with z = der(y1) y2 + b fired twice). The level puts it a round-off step on its firing
+      // side: it crossed once. (An explicit model's guard keeps the root's own value.)
+      const bool re_evaluated = problem.mode(mode).implicit() || ev.reads_rates();
+      const bool passed_back = re_evaluated && applied && r * d < 0.0 && rate.rate * d > 0.0;
+      if (d != 0 && passed_back) watched.level[i] = r - d * 1e-12 * (1.0 + rate.reach);
       continue;
     }
     // The non-firing side: above zero for a falling crossing, below for a rising one. But an
