@@ -338,10 +338,21 @@ bool DiscreteRun::try_step(double h, bool all_stages) {
   const int last = all_stages ? tab_.stages : tab_.map_stages;
   if (tab_.factors_jacobian()) prepare_newton(h);
   const long iterations = newton_.iterations;
-  const StageStatus status = evaluate_stages(tab_, pb_, mode_, t_, h, x_, p_, first, last, cur_, &newton_);
+  StageStatus status = StageStatus::Solved;
+  std::string model_message;
+  try {
+    status = evaluate_stages(tab_, pb_, mode_, t_, h, x_, p_, first, last, cur_, &newton_);
+  } catch (const ModelError& e) {
+    // A trial stage outside the model's domain (a mechanism's position analysis that does not
+    // converge there: chain8 in maggi on dopri5 at rtol 1e-6): the step is rejected and
+    // shrunk, as for a stage that is not finite; the message stands if the step cannot shrink.
+    status = StageStatus::NonFinite;
+    model_message = e.what();
+  }
   rhs_evals_ += tab_.implicit() ? newton_.iterations - iterations : last - first;
   if (status != StageStatus::Solved) {
-    model_error_ = status == StageStatus::NonFinite
+    model_error_ = !model_message.empty() ? model_message
+                   : status == StageStatus::NonFinite
                        ? fmt::format("the right-hand side or a running cost of mode '{}' is not finite near t = {:.17g}",
                                      pb_.mode(mode_).name, t_)
                        : std::string();
