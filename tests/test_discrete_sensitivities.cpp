@@ -541,3 +541,18 @@ TEST(DiscreteMultibody, AStageOutsideTheModelsDomainShrinksTheStep) {
   // motion after the impact is resolved to about 1e-4 (CVODES: 8e-3).
   EXPECT_NEAR(sim.costs[0], 0.0270497583, 1e-3 * 0.0270497583);
 }
+
+// sdirk's last step 1e-12 s long, after ball1d's impact: its implicit stage's slope (Y - z) /
+// (h gamma) lost its digits, and the forward gradient (whose tangents take K = f(Y)) was 1.5e-5
+// from the complex step of the same steps. A tiny stage's slope is f(Y) now.
+TEST(DiscreteEvents, ATinyLastStepAfterAnEvent) {
+  const Problem pb = examples::make_example("ball1d");
+  Options o = discrete_options(pb, Integrator::Sdirk);
+  set_horizon(o, 0.461951645628261);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Solution fwd = forward_sensitivity(pb, p, o);
+  ASSERT_EQ(fwd.events.size(), 1u);
+  ASSERT_LT(o.tf - fwd.events[0].time, 1e-11);
+  const GradientEstimate cs = complex_step(pb, p, o);
+  EXPECT_LT(relative_difference(fwd.cost_gradient, cs.cost_gradient), 1e-7);
+}

@@ -99,6 +99,10 @@ bool all_finite(const Eigen::Ref<const VectorX<S>>& v) {
   return true;
 }
 
+/// Below this h gamma (relative to max(1, |t|)) an implicit stage's slope is f(Y), not the
+/// quotient (Y - z) / (h gamma).
+inline constexpr double kTinyStageStep = 1e-7;
+
 namespace stage_detail {
 
 /// max_k |part(v_k)| for the real (0) or the perturbation (1) part.
@@ -287,7 +291,16 @@ StageStatus evaluate_stages(const RungeKuttaTableau& tab, const Problem& problem
       const StageStatus status = stage_detail::solve_stage<S>(rhs, ti, h_gamma, p, *newton, st);
       if (status != StageStatus::Solved) return status;
       st.Y.col(i) = st.iterate;
-      st.K.col(i) = (st.iterate - st.z) / h_gamma;
+      if (std::abs(real_part(h_gamma)) > kTinyStageStep * std::max(1.0, std::abs(real_part(ti)))) {
+        // The slope from the stage equation: the Newton error divided by h gamma, not amplified
+        // by the stiffness as f(Y) would be.
+        st.K.col(i) = (st.iterate - st.z) / h_gamma;
+      } else {
+        // A tiny step (the last one, 1e-13 s after an event at t_f - 1e-13): the quotient loses
+        // its digits, and the tangents, which take K = f(Y), disagreed with the complex step by
+        // 5e-4. The slope is f(Y) itself.
+        rhs(ti, st.Y.col(i), p, st.K.col(i));
+      }
     }
     for (int c = 0; c < problem.n_costs(); ++c) {
       const auto& g = problem.cost(c).running;
