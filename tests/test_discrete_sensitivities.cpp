@@ -556,3 +556,21 @@ TEST(DiscreteEvents, ATinyLastStepAfterAnEvent) {
   const GradientEstimate cs = complex_step(pb, p, o);
   EXPECT_LT(relative_difference(fwd.cost_gradient, cs.cost_gradient), 1e-7);
 }
+
+// sdirk's complex step on the ladder in penalty failed at t = 0 ("could not repeat the step"):
+// the stage Newton's perturbation part stalled with its real part at round-off, 3.5e-34 against
+// a perturbation of 1.6e-29, and was judged against the perturbation alone. Now it runs and
+// agrees with the forward gradient to the penalty formulation's conditioning.
+TEST(DiscreteMultibody, TheComplexStepOfAStiffPenaltyStage) {
+  const multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/ladder.yaml");
+  multibody::FormulationSettings settings = model.formulation;
+  settings.type = multibody::FormulationType::Penalty;
+  const Problem pb = multibody::make_problem(model, settings);
+  Options o = discrete_options(pb, Integrator::Sdirk);
+  o.rtol = 1e-6;
+  o.atol = 1e-8;
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const GradientEstimate cs = complex_step(pb, p, o);
+  const Solution fwd = forward_sensitivity(pb, p, o);
+  EXPECT_LT(relative_difference(cs.cost_gradient, fwd.cost_gradient), 1e-5);
+}
