@@ -503,24 +503,26 @@ TEST(DiscreteEvents, AJumpOntoAnotherGuardFiresItAtOnce) {
 // 3.4, 0)). The event that cut the step is the one without a shift, whatever the order. z_T = 3 c
 // + D k Te in either order of the two.
 TEST(DiscreteEvents, TheEventThatCutTheStepIsNotTheFirstWritten) {
-  const Problem pb = equations::parse_equation_problem(
-      "name: tie\nhorizon: 4\nparameters: {k: 1, Te: 2, D: 0.4, c: 2}\nstates: {x: 0, z: 0}\n"
-      "modes:\n  m: {rhs: [k, 0]}\n"
-      "events:\n  st: {guard: x - c, direction: rising, jump: [x, \"z + 3*x\"]}\n  dose: {at: Te, jump: [x, \"z + D*x\"]}\n"
-      "costs:\n  zT: {terminal: z}\n",
-      "tie.yaml");
+  const std::string st = "  st: {guard: x - c, direction: rising, jump: [x, \"z + 3*x\"]}\n";
+  const std::string dose = "  dose: {at: Te, jump: [x, \"z + D*x\"]}\n";
   const double exact[] = {0.8, 0.4, 2.0, 3.0};
-  for (const Integrator integrator : {Integrator::Dopri5, Integrator::Sdirk, Integrator::Rosenbrock}) {
-    const Options o = discrete_options(pb, integrator);
-    const Eigen::VectorXd p = pb.nominal_parameters();
-    const Solution fwd = forward_sensitivity(pb, p, o);
-    const Solution adj = adjoint(pb, p, o);
-    const GradientEstimate cs = complex_step(pb, p, o);
-    ASSERT_EQ(fwd.events.size(), 2u);
-    for (int j = 0; j < 4; ++j) {
-      EXPECT_NEAR(fwd.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
-      EXPECT_NEAR(adj.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
-      EXPECT_NEAR(cs.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j;
+  for (const std::string& events : {st + dose, dose + st}) {
+    const Problem pb = equations::parse_equation_problem(
+        "name: tie\nhorizon: 4\nparameters: {k: 1, Te: 2, D: 0.4, c: 2}\nstates: {x: 0, z: 0}\n"
+        "modes:\n  m: {rhs: [k, 0]}\nevents:\n" + events + "costs:\n  zT: {terminal: z}\n",
+        "tie.yaml");
+    for (const Integrator integrator : {Integrator::Dopri5, Integrator::Sdirk, Integrator::Rosenbrock}) {
+      const Options o = discrete_options(pb, integrator);
+      const Eigen::VectorXd p = pb.nominal_parameters();
+      const Solution fwd = forward_sensitivity(pb, p, o);
+      const Solution adj = adjoint(pb, p, o);
+      const GradientEstimate cs = complex_step(pb, p, o);
+      ASSERT_EQ(fwd.events.size(), 2u);
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_NEAR(fwd.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j << "\n" << events;
+        EXPECT_NEAR(adj.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j << "\n" << events;
+        EXPECT_NEAR(cs.cost_gradient(0, j), exact[j], 1e-9) << fwd.stats.integrator << " " << j << "\n" << events;
+      }
     }
   }
 }

@@ -364,6 +364,7 @@ bool DiscreteRun::try_step(double h, bool all_stages) {
     return false;
   }
   first_stage_ready_ = true;
+  model_error_.clear();  // a trial stage's failure the step recovered from names no later one
   propagate(tab_, h, x_, cur_, x_next_, q_increment_);
   return x_next_.allFinite();
 }
