@@ -142,7 +142,8 @@ ComplexTransfer transfer_complex(const Problem& problem, int event, int mode_bef
                                  const VectorX<Complex>& x_minus, const VectorX<Complex>& p, double guard_rate);
 
 /// The complex event time's shift dt_c = -i Im(r_c) / r-dot: the real run fired the event at its
-/// real time, so the shift is the guard's perturbation alone. The real part of r_c is the real
+/// real time, so the shift is the guard's perturbation alone (the ODE complex step, and the DAE
+/// one for an event after another at the same root). The real part of r_c is the real
 /// run's guard there: round-off at a root, the level of a guard held in a band, or the value an
 /// earlier jump at the same instant moved it to (a tie of a time event and a state event: a real
 /// shift of -0.4 / r-dot there moved the complex run off the real one, d J/dk 6.24 for 8).
