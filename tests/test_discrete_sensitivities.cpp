@@ -51,6 +51,22 @@ Problem fivebar_floor() {
   return multibody::make_problem(model, model.formulation);
 }
 
+/// examples/<file> in `formulation`.
+Problem example_as(const std::string& file, multibody::FormulationType formulation) {
+  const multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/" + file);
+  multibody::FormulationSettings settings = model.formulation;
+  settings.type = formulation;
+  return multibody::make_problem(model, settings);
+}
+
+/// discrete_options at rtol 1e-6, atol 1e-8.
+Options loose_discrete_options(const Problem& pb, Integrator integrator) {
+  Options o = discrete_options(pb, integrator);
+  o.rtol = 1e-6;
+  o.atol = 1e-8;
+  return o;
+}
+
 Problem problem_named(const std::string& name) {
   return name == "fivebar_floor" ? fivebar_floor() : examples::make_example(name);
 }
@@ -531,13 +547,8 @@ TEST(DiscreteEvents, TheEventThatCutTheStepIsNotTheFirstWritten) {
 // chain8 in maggi on dopri5 at rtol 1e-6 failed at t = 0.864 ("cannot be assembled": the
 // position analysis of a trial stage did not converge) where CVODES and sdirk run.
 TEST(DiscreteMultibody, AStageOutsideTheModelsDomainShrinksTheStep) {
-  const multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/chain8.yaml");
-  multibody::FormulationSettings settings = model.formulation;
-  settings.type = multibody::FormulationType::Maggi;
-  const Problem pb = multibody::make_problem(model, settings);
-  Options o = discrete_options(pb, Integrator::Dopri5);
-  o.rtol = 1e-6;
-  o.atol = 1e-8;
+  const Problem pb = example_as("chain8.yaml", multibody::FormulationType::Maggi);
+  const Options o = loose_discrete_options(pb, Integrator::Dopri5);
   const Solution sim = simulate(pb, pb.nominal_parameters(), o);
   // y_T from the chain's angles integrated by scipy's DOP853 at rtol 1e-12; at rtol 1e-6 the
   // motion after the impact is resolved to about 1e-4 (CVODES: 8e-3).
@@ -564,13 +575,8 @@ TEST(DiscreteEvents, ATinyLastStepAfterAnEvent) {
 // a perturbation of 1.6e-29, and was judged against the perturbation alone. Now it runs and
 // agrees with the forward gradient to the penalty formulation's conditioning.
 TEST(DiscreteMultibody, TheComplexStepOfAStiffPenaltyStage) {
-  const multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/ladder.yaml");
-  multibody::FormulationSettings settings = model.formulation;
-  settings.type = multibody::FormulationType::Penalty;
-  const Problem pb = multibody::make_problem(model, settings);
-  Options o = discrete_options(pb, Integrator::Sdirk);
-  o.rtol = 1e-6;
-  o.atol = 1e-8;
+  const Problem pb = example_as("ladder.yaml", multibody::FormulationType::Penalty);
+  const Options o = loose_discrete_options(pb, Integrator::Sdirk);
   const Eigen::VectorXd p = pb.nominal_parameters();
   const GradientEstimate cs = complex_step(pb, p, o);
   const Solution fwd = forward_sensitivity(pb, p, o);
