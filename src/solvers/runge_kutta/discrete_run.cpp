@@ -310,9 +310,7 @@ void DiscreteRun::hold_final_time(double t) {
   // not. A step of length t_f - t_e after it, of tangent -f dt_ at length 0, brings the state
   // and the cost integrals back to t_f: the one-sided derivative of an event at t_f, as a
   // continuous run's (docs/events.md).
-  Eigen::VectorXd f(nx_);
-  pb_.mode(mode_).rhs.real(t, x_, p_, f);
-  S_ -= f * dt_;
+  S_ = fixed_time_sensitivity(t);
   for (int c = 0; c < nc_; ++c) {
     book_.cost_integral_sensitivity().row(c) -= running_cost(pb_, c, mode_, t, x_, p_) * dt_;
   }
