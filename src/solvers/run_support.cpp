@@ -15,6 +15,13 @@
 
 namespace saltus::detail {
 
+namespace {
+/// The smallest absolute tolerance of a cost's lambda relative to that cost, about sqrt(eps):
+/// lambda comes from reverse sweeps through the model's (stiff) matrices, whose rounding
+/// is about this size.
+constexpr double kLambdaCostNoise = 1e-8;
+}  // namespace
+
 bool integrates_on_idas(const Problem& problem, const Options& options) {
   const bool residual = problem.kind() == ProblemKind::Residual;
   if (options.integrator == Integrator::Cvodes && residual) {
@@ -71,9 +78,15 @@ AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& 
   // size (the vehicle's penalty adjoint: comfort ~ 3.5 held to tyre_load's 2.6e6 * rtol, its
   // gradient off by 2.3e-2).
   const bool from_costs = opt.adjoint_atol < 0.0 && opt.adjoint_atol_from_costs && costs.allFinite();
+  // Scaled with a cost, lambda's tolerance stays above its evaluation's round-off
+  // (kLambdaCostNoise): the penalty five-bar at rtol 1e-10 (lambda's atol rtol |psi|) took
+  // 9,402 backward steps against 5,557 forward, chasing noise in its stiff directions, for a
+  // gradient farther from a tight reference than with the floor (docs/benchmarks.md).
   for (Eigen::Index c = 0; c < n_costs; ++c) {
     const double atol = opt.adjoint_atol >= 0.0 ? opt.adjoint_atol : opt.atol;
-    tol.cost_atol.push_back(from_costs ? std::max(opt.atol, tol.rtol * std::max(1.0, std::abs(costs[c]))) : atol);
+    const double size = std::abs(costs[c]);
+    tol.cost_atol.push_back(from_costs ? std::max({opt.atol, tol.rtol * std::max(1.0, size), kLambdaCostNoise * size})
+                                       : atol);
   }
   // A cost's gradient quadratures are held to that cost's size, r |psi_c| (dpsi_c/dp_k p_k is a
   // change of psi_c), whether or not adjoint_atol (lambda's) is given: at the state's atol the

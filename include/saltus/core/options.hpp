@@ -175,8 +175,8 @@ struct Options {
   /// for mechanisms with compliant contacts (multibody.md, "Vehicle").
   double adjoint_rtol_scale = 1.0;
   /// Absolute tolerance of lambda = (dpsi/dx)^T, in cost units per state unit; < 0: atol, or
-  /// with adjoint_atol_from_costs, for lambda_j of cost j, the larger of atol and lambda's
-  /// relative tolerance times max(1, |psi_j|).
+  /// with adjoint_atol_from_costs, for lambda_j of cost j, the largest of atol, lambda's
+  /// relative tolerance times max(1, |psi_j|), and 1e-8 |psi_j| (lambda's round-off).
   double adjoint_atol = -1.0;
   /// Scales the default adjoint_atol of each cost's lambda with that cost from the forward pass,
   /// so that components of lambda far below the cost's own size are not resolved to the state
