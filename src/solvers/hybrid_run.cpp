@@ -335,7 +335,9 @@ Reached HybridRun::advance(double tout, double& t) {
     if (kind_ == RunKind::AdjointRecording) keep_within_budget();
   }
   if (flag < 0) fail(flag, t);
-  model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
+  // A non-finite evaluation the integrator recovered from names no later integrator failure,
+  // only a failed read of this advance's solution (read_solution).
+  recovered_error_ = std::exchange(model_error_, {});
   segment_advanced_ = true;
   if (flag == CV_ROOT_RETURN) {
     fired_ = excursions_.guard_roots(cv_->root_info(), watched_.events.size());
@@ -413,6 +415,17 @@ void HybridRun::fail_recomputation(const RecordedSegment& s, int flag, double t)
                                 pb_.diagnose_failure(t, view(s.session->y()), p_)));
 }
 
+template <class Read>
+void HybridRun::read_solution(double t, Read&& read) {
+  try {
+    read();
+  } catch (const SolverError& e) {
+    if (recovered_error_.empty()) throw;
+    throw ModelError(fmt::format("{} ({} at t = {:.17g} in mode '{}')", recovered_error_, e.what(), t,
+                                 pb_.mode(mode_).name));
+  }
+}
+
 void HybridRun::close_segment(double t) {
   if (kind_ != RunKind::AdjointRecording) return;
   RecordedSegment& seg = segments_.back();
@@ -427,10 +440,10 @@ void HybridRun::end_segment(double t) {
   close_segment(t);
   cv_->add_stats(book_.solution().stats);
   if (segment_advanced_ && cv_->nq() > 0) {
-    cv_->load_quadratures(t);
+    read_solution(t, [&] { cv_->load_quadratures(t); });
     book_.cost_integral() = view(cv_->q());
     if (sens_) {
-      cv_->load_quadrature_sensitivities(t);
+      read_solution(t, [&] { cv_->load_quadrature_sensitivities(t); });
       for (int j = 0; j < np_; ++j) book_.cost_integral_sensitivity().col(j) = view(cv_->qS(j));
     }
   }
@@ -441,12 +454,12 @@ void HybridRun::record_output(double t, bool integrated) {
   if (integrated) {
     x_ = view(cv_->y());
     if (sens_) {
-      cv_->load_sensitivities(t);
+      read_solution(t, [&] { cv_->load_sensitivities(t); });
       for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
     }
   }
   if (integrated && segment_advanced_ && cv_->nq() > 0) {
-    cv_->load_quadratures(t);
+    read_solution(t, [&] { cv_->load_quadratures(t); });
     book_.record_output(t, mode_, x_, S_, view(cv_->q()));
   } else {
     book_.record_output(t, mode_, x_, S_, book_.cost_integral());
@@ -456,7 +469,7 @@ void HybridRun::record_output(double t, bool integrated) {
 bool HybridRun::apply_roots(double t) {
   x_ = view(cv_->y());
   if (sens_) {
-    cv_->load_sensitivities(t);
+    read_solution(t, [&] { cv_->load_sensitivities(t); });
     for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
   }
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots

@@ -107,6 +107,11 @@ class HybridRun : private SegmentIntegrator {
   /// point (see LastRate).
   void evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> xdot);
   [[noreturn]] void fail(int flag, double t);
+  /// Runs `read` (a read of the integrator's solution at t: outputs, sensitivities,
+  /// quadratures); when CVODES refuses it after stepping past a non-finite evaluation
+  /// (recovered_error_), the failure names that evaluation instead of the read.
+  template <class Read>
+  void read_solution(double t, Read&& read);
 
   const Problem& pb_;
   Eigen::VectorXd p_;
@@ -145,6 +150,10 @@ class HybridRun : private SegmentIntegrator {
   // by a sentinel root function after the guards' (guard_excursions.hpp).
   GuardExcursions excursions_;
   std::string model_error_;
+  // The last non-finite evaluation CVODES reported as recovered from (advance). A running cost
+  // that is NaN past some time (sqrt(x) with x = 1 - t) let CVode return success at the output
+  // time while its quadrature interpolation then failed with CV_BAD_T.
+  std::string recovered_error_;
   int non_finite_evaluations_ = 0;
   static constexpr int kMaxNonFiniteEvaluations = 50;
   CvodesCallbacks callbacks_;
