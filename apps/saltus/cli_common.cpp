@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -87,13 +88,10 @@ Problem load_problem(const RunArgs& a) {
     }
     return multibody::make_problem(model, settings);
   }
-  const auto& builtins = examples::builtin_examples();
-  const bool builtin = std::any_of(builtins.begin(), builtins.end(), [&a](const auto& e) { return e.name == a.name; });
-  std::error_code ec;
-  if (!builtin && std::filesystem::is_directory(a.name, ec)) {  // a built-in's name wins over a folder of that name
-    throw UsageError(fmt::format("'{}' is a directory: run takes a built-in example's or a shipped model's name "
-                                 "(saltus list) or a model file (*.yaml, *.yml, *.urdf)",
-                                 a.name));
+  try {
+    examples::refuse_a_folder(a.name);
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
   }
   if (!a.formulation.empty()) {
     throw UsageError(fmt::format("--formulation applies to model files (*.yaml), not to the built-in "
@@ -207,6 +205,20 @@ CLI::Validator positive_number() {
         return {};
       },
       "POSITIVE");
+}
+
+CLI::Validator positive_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0.0;
+        if (!CLI::detail::lexical_cast(text, value)) return "must be a positive integer, got '" + text + "'";
+        if (!(value >= 1.0) || value != std::floor(value) || value > std::numeric_limits<int>::max()) {
+          return "must be a positive integer, got " + text;
+        }
+        text = std::to_string(static_cast<long>(value));  // 2e2 as the integer parser takes it
+        return {};
+      },
+      "POSITIVE INTEGER");
 }
 
 CLI::Validator non_empty_path() {

@@ -103,6 +103,9 @@ void require_writable_folder(const std::string& folder);
 /// number, got 0"; CLI11's own said "Value 0 not in range 0.000000 to 1.79...e308"), and a
 /// path that is not empty (an unset shell variable gave `--json ''`, and nothing was written).
 CLI::Validator positive_number();
+/// A validator for whole numbers from 1 (counts such as --max-evaluations): a fraction or a
+/// word gets Saltus's message, not the parser's "Could not convert".
+CLI::Validator positive_integer();
 CLI::Validator non_empty_path();
 /// A comma-separated list of names ("e,g"): an empty one (a stray comma, an empty value) is
 /// refused, naming the text.

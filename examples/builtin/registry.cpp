@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
 namespace saltus::examples {
 
 const std::vector<ExampleInfo>& builtin_examples() {
@@ -33,7 +37,19 @@ const std::vector<ExampleInfo>& builtin_examples() {
   return with_shipped_models;
 }
 
+void refuse_a_folder(const std::string& name) {
+  const auto& all = builtin_examples();
+  if (std::any_of(all.begin(), all.end(), [&name](const ExampleInfo& e) { return e.name == name; })) return;
+  std::error_code ec;
+  if (std::filesystem::is_directory(name, ec)) {
+    throw InputError(fmt::format("'{}' is a directory: a model is a built-in example's or a shipped model's name "
+                                 "(saltus list) or a model file (*.yaml, *.yml, *.urdf)",
+                                 name));
+  }
+}
+
 Problem make_example(const std::string& name) {
+  refuse_a_folder(name);
   std::string known;
   for (const auto& e : builtin_examples()) {
     if (e.name == name) return e.make();

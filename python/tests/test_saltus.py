@@ -181,6 +181,9 @@ def test_optimize_finds_the_best_restitution():
 def test_errors_raise_with_saltus_messages():
     with pytest.raises(saltus.InputError, match="unknown example 'nope'"):
         saltus.load("nope")
+    # A folder is named as one, as the command line names it (it said "unknown example").
+    with pytest.raises(saltus.InputError, match="is a directory: a model is"):
+        saltus.load(str(ROOT))
     with pytest.raises(ValueError, match="restitution|e"):
         saltus.load("ball1d", params={"e": 1.5})
     with pytest.raises(saltus.InputError, match="unknown option 'tfinal'"):

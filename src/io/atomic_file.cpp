@@ -99,10 +99,17 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::commit() {
+  // A write that failed before (a full device: the buffer's write(2) at some <<) left its reason
+  // in errno; the stream then did nothing more, and the flush below sets none.
+  const bool failed_before = !out_;
+  const int earlier = errno;
   errno = 0;
   out_.flush();
   out_.close();
-  if (!out_) throw InputError(fmt::format("error while writing '{}': {}", path_.string(), reason()));
+  if (!out_) {
+    if (failed_before && earlier != 0) errno = earlier;
+    throw InputError(fmt::format("error while writing '{}': {}", path_.string(), reason()));
+  }
   if (direct_) {
     committed_ = true;
     return;

@@ -20,8 +20,13 @@ struct ExampleInfo {
 /// fivebar_floor, slidercrank, chain), each in its file's formulation.
 const std::vector<ExampleInfo>& builtin_examples();
 
-/// The example called `name`; throws InputError naming the known examples otherwise.
+/// The example called `name`; throws InputError naming the known examples otherwise, or, for
+/// the name of a folder, saying what a model is (refuse_a_folder).
 Problem make_example(const std::string& name);
+
+/// Throws InputError when `name` is no built-in example's but a folder's: "'NAME' is a
+/// directory: a model is ...". A built-in's name wins over a folder of that name.
+void refuse_a_folder(const std::string& name);
 
 Problem ball1d();       ///< bouncing ball with linear drag
 Problem galan();        ///< switched scalar ODE of Galan et al. (seed 002, Sec. 5.1)
