@@ -10,11 +10,14 @@
 //  - fivebar static balance: the spring rest lengths for which gravity and the springs balance
 //    at the initial configuration, from the null space of the bar constraints' Jacobian (numpy,
 //    scipy.linalg.null_space): L01 = 2.431923574457584, L02 = 1.8448688868053873.
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
 #include <saltus/multibody/model_file.hpp>
 #include <saltus/io/optimize_output.hpp>
 #include <saltus/optimize/optimize.hpp>
+
+#include "../src/optimize/stationarity.hpp"
 
 #include <gtest/gtest.h>
 
@@ -119,6 +122,25 @@ TEST(Optimize, AGradientStopReportsThePointThatPassedIt) {
   EXPECT_LT(relative(r.optimum[0], kBallOptimum), 1e-8) << r.optimum[0];
 }
 
+// A stationary point that is not the best does not stop the run: ball1d without drag (h0 = 1,
+// g = 9.81, T = 2) from e = 0.8 tried e = 0.92, where a bounce fewer gives a lower h_T with its
+// gradient pointing out of the bounds (projected gradient 0); that stopped it "converged" with
+// e = 0.8 reported, whose projected gradient was 0.12. The maximum with three bounces is where
+// the closed form's derivative vanishes (scipy brentq): e = 0.826948798418.
+TEST(Optimize, OnlyTheBestPointStopsItByItsGradient) {
+  Problem pb = saltus::examples::make_example("ball1d");
+  pb.set_nominal("c", 0.0);
+  OptimizeOptions o;
+  o.cost = "h_T";
+  o.maximize = true;
+  o.vary = {DesignVariable{"e", 0.78, 0.92}};
+  o.run = pb.options();
+  const OptimizeResult r = saltus::optimize(pb, o);
+  ASSERT_TRUE(r.converged) << r.stop_reason;
+  EXPECT_LT(relative(r.optimum[0], 0.826948798418), 1e-8) << r.optimum[0];
+  EXPECT_LT(r.projected_gradient_norm, 1e-6);
+}
+
 // Costs within the integration's error of the best tie, and the stationary one of them is
 // reported: fivebar_floor's effort over e, whose cost moves by 1.3e-7 (60 rtol |psi|) between
 // evaluations at the same e; the optimum reported had a gradient 600 times its neighbour's.
@@ -198,6 +220,73 @@ TEST(Optimize, KeepsAConstrainedCostWithinItsBound) {
   for (const auto& it : r.history) EXPECT_LE(it.cost, 15.0 + 1e-8) << "evaluation " << it.index;
 }
 
+// No point holds h_T >= 100 (the ball's largest height at T is 19.37): the point reported is
+// the one that violates the constraint least, the highest (it was the start, e = 0.82).
+TEST(Optimize, WithoutAFeasiblePointTheLeastInfeasibleIsReported) {
+  const Problem pb = drag_free_ball();
+  OptimizeOptions o = ball_options(pb, GradientMethod::Adjoint);
+  o.constraints = {CostConstraint{"h_T", CostConstraint::Sense::AtLeast, 100.0}};
+  const OptimizeResult r = saltus::optimize(pb, o);
+  EXPECT_FALSE(r.converged);
+  EXPECT_NE(r.stop_reason.find("violates them least"), std::string::npos) << r.stop_reason;
+  EXPECT_LT(relative(r.optimum[0], kBallOptimum), 1e-6) << r.optimum[0];
+  EXPECT_LT(relative(r.cost, kBallHeight), 1e-8) << r.cost;
+}
+
+/// A projectile launched from the floor at speed V and angle th, restitution 0.6, two bounces,
+/// then at rest: its range is 1.6 V^2 sin(2 th) / g. The least V with a range of at least 10 is
+/// sqrt(10 g / 1.6) = 7.83022988169 at th = pi/4 (closed form).
+Problem projectile() {
+  return saltus::equations::parse_equation_problem(
+      "horizon: 10\n"
+      "tolerances: {rtol: 1.0e-10, atol: 1.0e-12}\n"
+      "parameters: {V: 8.0, th: 0.5, g: 9.81, e: 0.6}\n"
+      "states: {x: 0, y: 0, vx: V*cos(th), vy: V*sin(th)}\n"
+      "modes:\n"
+      "  f1: {rhs: [vx, vy, 0, -g]}\n"
+      "  f2: {rhs: [vx, vy, 0, -g]}\n"
+      "  done: {rhs: [0, 0, 0, 0]}\n"
+      "events:\n"
+      "  hit1: {guard: y, direction: falling, only_in: f1, next: f2, jump: [x, y, vx, -e*vy]}\n"
+      "  hit2: {guard: y, direction: falling, only_in: f2, next: done, jump: [x, y, 0, 0]}\n"
+      "costs: {range: {terminal: x}, speed: {terminal: V}}\n",
+      "projectile");
+}
+
+// From an infeasible start (V = 8, th = 0.5: range 6.7) CCSAQ stopped at V = 10.21 with the
+// range constraint slack (16.8) and the gradient (1, 0), "converged". A stop at a point that
+// is not a KKT point now restarts the optimizer from it.
+TEST(Optimize, AStopAtAPointThatIsNotStationaryRestartsFromIt) {
+  const Problem pb = projectile();
+  OptimizeOptions o;
+  o.cost = "speed";
+  o.vary = {DesignVariable{"V", 5.0, 15.0}, DesignVariable{"th", 0.2, 1.3}};
+  o.constraints = {CostConstraint{"range", CostConstraint::Sense::AtLeast, 10.0}};
+  o.run = pb.options();
+  const OptimizeResult r = saltus::optimize(pb, o);
+  ASSERT_TRUE(r.converged) << r.stop_reason;
+  EXPECT_LT(relative(r.optimum[0], std::sqrt(10.0 * 9.81 / 1.6)), 1e-7) << r.optimum.transpose();
+  EXPECT_NEAR(r.optimum[1], std::acos(-1.0) / 4.0, 1e-4) << r.optimum.transpose();
+  EXPECT_NEAR(r.constraint_values[0], 10.0, 1e-6);
+}
+
+// The check itself: without active constraints the residual is the gradient; an active bound
+// or constraint absorbs the part of the gradient its multiplier (>= 0) can.
+TEST(Optimize, TheKktResidualTakesNonNegativeMultipliersOnly) {
+  using saltus::optimize_detail::kkt_residual;
+  const Eigen::Vector2d g(1.0, -2.0);
+  EXPECT_DOUBLE_EQ(kkt_residual(g, Eigen::MatrixXd(2, 0)), 2.0);
+  // x_0 at its lower bound (column -e_0) takes g_0 = 1 > 0; x_1 at its upper bound (+e_1) takes
+  // g_1 = -2 < 0: a KKT point.
+  Eigen::MatrixXd bounds(2, 2);
+  bounds << -1.0, 0.0, 0.0, 1.0;
+  EXPECT_LT(kkt_residual(g, bounds), 1e-9);
+  // At the other bounds the multipliers would have to be negative: nothing is absorbed.
+  EXPECT_NEAR(kkt_residual(g, -bounds), 2.0, 1e-9);
+  // A constraint c(x) <= 0 with gradient (-1, 2) active: w = 1 absorbs all of g.
+  EXPECT_LT(kkt_residual(g, Eigen::Vector2d(-1.0, 2.0)), 1e-9);
+}
+
 /// x' = a x^2, x(0) = 1 blows up at t = 1/a: every run with a >= 1 fails before tf = 1. The cost
 /// (a - 2)^2 pulls the optimizer into that region.
 Problem blow_up() {
@@ -248,6 +337,26 @@ TEST(Optimize, BacktracksFromFailedRunsAndStopsCleanly) {
   EXPECT_GT(r.optimum[0], 0.5);  // it moved towards 2 as far as the runs allow
   EXPECT_TRUE(std::isfinite(r.cost));
   EXPECT_FALSE(r.stop_reason.empty());
+}
+
+// The cost (a - 2.5)^2 pulls L-BFGS to a = 2.5, where the run fails (its rate sqrt(2 - a) is
+// nan from a = 2): each time it backtracked by about 1 % and asked for 2.5 again, 200 runs to
+// a = 1.76. A failed point asked for again stops the optimization (exit 1), naming the edge.
+TEST(Optimize, AFailedPointAskedForAgainStopsIt) {
+  const Problem pb = saltus::equations::parse_equation_problem(
+      "horizon: 1\nparameters: {a: 0.5}\nstates: {x: 1}\nmodes: {m: {rhs: [-sqrt(2 - a)*x]}}\n"
+      "costs: {c: {terminal: (a - 2.5)^2}}\n",
+      "edge");
+  OptimizeOptions o;
+  o.cost = "c";
+  o.vary = {DesignVariable{"a", 0.0, 3.0}};
+  o.run = pb.options();
+  const OptimizeResult r = saltus::optimize(pb, o);
+  EXPECT_FALSE(r.converged);
+  EXPECT_NE(r.stop_reason.find("asked again for a point where the run failed"), std::string::npos) << r.stop_reason;
+  EXPECT_LT(r.evaluations, 20);
+  EXPECT_LT(r.optimum[0], 2.0);
+  EXPECT_FALSE(r.history.back().failure.empty());
 }
 
 TEST(Optimize, AFailedStartIsAnError) {

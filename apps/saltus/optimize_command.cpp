@@ -45,7 +45,7 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
       ->allow_extra_args(false);
   cmd->add_option("--method", a.method, "Gradient method: adjoint | forward (default adjoint)")
       ->check(CLI::IsMember({"adjoint", "forward"}));
-  cmd->add_option("--max-evaluations", a.max_evaluations, "Runs allowed (default 200)")->check(positive_number());
+  cmd->add_option("--max-evaluations", a.max_evaluations, "Runs allowed (default 200)")->check(positive_integer());
   cmd->add_option("--param", a.run.params, "Override a parameter (also the start of a varied one): name=value")
       ->allow_extra_args(false);
   cmd->add_option("--tend", a.run.tend, "Final time [s]");
@@ -68,6 +68,7 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
       ->check(non_empty_path());
   cmd->add_option("--out", a.run.out_dir, "Write history.csv and convergence.png here")->check(non_empty_path());
   cmd->add_flag("--strict", a.run.strict, "Refuse input that Saltus would correct with a warning");
+  cmd->add_flag("--quiet", a.run.quiet, "No line per evaluation: only the optimum and why it stopped");
   return cmd;
 }
 
@@ -85,11 +86,13 @@ int run_optimize(const OptimizeArgs& a, std::ostream& out, std::ostream& err) {
   }
   if (!a.run.json_path.empty()) write_output("--json", a.run.json_path, [&] { require_writable(a.run.json_path); });
   if (!a.run.out_dir.empty()) write_output("--out", a.run.out_dir, [&] { require_writable_folder(a.run.out_dir); });
-  print_iterate_header(out, options);
-  options.on_iterate = [&out](const OptimizeIterate& it) {
-    print_iterate(out, it);
-    out.flush();
-  };
+  if (!a.run.quiet) {
+    print_iterate_header(out, options);
+    options.on_iterate = [&out](const OptimizeIterate& it) {
+      print_iterate(out, it);
+      out.flush();
+    };
+  }
   const OptimizeResult result = optimize(pb, options);
   print_optimum(out, options, result);
   if (!a.run.json_path.empty()) {

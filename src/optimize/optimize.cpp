@@ -10,6 +10,7 @@
 #include <saltus/optimize/optimize.hpp>
 
 #include "design_evaluation.hpp"
+#include "stationarity.hpp"
 
 #include <saltus/core/interrupt.hpp>
 
@@ -22,6 +23,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace saltus {
 
@@ -30,6 +33,16 @@ namespace {
 /// Unconstrained costs within this many rtol * max(1, |psi|) of each other tie
 /// (OptimizationRun::improves_on_best).
 constexpr double kCostNoiseFactor = 100.0;
+
+/// A constrained point whose KKT residual is at most this fraction of the gradients' size is
+/// stationary (OptimizationRun::stationary_at_best). At the ball's h_T <= 15 optimum the residual
+/// is 1e-9 of it; at the points CCSAQ wrongly stopped at, the whole gradient.
+constexpr double kStationarityTolerance = 1e-3;
+/// A constraint within this fraction of max(1, |bound|) of its bound counts as active there, a
+/// varied parameter within this fraction of its range of a bound likewise.
+constexpr double kActiveFraction = 1e-6;
+/// Restarts of CCSAQ from a point it stopped at that is not stationary.
+constexpr int kMaxRestarts = 3;
 
 using optimize_detail::DesignEvaluation;
 using optimize_detail::DesignEvaluator;
@@ -59,6 +72,51 @@ class OptimizationRun {
   const std::string& stop_reason() const { return stop_reason_; }
   bool converged() const { return converged_; }
   bool stopped() const { return stopping_; }
+  int evaluations_left() const { return options_.max_evaluations - static_cast<int>(history_.size()); }
+
+  /// The successful evaluation whose largest constraint violation is smallest (the start if
+  /// every later run failed): what is reported when no point is feasible.
+  size_t least_infeasible() const {
+    size_t least = 0;
+    double smallest = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < history_.size(); ++i) {
+      if (history_[i].failed) continue;
+      const double v = largest_violation(history_[i]);
+      if (v < smallest) {
+        smallest = v;
+        least = i;
+      }
+    }
+    return least;
+  }
+
+  /// The KKT residual of the best point against the size of the minimized function's
+  /// gradients (kkt_residual; constraints and bounds within kActiveFraction active), as
+  /// {residual, scale}: the point is stationary when residual <= kStationarityTolerance scale.
+  std::pair<double, double> stationarity_at_best() const {
+    const OptimizeIterate& it = history_[best_.value()];
+    const Eigen::Index n = lower_.size();
+    const Eigen::VectorXd g = sign_ * it.gradient;
+    const DesignEvaluation& e = evaluation_of_best_;
+    std::vector<Eigen::VectorXd> columns;
+    for (size_t k = 0; k < options_.constraints.size(); ++k) {
+      const CostConstraint& c = options_.constraints[k];
+      const double s = c.sense == CostConstraint::Sense::AtMost ? 1.0 : -1.0;
+      const double value = s * (it.constraint_values[static_cast<Eigen::Index>(k)] - c.bound);  // c_k <= 0
+      if (value >= -kActiveFraction * std::max(1.0, std::abs(c.bound))) {
+        columns.push_back(s * e.gradients.row(constraint_costs_[k]).transpose());
+      }
+    }
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double near = kActiveFraction * (upper_[i] - lower_[i]);
+      if (it.x[i] - lower_[i] <= near) columns.push_back(-Eigen::VectorXd::Unit(n, i));
+      if (upper_[i] - it.x[i] <= near) columns.push_back(Eigen::VectorXd::Unit(n, i));
+    }
+    Eigen::MatrixXd active(n, static_cast<Eigen::Index>(columns.size()));
+    for (size_t j = 0; j < columns.size(); ++j) active.col(static_cast<Eigen::Index>(j)) = columns[j];
+    const double scale = std::max(g.lpNorm<Eigen::Infinity>(), start_gradient_norm_);
+    return {optimize_detail::kkt_residual(g, active), scale};
+  }
   int consecutive_failures() const { return consecutive_failures_; }
   void set_opt(nlopt_opt opt) { opt_ = opt; }
   std::exception_ptr error() const { return error_; }
@@ -158,8 +216,10 @@ class OptimizationRun {
       const double f = sign_ * it.cost;
       if (it.feasible && improves_on_best(f, it.projected_gradient_norm)) best_ = history_.size();
       if (it.feasible) note_lowest(f, history_.size());
+      if (history_.empty()) start_gradient_norm_ = g.lpNorm<Eigen::Infinity>();
       if (best_ && *best_ == history_.size()) {
         it.best = true;
+        evaluation_of_best_ = e;
         failure_value_ = f + 1e3 * std::max(1.0, std::abs(f));
         failure_gradient_ = g;
       }
@@ -203,14 +263,31 @@ class OptimizationRun {
     if (best_ && *best_ != index && !ties_with_lowest(sign_ * history_[*best_].cost)) best_ = index;
   }
 
-  bool feasible(const OptimizeIterate& it) const {
+  double largest_violation(const OptimizeIterate& it) const {
+    double largest = -std::numeric_limits<double>::infinity();
     for (size_t k = 0; k < options_.constraints.size(); ++k) {
       const CostConstraint& c = options_.constraints[k];
       const double value = it.constraint_values[static_cast<Eigen::Index>(k)];
-      const double violation = c.sense == CostConstraint::Sense::AtMost ? value - c.bound : c.bound - value;
-      if (violation > options_.constraint_tolerance) return false;
+      largest = std::max(largest, c.sense == CostConstraint::Sense::AtMost ? value - c.bound : c.bound - value);
     }
-    return true;
+    return largest;
+  }
+
+  /// Whether an earlier run failed at `it`'s point (to the step tolerance).
+  bool failed_before(const OptimizeIterate& it) const {
+    const auto same_point = [&](const OptimizeIterate& other) {
+      for (Eigen::Index i = 0; i < it.x.size(); ++i) {
+        const double scale = std::max(std::abs(it.x[i]), 1e-3 * (upper_[i] - lower_[i]));
+        if (std::abs(it.x[i] - other.x[i]) > options_.x_tolerance * scale) return false;
+      }
+      return true;
+    };
+    return std::any_of(history_.begin(), history_.end() - 1,
+                       [&](const OptimizeIterate& other) { return other.failed && same_point(other); });
+  }
+
+  bool feasible(const OptimizeIterate& it) const {
+    return options_.constraints.empty() || largest_violation(it) <= options_.constraint_tolerance;
   }
 
   /// NLopt has no gradient test and no notion of a failed point: both are decided here, with
@@ -218,8 +295,19 @@ class OptimizationRun {
   void decide_stop(const OptimizeIterate& it) {
     if (it.failed && consecutive_failures_ >= options_.max_consecutive_failures) {
       stop_reason_ = fmt::format("{} runs in a row failed; the last: {}", consecutive_failures_, it.failure);
-    } else if (!it.failed && options_.constraints.empty() &&
+    } else if (it.failed && failed_before(it)) {
+      // L-BFGS backtracks from a failed point by a few per cent and then asks for it again (its
+      // model's minimum): on (a - 2.5)^2 with runs failing from a = 2, 100 runs alternated
+      // between 2.5 and a point 1 % closer to the edge.
+      stop_reason_ = fmt::format(
+          "the optimizer asked again for a point where the run failed ({}); the optimum may lie at the edge of "
+          "the region where the runs succeed: narrow the bounds to it",
+          it.failure);
+    } else if (!it.failed && it.best && options_.constraints.empty() &&
                it.projected_gradient_norm <= options_.gradient_tolerance * std::max(1.0, std::abs(it.cost))) {
+      // Only at the best point: a stationary point with a worse cost (the ball's h_T at e = 0.92
+      // on a branch with a bounce fewer, below e = 0.8's) stopped the run "converged" at e = 0.8,
+      // whose projected gradient was 0.12.
       stop_reason_ = fmt::format("the projected gradient norm {:.3g} at evaluation {} is below the tolerance",
                                  it.projected_gradient_norm, it.index);
       converged_ = true;
@@ -245,6 +333,8 @@ class OptimizationRun {
   std::optional<std::vector<std::string>> last_events_;
   double failure_value_ = 0.0;
   Eigen::VectorXd failure_gradient_;
+  DesignEvaluation evaluation_of_best_;  // every cost's gradient there (stationarity_at_best)
+  double start_gradient_norm_ = 0.0;     // |s d psi_c/dx|_inf at the start
   int consecutive_failures_ = 0;
   std::string stop_reason_;
   bool converged_ = false;
@@ -335,12 +425,32 @@ OptimizeResult optimize(const Problem& problem, const OptimizeOptions& options) 
 
   double f = 0.0;
   Eigen::VectorXd xs = x0;
-  const nlopt_result r = nlopt_optimize(opt.get(), xs.data(), &f);
+  nlopt_result r = nlopt_optimize(opt.get(), xs.data(), &f);
   if (run.error()) std::rethrow_exception(run.error());
+  // CCSAQ's stop at a small step is checked: from a point that is not stationary it starts
+  // again (afresh: its approximations' state is reset), up to kMaxRestarts times.
+  std::string not_stationary;
+  for (int restart = 0; constrained && is_converged(r) && !run.stopped() && run.best(); ++restart) {
+    const auto [residual, scale] = run.stationarity_at_best();
+    if (residual <= kStationarityTolerance * scale) {
+      not_stationary.clear();
+      break;
+    }
+    not_stationary = fmt::format("; the point is not stationary (KKT residual {:.3g} against gradients of {:.3g}; "
+                                 "{} restart{} from it)",
+                                 residual, scale, restart, restart == 1 ? "" : "s");
+    if (restart == kMaxRestarts || run.evaluations_left() < 2) break;
+    xs = run.history()[*run.best()].x;
+    require_ok(nlopt_set_maxeval(opt.get(), run.evaluations_left() + 1), "the evaluation limit");
+    r = nlopt_optimize(opt.get(), xs.data(), &f);
+    if (run.error()) std::rethrow_exception(run.error());
+  }
 
   OptimizeResult result;
   result.algorithm = constrained ? "CCSAQ (NLopt LD_CCSAQ)" : "L-BFGS (NLopt LD_LBFGS)";
   for (const DesignVariable& v : options.vary) result.names.push_back(v.name);
+  // The best feasible point, or without one the least infeasible.
+  const size_t reported = run.best() ? *run.best() : run.least_infeasible();
   result.history = std::move(run.history());
   result.evaluations = static_cast<int>(result.history.size());
   if (run.stopped()) {  // a stop decided here, whatever NLopt made of it
@@ -348,13 +458,14 @@ OptimizeResult optimize(const Problem& problem, const OptimizeOptions& options) 
     result.converged = run.converged();
   } else {
     result.stop_reason = nlopt_stop_reason(r);
-    result.converged = is_converged(r);
+    result.converged = is_converged(r) && not_stationary.empty();
+    result.stop_reason += not_stationary;
   }
   if (!run.best()) {
     result.converged = false;
-    result.stop_reason += "; no evaluated point satisfies the constraints";
+    result.stop_reason += "; no evaluated point satisfies the constraints (the point reported violates them least)";
   }
-  const OptimizeIterate& best = result.history[run.best().value_or(0)];
+  const OptimizeIterate& best = result.history[reported];
   result.optimum = best.x;
   result.parameters = run.evaluator().parameters_at(best.x);
   result.cost = best.cost;

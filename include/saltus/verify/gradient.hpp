@@ -28,8 +28,10 @@ struct GradientEstimate {
   /// below it absolutely.
   double noise_fraction = 0.0;
   /// The expected absolute error of each entry, n_c x n_p; empty for the exact methods. Central
-  /// differences: twice the difference of their two-point estimates at h and 2h (zero where they
-  /// fell back on the two-point formula). compare_gradients judges entries below it absolutely.
+  /// differences: the larger of 1.5 (rtol |psi_c| + atol) / h_k (the cost's integration error
+  /// through the stencil) and twice the difference of their two-point estimates at h and 2h
+  /// (where the fourth-order stencil ran). compare_gradients judges entries below it absolutely
+  /// and counts a difference within it as none.
   Eigen::MatrixXd noise;
 };
 
@@ -90,8 +92,9 @@ inline constexpr double kGradientRoundingFloor = 1e-14;
 /// of an entry is the largest |d cost/dp| of that cost times `floor_fraction` or the two
 /// estimates' noise_fraction, whichever is largest, at least either estimate's noise of that
 /// entry, and at least kGradientRoundingFloor max(1, |psi|), so that entries that are zero in
-/// exact arithmetic are judged absolutely (central differences' noise on an exactly zero entry
-/// is no disagreement).
+/// exact arithmetic are judged absolutely; a difference within either estimate's noise of the
+/// entry counts as none (central differences' noise on an exactly zero entry is no
+/// disagreement).
 GradientCheck compare_gradients(const Problem& problem,
                                 const std::vector<GradientEstimate>& estimates,
                                 double floor_fraction = 1e-6);
