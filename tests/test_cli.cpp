@@ -680,10 +680,24 @@ TEST(Cli, AFolderDoesNotHideABuiltInExample) {
   std::filesystem::current_path(dir);
   const Outcome example = saltus_cmd({"run", "ball1d", "--method", "simulate"});
   const Outcome folder = saltus_cmd({"run", "results"});
+  // optimize names it alike (it said "run takes ...").
+  const Outcome optimize = saltus_cmd({"optimize", "results", "--cost", "x", "--vary", "a=0:1"});
   std::filesystem::current_path(previous);
   EXPECT_EQ(example.status, 0) << example.err;
   EXPECT_EQ(folder.status, 2);
-  EXPECT_TRUE(contains(folder.err, "'results' is a directory")) << folder.err;
+  EXPECT_TRUE(contains(folder.err, "'results' is a directory: a model is a built-in example's")) << folder.err;
+  EXPECT_EQ(optimize.status, 2);
+  EXPECT_TRUE(contains(optimize.err, "'results' is a directory: a model is")) << optimize.err;
+  EXPECT_FALSE(contains(optimize.err, "run takes")) << optimize.err;
+}
+
+// A write that fails part-way (a full device) names the system's reason (it said "unknown
+// error": the reason was read after the stream had stopped writing).
+TEST(Cli, AFullDeviceIsNamedAsFull) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  const Outcome r = saltus_cmd({"run", "ball1d", "--method", "simulate", "--json", "/dev/full"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "error while writing '/dev/full': No space left on device")) << r.err;
 }
 
 // check takes --param as run does: the description, the warnings and the refusals are those of
@@ -738,6 +752,20 @@ TEST(Cli, NonFiniteStartsAreNamed) {
   EXPECT_EQ(start.status, 2);
   EXPECT_TRUE(contains(start.err, "the initial state (T=nan) of problem 'model' is not finite at the parameters' values"))
       << start.err;
+}
+
+// A running cost that becomes nan during the run (sqrt(x), x = 1 - t past t = 1) is named, with
+// exit 1, in every method on CVODES. Simulation and forward runs said "CVodeGetQuadDky failed:
+// CV_BAD_T" (CVode returned at the output time after stepping past the failed evaluations).
+TEST(Cli, ARunningCostThatTurnsNanIsNamedInEveryMethod) {
+  const std::string file = write_temp_file("nan_later", "m.yaml",
+                                           "horizon: 3\nparameters: {a: 1}\nstates: {x: 1}\n"
+                                           "modes: {m: {rhs: [-a]}}\ncosts: {c: {running: sqrt(x)}}\n");
+  for (const std::string method : {"simulate", "forward", "adjoint", "complex-step"}) {
+    const Outcome r = saltus_cmd({"run", file, "--method", method});
+    EXPECT_EQ(r.status, 1) << method;
+    EXPECT_TRUE(contains(r.err, "the running cost of 'c' is nan at t = 1")) << method << ": " << r.err;
+  }
 }
 
 }  // namespace

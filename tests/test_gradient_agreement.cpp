@@ -7,6 +7,7 @@
 // truncation and O(rtol/h) integration-noise error, each ~rtol^(2/3) (~5e-7 at rtol 1e-10),
 // amplified by event-time localisation; we require 1e-4. Entries smaller than 1e-6 of their
 // cost's largest entry are compared absolutely at that floor.
+#include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
@@ -131,6 +132,35 @@ TEST(GradientAgreement, CentralDifferencesJudgedAgainstTheirOwnSpread) {
     if (k == beta) continue;
     EXPECT_LT(check.entries[static_cast<size_t>(k)].relative_errors[1], 1e-3) << k;  // as before
   }
+}
+
+// A cost that does not depend on a parameter still moves with it through the steps: y_T of a
+// decay with a kick, against beta, which weighs only the other cost's event term. Central
+// differences gave -7.9e-8 there, beyond the spread of their own two-point estimates, and the
+// summary read "central differences vs forward sensitivity: 4.52e-02" for their integration
+// noise 1.5 (rtol |y_T| + atol) / h = 1.6e-7 (an outside reader's report).
+TEST(GradientAgreement, ACostThatIgnoresAParameterIsNoDisagreement) {
+  const Problem pb = equations::parse_equation_problem(
+      "horizon: 4\ntolerances: {rtol: 1.0e-10, atol: 1.0e-12}\n"
+      "parameters: {k: 0.5, a: 1.0, ts: 1.0, beta: 0.3, y0: 2.0}\nstates: {y: y0}\n"
+      "modes: {decay: {rhs: [-k*y]}}\nevents: {kick: {at: ts, jump: [y + a]}}\n"
+      "costs: {J: {running: y, events: {kick: beta*t}}, yT: {terminal: y}}\n",
+      "kick");
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const GradientEstimate forward = forward_estimate(forward_sensitivity(pb, p, pb.options()));
+  const GradientEstimate central = central_differences(pb, p, pb.options());
+  const int beta = 3, y_T = 1;
+  EXPECT_EQ(forward.cost_gradient(y_T, beta), 0.0);
+  // The noise bound of the entry: 1.5 (rtol |y_T| + atol) / h, h = cbrt(rtol) beta.
+  const double h = central_difference_step(0.3, default_relative_step(1e-10));
+  EXPECT_GE(central.noise(y_T, beta), 1.5 * (1e-10 * std::abs(central.costs[y_T]) + 1e-12) / h * (1 - 1e-12));
+  EXPECT_LT(std::abs(central.cost_gradient(y_T, beta)), central.noise(y_T, beta));
+  const GradientCheck check = compare_gradients(pb, {forward, central});
+  EXPECT_EQ(check.entries[static_cast<size_t>(y_T * pb.n_parameters() + beta)].relative_errors[1], 0.0);
+  // The entries that are not zero still agree, within the stencil's accuracy: d J / d beta = 1
+  // (the kick at ts = 1, weighed by t) among them.
+  EXPECT_LT(check.max_relative_error[1], 1e-5);
+  EXPECT_NEAR(forward.cost_gradient(0, beta), 1.0, 1e-12);
 }
 
 // A cost whose gradient is zero in exact arithmetic (a reaction held at m g): its entries are

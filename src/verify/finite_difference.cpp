@@ -92,13 +92,19 @@ GradientEstimate central_differences(const Problem& problem, const Eigen::Vector
       return stencil(minus2, minus1, plus1, plus2, h, fourth_order);
     };
     est.cost_gradient.col(k) = derivative(runs[0].costs, runs[1].costs, runs[2].costs, runs[3].costs);
+    // The integration's noise: each cost is off by about rtol |psi| + its atol, and the
+    // stencil's weights carry 1.5 times that over h (the two-point formula's 1 / (2h) less). A
+    // cost that does not depend on p_k still moves with it through the steps the error control
+    // takes (the kick model's y_T / beta: -7.9e-8 where the stencil's spread was smaller).
+    const double cost_atol = options.cost_atol >= 0.0 ? options.cost_atol : options.atol;
+    est.noise.col(k) = (1.5 / h) * (options.rtol * nominal.costs.cwiseAbs().array() + cost_atol).matrix();
     if (fourth_order) {
       // The two-point estimates at h and 2h differ by their noise (and a truncation the stencil
       // removes): an entry zero in exact arithmetic showed -3.4e-8 where they gave -1.9e-8 and
       // +1.7e-8 (hysteretic's d G / d beta).
       const Eigen::VectorXd at_h = (runs[2].costs - runs[1].costs) / (2.0 * h);
       const Eigen::VectorXd at_2h = (runs[3].costs - runs[0].costs) / (4.0 * h);
-      est.noise.col(k) = 2.0 * (at_h - at_2h).cwiseAbs();
+      est.noise.col(k) = est.noise.col(k).cwiseMax(2.0 * (at_h - at_2h).cwiseAbs());
     }
     est.final_sensitivity.col(k) =
         derivative(runs[0].final_state, runs[1].final_state, runs[2].final_state, runs[3].final_state);

@@ -45,7 +45,12 @@ GradientCheck compare_gradients(const Problem& problem,
         const double floor =
             std::max({std::max({floor_fraction, estimates[0].noise_fraction, estimates[m].noise_fraction}) * row_scale,
                       rounding, entry_noise(estimates[0], c, k), entry_noise(estimates[m], c, k)});
-        const double err = m == 0 ? 0.0 : relative_difference(v, ref(c, k), floor);
+        // A difference within the estimates' own noise of the entry is no disagreement.
+        const double noise = std::max(entry_noise(estimates[0], c, k), entry_noise(estimates[m], c, k));
+        const double difference = std::abs(v - ref(c, k));
+        const double beyond_noise = difference > noise ? difference - noise : (difference <= noise ? 0.0 : difference);
+        const double scale = std::max(std::abs(ref(c, k)), floor);
+        const double err = m == 0 ? 0.0 : (scale == 0.0 ? beyond_noise : beyond_noise / scale);
         entry.values.push_back(v);
         entry.relative_errors.push_back(err);
         check.max_relative_error[m] = std::max(check.max_relative_error[m],
