@@ -65,6 +65,7 @@ Model load(const std::string& name, const std::string& formulation) {
     if (!formulation.empty()) settings.type = multibody::parse_formulation(formulation);
     return make_model(multibody::make_problem(model, settings));
   }
+  examples::refuse_a_folder(name);  // before the formulation's message, which would call it an example
   if (!formulation.empty()) {
     throw InputError("formulation applies to model files (*.yaml), not to the built-in example '" + name + "'");
   }

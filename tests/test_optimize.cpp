@@ -285,6 +285,13 @@ TEST(Optimize, TheKktResidualTakesNonNegativeMultipliersOnly) {
   EXPECT_NEAR(kkt_residual(g, -bounds), 2.0, 1e-9);
   // A constraint c(x) <= 0 with gradient (-1, 2) active: w = 1 absorbs all of g.
   EXPECT_LT(kkt_residual(g, Eigen::Vector2d(-1.0, 2.0)), 1e-9);
+  // Whatever the sizes: NLopt's L-BFGS stops on an absolute gradient of 1e-8, and stopped at
+  // w = 0 for a gradient of 1e-9 (a residual of the whole gradient) before the scaling.
+  for (const double size : {1e-9, 1e-6, 1e3}) {
+    EXPECT_LT(kkt_residual(size * g, bounds), 1e-9 * size) << size;
+    EXPECT_LT(kkt_residual(size * g, Eigen::Vector2d(-1e-6, 2e-6)), 1e-9 * size) << size;
+    EXPECT_NEAR(kkt_residual(size * g, -bounds), 2.0 * size, 1e-9 * size) << size;
+  }
 }
 
 /// x' = a x^2, x(0) = 1 blows up at t = 1/a: every run with a >= 1 fails before tf = 1. The cost

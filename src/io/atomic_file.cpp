@@ -107,7 +107,7 @@ void AtomicFile::commit() {
   out_.flush();
   out_.close();
   if (!out_) {
-    if (failed_before && earlier != 0) errno = earlier;
+    if (errno == 0 && failed_before) errno = earlier;  // the flush's own reason first
     throw InputError(fmt::format("error while writing '{}': {}", path_.string(), reason()));
   }
   if (direct_) {

@@ -35,11 +35,12 @@ namespace {
 constexpr double kCostNoiseFactor = 100.0;
 
 /// A constrained point whose KKT residual is at most this fraction of the gradients' size is
-/// stationary (OptimizationRun::stationary_at_best). At the ball's h_T <= 15 optimum the residual
-/// is 1e-9 of it; at the points CCSAQ wrongly stopped at, the whole gradient.
+/// stationary (OptimizationRun::stationarity_at_best). At the ball's h_T <= 15 optimum the
+/// residual is 1e-9 of it; at the points CCSAQ wrongly stopped at, the whole gradient.
 constexpr double kStationarityTolerance = 1e-3;
-/// A constraint within this fraction of max(1, |bound|) of its bound counts as active there, a
-/// varied parameter within this fraction of its range of a bound likewise.
+/// A varied parameter within this fraction of its range of a bound is at that bound; a
+/// constraint whose slack is at most what its first-order change over such a move of every
+/// parameter would be (or constraint_tolerance) is active.
 constexpr double kActiveFraction = 1e-6;
 /// Restarts of CCSAQ from a point it stopped at that is not stationary.
 constexpr int kMaxRestarts = 3;
@@ -103,9 +104,10 @@ class OptimizationRun {
       const CostConstraint& c = options_.constraints[k];
       const double s = c.sense == CostConstraint::Sense::AtMost ? 1.0 : -1.0;
       const double value = s * (it.constraint_values[static_cast<Eigen::Index>(k)] - c.bound);  // c_k <= 0
-      if (value >= -kActiveFraction * std::max(1.0, std::abs(c.bound))) {
-        columns.push_back(s * e.gradients.row(constraint_costs_[k]).transpose());
-      }
+      const Eigen::VectorXd gradient = s * e.gradients.row(constraint_costs_[k]).transpose();
+      // In the parameters' units, not the cost's: a cost of size 1e-7 is not active for that.
+      const double margin = kActiveFraction * gradient.cwiseAbs().dot(upper_ - lower_);
+      if (value >= -std::max(margin, options_.constraint_tolerance)) columns.push_back(gradient);
     }
     for (Eigen::Index i = 0; i < n; ++i) {
       const double near = kActiveFraction * (upper_[i] - lower_[i]);
@@ -114,7 +116,10 @@ class OptimizationRun {
     }
     Eigen::MatrixXd active(n, static_cast<Eigen::Index>(columns.size()));
     for (size_t j = 0; j < columns.size(); ++j) active.col(static_cast<Eigen::Index>(j)) = columns[j];
-    const double scale = std::max(g.lpNorm<Eigen::Infinity>(), start_gradient_norm_);
+    // The gradient's own size, or where it nearly vanishes (an optimum inside the constraints)
+    // a thousandth of the start's: a point 0.5 from stationary does not pass against a start's
+    // gradient of 1e3.
+    const double scale = std::max(g.lpNorm<Eigen::Infinity>(), 1e-3 * start_gradient_norm_);
     return {optimize_detail::kkt_residual(g, active), scale};
   }
   int consecutive_failures() const { return consecutive_failures_; }
@@ -158,6 +163,8 @@ class OptimizationRun {
     const Eigen::Index n = lower_.size();
     const Eigen::VectorXd x = Eigen::Map<const Eigen::VectorXd>(x_data, n);
     if (!history_.empty() && history_.back().x == x) return evaluator_.at(x);
+    // A restart begins at the best point: its run is kept, not repeated.
+    if (best_ && history_[*best_].x == x) return evaluation_of_best_;
     const DesignEvaluation& e = evaluator_.at(x);
     record(e);
     return e;
@@ -421,7 +428,9 @@ OptimizeResult optimize(const Problem& problem, const OptimizeOptions& options) 
   require_ok(nlopt_set_xtol_abs(opt.get(), xtol_abs.data()), "the step tolerance");
   // The limit on evaluations is kept by OptimizationRun (NLopt's own first call at x0 reuses the
   // start's run, so NLopt's count is one ahead); NLopt's is only a backstop.
-  require_ok(nlopt_set_maxeval(opt.get(), options.max_evaluations + 1), "the evaluation limit");
+  require_ok(nlopt_set_maxeval(opt.get(), static_cast<int>(std::min<long>(options.max_evaluations + 1L,
+                                                                          std::numeric_limits<int>::max()))),
+             "the evaluation limit");
 
   double f = 0.0;
   Eigen::VectorXd xs = x0;
@@ -441,9 +450,12 @@ OptimizeResult optimize(const Problem& problem, const OptimizeOptions& options) 
                                  residual, scale, restart, restart == 1 ? "" : "s");
     if (restart == kMaxRestarts || run.evaluations_left() < 2) break;
     xs = run.history()[*run.best()].x;
-    require_ok(nlopt_set_maxeval(opt.get(), run.evaluations_left() + 1), "the evaluation limit");
+    require_ok(nlopt_set_maxeval(opt.get(), static_cast<int>(std::min<long>(run.evaluations_left() + 1L,
+                                                                            std::numeric_limits<int>::max()))),
+               "the evaluation limit");
     r = nlopt_optimize(opt.get(), xs.data(), &f);
     if (run.error()) std::rethrow_exception(run.error());
+    not_stationary.clear();  // judged afresh (the loop's next pass), or the stop is NLopt's own
   }
 
   OptimizeResult result;

@@ -9,11 +9,11 @@
 namespace saltus::optimize_detail {
 
 /// The KKT residual of   min f(x)  s.t.  c_k(x) <= 0  at a point where f has the gradient g:
-///   min over w >= 0 of |g + B w|_inf,
+///   |g + B w|_inf  at the multipliers w >= 0 that minimize |g + B w|_2,
 /// B's columns the gradients of the active constraints (n x m; an active lower bound on x_i is
 /// the column -e_i, an upper one +e_i). 0 at a KKT point; |g|_inf without active constraints.
-/// The multipliers w solve the non-negative least-squares problem min |g + B w|_2 (NLopt's
-/// bounded L-BFGS on this small convex quadratic).
+/// The non-negative least-squares problem is solved by NLopt's bounded L-BFGS with g and the
+/// columns scaled to unit size (its stopping test is absolute): the result is in g's units.
 double kkt_residual(const Eigen::VectorXd& g, const Eigen::MatrixXd& active_gradients);
 
 }  // namespace saltus::optimize_detail

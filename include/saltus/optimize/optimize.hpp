@@ -11,7 +11,10 @@
 // Optimizers from NLopt (docs/optimize.md): bounded L-BFGS when only bounds are given, CCSAQ
 // (Svanberg's conservative convex separable approximations, the MMA family, whose iterates stay
 // feasible) when costs are constrained. They stop when a step changes x by less than
-// x_tolerance (relative) or, without constraints, when the projected gradient vanishes.
+// x_tolerance (relative) or, without constraints, when the projected gradient vanishes at the
+// best point. A constrained stop is checked for KKT stationarity and CCSAQ restarted from a
+// point that is not stationary (up to three times); a failed run asked for again stops the run
+// unconverged (docs/optimize.md).
 #include <saltus/core/options.hpp>
 #include <saltus/core/problem.hpp>
 
@@ -85,7 +88,7 @@ struct OptimizeOptions {
 struct OptimizeResult {
   std::string algorithm;          ///< "L-BFGS (NLopt LD_LBFGS)" or "CCSAQ (NLopt LD_CCSAQ)"
   std::vector<std::string> names; ///< the varied parameters
-  Eigen::VectorXd optimum;        ///< best feasible x found
+  Eigen::VectorXd optimum;        ///< best feasible x found; without one, the least infeasible
   Eigen::VectorXd parameters;     ///< the full parameter vector at the optimum, n_p
   double cost = 0.0;              ///< psi_c at the optimum
   Eigen::VectorXd gradient;       ///< d psi_c / dx at the optimum
@@ -93,7 +96,9 @@ struct OptimizeResult {
   Eigen::VectorXd constraint_values;
   int evaluations = 0;
   std::vector<OptimizeIterate> history;
-  bool converged = false;         ///< stopped by a tolerance (not by a limit or a failure)
+  /// Stopped by a tolerance at a point that passed it (with constraints: a KKT point), not by a
+  /// limit, a failure or a failed point asked for again.
+  bool converged = false;
   std::string stop_reason;
 };
 
