@@ -130,7 +130,9 @@ elements:
   - {type: bar, name: rod, from: O, to: p, length: 1, mass: 1}
   - {type: bar, name: copy, from: O, to: p, length: 1}
   - {type: bar, name: rod2, from: p, to: q, length: 1, mass: 1}
-)", {"redundant or conflicting constraints", "bar 'rod'", "bar 'copy'", "model.yaml:8:5"}},
+)", {"redundant or conflicting constraints", "bar 'rod'", "bar 'copy'", "model.yaml:8:5",
+          // located at the first dependent row's element (it began "model.yaml: model ...")
+          "elements[0]: model '"}},
       {"no degree of freedom", R"(points: {p: {position: [1, 0]}}
 elements: [{type: bar, name: rod, from: O, to: p, length: 1, mass: 1}, {type: bar, name: rod2, from: C, to: p, length: 5}]
 )", {"leave no degree of freedom", "bar 'rod' (1), bar 'rod2' (1)"}},
