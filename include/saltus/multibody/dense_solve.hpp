@@ -5,7 +5,7 @@
 //
 //   - double: an LU factorization with partial pivoting (Eigen::PartialPivLU), or for large
 //             sparse matrices SuiteSparse KLU (FactoredMatrix). A matrix assembled sparse
-//             (solve_sparse) goes to KLU from 64 rows without being formed dense.
+//             (solve_sparse) goes to KLU from 48 rows without being formed dense.
 //   - Dual, DualBlock: the real parts are factored once (as for double) and the tangents follow
 //             by implicit differentiation, X' = A^-1 (B' - A' X): two triangular solves per
 //             column and direction instead of an elimination in dual arithmetic. The
@@ -14,13 +14,13 @@
 //             and every parameter direction of the forward sensitivities at one state: a
 //             Jacobian then costs one factorization, not one per column.
 //   - Reverse: recorded on the tape as one operation, the solve it is (record_dense_solve, and
-//             record_sparse_solve from 64 rows): the values from the double factors, which the
+//             record_sparse_solve from 48 rows): the values from the double factors, which the
 //             tape keeps; a sweep solves with A^T once for all its columns and adds -B-bar X^T
 //             to A's entries on the tape. Before, the residual and the two triangular solves
 //             were recorded scalar by scalar, 2 (n^2 + nnz(A)) nodes per column.
 //   - Complex: Gaussian elimination in complex arithmetic, pivoting on the real parts, so the
 //             complex step stays an independent check of the dual and reverse paths; a large
-//             matrix assembled sparse (64 rows or more) by Eigen's sparse LU in complex
+//             matrix assembled sparse (48 rows or more) by Eigen's sparse LU in complex
 //             arithmetic (solve_sparse_complex), still no implicit differentiation, at the cost of
 //             a sparse factorization instead of an O(n^3) elimination per solve.
 // Every path throws ModelError naming `what` for a non-finite or singular matrix (a pivot below
@@ -44,8 +44,9 @@ using DenseMatrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
 
 /// From this many rows a matrix assembled sparse is factored by KLU (solve_sparse), and a dense
 /// one with at most 15 % nonzeros too; below it the dense LU is faster (measured on the chain's
-/// KKT matrices).
-inline constexpr Eigen::Index kSparseSolveMinRows = 64;
+/// and the spatial examples' KKT matrices: the 16-rod chain's 48 rows take its GGL adjoint from
+/// 0.245 to 0.193 s on KLU, the spatial arm's 35 rows ran 5-10 % slower; docs/benchmarks.md).
+inline constexpr Eigen::Index kSparseSolveMinRows = 48;
 
 namespace detail {
 
@@ -57,7 +58,7 @@ const Eigen::PartialPivLU<Eigen::MatrixXd>& dense_factorization(const Eigen::Mat
 
 struct SparseFactors;
 
-/// A double matrix factored: dense_factorization's LU, or for a large sparse matrix (at least 64
+/// A double matrix factored: dense_factorization's LU, or for a large sparse matrix (at least 48
 /// rows, at most 15 % nonzeros) SuiteSparse KLU's factors with the symbolic analysis kept per
 /// sparsity pattern (src/multibody/sparse_factorization.hpp). Both come from per-thread caches
 /// of recent factorizations and stay valid until this thread's next factorization.
@@ -66,7 +67,7 @@ class FactoredMatrix {
   /// Factors `matrix` (or finds it in the caches). Throws like dense_factorization.
   FactoredMatrix(const Eigen::MatrixXd& matrix, const char* what);
   /// Factors a matrix assembled sparse: KLU from its compressed form if it has at least
-  /// kSparseMinSize (64) rows, otherwise the dense LU of its dense form (faster when small).
+  /// kSparseMinSize (48) rows, otherwise the dense LU of its dense form (faster when small).
   FactoredMatrix(const Eigen::SparseMatrix<double, Eigen::RowMajor, int>& matrix, const char* what);
   /// X = A^-1 B.
   Eigen::MatrixXd solve(const Eigen::MatrixXd& rhs) const;
@@ -230,10 +231,10 @@ DenseMatrix<S> solve_dense(const DenseMatrix<S>& matrix, const Rhs& rhs, const c
 }
 
 /// Solves A X = B for a square A assembled sparse (n x n, compressed rows) and B (n x k) in the
-/// scalar type S: double, Dual and DualBlock factor the values sparse (KLU from 64 rows, dense LU below);
-/// Reverse records one tape operation (record_sparse_solve from 64 rows, record_dense_solve
-/// below); Complex factors sparse in complex arithmetic from 64 rows (solve_sparse_complex);
-/// HyperDual, and Complex below 64 rows, eliminate the dense form as solve_dense does. Throws
+/// scalar type S: double, Dual and DualBlock factor the values sparse (KLU from 48 rows, dense LU below);
+/// Reverse records one tape operation (record_sparse_solve from 48 rows, record_dense_solve
+/// below); Complex factors sparse in complex arithmetic from 48 rows (solve_sparse_complex);
+/// HyperDual, and Complex below 48 rows, eliminate the dense form as solve_dense does. Throws
 /// like solve_dense.
 template <class S, class Rhs>
 DenseMatrix<S> solve_sparse(const Eigen::SparseMatrix<S, Eigen::RowMajor, int>& matrix, const Rhs& rhs,
