@@ -745,6 +745,18 @@ TEST(Cli, NonFiniteStartsAreNamed) {
     EXPECT_EQ(run_rate.status, 2) << integrator;
     EXPECT_TRUE(contains(run_rate.err, "mode 'm': the rate of state 'T' at the start (t0 = 0) is nan")) << run_rate.err;
   }
+  // A mechanism's rate that is not finite at the start names its file (it named the mode
+  // alone): a body spun at 1e200 rad/s.
+  const std::string spun = write_temp_file(
+      "nan_mechanism", "spun.yaml",
+      "horizon: 1\nparameters: {m: 1.3}\nspatial:\n  bodies:\n    bob:\n      mass: m\n"
+      "      inertia: [0.02, 0.03, 0.01, 0.002, -0.001, 0.003]\n      center: [0.05, 0, -0.6]\n"
+      "      position: [0.1, -0.2, 1.0]\n      angular_velocity: [0, 0, 1.0e200]\n  joints:\n"
+      "    - {type: spherical, name: pivot, a: ground, b: bob, point_a: [0.1, -0.2, 1.0], point_b: [0, 0, 0]}\n"
+      "costs:\n  tipz: {terminal: [{signal: z, of: bob}]}\n");
+  const Outcome spun_run = saltus_cmd({"run", spun});
+  EXPECT_EQ(spun_run.status, 2);
+  EXPECT_TRUE(contains(spun_run.err, "spun.yaml: mode 'motion': the rate of state")) << spun_run.err;
   const std::string root = write_temp_file("nan_start", "m.yaml",
                                            "horizon: 1\nparameters: {a: 1}\nstates: {T: sqrt(a)}\n"
                                            "modes: {m: {rhs: [1]}}\ncosts: {T_T: {terminal: T}}\n");

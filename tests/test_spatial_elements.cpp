@@ -676,6 +676,12 @@ TEST(SpatialElements, BadInputIsNamed) {
   const std::string frame = error_of(follower);
   EXPECT_EQ(frame.rfind("bad.yaml:11:", 0), 0u) << frame;
   EXPECT_NE(frame.find("spatial.forces[0].frame: unknown frame 'local' (ground, body)"), std::string::npos) << frame;
+  // An axis whose squared length underflows is no zero one: the message said "needs a non-zero
+  // axis_a, got [0, 1e-300, 0]".
+  const std::string tiny = error_of(with("axis_a: [0.2, 1, 0.1]", "axis_a: [0, 1.0e-300, 0]"));
+  EXPECT_NE(tiny.find("needs a longer axis_a, got [0, 1e-300, 0] (its squared length underflows to 0"),
+            std::string::npos)
+      << tiny;
   // Messages found unclear by model files written from the docs: a contact without its plane
   // ("contacts[0].point.body: unknown body 'b'"), a misspelt body in a cost ("z, vz and az are
   // signals of spatial bodies" without the name), gravity of four entries ("expected [x, y]").

@@ -262,6 +262,9 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
     // (docs/benchmarks.md, "Block tangents").
     pb.set_block_tangents(pb.add_mode("motion", rhs), rhs);
   }
+  // A mechanism's one mode is the model file's: a message about it found during a run (a rate
+  // that is not finite at the start) names the file.
+  if (!model.source.empty()) pb.declare_mode_at(0, model.source);
   for (size_t i = 0; i < model.contacts.size(); ++i) add_contact_events<Form>(pb, form, static_cast<int>(i));
   if constexpr (std::is_same_v<Form, detail::MaggiForm>) {
     if (form->repartitions()) add_repartition_event(pb, form);

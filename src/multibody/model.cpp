@@ -182,7 +182,11 @@ class DomainCheck {
   void non_zero(const Value3& v, const std::string& field, const std::string& owner, const char* what) const {
     const double x = eval(v.x), y = eval(v.y), z = eval(v.z);
     if (!(std::sqrt(x * x + y * y + z * z) > 0.0)) {
-      throw InputError(fmt::format("{}: {} needs a non-zero {}, got [{}, {}, {}]", m_.locate(field), owner, what, x, y, z));
+      // A vector whose squared length underflows (1e-300) is no zero, but cannot be normalized.
+      const bool tiny = x != 0.0 || y != 0.0 || z != 0.0;
+      throw InputError(fmt::format("{}: {} needs a {} {}, got [{}, {}, {}]", m_.locate(field), owner,
+                                   tiny ? "longer" : "non-zero", what, x, y, z) +
+                       (tiny ? " (its squared length underflows to 0: scale it up)" : ""));
     }
   }
   /// A normal that measures an angle about an axis must not lie along it (its part across the
