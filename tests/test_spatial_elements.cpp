@@ -679,9 +679,12 @@ TEST(SpatialElements, BadInputIsNamed) {
   // An axis whose squared length underflows is no zero one: the message said "needs a non-zero
   // axis_a, got [0, 1e-300, 0]".
   const std::string tiny = error_of(with("axis_a: [0.2, 1, 0.1]", "axis_a: [0, 1.0e-300, 0]"));
-  EXPECT_NE(tiny.find("needs a longer axis_a, got [0, 1e-300, 0] (its squared length underflows to 0"),
-            std::string::npos)
+  EXPECT_NE(tiny.find("needs a longer axis_a, got [0, 1e-300, 0] (its squared length underflows"), std::string::npos)
       << tiny;
+  // One whose squared length overflows normalized to zero without a word.
+  const std::string huge = error_of(with("axis_a: [0.2, 1, 0.1]", "axis_a: [0, 1.0e200, 0]"));
+  EXPECT_NE(huge.find("needs a shorter axis_a, got [0, 1e+200, 0] (its squared length overflows"), std::string::npos)
+      << huge;
   // Messages found unclear by model files written from the docs: a contact without its plane
   // ("contacts[0].point.body: unknown body 'b'"), a misspelt body in a cost ("z, vz and az are
   // signals of spatial bodies" without the name), gravity of four entries ("expected [x, y]").

@@ -266,6 +266,9 @@ std::pair<VectorX<S>, VectorX<S>> kkt_accelerations(const Model& m, const Constr
 /// close together with it: one simultaneous impact. Also the tolerance on gap and normal rate
 /// below which a persistent contact starts closed at rest.
 inline constexpr double kSimultaneousGap = 1e-9;
+/// A sticking contact's slip velocity, relative to the velocities' size, below which settling
+/// keeps it sticking (ContactEvents::settle_once): index3's velocity noise is about 1e-9 of it.
+inline constexpr double kStickingSlipBand = 1e-6;
 
 inline bool contains(const std::vector<int>& set, int i) { return std::find(set.begin(), set.end(), i) != set.end(); }
 

@@ -7,6 +7,7 @@
 #include <Eigen/Eigenvalues>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <set>
 
@@ -181,13 +182,18 @@ class DomainCheck {
   }
   void non_zero(const Value3& v, const std::string& field, const std::string& owner, const char* what) const {
     const double x = eval(v.x), y = eval(v.y), z = eval(v.z);
-    if (!(std::sqrt(x * x + y * y + z * z) > 0.0)) {
-      // A vector whose squared length underflows (1e-300) is no zero, but cannot be normalized.
-      const bool tiny = x != 0.0 || y != 0.0 || z != 0.0;
-      throw InputError(fmt::format("{}: {} needs a {} {}, got [{}, {}, {}]", m_.locate(field), owner,
-                                   tiny ? "longer" : "non-zero", what, x, y, z) +
-                       (tiny ? " (its squared length underflows to 0: scale it up)" : ""));
-    }
+    const double squared = x * x + y * y + z * z;
+    // It is normalized where it is used: its squared length must be a normal double (not 0, not
+    // denormal, whose square root keeps a few bits only, not overflowing to inf).
+    if (squared >= std::numeric_limits<double>::min() && std::isfinite(squared)) return;
+    const bool finite = std::isfinite(x) && std::isfinite(y) && std::isfinite(z);
+    const bool zero = x == 0.0 && y == 0.0 && z == 0.0;
+    const char* kind = !finite ? "finite" : zero ? "non-zero" : squared < 1.0 ? "longer" : "shorter";
+    const char* why = !finite || zero ? ""
+                      : squared < 1.0 ? " (its squared length underflows: scale it up)"
+                                      : " (its squared length overflows: scale it down)";
+    throw InputError(fmt::format("{}: {} needs a {} {}, got [{}, {}, {}]{}", m_.locate(field), owner, kind, what, x, y,
+                                 z, why));
   }
   /// A normal that measures an angle about an axis must not lie along it (its part across the
   /// axis is what counts; 1e-8 of its length).

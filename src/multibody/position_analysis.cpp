@@ -56,13 +56,14 @@ std::string describe_dependent_rows(const Model& model, const Eigen::MatrixXd& j
   return fmt::format("{}", fmt::join(rows, "; "));
 }
 
-/// Where the first dependent row of Phi_q (describe_dependent_rows' first) is written:
-/// "file:line:column: elements[k]" for an element's row, else the model file.
-std::string locate_first_dependent_row(const Model& model, const Eigen::MatrixXd& jac) {
+/// Where a dependent row of Phi_q is written, of rank `rank` (the partition's): the row the
+/// column-pivoted QR of Phi_q^T leaves last among the first rank + 1 (describe_dependent_rows'
+/// first), as "file:line:column: elements[k]" for an element's row, else the model file.
+std::string locate_first_dependent_row(const Model& model, const Eigen::MatrixXd& jac, Eigen::Index rank) {
   const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(jac.transpose());
   const std::string file = model.source.empty() ? "model" : model.source;
-  if (qr.rank() >= jac.rows()) return file;
-  const int element = model.element_of_row(qr.colsPermutation().indices()[qr.rank()]);
+  if (rank < 0 || rank >= jac.rows()) return file;
+  const int element = model.element_of_row(qr.colsPermutation().indices()[rank]);
   return element < 0 ? file : model.locate(fmt::format("elements[{}]", element));
 }
 
@@ -277,7 +278,8 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
     throw InputError(fmt::format("{}: model '{}': the constraint Jacobian at the initial guess has rank {} < {} "
                                  "constraint rows: redundant or conflicting constraints, or a singular "
                                  "configuration; dependent rows: {}",
-                                 locate_first_dependent_row(model, jac), model.name, part.n - part.f(), m,
+                                 locate_first_dependent_row(model, jac, part.n - part.f()), model.name,
+                                 part.n - part.f(), m,
                                  describe_dependent_rows(model, jac)));
   }
   return part;

@@ -45,7 +45,7 @@ using DenseMatrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
 /// From this many rows a matrix assembled sparse is factored by KLU (solve_sparse), and a dense
 /// one with at most 15 % nonzeros too; below it the dense LU is faster (measured on the chain's
 /// and the spatial examples' KKT matrices: the 16-rod chain's 48 rows take its GGL adjoint from
-/// 0.245 to 0.193 s on KLU, the spatial arm's 35 rows ran 5-10 % slower; docs/benchmarks.md).
+/// 0.246 to 0.193 s on KLU, the spatial arm's 35 rows ran 5-10 % slower; docs/benchmarks.md).
 inline constexpr Eigen::Index kSparseSolveMinRows = 48;
 
 namespace detail {
