@@ -10,6 +10,7 @@
 #include <saltus/optimize/optimize.hpp>
 
 #include "design_evaluation.hpp"
+#include "nlopt_handle.hpp"
 #include "stationarity.hpp"
 
 #include <saltus/core/interrupt.hpp>
@@ -47,6 +48,11 @@ constexpr int kMaxRestarts = 3;
 
 using optimize_detail::DesignEvaluation;
 using optimize_detail::DesignEvaluator;
+using optimize_detail::NloptHandle;
+
+/// +1 for psi <= bound, -1 for psi >= bound: the constraint written as NLopt takes it,
+/// sense_sign(c) (psi - bound) <= 0.
+double sense_sign(const CostConstraint& c) { return c.sense == CostConstraint::Sense::AtMost ? 1.0 : -1.0; }
 
 /// The state NLopt's callbacks share: the evaluator, the history and the stopping decision.
 class OptimizationRun {
@@ -102,7 +108,7 @@ class OptimizationRun {
     std::vector<Eigen::VectorXd> columns;
     for (size_t k = 0; k < options_.constraints.size(); ++k) {
       const CostConstraint& c = options_.constraints[k];
-      const double s = c.sense == CostConstraint::Sense::AtMost ? 1.0 : -1.0;
+      const double s = sense_sign(c);
       const double value = s * (it.constraint_values[static_cast<Eigen::Index>(k)] - c.bound);  // c_k <= 0
       const Eigen::VectorXd gradient = s * e.gradients.row(constraint_costs_[k]).transpose();
       // In the parameters' units, not the cost's: a cost of size 1e-7 is not active for that.
@@ -146,7 +152,7 @@ class OptimizationRun {
     return guarded([&] {
       const DesignEvaluation& e = evaluate(x_data);
       const CostConstraint& c = options_.constraints[k];
-      const double s = c.sense == CostConstraint::Sense::AtMost ? 1.0 : -1.0;
+      const double s = sense_sign(c);
       const Eigen::Index n = lower_.size();
       if (e.failed) {  // infeasible by a margin, pointing back to where the runs succeeded
         if (gradient) Eigen::Map<Eigen::VectorXd>(gradient, n) = failure_gradient_;
@@ -275,7 +281,7 @@ class OptimizationRun {
     for (size_t k = 0; k < options_.constraints.size(); ++k) {
       const CostConstraint& c = options_.constraints[k];
       const double value = it.constraint_values[static_cast<Eigen::Index>(k)];
-      largest = std::max(largest, c.sense == CostConstraint::Sense::AtMost ? value - c.bound : c.bound - value);
+      largest = std::max(largest, sense_sign(c) * (value - c.bound));
     }
     return largest;
   }
@@ -364,10 +370,6 @@ double constraint_callback(unsigned, const double* x, double* gradient, void* da
   return c->run->constraint(c->index, x, gradient);
 }
 
-struct NloptDeleter {
-  void operator()(nlopt_opt opt) const { nlopt_destroy(opt); }
-};
-using NloptHandle = std::unique_ptr<std::remove_pointer_t<nlopt_opt>, NloptDeleter>;
 
 void require_ok(nlopt_result r, const char* what) {
   if (r < 0) throw Error(fmt::format("NLopt refused {}: {}", what, nlopt_result_to_string(r)));

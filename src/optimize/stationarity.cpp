@@ -1,10 +1,8 @@
 #include "stationarity.hpp"
 
-#include <nlopt.h>
+#include "nlopt_handle.hpp"
 
 #include <algorithm>
-#include <memory>
-#include <type_traits>
 #include <vector>
 
 namespace saltus::optimize_detail {
@@ -24,10 +22,6 @@ double half_squared_residual(unsigned m, const double* w, double* gradient, void
   return 0.5 * r.squaredNorm();
 }
 
-struct NloptDeleter {
-  void operator()(nlopt_opt opt) const { nlopt_destroy(opt); }
-};
-
 /// min |g + B w|_inf at the w >= 0 that NLopt's bounded L-BFGS finds for min |g + B w|_2, for
 /// g of unit size and unit columns: its stopping test is absolute (a projected gradient of
 /// 1e-8), so the caller scales. Every finite trial that lowers the residual is kept, whatever
@@ -35,7 +29,7 @@ struct NloptDeleter {
 double unit_kkt_residual(const Eigen::VectorXd& g, const Eigen::MatrixXd& b) {
   const Eigen::Index m = b.cols();
   double best = g.lpNorm<Eigen::Infinity>();
-  std::unique_ptr<std::remove_pointer_t<nlopt_opt>, NloptDeleter> opt(nlopt_create(NLOPT_LD_LBFGS, static_cast<unsigned>(m)));
+  const NloptHandle opt(nlopt_create(NLOPT_LD_LBFGS, static_cast<unsigned>(m)));
   LeastSquares ls{g, b};
   const std::vector<double> zero(static_cast<size_t>(m), 0.0);
   if (!opt || nlopt_set_lower_bounds(opt.get(), zero.data()) < 0 ||

@@ -426,6 +426,11 @@ void HybridRun::read_solution(double t, Read&& read) {
   }
 }
 
+void HybridRun::read_sensitivities(double t) {
+  read_solution(t, [&] { cv_->load_sensitivities(t); });
+  for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
+}
+
 void HybridRun::close_segment(double t) {
   if (kind_ != RunKind::AdjointRecording) return;
   RecordedSegment& seg = segments_.back();
@@ -453,10 +458,7 @@ void HybridRun::end_segment(double t) {
 void HybridRun::record_output(double t, bool integrated) {
   if (integrated) {
     x_ = view(cv_->y());
-    if (sens_) {
-      read_solution(t, [&] { cv_->load_sensitivities(t); });
-      for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
-    }
+    if (sens_) read_sensitivities(t);
   }
   if (integrated && segment_advanced_ && cv_->nq() > 0) {
     read_solution(t, [&] { cv_->load_quadratures(t); });
@@ -468,10 +470,7 @@ void HybridRun::record_output(double t, bool integrated) {
 
 bool HybridRun::apply_roots(double t) {
   x_ = view(cv_->y());
-  if (sens_) {
-    read_solution(t, [&] { cv_->load_sensitivities(t); });
-    for (int j = 0; j < np_; ++j) S_.col(j) = view(cv_->yS(j));
-  }
+  if (sens_) read_sensitivities(t);
   std::vector<int> fired = std::exchange(fired_, {});  // advance's roots
   RootsAgainstDirection against = roots_against_their_direction(pb_, watched_, fired, mode_, t, x_, p_, opt_, ws_);
   if (roots_.record(pb_, std::move(against), fired, t)) return false;  // noise only: the segment goes on

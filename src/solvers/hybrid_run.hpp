@@ -112,6 +112,8 @@ class HybridRun : private SegmentIntegrator {
   /// (recovered_error_), the failure names that evaluation instead of the read.
   template <class Read>
   void read_solution(double t, Read&& read);
+  /// S_ from CVODES's sensitivities at t (read_solution).
+  void read_sensitivities(double t);
 
   const Problem& pb_;
   Eigen::VectorXd p_;

@@ -6,11 +6,17 @@
 
 namespace saltus {
 
-double relative_difference(double a, double b, double floor) {
+namespace {
+
+/// `difference` relative to max(|b|, floor); absolute where that is 0.
+double relative_to(double difference, double b, double floor) {
   const double scale = std::max(std::abs(b), floor);
-  if (scale == 0.0) return std::abs(a - b);
-  return std::abs(a - b) / scale;
+  return scale == 0.0 ? difference : difference / scale;
 }
+
+}  // namespace
+
+double relative_difference(double a, double b, double floor) { return relative_to(std::abs(a - b), b, floor); }
 
 namespace {
 
@@ -49,8 +55,7 @@ GradientCheck compare_gradients(const Problem& problem,
         const double noise = std::max(entry_noise(estimates[0], c, k), entry_noise(estimates[m], c, k));
         const double difference = std::abs(v - ref(c, k));
         const double beyond_noise = difference > noise ? difference - noise : (difference <= noise ? 0.0 : difference);
-        const double scale = std::max(std::abs(ref(c, k)), floor);
-        const double err = m == 0 ? 0.0 : (scale == 0.0 ? beyond_noise : beyond_noise / scale);
+        const double err = m == 0 ? 0.0 : relative_to(beyond_noise, ref(c, k), floor);
         entry.values.push_back(v);
         entry.relative_errors.push_back(err);
         check.max_relative_error[m] = std::max(check.max_relative_error[m],
