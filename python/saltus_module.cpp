@@ -241,6 +241,9 @@ void set_options(Model& m, const py::kwargs& kw) {
       set_horizon(o, tend);
     } else if (key == "rtol") {
       o.rtol = positive_option(value, "rtol");
+      if (o.rtol < kMinRtol) {
+        throw InputError(fmt::format("rtol must be at least {} (double precision's limit), got {}", kMinRtol, o.rtol));
+      }
     } else if (key == "atol") {
       o.atol = positive_option(value, "atol");  // as --atol: 0 would leave the error test no floor
       o.atol_per_state.clear();

@@ -162,6 +162,7 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"run", "."},                             // a directory
       {"run", "ball1d", "--param", "g"},
       {"run", "ball1d", "--rtol", "-1e-6"},
+      {"run", "ball1d", "--rtol", "1e-300"},  // below double precision's reach: refused, not run at CVODES's floor
       {"run", "ball1d", "--atol", "-1"},
       {"run", "ball1d", "--atol", "0"},
       {"run", "ball1d", "--tend", "-2"},
@@ -174,7 +175,8 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
   const std::vector<std::string> expected_words = {
       "nosuch", "gravity", "abc", "finite", "--param g: value must be finite, got '1e400'",
       "--param g: '1e-400' is not a number", "'.' is a directory",
-      "name=value", "rtol", "atol", "--atol must be positive, got 0", "--tend -2: the final time must exceed",
+      "name=value", "rtol", "--rtol must be at least 1e-15 (double precision's limit), got 1e-300", "atol",
+      "--atol must be positive, got 0", "--tend -2: the final time must exceed",
       "magic", "checkpoint-steps must be a positive integer, got 0",
       "--adjoint-memory must be at least 1M (1048576 bytes), got 512k",
       "--adjoint-memory: 'lots' is not a size", "frobnicate"};

@@ -854,6 +854,8 @@ TEST(EquationModelErrors, DaeKeys) {
        "z), got 1"},
       {kDaeHead + kDaeModes + kCosts + "tolerances: {atol: [1e-8, 0]}\n",
        "bad.yaml:8:27: tolerances.atol[1]: must be positive, got 0"},
+      {kDaeHead + kDaeModes + kCosts + "tolerances: {rtol: 1e-17}\n",
+       "bad.yaml:8:20: tolerances.rtol: must be at least 1e-15 (double precision's limit), got 1e-17"},
       {kDaeHead + kDaeModes + kCosts + "outputs: [0, 0.5, 0.5]\n",
        "bad.yaml:8:19: outputs[2]: output times must increase strictly: 0.5 follows 0.5"},
       {kDaeHead + kDaeModes + kCosts + "outputs: [0, 2]\n",

@@ -179,6 +179,10 @@ elements:
 elements: [{type: point_mass, point: p, mass: 1}]
 contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
 )", {"contact 'floor' starts closed", "normal velocity -1 m/s"}},
+      {"relative tolerance below double precision", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+tolerances: {rtol: 1.0e-300}
+)", {"model.yaml:8:", "tolerances.rtol", "must be at least 1e-15", "got 1e-300"}},
   };
   return cases;
 }

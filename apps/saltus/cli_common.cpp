@@ -1,6 +1,7 @@
 #include "cli_common.hpp"
 
 #include <saltus/core/number_text.hpp>
+#include <saltus/core/options.hpp>
 #include <saltus/equations/equation_file.hpp>
 #include <saltus/examples/builtin.hpp>
 #include <saltus/multibody/formulation.hpp>
@@ -172,7 +173,9 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
   if (a.nonlinear_solver == "auto") options.nonlinear_solver = NonlinearSolver::Automatic;
   if (!a.rtol.empty()) {
     options.rtol = parse_number(a.rtol, "--rtol");
-    if (options.rtol <= 0.0) throw UsageError(fmt::format("--rtol must be positive, got {}", a.rtol));
+    if (!(options.rtol >= kMinRtol)) {
+      throw UsageError(fmt::format("--rtol must be at least {} (double precision's limit), got {}", kMinRtol, a.rtol));
+    }
   }
   if (!a.atol.empty()) {
     const double atol = parse_number(a.atol, "--atol");

@@ -31,7 +31,7 @@ void set_horizon(Options& o, double tf) {
 void validate(const Options& o, int n_states, int n_parameters) {
   require(std::isfinite(o.t0), "t0", o.t0, "must be finite");
   require(std::isfinite(o.tf) && o.tf > o.t0, "tf", o.tf, "must be finite and greater than t0");
-  require(positive(o.rtol), "rtol", o.rtol, "must be a positive number");
+  require(positive(o.rtol) && o.rtol >= kMinRtol, "rtol", o.rtol, "must be a number >= 1e-15 (kMinRtol)");
   require(std::isfinite(o.atol) && o.atol >= 0.0, "atol", o.atol, "must be >= 0");
   require(o.cost_atol < 0.0 || std::isfinite(o.cost_atol), "cost_atol", o.cost_atol,
           "must be finite");

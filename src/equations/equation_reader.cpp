@@ -1,5 +1,6 @@
 // Reads an equation model file (docs/model-files.md, "Equation models") into a Problem.
 #include <saltus/equations/equation_file.hpp>
+#include <saltus/core/options.hpp>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -560,7 +561,7 @@ class Reader : yaml::Fields {
     }
     if (const YAML::Node t = root_["tolerances"]) {
       check_keys(t, "tolerances", {"rtol", "atol", "cost_atol"});
-      if (t["rtol"]) o.rtol = positive(t["rtol"], "tolerances.rtol");
+      if (t["rtol"]) o.rtol = relative_tolerance(t["rtol"]);
       if (const YAML::Node a = t["atol"]; a && a.IsSequence()) {
         if (a.size() != states_.size()) {
           fail(a, "tolerances.atol",
@@ -602,6 +603,13 @@ class Reader : yaml::Fields {
       times.push_back(t);
     }
     return times;
+  }
+
+  /// tolerances.rtol: a number >= kMinRtol.
+  double relative_tolerance(const YAML::Node& n) const {
+    const double v = positive(n, "tolerances.rtol");
+    if (v < kMinRtol) fail(n, "tolerances.rtol", fmt::format("must be at least {} (double precision's limit), got {}", kMinRtol, v));
+    return v;
   }
 
   double positive(const YAML::Node& n, const std::string& field) const {

@@ -1,6 +1,7 @@
 #include <saltus/multibody/model_file.hpp>
 
 #include <saltus/core/error.hpp>
+#include <saltus/core/options.hpp>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -817,7 +818,7 @@ class Reader : yaml::Fields {
     }
     if (const YAML::Node t = root_["tolerances"]) {
       check_keys(t, "tolerances", {"rtol", "atol"});
-      if (t["rtol"]) model_.rtol = positive(t["rtol"], "tolerances.rtol");
+      if (t["rtol"]) model_.rtol = relative_tolerance(t["rtol"]);
       if (t["atol"]) model_.atol = positive(t["atol"], "tolerances.atol");
     }
     if (const YAML::Node g = root_["gravity"]) {
@@ -836,6 +837,13 @@ class Reader : yaml::Fields {
       model_.gravity_z = -9.81;
     }
     if (const YAML::Node f = root_["formulation"]) read_formulation(f);
+  }
+
+  /// tolerances.rtol: a number >= kMinRtol.
+  double relative_tolerance(const YAML::Node& n) const {
+    const double v = positive(n, "tolerances.rtol");
+    if (v < kMinRtol) fail(n, "tolerances.rtol", fmt::format("must be at least {} (double precision's limit), got {}", kMinRtol, v));
+    return v;
   }
 
   double positive(const YAML::Node& n, const std::string& field) const {

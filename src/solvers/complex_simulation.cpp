@@ -194,8 +194,17 @@ int ComplexRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_
     const Complex value = g ? g.complex(Complex(t), self->xc_, self->fc_, self->p_) : Complex(0);
     out[c] = value.real();
     out[self->nc_ + c] = value.imag();
+    if (!std::isfinite(value.real()) || !std::isfinite(value.imag())) {
+      // Named as the real run names it (HybridRun::quadrature_cb): CVODES's own failure flag
+      // would not say which cost failed.
+      const bool nan = std::isnan(value.real()) || std::isnan(value.imag());
+      self->model_error_ = fmt::format("the running cost of '{}' is {} at t = {:.17g}, x = {} (complex run)",
+                                       self->pb_.cost(c).name, nan ? "nan" : "infinite", t,
+                                       detail::describe_state(self->pb_, self->xc_.real().eval()));
+      return 1;
+    }
   }
-  return out.allFinite() ? 0 : 1;
+  return 0;
   });
 }
 

@@ -14,6 +14,11 @@ struct RunProgress {
   long events = 0;         ///< events so far (of the forward pass)
 };
 
+/// The smallest relative tolerance a run accepts (about 4.5 times double precision's epsilon
+/// 2.2e-16): below it no integrator can resolve a relative error, and CVODES would silently
+/// integrate at its own floor instead of the tolerance asked for.
+inline constexpr double kMinRtol = 1e-15;
+
 /// Linear multistep family used by CVODES on each smooth segment.
 enum class LinearMultistep { BDF, Adams };
 
@@ -105,7 +110,7 @@ struct Options {
   std::vector<double> output_times;
   int n_outputs = 201;
 
-  double rtol = 1e-8;                 ///< relative tolerance (states, costs, sensitivities)
+  double rtol = 1e-8;                 ///< relative tolerance (states, costs, sensitivities); >= kMinRtol
   double atol = 1e-10;                ///< absolute tolerance, in the units of each state
   std::vector<double> atol_per_state; ///< if not empty (size n_x), replaces atol per state
   double cost_atol = -1.0;            ///< absolute tolerance of cost quadratures; < 0: atol
