@@ -5,6 +5,7 @@
 #include <saltus/core/error.hpp>
 #include <saltus/io/atomic_file.hpp>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -71,6 +72,36 @@ TEST(AtomicFile, APipeIsWrittenIntoAndStaysAPipe) {
   }
   reader.join();
   EXPECT_EQ(received, "streamed\n");
+}
+
+// An open descriptor (/dev/fd/N) is written through the descriptor itself: its text lands at
+// the descriptor's position, between what the process wrote there before and after. Reopening
+// /proc/self/fd/N gave the text its own position: written after "before " and then overwritten
+// by " after" (the report on a redirected stdout overwrote the JSON of --json /dev/stdout).
+TEST(AtomicFile, AnOpenDescriptorIsWrittenAtItsOwnPosition) {
+  const fs::path dir = saltus::test::temp_dir("atomic_descriptor");
+  fs::create_directories(dir);
+  const fs::path file = dir / "shared.txt";
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "before ", 7), 7);
+  EXPECT_EQ(saltus::open_descriptor("/dev/fd/" + std::to_string(fd)), fd);
+  EXPECT_EQ(saltus::open_descriptor("/dev/stdout"), 1);
+  EXPECT_FALSE(saltus::open_descriptor(file).has_value());
+  write_through("/dev/fd/" + std::to_string(fd), "{\"json\": 1}");
+  ASSERT_EQ(::write(fd, " after", 6), 6);
+  ::close(fd);
+  EXPECT_EQ(read_all(file), "before {\"json\": 1} after");
+  {
+    const int again = ::open(file.c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_GE(again, 0);
+    {
+      saltus::AtomicFile abandoned("/dev/fd/" + std::to_string(again));
+      abandoned.stream() << "half";
+    }
+    ::close(again);
+  }
+  EXPECT_EQ(read_all(file), "");  // text never committed is never written
 }
 
 TEST(AtomicFile, ALoopOfLinksIsRefused) {

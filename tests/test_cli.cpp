@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -786,6 +787,32 @@ TEST(Cli, ARunningCostThatTurnsNanIsNamedInEveryMethod) {
 
 // A plain simulation: trajectory, events and costs, no derivative anywhere; the costs are the
 // forward run's (the same integration without sensitivities, to the tolerances).
+// --json /dev/stdout puts the JSON alone on stdout, the report on stderr: a pipe into a JSON
+// reader gets JSON. (With stdout redirected to a file, the report overwrote the JSON's start.)
+TEST(Cli, JsonOnStdoutIsAloneThere) {
+  const auto dir = temp_dir("json_stdout");
+  std::filesystem::create_directories(dir);
+  const std::string captured = (dir / "stdout.txt").string();
+  std::fflush(stdout);
+  std::cout.flush();
+  const int saved = ::dup(STDOUT_FILENO);
+  ASSERT_GE(saved, 0);
+  const int file = ::open(captured.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(file, 0);
+  ::dup2(file, STDOUT_FILENO);
+  ::close(file);
+  const Outcome r = saltus_cmd({"run", "ball1d", "--method", "simulate", "--json", "/dev/stdout"});
+  std::fflush(stdout);
+  ::dup2(saved, STDOUT_FILENO);
+  ::close(saved);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(contains(r.err, "Saltus run: ball1d")) << r.err;
+  std::ifstream in(captured);
+  const nlohmann::json json = nlohmann::json::parse(in);  // throws unless the file is JSON alone
+  EXPECT_EQ(json["events"].size(), 3u);
+}
+
 TEST(Cli, MethodSimulateRunsWithoutDerivatives) {
   const auto dir = temp_dir("simulate");
   const auto json = (dir / "r.json").string();

@@ -212,8 +212,9 @@ void draw_pictures(const RunArgs& a, const std::string& folder, std::ostream& ou
              reason);
 }
 
-int run_example(const RunArgs& a, std::ostream& out, std::ostream& err) {
+int run_example(const RunArgs& a, std::ostream& stdout_stream, std::ostream& err) {
   const SolverMessageScope messages(err);  // one cap on integrator warnings for the command
+  std::ostream& out = report_stream(a.json_path, stdout_stream, err);
   Problem pb = load_problem(a);
   Options options = pb.options();
   apply_overrides(pb, options, a);

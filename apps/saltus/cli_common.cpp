@@ -10,6 +10,7 @@
 #include <saltus/io/atomic_file.hpp>
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <fmt/ostream.h>
 
 #include <algorithm>
@@ -197,6 +198,10 @@ void report_notes(const Problem& pb, const RunArgs& a, std::ostream& err) {
 
 void require_writable_folder(const std::string& folder) {
   require_writable(std::filesystem::path(folder) / "trajectory.csv");
+}
+
+std::ostream& report_stream(const std::string& json_path, std::ostream& out, std::ostream& err) {
+  return !json_path.empty() && open_descriptor(json_path) == STDOUT_FILENO ? err : out;
 }
 
 CLI::Validator positive_number() {

@@ -99,6 +99,10 @@ void write_output(const char* option, const std::string& path, Write&& write) {
 /// An output folder is writable if a file can be created in it.
 void require_writable_folder(const std::string& folder);
 
+/// Where a command's report goes: `out`, or `err` when --json writes onto the process's stdout
+/// (`--json /dev/stdout`), which then holds the JSON alone (for a pipe into a JSON reader).
+std::ostream& report_stream(const std::string& json_path, std::ostream& out, std::ostream& err);
+
 /// CLI11 validators with messages that name the value: a positive number ("must be a positive
 /// number, got 0"; CLI11's own said "Value 0 not in range 0.000000 to 1.79...e308"), and a
 /// path that is not empty (an unset shell variable gave `--json ''`, and nothing was written).

@@ -72,8 +72,9 @@ CLI::App* add_optimize_command(CLI::App& app, OptimizeArgs& a) {
   return cmd;
 }
 
-int run_optimize(const OptimizeArgs& a, std::ostream& out, std::ostream& err) {
+int run_optimize(const OptimizeArgs& a, std::ostream& stdout_stream, std::ostream& err) {
   const SolverMessageScope messages(err);
+  std::ostream& out = report_stream(a.run.json_path, stdout_stream, err);
   Problem pb = load_problem(a.run);
   Options run = pb.options();
   apply_overrides(pb, run, a.run);

@@ -3,10 +3,13 @@
 #include <saltus/core/error.hpp>
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <optional>
 
 namespace saltus {
@@ -54,25 +57,51 @@ bool is_special_file(const std::filesystem::path& path) {
          !std::filesystem::is_directory(status);
 }
 
-/// Whether `path` names one of the process's open descriptors (/dev/stdout, /dev/fd/N: links
-/// into /proc/self/fd): a write goes into what the descriptor has open, appended, whatever it
-/// is (`--json /dev/stdout >> log` must not replace or truncate the log).
-bool is_open_descriptor(const std::filesystem::path& path) {
-  std::optional<std::filesystem::path> target = path;
-  for (int hop = 0; target && hop < kMaxLinks; ++hop, target = next_link(*target)) {
-    const std::string text = target->string();
-    if (text.starts_with("/proc/self/fd/") || text.starts_with("/dev/fd/") || text.starts_with("/proc/thread-self/fd/")) {
-      return true;
-    }
+bool is_open_descriptor(const std::filesystem::path& path) { return open_descriptor(path).has_value(); }
+
+/// Writes all of `text` to descriptor `fd` (write(2) may take part of it, or be interrupted).
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
   }
-  return false;
+  return true;
 }
 
 }  // namespace
 
+std::optional<int> open_descriptor(const std::filesystem::path& path) {
+  std::optional<std::filesystem::path> target = path;
+  for (int hop = 0; target && hop < kMaxLinks; ++hop, target = next_link(*target)) {
+    const std::string text = target->string();
+    for (const char* folder : {"/proc/self/fd/", "/dev/fd/", "/proc/thread-self/fd/"}) {
+      if (!text.starts_with(folder)) continue;
+      const std::string number = text.substr(std::strlen(folder));
+      if (number.empty() || number.size() > 9 || number.find_first_not_of("0123456789") != std::string::npos) {
+        return std::nullopt;
+      }
+      return std::stoi(number);
+    }
+  }
+  return std::nullopt;
+}
+
 AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
-  // status() follows links as the kernel does (/dev/stdout's link into /proc too).
-  direct_ = is_open_descriptor(path_) || is_special_file(path_);
+  descriptor_ = open_descriptor(path_);
+  if (descriptor_) {
+    // Written through the descriptor itself at commit: a second open of /proc/self/fd/N would
+    // have its own file position, and text the process writes to N (the report on a redirected
+    // stdout) would overwrite it.
+    if (::fcntl(*descriptor_, F_GETFD) < 0) throw InputError(fmt::format("cannot write '{}': {}", path_.string(), reason()));
+    direct_ = true;
+    target_ = temporary_ = path_;
+    return;
+  }
+  // status() follows links as the kernel does.
+  direct_ = is_special_file(path_);
   const std::filesystem::path target = direct_ ? path_ : write_target(path_);
   temporary_ = direct_ ? target : temporary_for(target);
   target_ = target;
@@ -91,7 +120,7 @@ AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
 }
 
 AtomicFile::~AtomicFile() {
-  if (committed_) return;
+  if (committed_ || descriptor_) return;  // a descriptor's text not committed is dropped unwritten
   out_.close();
   if (direct_) return;  // a device or pipe is no file of Saltus's to remove
   std::error_code ignored;
@@ -99,6 +128,18 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::commit() {
+  if (descriptor_) {
+    // What the process wrote there before (a report on stdout) goes first, in its order.
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    errno = 0;
+    if (!write_all(*descriptor_, held_.str())) {
+      throw InputError(fmt::format("error while writing '{}': {}", path_.string(), reason()));
+    }
+    committed_ = true;
+    return;
+  }
   // A write that failed before (a full device: the buffer's write(2) at some <<) left its reason
   // in errno; the stream then did nothing more, and the flush below sets none.
   const bool failed_before = !out_;

@@ -4,10 +4,14 @@
 // the target by commit(). A file that is never committed (an exception, an interrupt) is
 // removed, so a reader never sees half a result. A symbolic link is written through (its target
 // is replaced, the link stays; a loop of links is refused); a device, pipe or socket
-// (/dev/null) and an open descriptor (/dev/stdout, /dev/fd/N, whatever it has open) are
-// written into directly, appended.
+// (/dev/null) is written into directly, appended; an open descriptor of the process
+// (/dev/stdout, /dev/fd/N) is written through that descriptor itself, at commit, so that the
+// text shares its file position with whatever else the process writes there (a report on
+// stdout redirected to a file no longer overwrites it).
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 
 namespace saltus {
@@ -20,7 +24,7 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  std::ostream& stream() { return out_; }
+  std::ostream& stream() { return descriptor_ ? static_cast<std::ostream&>(held_) : out_; }
   /// Flushes, closes and renames the temporary file onto the target; throws InputError on a
   /// write or rename failure (the temporary file is removed).
   void commit();
@@ -30,9 +34,15 @@ class AtomicFile {
   std::filesystem::path target_;     ///< where the text lands (a link's target)
   std::filesystem::path temporary_;  ///< written first (the target itself when direct_)
   std::ofstream out_;
+  std::optional<int> descriptor_;  ///< the process's descriptor `path` names, if it names one
+  std::ostringstream held_;        ///< the text for descriptor_, written at commit
   bool direct_ = false;  ///< the target is a device, pipe or socket: written into, not replaced
   bool committed_ = false;
 };
+
+/// The process's own open descriptor that `path` names (/dev/stdout: 1; /dev/fd/N, /proc/self/fd/N:
+/// N, through links), or nothing.
+std::optional<int> open_descriptor(const std::filesystem::path& path);
 
 /// Throws InputError naming `path` unless a file can be created there (its folder is created
 /// if missing). Used before a run so that an unwritable output fails before the work.
