@@ -113,6 +113,36 @@ TEST(GradientAgreement, CentralDifferencesNoiseOnAnExactZeroIsNoDisagreement) {
   EXPECT_NEAR(compare_gradients(pb, {exact, central}).entries[1].relative_errors[1], 5.0, 1e-9);
 }
 
+// An estimate whose noise is larger than a tenth of the entry checks nothing there: marked
+// unchecked (the report's "noise"), not shown as agreement; a difference within a smaller noise
+// is marked within_noise and keeps its size in relative_differences (an outside reader saw
+// central differences 20,000 times the exact entry reported as "0.00e+00" agreement).
+TEST(GradientAgreement, AnEntryWithinALargeNoiseIsUnchecked) {
+  const Problem pb = examples::make_example("ball1d");
+  GradientEstimate exact, central;
+  exact.method = "forward sensitivity";
+  central.method = "central differences";
+  exact.cost_gradient = Eigen::MatrixXd::Zero(pb.n_costs(), pb.n_parameters());
+  exact.cost_gradient(0, 0) = 1.0;
+  exact.cost_gradient(0, 1) = 2.0;
+  central.cost_gradient = exact.cost_gradient;
+  central.cost_gradient(0, 0) = 2e4;       // noise 1e5: unchecked
+  central.cost_gradient(0, 1) = 2.0 + 1e-3;  // noise 1e-2 (below 0.2): agreement within noise
+  central.noise = Eigen::MatrixXd::Zero(pb.n_costs(), pb.n_parameters());
+  central.noise(0, 0) = 1e5;
+  central.noise(0, 1) = 1e-2;
+  const GradientCheck check = compare_gradients(pb, {exact, central});
+  EXPECT_TRUE(check.entries[0].unchecked[1]);
+  EXPECT_TRUE(check.entries[0].within_noise[1]);
+  EXPECT_FALSE(check.entries[1].unchecked[1]);
+  EXPECT_TRUE(check.entries[1].within_noise[1]);
+  EXPECT_EQ(check.entries[1].relative_errors[1], 0.0);
+  EXPECT_NEAR(check.entries[1].relative_differences[1], 1e-3 / 2.0, 1e-12);
+  EXPECT_FALSE(check.entries[2].within_noise[1]);  // equal: no difference to explain
+  EXPECT_EQ(check.unchecked_entries[1], 1);
+  EXPECT_FALSE(check.entries[0].unchecked[0]);
+}
+
 // The same floor from the spread of central differences' own two-point estimates: hysteretic's
 // d G / d beta is exactly zero (theory: the model does not depend on beta at beta = 0), and
 // central differences gave -3.4e-8 where their estimates at h and 2h were -1.9e-8 and +1.7e-8;

@@ -97,7 +97,14 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
     nlohmann::json mj;
     mj["gradient"] = gradient_json(pb, r.estimates[m].cost_gradient);
     mj["seconds"] = r.seconds[m];
-    if (r.check) mj["max_relative_error"] = r.check->max_relative_error[m];
+    if (r.check) {
+      mj["max_relative_error"] = r.check->max_relative_error[m];
+      nlohmann::json unchecked = nlohmann::json::array();
+      for (const GradientCheckEntry& e : r.check->entries) {
+        if (m < e.unchecked.size() && e.unchecked[m]) unchecked.push_back({{"cost", e.cost}, {"parameter", e.parameter}});
+      }
+      mj["unchecked"] = unchecked;
+    }
     nlohmann::json changed = nlohmann::json::array();
     for (size_t k = 0; k < r.estimates[m].event_sequence_changed.size(); ++k) {
       if (r.estimates[m].event_sequence_changed[k]) changed.push_back(params[k]);

@@ -103,12 +103,35 @@ void print_agreement(std::ostream& out, const RunResult& r) {
   for (const auto& e : check.entries) {
     fmt::print(out, "  {:<14} {:<10}", e.cost, e.parameter);
     for (double v : e.values) fmt::print(out, " {:>20.12e}", v);
-    for (size_t m = 1; m < e.relative_errors.size(); ++m) fmt::print(out, " {:>12.2e}", e.relative_errors[m]);
+    for (size_t m = 1; m < e.relative_errors.size(); ++m) {
+      if (m < e.unchecked.size() && e.unchecked[m]) {
+        fmt::print(out, " {:>12}", "noise");
+      } else if (m < e.within_noise.size() && e.within_noise[m]) {
+        fmt::print(out, " {:>11.2e}~", e.relative_differences[m]);
+      } else {
+        fmt::print(out, " {:>12.2e}", e.relative_errors[m]);
+      }
+    }
     fmt::print(out, "\n");
   }
+  for (size_t m = 1; m < check.methods.size(); ++m) fmt::print(out, "  rel.err {}: {} against {}\n", m, check.methods[m], check.methods[0]);
+  const bool any_within_noise = std::any_of(check.entries.begin(), check.entries.end(), [](const GradientCheckEntry& e) {
+    return std::find(e.within_noise.begin(), e.within_noise.end(), true) != e.within_noise.end();
+  });
+  if (any_within_noise) {
+    fmt::print(out, "  ~: a difference within the estimate's integration noise, counted as none; noise: within a "
+                    "noise above {:g} of the entry, not checked\n", kUncheckedNoiseFraction);
+  }
   for (size_t m = 1; m < check.methods.size(); ++m) {
-    fmt::print(out, "  largest relative difference, {} vs {}: {:.2e}\n", check.methods[m],
-               check.methods[0], check.max_relative_error[m]);
+    fmt::print(out, "  largest relative difference, {} vs {}: {:.2e}", check.methods[m], check.methods[0],
+               check.max_relative_error[m]);
+    const int unchecked = m < check.unchecked_entries.size() ? check.unchecked_entries[m] : 0;
+    if (unchecked > 0) {
+      fmt::print(out, " ({} {} within the estimate's integration noise, above {:g} of the entry: not checked; a "
+                      "larger --fd-step or a smaller --rtol checks {})",
+                 unchecked, unchecked == 1 ? "entry" : "entries", kUncheckedNoiseFraction, unchecked == 1 ? "it" : "them");
+    }
+    fmt::print(out, "\n");
   }
 }
 

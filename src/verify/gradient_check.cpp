@@ -32,6 +32,7 @@ GradientCheck compare_gradients(const Problem& problem,
   GradientCheck check;
   for (const auto& e : estimates) check.methods.push_back(e.method);
   check.max_relative_error.assign(estimates.size(), 0.0);
+  check.unchecked_entries.assign(estimates.size(), 0);
   if (estimates.empty()) return check;
   const Eigen::MatrixXd& ref = estimates.front().cost_gradient;
   const auto params = problem.parameter_names();
@@ -58,6 +59,12 @@ GradientCheck compare_gradients(const Problem& problem,
         const double err = m == 0 ? 0.0 : relative_to(beyond_noise, ref(c, k), floor);
         entry.values.push_back(v);
         entry.relative_errors.push_back(err);
+        entry.relative_differences.push_back(m == 0 ? 0.0 : relative_to(difference, ref(c, k), floor));
+        entry.within_noise.push_back(m > 0 && difference > 0.0 && difference <= noise);
+        const bool unchecked = m > 0 && difference <= noise && noise > kUncheckedNoiseFraction * std::abs(ref(c, k)) &&
+                               noise > rounding;
+        entry.unchecked.push_back(unchecked);
+        if (unchecked) ++check.unchecked_entries[m];
         check.max_relative_error[m] = std::max(check.max_relative_error[m],
                                                std::isnan(err) ? INFINITY : err);
       }

@@ -73,7 +73,15 @@ struct GradientCheckEntry {
   std::string cost;
   std::string parameter;
   std::vector<double> values;          ///< one per method, same order as GradientCheck::methods
-  std::vector<double> relative_errors; ///< against methods[0]; entry 0 is 0
+  std::vector<double> relative_errors; ///< against methods[0], beyond the estimates' noise; entry 0 is 0
+  /// Against methods[0], the whole difference (noise included), relative as relative_errors.
+  std::vector<double> relative_differences;
+  /// Per method: the difference is within the estimates' noise of the entry (relative_errors 0).
+  std::vector<bool> within_noise;
+  /// Per method: its difference from methods[0] is within a noise estimate above
+  /// kUncheckedNoiseFraction of the entry (central differences with a step too small for the
+  /// cost's integration error), so its relative error (0) checks nothing. Entry 0 is false.
+  std::vector<bool> unchecked;
 };
 
 struct GradientCheck {
@@ -81,7 +89,13 @@ struct GradientCheck {
   std::vector<GradientCheckEntry> entries;
   /// Largest relative error of each method against methods[0].
   std::vector<double> max_relative_error;
+  /// Per method: how many entries are GradientCheckEntry::unchecked.
+  std::vector<int> unchecked_entries;
 };
+
+/// An entry whose difference is within a noise estimate above this fraction of its size is
+/// reported as unchecked rather than as agreeing (GradientCheckEntry::unchecked).
+inline constexpr double kUncheckedNoiseFraction = 0.1;
 
 /// compare_gradients judges no entry below this times max(1, |psi|) relatively: a cost whose
 /// gradient is zero in exact arithmetic (a reaction held constant) has entries of rounding size
