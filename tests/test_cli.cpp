@@ -787,6 +787,24 @@ TEST(Cli, ARunningCostThatTurnsNanIsNamedInEveryMethod) {
 
 // A plain simulation: trajectory, events and costs, no derivative anywhere; the costs are the
 // forward run's (the same integration without sensitivities, to the tolerances).
+// A perturbed run of central differences that fails is named as such (the nominal run
+// succeeded: the message read as if it had failed); with --method all it is a note, and the
+// other methods' results stand (they were all lost, exit 1). x(1) = 1 - k: log(x(1)) is finite
+// at k = 0.5 and its perturbed runs, but not past k = 1.
+TEST(Cli, AFailedCentralDifferenceRunIsNamedAndAllKeepsTheOthers) {
+  const std::string file = write_temp_file("fd_fails", "m.yaml",
+                                           "horizon: 1\nparameters: {k: 0.9999999}\nstates: {x: 1}\n"
+                                           "modes: {m: {rhs: [-k]}}\ncosts: {c: {terminal: log(x)}}\n");
+  const Outcome fd = saltus_cmd({"run", file, "--method", "fd"});
+  EXPECT_EQ(fd.status, 1);
+  EXPECT_TRUE(contains(fd.err, "central differences for 'k': the run at k = 1.00")) << fd.err;
+  EXPECT_TRUE(contains(fd.err, "(nominal 0.99999990000000005) failed: ")) << fd.err;
+  const Outcome all = saltus_cmd({"run", file, "--method", "all"});
+  EXPECT_EQ(all.status, 0) << all.err;
+  EXPECT_TRUE(contains(all.err, "saltus: note: no central differences: central differences for 'k'")) << all.err;
+  EXPECT_TRUE(contains(all.out, "largest relative difference, adjoint vs forward sensitivity")) << all.out;
+}
+
 // --json /dev/stdout puts the JSON alone on stdout, the report on stderr: a pipe into a JSON
 // reader gets JSON. (With stdout redirected to a file, the report overwrote the JSON's start.)
 TEST(Cli, JsonOnStdoutIsAloneThere) {

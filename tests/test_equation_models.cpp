@@ -854,6 +854,9 @@ TEST(EquationModelErrors, DaeKeys) {
        "z), got 1"},
       {kDaeHead + kDaeModes + kCosts + "tolerances: {atol: [1e-8, 0]}\n",
        "bad.yaml:8:27: tolerances.atol[1]: must be positive, got 0"},
+      {kDaeHead + kDaeModes + "events:\n  e: {at: 0.5, jump: [2*x, z], starts_on_guard: true}\n" + kCosts,
+       "bad.yaml:8:49: events.e.starts_on_guard: a time event ('at') has no guard for the initial state to lie on (it "
+       "fires when t reaches its time)"},
       {kDaeHead + kDaeModes + kCosts + "tolerances: {rtol: 1e-17}\n",
        "bad.yaml:8:20: tolerances.rtol: must be at least 1e-15 (double precision's limit), got 1e-17"},
       {kDaeHead + kDaeModes + kCosts + "outputs: [0, 0.5, 0.5]\n",

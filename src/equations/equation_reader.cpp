@@ -402,6 +402,10 @@ class Reader : yaml::Fields {
     std::optional<EventBuilder> event;
     if (n["at"]) {
       if (n["direction"]) fail(n["direction"], field + ".direction", "a time event ('at') fires as t rises: no direction");
+      if (n["starts_on_guard"]) {
+        fail(n["starts_on_guard"], field + ".starts_on_guard",
+             "a time event ('at') has no guard for the initial state to lie on (it fires when t reaches its time)");
+      }
       const Expression at = parse(n["at"], field + ".at", parameters_only());
       event.emplace(pb.add_event(name, Direction::Rising, time_guard(at)));
       event->fires_at_a_time();

@@ -1,3 +1,4 @@
+#include <saltus/core/error.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
 
@@ -34,6 +35,18 @@ template <class T>
 T stencil(const T& minus2, const T& minus1, const T& plus1, const T& plus2, double h, bool fourth_order) {
   if (!fourth_order) return T((plus1 - minus1) / (2.0 * h));
   return T((8.0 * (plus1 - minus1) - (plus2 - minus2)) / (12.0 * h));
+}
+
+/// Throws `e` again, of its own kind, its message saying that it happened in central
+/// differences' run at `name` = value (the nominal run succeeded: without this the message read
+/// as if it had failed).
+[[noreturn]] void rethrow_in_perturbed_run(const Error& e, const std::string& name, double value, double nominal) {
+  const std::string message = fmt::format("central differences for '{}': the run at {} = {:.17g} (nominal {:.17g}) failed: {}",
+                                          name, name, value, nominal, e.what());
+  if (dynamic_cast<const SolverError*>(&e)) throw SolverError(message);
+  if (dynamic_cast<const ZenoError*>(&e)) throw ZenoError(message);
+  if (dynamic_cast<const GrazingError*>(&e)) throw GrazingError(message);
+  throw ModelError(message);
 }
 
 }  // namespace
@@ -76,9 +89,12 @@ GradientEstimate central_differences(const Problem& problem, const Eigen::Vector
                                        problem.parameter_names()[static_cast<size_t>(k)], shifted[k], e.what()));
         }
         same[r] = false;
-      } catch (const Error&) {
-        if (!outer) throw;  // p +- h must run; p +- 2h only refines
-        same[r] = false;    // the two-point formula
+      } catch (const Interrupted&) {
+        throw;
+      } catch (const Error& e) {
+        // p +- h must run; p +- 2h only refines (the two-point formula).
+        if (!outer) rethrow_in_perturbed_run(e, problem.parameter_names()[static_cast<size_t>(k)], shifted[k], p[k]);
+        same[r] = false;
       }
     }
     // (8 (f(+h) - f(-h)) - (f(+2h) - f(-2h))) / 12h: truncation O(h^4) instead of the two-point
