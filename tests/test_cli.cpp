@@ -381,7 +381,7 @@ TEST(Cli, FormulationErrorsAreUsageErrors) {
   EXPECT_TRUE(contains(builtin.err, "--formulation applies to model files")) << builtin.err;
   const Outcome missing = saltus_cmd({"run", "no/such/model.yaml"});
   EXPECT_NE(missing.status, 0);
-  EXPECT_TRUE(contains(missing.err, "cannot read model file 'no/such/model.yaml'")) << missing.err;
+  EXPECT_TRUE(contains(missing.err, "cannot read model file 'no/such/model.yaml': No such file or directory")) << missing.err;
 }
 
 // Bad model input is exit status 2 with one line naming the file, line and column, whether the
@@ -617,8 +617,12 @@ TEST(Cli, CheckRefusesWhatARunRefuses) {
   EXPECT_EQ(quiet.err, "");
   r = saltus_cmd({"check", "ball1d"});
   EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "'ball1d' is a built-in example defined in C++, with no model file to check")) << r.err;
+  EXPECT_TRUE(contains(r.err, "or a shipped model's name (fivebar, fivebar_floor, slidercrank, chain)")) << r.err;
+  r = saltus_cmd({"check", "nosuch"});
+  EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "check takes a model file (*.yaml, *.yml or a URDF robot *.urdf) or a shipped model's name")) << r.err;
-  EXPECT_TRUE(contains(r.err, "got 'ball1d'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "got 'nosuch'")) << r.err;
 }
 
 TEST(Cli, EquationModelsRunCheckAndOptimizeLikeTheirBuiltIns) {

@@ -857,6 +857,11 @@ TEST(EquationModelErrors, DaeKeys) {
       {kDaeHead + kDaeModes + "events:\n  e: {at: 0.5, jump: [2*x, z], starts_on_guard: true}\n" + kCosts,
        "bad.yaml:8:49: events.e.starts_on_guard: a time event ('at') has no guard for the initial state to lie on (it "
        "fires when t reaches its time)"},
+      {kDaeHead + kDaeModes + "events:\n  \"line\\nbreak\": {at: 0.5, jump: [2*x, z]}\n" + kCosts,
+       "bad.yaml:8:3: events.line\\nbreak: a name may not hold a control character (a line break, a tab): "
+       "character 5 of the name is code 10"},
+      {kDaeHead + kDaeModes + "costs: {\"\": {terminal: x}}\n",
+       "bad.yaml:7:9: costs.: a name may not be empty"},
       {kDaeHead + kDaeModes + kCosts + "tolerances: {rtol: 1e-17}\n",
        "bad.yaml:8:20: tolerances.rtol: must be at least 1e-15 (double precision's limit), got 1e-17"},
       {kDaeHead + kDaeModes + kCosts + "outputs: [0, 0.5, 0.5]\n",

@@ -85,9 +85,19 @@ TEST(ModelFiles, MalformedYamlNamesTheLine) {
   EXPECT_NE(msg.find("malformed YAML"), std::string::npos) << msg;
 }
 
+// A tab in the indentation is named where it is (yaml-cpp gave up a line later with "illegal
+// map value").
+TEST(ModelFiles, ATabInTheIndentationIsNamed) {
+  EXPECT_EQ(error_of("horizon: 1\nstates:\n\tx: 1\nmodes: {A: {rhs: [-x]}}\n"),
+            "model.yaml:3:1: malformed YAML: a tab in the indentation (YAML indents with spaces only)");
+  EXPECT_EQ(error_of("horizon: 1\nstates:\n  \tx: 1\n"),
+            "model.yaml:3:3: malformed YAML: a tab in the indentation (YAML indents with spaces only)");
+}
+
 // An empty file and an empty costs mapping are located too (they named no line).
 TEST(ModelFiles, AnEmptyFileOrCostsMappingIsLocated) {
-  EXPECT_EQ(error_of(""), "model.yaml:1:1: the file is empty: it must be a YAML mapping (name:, points:, elements:, ...)");
+  EXPECT_EQ(error_of(""), "model.yaml:1:1: the file is empty: a model file is a YAML mapping (an equation model: "
+                         "horizon:, states:, modes:, ...; a mechanism: points:, elements:, ...)");
   EXPECT_EQ(error_of(replace(kGood, "costs: {height: {terminal: [{signal: y, of: p}]}}", "costs: {}")),
             "model.yaml:8:8: costs: expected a mapping name: {running: [...], terminal: [...]} (at least one cost)");
 }

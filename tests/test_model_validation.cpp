@@ -179,6 +179,9 @@ elements:
 elements: [{type: point_mass, point: p, mass: 1}]
 contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
 )", {"contact 'floor' starts closed", "normal velocity -1 m/s"}},
+      {"element name with a line break", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, name: "mass\tof p", point: p, mass: 1}]
+)", {"model.yaml:7:", "elements[0].name", "a name may not hold a control character", "character 5 of the name is code 9"}},
       {"relative tolerance below double precision", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 tolerances: {rtol: 1.0e-300}

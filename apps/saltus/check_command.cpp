@@ -1,5 +1,7 @@
 #include "check_command.hpp"
 
+#include <saltus/examples/builtin.hpp>
+
 #include "cli_common.hpp"
 
 #include <saltus/equations/equation_file.hpp>
@@ -12,7 +14,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -167,6 +171,14 @@ int run_check(const std::string& file, const std::vector<std::string>& params, s
     return 0;
   }
   if (!multibody::is_model_file(file)) {
+    const auto& builtins = examples::builtin_examples();
+    if (std::any_of(builtins.begin(), builtins.end(), [&](const examples::ExampleInfo& e) { return e.name == file; })) {
+      std::vector<std::string> shipped;
+      for (const auto& m : multibody::shipped_models()) shipped.push_back(m.name);
+      throw UsageError(fmt::format("'{}' is a built-in example defined in C++, with no model file to check: check takes "
+                                   "a model file (*.yaml, *.yml or a URDF robot *.urdf) or a shipped model's name ({})",
+                                   file, fmt::join(shipped, ", ")));
+    }
     throw UsageError(fmt::format("check takes a model file (*.yaml, *.yml or a URDF robot *.urdf) or a shipped "
                                  "model's name (saltus list), got '{}'",
                                  file));

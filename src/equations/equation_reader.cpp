@@ -295,6 +295,7 @@ class Reader : yaml::Fields {
     for (const auto& kv : ms) {
       const std::string name = kv.first.as<std::string>();
       const std::string field = "modes." + name;
+      check_label(kv.first, field, name);
       check_keys(kv.second, field, {"rhs", "residual"});
       const YAML::Node rhs = kv.second["rhs"], residual = kv.second["residual"];
       if (rhs && residual) {
@@ -360,7 +361,11 @@ class Reader : yaml::Fields {
     const YAML::Node es = root_["events"];
     if (!es) return;
     if (!es.IsMap()) fail(es, "events", "expected a mapping name: {guard:, direction:, jump:, next:, ...}");
-    for (const auto& kv : es) read_event(pb, kv.first.as<std::string>(), kv.second);
+    for (const auto& kv : es) {
+      const std::string name = kv.first.as<std::string>();
+      check_label(kv.first, "events." + name, name);
+      read_event(pb, name, kv.second);
+    }
   }
 
   /// A time event fires as t rises through its time: one at or before the start never would (at
@@ -504,6 +509,7 @@ class Reader : yaml::Fields {
     for (const auto& kv : cs) {
       const std::string name = kv.first.as<std::string>();
       const std::string field = "costs." + name;
+      check_label(kv.first, field, name);
       check_keys(kv.second, field, {"running", "terminal", "events"});
       const YAML::Node g = kv.second["running"], w = kv.second["terminal"], at = kv.second["events"];
       if (!g && !w && !at) fail(kv.second, field, "needs a running, a terminal or an events part");

@@ -435,7 +435,7 @@ class Reader : yaml::Fields {
     note(n, field);
     const std::string type = scalar(require(n, "type", field), field + ".type");
     SpatialJoint j;
-    j.name = n["name"] ? scalar(n["name"], field + ".name") : field;
+    j.name = n["name"] ? label(n["name"], field + ".name") : field;
     if (type == "spherical") {
       j.type = SpatialJointType::Spherical;
       check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b"});
@@ -557,7 +557,7 @@ class Reader : yaml::Fields {
     note(n, field);
     const std::string type = scalar(require(n, "type", field), field + ".type");
     SpatialForce f;
-    f.name = n["name"] ? scalar(n["name"], field + ".name") : field;
+    f.name = n["name"] ? label(n["name"], field + ".name") : field;
     if (type == "spring") {
       check_keys(n, field, {"type", "name", "a", "b", "point_a", "point_b", "stiffness", "damping", "rest_length",
                             "actuator_force"});
@@ -839,6 +839,13 @@ class Reader : yaml::Fields {
     if (const YAML::Node f = root_["formulation"]) read_formulation(f);
   }
 
+  /// A name field that labels an element: a string without control characters.
+  std::string label(const YAML::Node& n, const std::string& field) const {
+    std::string name = scalar(n, field);
+    check_label(n, field, name);
+    return name;
+  }
+
   /// tolerances.rtol: a number >= kMinRtol.
   double relative_tolerance(const YAML::Node& n) const {
     const double v = positive(n, "tolerances.rtol");
@@ -904,7 +911,7 @@ class Reader : yaml::Fields {
     if (n["name"]) note(n["name"], field + ".name");
     const std::string type = scalar(require(n, "type", field), field + ".type");
     Element e;
-    e.name = n["name"] ? scalar(n["name"], field + ".name") : field;
+    e.name = n["name"] ? label(n["name"], field + ".name") : field;
     if (type == "bar") {
       check_keys(n, field, {"type", "name", "from", "to", "length", "mass"});
       e.type = ElementType::Bar;
@@ -1022,7 +1029,7 @@ class Reader : yaml::Fields {
       note(n, field);
       if (n["name"]) note(n["name"], field + ".name");
       Contact c;
-      c.name = n["name"] ? scalar(n["name"], field + ".name") : fmt::format("contact{}", i + 1);
+      c.name = n["name"] ? label(n["name"], field + ".name") : fmt::format("contact{}", i + 1);
       if (n["stop"]) {
         if (n["point"] || n["line"]) {
           fail(n["point"] ? n["point"] : n["line"], field,
@@ -1217,6 +1224,7 @@ class Reader : yaml::Fields {
       CostSpec c;
       c.name = kv.first.as<std::string>();
       const std::string field = "costs." + c.name;
+      check_label(kv.first, field, c.name);
       check_keys(kv.second, field, {"running", "terminal"});
       if (kv.second["running"]) c.running = terms(kv.second["running"], field + ".running");
       if (kv.second["terminal"]) c.terminal = terms(kv.second["terminal"], field + ".terminal");

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <initializer_list>
 #include <cmath>
 #include <filesystem>
@@ -96,6 +98,27 @@ inline std::optional<YAML::Mark> second_document(const std::string& text) {
   return std::nullopt;
 }
 
+/// The first tab in the leading whitespace of a line of `text` up to line `last_line` (0-based),
+/// if any.
+inline std::optional<YAML::Mark> indentation_tab(const std::string& text, int last_line) {
+  int line = 0;
+  size_t start = 0;
+  while (start <= text.size() && line <= last_line) {
+    for (size_t i = start; i < text.size() && (text[i] == ' ' || text[i] == '\t'); ++i) {
+      if (text[i] != '\t') continue;
+      YAML::Mark mark = YAML::Mark::null_mark();
+      mark.line = line;
+      mark.column = static_cast<int>(i - start);
+      return mark;
+    }
+    const size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;
+    start = end + 1;
+    ++line;
+  }
+  return std::nullopt;
+}
+
 /// The root node of YAML `text`; malformed YAML is an InputError at its line and column. A model
 /// file is one document: a second one (after `---`) is refused rather than ignored.
 inline YAML::Node load_text(const std::string& text, const std::string& source) {
@@ -106,6 +129,12 @@ inline YAML::Node load_text(const std::string& text, const std::string& source) 
     }
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
+    // yaml-cpp reports a tab in the indentation where it gives up, often a line later ("illegal
+    // map value"): the tab itself is the reason.
+    if (const std::optional<YAML::Mark> tab = indentation_tab(text, e.mark.line)) {
+      throw InputError(fmt::format("{}:{}:{}: malformed YAML: a tab in the indentation (YAML indents with spaces only)",
+                                   source, tab->line + 1, tab->column + 1));
+    }
     throw InputError(fmt::format("{}:{}:{}: malformed YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
 }
@@ -123,8 +152,13 @@ inline std::string read_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw InputError(fmt::format("cannot read model file '{}': it is a directory", path));
   }
+  errno = 0;
   std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("cannot read model file '{}'", path));
+  if (!in) {
+    const int error = errno;
+    throw InputError(error != 0 ? fmt::format("cannot read model file '{}': {}", path, std::strerror(error))
+                                : fmt::format("cannot read model file '{}'", path));
+  }
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -170,7 +204,10 @@ class Fields {
   void check_root(const YAML::Node& root, const std::string& shape, const std::set<std::string>& known) const {
     // An empty file has no position: its first line and column are where the mapping is missing.
     if (root.IsNull() && root.Mark().is_null()) {
-      throw InputError(fmt::format("{}:1:1: the file is empty: it must be a YAML mapping ({})", source_, shape));
+      // Nothing in it says which kind of model it was meant to be: both are named.
+      throw InputError(fmt::format("{}:1:1: the file is empty: a model file is a YAML mapping (an equation model: "
+                                   "horizon:, states:, modes:, ...; a mechanism: points:, elements:, ...)",
+                                   source_));
     }
     if (!root.IsMap()) fail(root, "", fmt::format("the file must be a YAML mapping ({})", shape));
     reject_duplicate_keys(root);
@@ -202,6 +239,40 @@ class Fields {
     if (n.IsNull()) fail(n, field, "no value (the key is followed by nothing)");
     if (!n.IsScalar()) fail(n, field, "expected a single value");
     return n.Scalar();
+  }
+
+  /// A name that only labels (a mode, an event, a cost, an element): any text but an empty one
+  /// or one holding a control character (a line break, a tab), which would break the report's
+  /// tables and the CSV rows.
+  void check_label(const YAML::Node& node, const std::string& field, const std::string& name) const {
+    if (name.empty()) fail(node, field, "a name may not be empty");
+    const auto control = std::find_if(name.begin(), name.end(), [](char c) {
+      return std::iscntrl(static_cast<unsigned char>(c)) != 0;
+    });
+    if (control != name.end()) {
+      fail(node, escaped(field),
+           fmt::format("a name may not hold a control character (a line break, a tab): character {} of the name is "
+                       "code {}",
+                       control - name.begin() + 1, static_cast<int>(static_cast<unsigned char>(*control))));
+    }
+  }
+
+  /// `text` with its control characters written as escapes (\n, \t, \xNN), for a message of one line.
+  static std::string escaped(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '\n') {
+        out += "\\n";
+      } else if (c == '\t') {
+        out += "\\t";
+      } else if (std::iscntrl(u) != 0) {
+        out += fmt::format("\\x{:02x}", u);
+      } else {
+        out += c;
+      }
+    }
+    return out;
   }
 
   /// A name that expressions read (a parameter, a state): letters, digits and _, not starting
