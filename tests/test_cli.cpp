@@ -874,6 +874,9 @@ TEST(Cli, WrtDifferentiatesTheNamedParametersOnly) {
     EXPECT_NEAR(wrt["methods"]["adjoint"]["gradient"]["effort"][p].get<double>(), reference, 1e-5 * std::abs(reference));
   }
   EXPECT_FALSE(wrt["gradient"]["effort"].contains("L01"));
+  EXPECT_EQ(wrt["fixed_parameters"]["L01"].get<double>(), 2.2);  // the JSON alone tells every value the run used
+  EXPECT_EQ(wrt["fixed_parameters"].size() + 2, full["parameters"].size());
+  EXPECT_FALSE(full.contains("fixed_parameters"));
   const Outcome bad = saltus_cmd({"run", model, "--wrt", "g,nope"});
   EXPECT_EQ(bad.status, 2);
   EXPECT_TRUE(contains(bad.err, "--wrt: unknown parameter 'nope'")) << bad.err;

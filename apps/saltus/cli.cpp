@@ -229,6 +229,7 @@ int run_example(const RunArgs& a, std::ostream& stdout_stream, std::ostream& err
   const std::optional<multibody::Model> mechanism = mechanism_model(a.name);
   check_picture_options(a, pb, mechanism.has_value());
   const Eigen::VectorXd all_parameters = pb.nominal_parameters();  // the geometry reads every one
+  const std::vector<std::string> all_names = pb.parameter_names();
   if (!a.wrt.empty()) {
     try {
       pb = with_free_parameters(pb, split_names(a.wrt));
@@ -242,7 +243,12 @@ int run_example(const RunArgs& a, std::ostream& stdout_stream, std::ostream& err
   if (!a.animate.empty()) write_output("--animate", a.animate, [&] { require_writable(a.animate); });
   ProgressLine progress(!a.quiet && isatty(STDERR_FILENO) != 0);
   options.on_progress = progress.callback();
-  const RunResult result = run_methods(pb, options, a, progress, err);
+  RunResult result = run_methods(pb, options, a, progress, err);
+  const std::vector<std::string> chosen = pb.parameter_names();
+  for (size_t k = 0; k < all_names.size(); ++k) {
+    if (std::find(chosen.begin(), chosen.end(), all_names[k]) != chosen.end()) continue;
+    result.fixed_parameters.emplace_back(all_names[k], all_parameters[static_cast<Eigen::Index>(k)]);
+  }
   progress.clear();
   throw_if_interrupted(options.tf);  // an interrupt between two methods leaves no output either
   print_report(out, pb, result);

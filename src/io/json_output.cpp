@@ -64,6 +64,11 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
   j["problem"] = pb.name();
   j["method"] = r.method;
   j["parameters"] = named(params, r.parameters);
+  if (!r.fixed_parameters.empty()) {
+    nlohmann::json fixed = nlohmann::json::object();
+    for (const auto& [name, value] : r.fixed_parameters) fixed[name] = value;
+    j["fixed_parameters"] = fixed;
+  }
   j["costs"] = named(pb.cost_names(), s.costs);
   if (!r.estimates.empty()) j["gradient"] = gradient_json(pb, primary.cost_gradient);  // none for simulate
   j["final_state"] = named(pb.state_names_at(s.final_state), s.final_state);

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace saltus {
@@ -15,6 +16,8 @@ namespace saltus {
 struct RunResult {
   std::string method;                       ///< simulate | forward | adjoint | fd | complex-step | all
   Eigen::VectorXd parameters;               ///< p used, n_p
+  /// The parameters held fixed (`--wrt` chose the others), name and value, in the model's order.
+  std::vector<std::pair<std::string, double>> fixed_parameters;
   Solution solution;                        ///< nominal trajectory (forward sensitivities if run)
   /// One per method; estimates[0] is reported. Empty for a plain simulation (no gradient).
   std::vector<GradientEstimate> estimates;
