@@ -294,7 +294,9 @@ void set_options(Model& m, const py::kwargs& kw) {
                                      py::repr(value).cast<std::string>()));
       }
       const int outputs = option_value<int>(value, "outputs", "an integer number of output times");
-      if (outputs < 2) throw InputError(fmt::format("outputs must be at least 2 (output times), got {}", outputs));
+      if (outputs < 2 || outputs > kMaxOutputTimes) {
+        throw InputError(fmt::format("outputs must be 2 ... {} (output times), got {}", kMaxOutputTimes, outputs));
+      }
       o.output_times.clear();
       o.n_outputs = outputs;
     } else {

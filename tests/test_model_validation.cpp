@@ -182,6 +182,18 @@ contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restit
       {"element name with a line break", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, name: "mass\tof p", point: p, mass: 1}]
 )", {"model.yaml:7:", "elements[0].name", "a name may not hold a control character", "character 5 of the name is code 9"}},
+      {"negative Baumgarte damping", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+formulation: {type: index1, xi: -1}
+)", {"model.yaml:8:", "formulation.xi", "must be >= 0, got -1"}},
+      {"negative Baumgarte frequency", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+formulation: {type: penalty, omega: -5}
+)", {"model.yaml:8:", "formulation.omega", "must be >= 0, got -5"}},
+      {"a billion output times", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}]
+outputs: 1000000000
+)", {"model.yaml:8:", "outputs", "expected 2 ... 1000000 output times, got 1000000000"}},
       {"relative tolerance below double precision", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 tolerances: {rtol: 1.0e-300}

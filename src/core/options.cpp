@@ -48,8 +48,10 @@ void validate(const Options& o, int n_states, int n_parameters) {
             "must equal the number of parameters");
     for (double s : o.parameter_scales) require(positive(s), "parameter_scales", s, "must be > 0");
   }
-  require(o.output_times.empty() ? o.n_outputs >= 2 : true, "n_outputs", o.n_outputs,
-          "must be at least 2");
+  require(o.output_times.empty() ? o.n_outputs >= 2 && o.n_outputs <= kMaxOutputTimes : true, "n_outputs", o.n_outputs,
+          "must be 2 ... 1000000 (kMaxOutputTimes)");
+  require(o.output_times.size() <= static_cast<size_t>(kMaxOutputTimes), "output_times size",
+          static_cast<double>(o.output_times.size()), "must be at most 1000000 (kMaxOutputTimes)");
   double previous = o.t0 - 1.0;
   for (double t : o.output_times) {
     require(std::isfinite(t) && t >= o.t0 && t <= o.tf, "output_times", t,

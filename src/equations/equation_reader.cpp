@@ -566,7 +566,9 @@ class Reader : yaml::Fields {
       o.output_times = output_times(n, o.t0, o.tf);
     } else if (n) {
       const double v = constant(n, "outputs", parameters_only());
-      if (v != std::floor(v) || v < 2 || v > 1e7) fail(n, "outputs", "expected an integer number of output times, 2 ... 1e7");
+      if (v != std::floor(v) || v < 2 || v > kMaxOutputTimes) {
+        fail(n, "outputs", fmt::format("expected an integer number of output times, 2 ... {}, got {}", kMaxOutputTimes, v));
+      }
       o.n_outputs = static_cast<int>(v);
     }
     if (const YAML::Node t = root_["tolerances"]) {
@@ -602,6 +604,9 @@ class Reader : yaml::Fields {
   /// `outputs: [t_1, ..., t_m]`: the output times, strictly increasing in [t0, tf].
   std::vector<double> output_times(const YAML::Node& n, double t0, double tf) const {
     if (n.size() == 0) fail(n, "outputs", "expected a number of output times, or a list of output times");
+    if (n.size() > static_cast<size_t>(kMaxOutputTimes)) {
+      fail(n, "outputs", fmt::format("at most {} output times, got {}", kMaxOutputTimes, n.size()));
+    }
     std::vector<double> times;
     for (size_t i = 0; i < n.size(); ++i) {
       const std::string field = fmt::format("outputs[{}]", i);

@@ -814,7 +814,9 @@ class Reader : yaml::Fields {
     if (!(model_.tf > model_.t0)) fail(h, "horizon", "the final time must exceed the initial time");
     if (const YAML::Node o = root_["outputs"]) {
       model_.n_outputs = integer(o, "outputs");
-      if (model_.n_outputs < 2) fail(o, "outputs", "at least 2 output times");
+      if (model_.n_outputs < 2 || model_.n_outputs > kMaxOutputTimes) {
+        fail(o, "outputs", fmt::format("expected 2 ... {} output times, got {}", kMaxOutputTimes, model_.n_outputs));
+      }
     }
     if (const YAML::Node t = root_["tolerances"]) {
       check_keys(t, "tolerances", {"rtol", "atol"});
@@ -837,6 +839,12 @@ class Reader : yaml::Fields {
       model_.gravity_z = -9.81;
     }
     if (const YAML::Node f = root_["formulation"]) read_formulation(f);
+  }
+
+  double non_negative(const YAML::Node& n, const std::string& field) const {
+    const double v = number(n, field);
+    if (!(v >= 0.0)) fail(n, field, fmt::format("must be >= 0, got {}", v));
+    return v;
   }
 
   /// A name field that labels an element: a string without control characters.
@@ -871,8 +879,10 @@ class Reader : yaml::Fields {
     check_keys(f, "formulation", {"type", "alpha", "xi", "omega", "newton_tolerance"});
     const bool penalty = s.type == FormulationType::Penalty;
     if (f["alpha"]) s.penalty_alpha = positive(f["alpha"], "formulation.alpha");
-    if (f["xi"]) (penalty ? s.penalty_xi : s.baumgarte_xi) = number(f["xi"], "formulation.xi");
-    if (f["omega"]) (penalty ? s.penalty_omega : s.baumgarte_omega) = number(f["omega"], "formulation.omega");
+    // Negative values turn the stabilization into an amplification of the drift (xi -1 on a
+    // pendulum: the tip 400 m from its pivot, exit 0).
+    if (f["xi"]) (penalty ? s.penalty_xi : s.baumgarte_xi) = non_negative(f["xi"], "formulation.xi");
+    if (f["omega"]) (penalty ? s.penalty_omega : s.baumgarte_omega) = non_negative(f["omega"], "formulation.omega");
     if (f["newton_tolerance"]) s.newton_tolerance = positive(f["newton_tolerance"], "formulation.newton_tolerance");
   }
 

@@ -19,6 +19,10 @@ struct RunProgress {
 /// integrate at its own floor instead of the tolerance asked for.
 inline constexpr double kMinRtol = 1e-15;
 
+/// The most output times a run keeps (the trajectory, its sensitivities and the named outputs
+/// are held at every one: a billion asked for ran the process out of memory).
+inline constexpr int kMaxOutputTimes = 1000000;
+
 /// Linear multistep family used by CVODES on each smooth segment.
 enum class LinearMultistep { BDF, Adams };
 
