@@ -182,6 +182,11 @@ contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restit
       {"element name with a line break", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, name: "mass\tof p", point: p, mass: 1}]
 )", {"model.yaml:7:", "elements[0].name", "a name may not hold a control character", "character 5 of the name is code 9"}},
+      {"independent coordinate that cannot move at the start", R"(points: {p: {position: [0, -1], velocity: [1, 0]}}
+independent: [p.y]
+elements: [{type: point_mass, point: p, mass: 1}, {type: bar, name: rod, from: O, to: p, length: 1}]
+)", {"model.yaml:7:", "independent: the coordinates declared independent (p.y) do not parametrize the mechanism at "
+     "its start", "[Phi_q; B] is singular", "leave 'independent' out"}},
       {"negative Baumgarte damping", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 formulation: {type: index1, xi: -1}

@@ -326,8 +326,7 @@ void check_start(const Form& form, const Eigen::VectorXd& p, const FormulationSe
   try {
     form.template initial_state<double>(p, x0);
   } catch (const ModelError& e) {
-    throw InputError(fmt::format("{}: {}", model.source.empty() ? "model '" + model.name + "'" : model.source,
-                                 e.what()));
+    detail::report_initial_state_failure(model, e.what());
   }
   if (!x0.allFinite()) {
     throw InputError(fmt::format("model '{}': the initial state is not finite", model.name));
@@ -396,8 +395,7 @@ Problem make_problem(const Model& given, const FormulationSettings& settings) {
       detail::solve_positions(model, part, model.t0, detail::select(part, Eigen::VectorXd(form->q_guess)), p,
                               form->q_guess, settings);
     } catch (const ModelError& e) {
-      throw InputError(fmt::format("{}: {}", model.source.empty() ? "model '" + model.name + "'" : model.source,
-                                   e.what()));
+      detail::report_initial_state_failure(model, e.what());
     }
     Problem pb = build<detail::MaggiForm>(model, form, settings);
     add_start_checks(pb, form, shared, settings);

@@ -242,6 +242,19 @@ std::vector<std::string> assembly_correction_notes(const Model& model, const Eig
   return notes;
 }
 
+void report_initial_state_failure(const Model& model, const std::string& what) {
+  if (!model.independent.empty() && what.find("[Phi_q; B]") != std::string::npos) {
+    const std::vector<std::string> names = model.coordinate_names();
+    std::vector<std::string> declared;
+    for (int k : model.independent) declared.push_back(names[static_cast<size_t>(k)]);
+    throw InputError(fmt::format("{}: the coordinates declared independent ({}) do not parametrize the "
+                                 "mechanism at its start: {} (choose coordinates that move freely there, or leave "
+                                 "'independent' out and Saltus chooses them)",
+                                 model.locate("independent"), fmt::join(declared, ", "), what));
+  }
+  throw InputError(fmt::format("{}: {}", model.source.empty() ? "model '" + model.name + "'" : model.source, what));
+}
+
 void report_singular_start(const Model& model, const std::string& formulation, const std::string& what,
                            const Eigen::VectorXd& p) {
   const Eigen::VectorXd q = model.initial_positions<double>(p);

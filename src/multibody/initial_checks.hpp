@@ -40,6 +40,11 @@ inline constexpr double kAssemblyAngleCorrection = 0.01 * 2.0 * 3.14159265358979
 std::vector<std::string> assembly_correction_notes(const Model& model, const Eigen::VectorXd& q,
                                                    const Eigen::VectorXd& p);
 
+/// Turns a failure to build the initial state into an InputError at the model's source; where
+/// the model declares its independent coordinates and [Phi_q; B] is singular, at `independent`,
+/// saying that they do not parametrize the start.
+[[noreturn]] void report_initial_state_failure(const Model& model, const std::string& what);
+
 /// Turns an error of the formulation at t0 (a singular mass, KKT or reduced mass matrix) into
 /// an InputError naming the model and, where it can, the coordinates that carry no mass.
 [[noreturn]] void report_singular_start(const Model& model, const std::string& formulation,
