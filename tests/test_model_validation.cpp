@@ -187,6 +187,12 @@ independent: [p.y]
 elements: [{type: point_mass, point: p, mass: 1}, {type: bar, name: rod, from: O, to: p, length: 1}]
 )", {"model.yaml:7:", "independent: the coordinates declared independent (p.y) do not parametrize the mechanism at "
      "its start", "[Phi_q; B] is singular", "leave 'independent' out"}},
+      {"distance driver through zero", R"(points: {p: {position: [0, -0.1]}}
+elements:
+  - {type: point_mass, point: p, mass: 1}
+  - {type: distance_driver, name: winch, from: O, to: p, function: {offset: 0.1, amplitude: 0.3, frequency: 6}}
+)", {"model.yaml:9:", "elements[1]: distance_driver 'winch' drives the distance to f(t) = ", "at t = 0.58023",
+     "within the horizon [0, 1]", "f(t) must stay positive"}},
       {"negative Baumgarte damping", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 formulation: {type: index1, xi: -1}
