@@ -201,8 +201,17 @@ class Reader : yaml::Fields {
     }
   }
 
+  /// Ground points, points and bodies share one namespace (a point reference names any of them).
   void claim_name(const YAML::Node& n, const std::string& field, const std::string& name) {
-    if (!names_.insert(name).second) fail(n, field, fmt::format("the name '{}' is already used", name));
+    const std::string owner = field.substr(0, field.find('.'));  // ground, points, bodies, spatial, urdf
+    const auto [it, fresh] = names_.emplace(name, owner);
+    if (fresh) return;
+    static const std::map<std::string, std::string> kinds = {{"ground", "a ground point"}, {"points", "a point"},
+                                                             {"bodies", "a body"}, {"spatial", "a spatial body"},
+                                                             {"urdf", "a URDF link"}};
+    const auto kind = kinds.find(it->second);
+    fail(n, field, fmt::format("the name '{}' is already used by {} (ground points, points and bodies share their names)",
+                               name, kind != kinds.end() ? kind->second : it->second));
   }
 
   void read_points() {
@@ -953,7 +962,7 @@ class Reader : yaml::Fields {
       e.type = ElementType::Prismatic;
       e.body_a = body_or_ground(require(n, "body_a", field), field + ".body_a");
       e.body_b = body_or_ground(require(n, "body_b", field), field + ".body_b");
-      if (e.body_b < 0) fail(n["body_b"], field + ".body_b", "must be a body");
+      if (e.body_b < 0) fail(n["body_b"], field + ".body_b", "must be a body (the slider), got 'ground'");
       e.b = body_point(n, "point_a", e.body_a, field);
       e.a = body_point(n, "point_b", e.body_b, field);
       std::tie(e.dir_x, e.dir_y) = pair_of_values(require(n, "direction", field), field + ".direction");
@@ -993,6 +1002,9 @@ class Reader : yaml::Fields {
       } else {
         e.body_a = body_or_ground(require(n, "body_a", field), field + ".body_a");
         e.body_b = body_or_ground(require(n, "body_b", field), field + ".body_b");
+        if (e.body_a < 0 && e.body_b < 0) {
+          fail(n["body_b"], field + ".body_b", "a rotational spring between the ground and the ground acts on nothing (give a body)");
+        }
       }
       e.stiffness = value(require(n, "stiffness", field), field + ".stiffness");
       e.damping = optional_value(n, "damping", field, 0.0);
@@ -1002,13 +1014,21 @@ class Reader : yaml::Fields {
       check_keys(n, field, {"type", "name", "point", "mass"});
       e.type = ElementType::PointMass;
       e.a = point_ref(require(n, "point", field), field + ".point");
-      if (e.a.kind != PointRef::Kind::Point) fail(n["point"], field + ".point", "a point mass sits on a moving point");
+      if (e.a.kind != PointRef::Kind::Point) {
+        fail(n["point"], field + ".point",
+             fmt::format("a point mass sits on a moving point (one of 'points'), got {} '{}'",
+                         e.a.kind == PointRef::Kind::Ground ? "the ground point" : "a body point", e.a.label));
+      }
       e.mass = value(require(n, "mass", field), field + ".mass");
     } else if (type == "force") {
       check_keys(n, field, {"type", "name", "point", "force"});
       e.type = ElementType::Force;
       e.a = point_ref(require(n, "point", field), field + ".point");
       std::tie(e.fx, e.fy) = pair_of_values(require(n, "force", field), field + ".force");
+      // A force on a fixed point does nothing: the model meant another point.
+      if (e.a.kind == PointRef::Kind::Ground) {
+        fail(n["point"], field + ".point", fmt::format("a force on the ground point '{}' moves nothing (apply it to a point or a body)", e.a.label));
+      }
     } else {
       fail(n["type"], field + ".type",
            fmt::format("unknown element type '{}' (bar, revolute, fixed_point, point_on_line, prismatic, "
@@ -1440,7 +1460,7 @@ class Reader : yaml::Fields {
   size_t urdf_joints_ = 0;                  ///< joints read from the URDF (the first ones)
   std::map<std::string, std::string> urdf_frames_;  ///< the URDF's merged frames (UrdfMechanism::frames)
   std::map<std::string, PointRef> refs_;
-  std::set<std::string> names_;
+  std::map<std::string, std::string> names_;  ///< ground point, point and body names: who took each
   mutable std::map<std::string, std::string> locations_;
   mutable std::vector<std::string> coordinate_names_;
   mutable std::vector<std::string> parameter_names_;  ///< parameter_group()'s names
