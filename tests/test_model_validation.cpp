@@ -391,7 +391,10 @@ elements:
   - {type: coordinate_driver, name: lift, coordinate: p.y, function: {rate: 1}}
 costs: {height: {terminal: [{signal: y, of: p}]}}
 )");
-  EXPECT_TRUE(contains(message, "fixed_point 'pivot' (2)") && !contains(message, "revolute")) << message;
+  // The driver conflicts with the fixed point: named as such (not as "no degree of freedom").
+  EXPECT_TRUE(contains(message, "coordinate_driver 'lift' (row 2 of Phi") && contains(message, "with fixed_point 'pivot'") &&
+              !contains(message, "revolute"))
+      << message;
 }
 
 // theta, omega and alpha are signals of planar bodies: a point or a spatial body is named as such.

@@ -230,7 +230,26 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
   part.n = model.n_coordinates();
   const int m = model.n_constraints();
   const int f = part.n - m;
+  const auto refuse_dependent_rows = [&](const Eigen::MatrixXd& jac, int rank) {
+    throw InputError(fmt::format("{}: model '{}': the constraint Jacobian at the initial guess has rank {} < {} "
+                                 "constraint rows: redundant or conflicting constraints, or a singular "
+                                 "configuration; dependent rows: {}",
+                                 locate_first_dependent_row(model, jac, rank), model.name, rank, m,
+                                 describe_dependent_rows(model, jac)));
+  };
+  const auto initial_jacobian = [&] {
+    const ConstraintSet<double> c = constraints<double>(
+        model, MotionState<double>{model.t0, model.initial_positions(), Eigen::VectorXd::Zero(part.n)}, p);
+    return c.dense_real_jacobian();
+  };
   if (f < 1) {
+    // Rows that depend on others (a driver against a joint, a bar between two ground points)
+    // are named as such: "no degree of freedom" sent the user looking for a missing one.
+    if (m > 0) {
+      const Eigen::MatrixXd jac = initial_jacobian();
+      const Partition pivots = pivot_partition(jac);
+      if (pivots.n - pivots.f() < m) refuse_dependent_rows(jac, pivots.n - pivots.f());
+    }
     std::vector<std::string> owners;
     // The last element or spatial joint with rows: where the file ran out of freedom.
     std::string last = model.elements.empty() ? "spatial.joints" : "elements";
@@ -270,18 +289,9 @@ Partition choose_partition(const Model& model, const Eigen::VectorXd& p) {
     require_free_independent_coordinates(model);
     return part;
   }
-  const ConstraintSet<double> c =
-      constraints<double>(model, MotionState<double>{model.t0, model.initial_positions(), Eigen::VectorXd::Zero(part.n)}, p);
-  const Eigen::MatrixXd jac = c.dense_real_jacobian();
+  const Eigen::MatrixXd jac = initial_jacobian();
   part = pivot_partition(jac);
-  if (part.f() != f) {
-    throw InputError(fmt::format("{}: model '{}': the constraint Jacobian at the initial guess has rank {} < {} "
-                                 "constraint rows: redundant or conflicting constraints, or a singular "
-                                 "configuration; dependent rows: {}",
-                                 locate_first_dependent_row(model, jac, part.n - part.f()), model.name,
-                                 part.n - part.f(), m,
-                                 describe_dependent_rows(model, jac)));
-  }
+  if (part.f() != f) refuse_dependent_rows(jac, part.n - part.f());
   return part;
 }
 
