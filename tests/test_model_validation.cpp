@@ -308,6 +308,20 @@ contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restit
     EXPECT_TRUE(located(e.what())) << e.what();
   }
   EXPECT_DOUBLE_EQ(lifted.nominal_parameters()[0], 1.0);
+  // An expression finite at the file's values but not at an override is refused where it is
+  // written (a position sqrt(L - 0.5) failed assembly naming "(-nan)" and no field).
+  Problem rooted = make_problem(parse_model(kHead + R"yaml(points: {p: {position: [1, "1 + sqrt(L - 0.5)"]}}
+elements: [{type: point_mass, point: p, mass: m}]
+)yaml", "model.yaml"));
+  try {
+    rooted.set_nominal("L", 0.25);
+    FAIL() << "a position not finite at L = 0.25 accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "model.yaml:6:")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "points.p.position[1]: '1 + sqrt(L - 0.5)' is not finite at the parameters' values "
+                                   "(got nan)"))
+        << e.what();
+  }
   EXPECT_NO_THROW(pb.set_nominal("e", 1.0));
   // Solvers called with an explicit vector do not check domains: differences may step across
   // e = 1.

@@ -333,6 +333,14 @@ void Model::check_parameter_bounds(const Eigen::VectorXd& p) const {
 
 void Model::check_domains(const Eigen::VectorXd& p) const {
   check_parameter_bounds(p);
+  // Checked at the file's values when it was read; an override may leave an expression's domain
+  // (sqrt(th0 - 0.5) at th0 = 0.3 failed assembly naming "(-nan)" and no field).
+  for (const auto& [field, expression] : expression_fields) {
+    const double v = expression->evaluate<double>(p);
+    if (std::isfinite(v)) continue;
+    throw InputError(fmt::format("{}: '{}' is not finite at the parameters' values (got {})", locate(field),
+                                 expression->text(), std::isnan(v) ? "nan" : fmt::format("{}", v)));
+  }
   const DomainCheck check(*this, p);
   for (const Body& b : bodies) {
     const std::string field = "bodies." + b.name;

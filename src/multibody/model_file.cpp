@@ -53,6 +53,7 @@ class Reader : yaml::Fields {
     read_costs();
     model_.locations = locations_;
     for (size_t k = 0; k < uses_.size(); ++k) model_.parameters[k].used_by = uses_[k];
+    model_.expression_fields = expression_fields_;
     return model_;
   }
 
@@ -96,7 +97,10 @@ class Reader : yaml::Fields {
                                  std::isnan(nominal) ? "nan" : fmt::format("{}", nominal)));  // not "-nan"
     }
     for (const int k : e.parameters()) uses_[static_cast<size_t>(k)].push_back(field);
-    return e.is_constant() ? Value(nominal) : Value::of_expression(e);
+    if (e.is_constant()) return Value(nominal);
+    Value v = Value::of_expression(e);
+    expression_fields_.emplace_back(field, v.expression);
+    return v;
   }
 
   /// "name", "-name" or "factor*name" for a declared parameter.
@@ -1465,6 +1469,7 @@ class Reader : yaml::Fields {
   mutable std::vector<std::string> coordinate_names_;
   mutable std::vector<std::string> parameter_names_;  ///< parameter_group()'s names
   mutable NameGroup group_;
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const Expression>>> expression_fields_;
   mutable std::vector<std::vector<std::string>> uses_;  ///< per parameter: the fields that read it  ///< model_.coordinate_names(), once read
 };
 

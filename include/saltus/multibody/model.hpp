@@ -386,6 +386,10 @@ struct Model {
   /// damping and friction), for the run's report (Problem::remarks).
   std::vector<std::string> notes;
   std::vector<Parameter> parameters;
+  /// The file's fields given as expressions of parameters, with their expressions (field path as
+  /// in `locations`): check_domains evaluates each at the run's parameters, so that one that is
+  /// not finite at an override is refused where it is written.
+  std::vector<std::pair<std::string, std::shared_ptr<const Expression>>> expression_fields;
   std::vector<Point> points;
   std::vector<Body> bodies;
   std::vector<Element> elements;
