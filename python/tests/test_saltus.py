@@ -211,7 +211,9 @@ def test_a_refused_option_leaves_the_options_as_they_were():
                              ({"tend": 2, "rtol": -1}, "rtol must be a positive number"),
                              ({"atol": 0}, "atol must be a positive number"),
                              ({"tend": -1}, "tend must be a finite time after the start"),
-                             ({"outputs": 1}, "outputs must be at least 2")):
+                             ({"outputs": 1}, r"outputs must be 2 \.\.\. 1000000"),
+                             ({"outputs": 10**9}, r"outputs must be 2 \.\.\. 1000000"),
+                             ({"rtol": 1e-300}, "rtol must be at least 1e-15")):
         with pytest.raises(saltus.InputError, match=message):
             model.set_options(**options)
         assert dict(model.options) == before
