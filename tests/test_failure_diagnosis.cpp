@@ -204,3 +204,37 @@ contacts: [{name: floor, point: p, line: {point: [0, -0.5], normal: [0, 1]}, res
 }
 
 }  // namespace
+
+namespace {
+
+// A winch whose distance f(t) = 0.1 + 0.3 sin(3 t) reaches zero at t = (pi + asin(1/3)) / 3 =
+// 1.16048: the driver's row has no gradient there. An outside reader's runs stopped with "too
+// much work" (index1, ggl) naming nothing.
+TEST(FailureDiagnosis, ADistanceDriverThroughZeroIsNamed) {
+  const multibody::Model winch = multibody::parse_model(R"(
+name: winch
+horizon: 2
+gravity: [0, -9.81]
+ground: {O: [0, 0]}
+points: {p: {position: [0.0564642473, -0.0825335615], velocity: [0.5082, -0.7428]}}
+elements:
+  - {type: point_mass, point: p, mass: 0.8}
+  - {type: distance_driver, name: winch, from: O, to: p, function: {offset: 0.1, amplitude: 0.3, frequency: 3}}
+costs: {x_T: {terminal: [{signal: x, of: p}]}}
+)", "winch.yaml");
+  const Eigen::VectorXd p = winch.nominal_parameters();
+  const double zero = (std::acos(-1.0) + std::asin(1.0 / 3.0)) / 3.0;
+  const std::string at_zero = multibody::detail::vanishing_driver_distances(winch, zero - 1e-4, p);
+  EXPECT_TRUE(contains(at_zero, "distance_driver 'winch' (f(t) = ")) << at_zero;
+  EXPECT_TRUE(contains(at_zero, "drives its distance to zero there")) << at_zero;
+  EXPECT_EQ(multibody::detail::vanishing_driver_distances(winch, 0.0, p), "");
+  EXPECT_EQ(multibody::detail::vanishing_driver_distances(winch, zero - 0.1, p), "");  // f = 0.086, not near zero
+  // The run on IDAS fails there and says why.
+  multibody::FormulationSettings ggl = winch.formulation;
+  ggl.type = multibody::FormulationType::GGL;
+  const Problem pb = multibody::make_problem(winch, ggl);
+  const std::string message = failure_of([&] { simulate(pb, p, pb.options()); });
+  EXPECT_TRUE(contains(message, "distance_driver 'winch'")) << message;
+}
+
+}  // namespace

@@ -187,24 +187,6 @@ independent: [p.y]
 elements: [{type: point_mass, point: p, mass: 1}, {type: bar, name: rod, from: O, to: p, length: 1}]
 )", {"model.yaml:7:", "independent: the coordinates declared independent (p.y) do not parametrize the mechanism at "
      "its start", "[Phi_q; B] is singular", "leave 'independent' out"}},
-      {"distance driver through zero", R"(points: {p: {position: [0, -0.1]}}
-elements:
-  - {type: point_mass, point: p, mass: 1}
-  - {type: distance_driver, name: winch, from: O, to: p, function: {offset: 0.1, amplitude: 0.3, frequency: 6}}
-)", {"model.yaml:9:", "elements[1]: distance_driver 'winch' drives the distance to f(t) = ", "at t = 0.58023",
-     "within the horizon [0, 1]", "f(t) must stay positive"}},
-      {"force on a ground point", R"(points: {p: {position: [1, 0]}}
-elements: [{type: point_mass, point: p, mass: 1}, {type: force, point: O, force: [1, 0]}]
-)", {"model.yaml:7:", "elements[1].point: a force on the ground point 'O' moves nothing"}},
-      {"rotational spring between ground and ground", R"(points: {p: {position: [1, 0]}}
-elements: [{type: point_mass, point: p, mass: 1}, {type: rotational_spring, body_a: ground, body_b: ground, stiffness: 1}]
-)", {"model.yaml:7:", "elements[1].body_b: a rotational spring between the ground and the ground acts on nothing"}},
-      {"point mass on a ground point", R"(points: {p: {position: [1, 0]}}
-elements: [{type: point_mass, point: p, mass: 1}, {type: point_mass, point: O, mass: 1}]
-)", {"model.yaml:7:", "a point mass sits on a moving point (one of 'points'), got the ground point 'O'"}},
-      {"point named as a ground point", R"(points: {O: {position: [1, 0]}}
-elements: [{type: point_mass, point: O, mass: 1}]
-)", {"model.yaml:6:", "points.O: the name 'O' is already used by a ground point"}},
       {"negative Baumgarte damping", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 formulation: {type: index1, xi: -1}

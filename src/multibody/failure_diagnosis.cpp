@@ -33,6 +33,25 @@ std::string when_coincident(const std::string& name, const Vec& a, const Vec& b,
 
 }  // namespace
 
+std::string vanishing_driver_distances(const Model& m, double t, In<double> p) {
+  std::vector<std::string> drivers;
+  for (const Element& e : m.elements) {
+    if (e.type != ElementType::DistanceDriver) continue;
+    const TimeFunction& f = e.drive;
+    const double amplitude = value_of<double>(f.amplitude, p), offset = value_of<double>(f.offset, p);
+    const double distance = offset + value_of<double>(f.rate, p) * t +
+                            amplitude * std::sin(value_of<double>(f.frequency, p) * t + value_of<double>(f.phase, p));
+    const double size = std::max({std::abs(offset), std::abs(amplitude), 1e-3});
+    if (distance > kVanishingDistance * size) continue;
+    drivers.push_back(fmt::format("distance_driver '{}' (f(t) = {:.3g} m)", e.name, distance));
+  }
+  if (drivers.empty()) return "";
+  return fmt::format("{} drives its distance to zero there: a distance constraint has no direction at zero distance "
+                     "(its row's gradient vanishes and its reaction grows without bound), so f(t) must stay positive "
+                     "over the run; a motion through the other point is driven by coordinate drivers",
+                     fmt::join(drivers, ", "));
+}
+
 std::string coincident_spring_ends(const Model& m, const MotionState<double>& st, In<double> p) {
   std::vector<std::string> springs;
   for (const Element& e : m.elements) {

@@ -1,6 +1,7 @@
 #pragma once
 // What a mechanism's state says about an integration that failed there (Problem::
-// add_failure_diagnosis): springs whose ends all but coincide, impact contacts left closed.
+// add_failure_diagnosis): springs whose ends all but coincide, impact contacts left closed,
+// distance drivers driven through zero.
 #include <saltus/multibody/kinematics.hpp>
 #include <saltus/multibody/model.hpp>
 
@@ -23,6 +24,15 @@ std::string coincident_spring_ends(const Model& m, const MotionState<double>& st
 /// contact can come to rest. Those opening faster than kLeavingSpeed have just bounced: then
 /// the clause says the failure followed an impact, not an accumulation.
 std::string closed_impact_contacts(const Model& m, const MotionState<double>& st, In<double> p);
+
+/// The distance drivers whose distance f(t) at `t` is within kVanishingDistance of zero
+/// relative to their size (offset and amplitude, at least 1 mm) or below it, in one clause, or
+/// "": a distance driver's row |P_a - P_b|^2 - f^2 has a zero gradient where the distance is
+/// zero, so its reaction grows without bound there and the integrator gives up.
+std::string vanishing_driver_distances(const Model& m, double t, In<double> p);
+
+/// |f(t)| relative to the driver's size below which vanishing_driver_distances names it.
+inline constexpr double kVanishingDistance = 1e-2;
 
 /// |gap| [m or rad] below which closed_impact_contacts names a contact.
 inline constexpr double kClosedGap = 1e-6;

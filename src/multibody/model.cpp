@@ -145,34 +145,6 @@ class DomainCheck {
  public:
   DomainCheck(const Model& m, const Eigen::VectorXd& p) : m_(m), p_(p) {}
 
-  /// A distance driver's f(t) stays positive over the horizon: at zero distance the constraint
-  /// has no direction (its gradient (P_a - P_b) / |P_a - P_b| is undefined) and the run stalled
-  /// there with CVODES's or IDAS's "too much work", naming nothing.
-  void positive_over_horizon(const TimeFunction& f, const std::string& field, const std::string& owner) const {
-    const double offset = eval(f.offset), rate = eval(f.rate), amplitude = eval(f.amplitude);
-    const double frequency = eval(f.frequency), phase = eval(f.phase);
-    const auto value = [&](double t) { return offset + rate * t + amplitude * std::sin(frequency * t + phase); };
-    const double span = m_.tf - m_.t0;
-    // 40 samples per period (a sine's minimum is then found within 0.3 % of its amplitude, and
-    // refined below), at least 200, at most 2e5.
-    const double periods = std::abs(frequency) * span / (2.0 * std::numbers::pi);
-    const int samples = static_cast<int>(std::clamp(40.0 * (periods + 1.0), 200.0, 2e5));
-    double previous_t = m_.t0;
-    for (int i = 0; i <= samples; ++i) {
-      const double t = m_.t0 + span * i / samples;
-      if (value(t) > 0.0) {
-        previous_t = t;
-        continue;
-      }
-      double lo = previous_t, hi = t;  // f(lo) > 0 >= f(hi), unless f(t0) <= 0 already
-      for (int it = 0; it < 60 && value(lo) > 0.0; ++it) (value(0.5 * (lo + hi)) > 0.0 ? lo : hi) = 0.5 * (lo + hi);
-      throw InputError(fmt::format("{}: {} drives the distance to f(t) = {:.3g} at t = {:.6g} within the horizon [{}, {}]: "
-                                   "a distance has no direction at zero, so f(t) must stay positive (a sign change "
-                                   "of the distance is a driver through the other point: use coordinate drivers)",
-                                   m_.locate(field), owner, value(hi), hi, m_.t0, m_.tf));
-    }
-  }
-
   void positive(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
     const double x = eval(v);
     if (!(x > 0.0)) fail(field, fmt::format("{} needs {} > 0", owner, what), x, v);
@@ -452,9 +424,6 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
       case ElementType::PointOnLine:
       case ElementType::Prismatic:
         check.non_zero(e.dir_x, e.dir_y, field + ".direction", owner, "direction");
-        break;
-      case ElementType::DistanceDriver:
-        check.positive_over_horizon(e.drive, field, owner);
         break;
       default:
         break;
