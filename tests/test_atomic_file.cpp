@@ -102,6 +102,14 @@ TEST(AtomicFile, AnOpenDescriptorIsWrittenAtItsOwnPosition) {
     ::close(again);
   }
   EXPECT_EQ(read_all(file), "");  // text never committed is never written
+  // A descriptor open for reading only is refused before anything is written to it (it passed
+  // the checks and failed only at the write, after the run).
+  const int reading = ::open(file.c_str(), O_RDONLY);
+  ASSERT_GE(reading, 0);
+  const std::string path = "/dev/fd/" + std::to_string(reading);
+  EXPECT_THROW(saltus::require_writable(path), saltus::InputError);
+  EXPECT_THROW(saltus::AtomicFile{path}, saltus::InputError);
+  ::close(reading);
 }
 
 TEST(AtomicFile, ALoopOfLinksIsRefused) {

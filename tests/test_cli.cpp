@@ -789,12 +789,10 @@ TEST(Cli, ARunningCostThatTurnsNanIsNamedInEveryMethod) {
 
 }  // namespace
 
-// A plain simulation: trajectory, events and costs, no derivative anywhere; the costs are the
-// forward run's (the same integration without sensitivities, to the tolerances).
 // A perturbed run of central differences that fails is named as such (the nominal run
 // succeeded: the message read as if it had failed); with --method all it is a note, and the
 // other methods' results stand (they were all lost, exit 1). x(1) = 1 - k: log(x(1)) is finite
-// at k = 0.5 and its perturbed runs, but not past k = 1.
+// at k = 0.9999999, but not at k + h past 1.
 TEST(Cli, AFailedCentralDifferenceRunIsNamedAndAllKeepsTheOthers) {
   const std::string file = write_temp_file("fd_fails", "m.yaml",
                                            "horizon: 1\nparameters: {k: 0.9999999}\nstates: {x: 1}\n"
@@ -835,6 +833,8 @@ TEST(Cli, JsonOnStdoutIsAloneThere) {
   EXPECT_EQ(json["events"].size(), 3u);
 }
 
+// A plain simulation: trajectory, events and costs, no derivative anywhere; the costs are the
+// forward run's (the same integration without sensitivities, to the tolerances).
 TEST(Cli, MethodSimulateRunsWithoutDerivatives) {
   const auto dir = temp_dir("simulate");
   const auto json = (dir / "r.json").string();

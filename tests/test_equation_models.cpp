@@ -859,7 +859,7 @@ TEST(EquationModelErrors, DaeKeys) {
        "fires when t reaches its time)"},
       {kDaeHead + kDaeModes + "events:\n  \"line\\nbreak\": {at: 0.5, jump: [2*x, z]}\n" + kCosts,
        "bad.yaml:8:3: events.line\\nbreak: a name may not hold a control character (a line break, a tab): "
-       "character 5 of the name is code 10"},
+       "byte 5 of the name is code 10"},
       {kDaeHead + kDaeModes + "costs: {\"\": {terminal: x}}\n",
        "bad.yaml:7:9: costs.: a name may not be empty"},
       {kDaeHead + kDaeModes + kCosts + "tolerances: {rtol: 1e-17}\n",

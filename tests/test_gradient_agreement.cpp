@@ -140,6 +140,18 @@ TEST(GradientAgreement, AnEntryWithinALargeNoiseIsUnchecked) {
   EXPECT_NEAR(check.entries[1].relative_differences[1], 1e-3 / 2.0, 1e-12);
   EXPECT_FALSE(check.entries[2].within_noise[1]);  // equal: no difference to explain
   EXPECT_EQ(check.unchecked_entries[1], 1);
+  // An exactly zero entry (a cost that ignores the parameter) within a noise small beside its
+  // row's largest entry is checked absolutely: within noise, not unchecked.
+  exact.cost_gradient(1, 0) = 3.0;
+  exact.cost_gradient(1, 1) = 0.0;
+  central.cost_gradient(1, 0) = 3.0;
+  central.cost_gradient(1, 1) = 2e-7;
+  central.noise(1, 1) = 5e-7;
+  const GradientCheck zero = compare_gradients(pb, {exact, central});
+  const size_t entry = static_cast<size_t>(pb.n_parameters()) + 1;  // cost 1, parameter 1
+  EXPECT_TRUE(zero.entries[entry].within_noise[1]);
+  EXPECT_FALSE(zero.entries[entry].unchecked[1]);
+  EXPECT_EQ(zero.unchecked_entries[1], 1);  // entry (0, 0) only
   EXPECT_FALSE(check.entries[0].unchecked[0]);
 }
 

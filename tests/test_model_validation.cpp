@@ -179,14 +179,17 @@ elements:
 elements: [{type: point_mass, point: p, mass: 1}]
 contacts: [{name: floor, point: p, line: {point: [0, 0], normal: [0, 1]}, restitution: e}]
 )", {"contact 'floor' starts closed", "normal velocity -1 m/s"}},
-      {"element name with a line break", R"(points: {p: {position: [1, 0]}}
+      {"element name with a tab", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, name: "mass\tof p", point: p, mass: 1}]
-)", {"model.yaml:7:", "elements[0].name", "a name may not hold a control character", "character 5 of the name is code 9"}},
+)", {"model.yaml:7:", "elements[0].name", "a name may not hold a control character", "byte 5 of the name is code 9"}},
       {"independent coordinate that cannot move at the start", R"(points: {p: {position: [0, -1], velocity: [1, 0]}}
 independent: [p.y]
 elements: [{type: point_mass, point: p, mass: 1}, {type: bar, name: rod, from: O, to: p, length: 1}]
 )", {"model.yaml:7:", "independent: the coordinates declared independent (p.y) do not parametrize the mechanism at "
      "its start", "[Phi_q; B] is singular", "leave 'independent' out"}},
+      {"spring between ground points", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}, {type: spring, from: O, to: C, stiffness: 1, rest_length: 1}]
+)", {"model.yaml:7:", "elements[1].to: a spring between the ground points 'O' and 'C' acts on nothing"}},
       {"negative Baumgarte damping", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 formulation: {type: index1, xi: -1}
@@ -215,6 +218,24 @@ TEST(ModelValidation, EveryBadModelIsOneInputErrorWithItsLocation) {
     for (const std::string& part : c.expected) EXPECT_TRUE(contains(message, part)) << c.what << ": " << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << c.what << ": " << message;
   }
+}
+
+// The C++ API's settings are checked as a file's are (a negative xi amplified the drift).
+TEST(ModelValidation, FormulationSettingsOutsideTheirDomainsAreRefused) {
+  const Model model = parse_model(kHead + "points: {p: {position: [1, 0]}}\nelements: [{type: point_mass, point: p, mass: 1}]\n",
+                                  "model.yaml");
+  FormulationSettings settings = model.formulation;
+  settings.baumgarte_xi = -1.0;
+  try {
+    make_problem(model, settings);
+    FAIL() << "xi = -1 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "FormulationSettings::baumgarte_xi = -1 is invalid: must be >= 0");
+  }
+  settings = model.formulation;
+  settings.penalty_alpha = 0.0;
+  EXPECT_THROW(make_problem(model, settings), InputError);
+  EXPECT_NO_THROW(make_problem(model, model.formulation));
 }
 
 TEST(ModelValidation, EveryFormulationRefusesTheSameModels) {

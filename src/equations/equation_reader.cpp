@@ -67,7 +67,7 @@ class Reader : yaml::Fields {
     check_root(root_, "states:, modes:, ...",
                {"name", "description", "horizon", "outputs", "tolerances", "method", "parameters", "states",
                 "algebraic", "modes", "initial_mode", "events", "costs"});
-    Problem pb(root_["name"] ? scalar(root_["name"], "name") : "model",
+    Problem pb(root_["name"] ? label(root_["name"], "name") : "model",
                root_["description"] ? scalar(root_["description"], "description") : "");
     read_parameters(pb);
     read_states(pb);
@@ -573,7 +573,7 @@ class Reader : yaml::Fields {
     }
     if (const YAML::Node t = root_["tolerances"]) {
       check_keys(t, "tolerances", {"rtol", "atol", "cost_atol"});
-      if (t["rtol"]) o.rtol = relative_tolerance(t["rtol"]);
+      if (t["rtol"]) o.rtol = relative_tolerance(t["rtol"], positive(t["rtol"], "tolerances.rtol"));
       if (const YAML::Node a = t["atol"]; a && a.IsSequence()) {
         if (a.size() != states_.size()) {
           fail(a, "tolerances.atol",
@@ -620,12 +620,6 @@ class Reader : yaml::Fields {
     return times;
   }
 
-  /// tolerances.rtol: a number >= kMinRtol.
-  double relative_tolerance(const YAML::Node& n) const {
-    const double v = positive(n, "tolerances.rtol");
-    if (v < kMinRtol) fail(n, "tolerances.rtol", fmt::format("must be at least {} (double precision's limit), got {}", kMinRtol, v));
-    return v;
-  }
 
   double positive(const YAML::Node& n, const std::string& field) const {
     const double v = constant(n, field, parameters_only());

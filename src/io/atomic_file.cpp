@@ -57,7 +57,16 @@ bool is_special_file(const std::filesystem::path& path) {
          !std::filesystem::is_directory(status);
 }
 
-bool is_open_descriptor(const std::filesystem::path& path) { return open_descriptor(path).has_value(); }
+/// Throws InputError naming `path` unless descriptor `fd` is open for writing (one opened
+/// read-only passed access(2) on its file and failed only at the write, after the run).
+void require_writable_descriptor(const std::filesystem::path& path, int fd) {
+  errno = 0;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0) throw InputError(fmt::format("cannot write '{}': {}", path.string(), reason()));
+  if ((flags & O_ACCMODE) == O_RDONLY) {
+    throw InputError(fmt::format("cannot write '{}': descriptor {} is open for reading only", path.string(), fd));
+  }
+}
 
 /// Writes all of `text` to descriptor `fd` (write(2) may take part of it, or be interrupted).
 bool write_all(int fd, const std::string& text) {
@@ -95,7 +104,7 @@ AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
     // Written through the descriptor itself at commit: a second open of /proc/self/fd/N would
     // have its own file position, and text the process writes to N (the report on a redirected
     // stdout) would overwrite it.
-    if (::fcntl(*descriptor_, F_GETFD) < 0) throw InputError(fmt::format("cannot write '{}': {}", path_.string(), reason()));
+    require_writable_descriptor(path_, *descriptor_);
     direct_ = true;
     target_ = temporary_ = path_;
     return;
@@ -167,7 +176,11 @@ void require_writable(const std::filesystem::path& path) {
   if (!folder.empty()) std::filesystem::create_directories(folder, ec);
   if (ec) throw InputError(fmt::format("cannot create the folder '{}': {}", folder.string(), ec.message()));
   if (std::filesystem::is_directory(path)) throw InputError(fmt::format("'{}' is a folder", path.string()));
-  if (is_open_descriptor(path) || is_special_file(path)) {
+  if (const std::optional<int> fd = open_descriptor(path)) {
+    require_writable_descriptor(path, *fd);
+    return;
+  }
+  if (is_special_file(path)) {
     // Opening a pipe to probe it would block: ask whether it may be written instead.
     if (::access(path.c_str(), W_OK) != 0) {
       throw InputError(fmt::format("cannot write '{}': {}", path.string(), reason()));

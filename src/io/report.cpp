@@ -116,7 +116,8 @@ void print_agreement(std::ostream& out, const RunResult& r) {
   }
   for (size_t m = 1; m < check.methods.size(); ++m) fmt::print(out, "  rel.err {}: {} against {}\n", m, check.methods[m], check.methods[0]);
   const bool any_within_noise = std::any_of(check.entries.begin(), check.entries.end(), [](const GradientCheckEntry& e) {
-    return std::find(e.within_noise.begin(), e.within_noise.end(), true) != e.within_noise.end();
+    return std::find(e.within_noise.begin(), e.within_noise.end(), true) != e.within_noise.end() ||
+           std::find(e.unchecked.begin(), e.unchecked.end(), true) != e.unchecked.end();
   });
   if (any_within_noise) {
     fmt::print(out, "  ~: a difference within the estimate's integration noise, counted as none; noise: within a "

@@ -328,6 +328,22 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   return pb;
 }
 
+/// The settings' numbers in their domains (a model file's reader checks its own fields with
+/// their locations; these are the C++ API's): a negative xi or omega amplifies the constraint
+/// drift instead of damping it.
+void validate(const FormulationSettings& s) {
+  const auto require = [](bool ok, const char* field, double value, const char* rule) {
+    if (!ok) throw InputError(fmt::format("FormulationSettings::{} = {} is invalid: {}", field, value, rule));
+  };
+  require(s.penalty_alpha > 0.0 && std::isfinite(s.penalty_alpha), "penalty_alpha", s.penalty_alpha, "must be > 0");
+  for (const auto& [field, value] : {std::pair{"penalty_xi", s.penalty_xi}, std::pair{"penalty_omega", s.penalty_omega},
+                                     std::pair{"baumgarte_xi", s.baumgarte_xi}, std::pair{"baumgarte_omega", s.baumgarte_omega}}) {
+    require(value >= 0.0 && std::isfinite(value), field, value, "must be >= 0");
+  }
+  require(s.newton_tolerance > 0.0 && std::isfinite(s.newton_tolerance), "newton_tolerance", s.newton_tolerance, "must be > 0");
+  require(s.newton_iterations >= 1, "newton_iterations", s.newton_iterations, "must be >= 1");
+}
+
 /// Assembles and starts the model once in double at the parameters p, so that a model that
 /// cannot run fails here as bad input, naming the model and the element, rather than as a
 /// failed run inside a solver: assembly, contacts at t0, singular matrices at t0. With `notes`,
@@ -398,6 +414,7 @@ Problem make_problem(const Model& model) { return make_problem(model, model.form
 
 Problem make_problem(const Model& given, const FormulationSettings& settings) {
   given.validate();
+  validate(settings);
   const Eigen::VectorXd p = given.nominal_parameters();
   const Model model = detail::with_redundant_joint_rows_left_out(given, p);
   auto shared = std::make_shared<const Model>(model);

@@ -36,7 +36,7 @@ class Reader : yaml::Fields {
                {"name", "description", "horizon", "outputs", "tolerances", "formulation", "gravity", "parameters",
                 "ground", "points", "bodies", "urdf", "spatial", "independent", "elements", "contacts", "costs"});
     model_.source = source();
-    model_.name = root_["name"] ? scalar(root_["name"], "name") : "model";
+    model_.name = root_["name"] ? label(root_["name"], "name") : "model";
     if (root_["description"]) model_.description = scalar(root_["description"], "description");
     read_parameters();
     read_ground();
@@ -207,6 +207,7 @@ class Reader : yaml::Fields {
 
   /// Ground points, points and bodies share one namespace (a point reference names any of them).
   void claim_name(const YAML::Node& n, const std::string& field, const std::string& name) {
+    check_label(n, field, name);
     const std::string owner = field.substr(0, field.find('.'));  // ground, points, bodies, spatial, urdf
     const auto [it, fresh] = names_.emplace(name, owner);
     if (fresh) return;
@@ -833,7 +834,7 @@ class Reader : yaml::Fields {
     }
     if (const YAML::Node t = root_["tolerances"]) {
       check_keys(t, "tolerances", {"rtol", "atol"});
-      if (t["rtol"]) model_.rtol = relative_tolerance(t["rtol"]);
+      if (t["rtol"]) model_.rtol = relative_tolerance(t["rtol"], positive(t["rtol"], "tolerances.rtol"));
       if (t["atol"]) model_.atol = positive(t["atol"], "tolerances.atol");
     }
     if (const YAML::Node g = root_["gravity"]) {
@@ -860,19 +861,7 @@ class Reader : yaml::Fields {
     return v;
   }
 
-  /// A name field that labels an element: a string without control characters.
-  std::string label(const YAML::Node& n, const std::string& field) const {
-    std::string name = scalar(n, field);
-    check_label(n, field, name);
-    return name;
-  }
 
-  /// tolerances.rtol: a number >= kMinRtol.
-  double relative_tolerance(const YAML::Node& n) const {
-    const double v = positive(n, "tolerances.rtol");
-    if (v < kMinRtol) fail(n, "tolerances.rtol", fmt::format("must be at least {} (double precision's limit), got {}", kMinRtol, v));
-    return v;
-  }
 
   double positive(const YAML::Node& n, const std::string& field) const {
     const double v = number(n, field);
@@ -991,6 +980,9 @@ class Reader : yaml::Fields {
       e.damping = optional_value(n, "damping", field, 0.0);
       e.rest_length = value(require(n, "rest_length", field), field + ".rest_length");
       e.actuator = optional_value(n, "actuator_force", field, 0.0);
+      if (e.a.kind == PointRef::Kind::Ground && e.b.kind == PointRef::Kind::Ground) {
+        fail(n["to"], field + ".to", fmt::format("a spring between the ground points '{}' and '{}' acts on nothing", e.a.label, e.b.label));
+      }
     } else if (type == "rotational_spring") {
       check_keys(n, field,
                  {"type", "name", "body_a", "body_b", "bar_a", "bar_b", "stiffness", "damping", "rest_angle", "torque"});

@@ -197,9 +197,12 @@ int ComplexRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_
     if (!std::isfinite(value.real()) || !std::isfinite(value.imag())) {
       // Named as the real run names it (HybridRun::quadrature_cb): CVODES's own failure flag
       // would not say which cost failed.
-      const bool nan = std::isnan(value.real()) || std::isnan(value.imag());
-      self->model_error_ = fmt::format("the running cost of '{}' is {} at t = {:.17g}, x = {} (complex run)",
-                                       self->pb_.cost(c).name, nan ? "nan" : "infinite", t,
+      // A finite cost whose derivative is not (sqrt at 0) is named by its complex-step part.
+      const double part = std::isfinite(value.real()) ? value.imag() : value.real();
+      self->model_error_ = fmt::format("the running cost of '{}'{} is {} at t = {:.17g}, x = {} (complex run)",
+                                       self->pb_.cost(c).name,
+                                       std::isfinite(value.real()) ? "'s complex-step derivative" : "",
+                                       std::isnan(part) ? "nan" : "infinite", t,
                                        detail::describe_state(self->pb_, self->xc_.real().eval()));
       return 1;
     }

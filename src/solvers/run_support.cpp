@@ -73,7 +73,8 @@ std::vector<double> dae_state_atol(const Problem& problem, const Options& option
 AdjointTolerances adjoint_tolerances(const Options& opt, const Eigen::VectorXd& p, const Eigen::VectorXd& costs) {
   AdjointTolerances tol;
   const auto n_costs = costs.size();
-  tol.rtol = opt.adjoint_rtol > 0.0 ? opt.adjoint_rtol : opt.rtol * opt.adjoint_rtol_scale;
+  // A scale below 1 must not take lambda below what double precision resolves (kMinRtol).
+  tol.rtol = opt.adjoint_rtol > 0.0 ? opt.adjoint_rtol : std::max(kMinRtol, opt.rtol * opt.adjoint_rtol_scale);
   // Per cost: one scale for all would resolve a small cost's lambda only to the largest cost's
   // size (the vehicle's penalty adjoint: comfort ~ 3.5 held to tyre_load's 2.6e6 * rtol, its
   // gradient off by 2.3e-2).

@@ -61,8 +61,10 @@ GradientCheck compare_gradients(const Problem& problem,
         entry.relative_errors.push_back(err);
         entry.relative_differences.push_back(m == 0 ? 0.0 : relative_to(difference, ref(c, k), floor));
         entry.within_noise.push_back(m > 0 && difference > 0.0 && difference <= noise);
-        const bool unchecked = m > 0 && difference <= noise && noise > kUncheckedNoiseFraction * std::abs(ref(c, k)) &&
-                               noise > rounding;
+        // Measured against the entry's size, or for an entry near zero the row's (a zero entry
+        // within a noise small beside the row's largest is checked absolutely, and agrees).
+        const double size = std::max({std::abs(ref(c, k)), kUncheckedRowFraction * row_scale, rounding});
+        const bool unchecked = m > 0 && difference <= noise && noise > kUncheckedNoiseFraction * size;
         entry.unchecked.push_back(unchecked);
         if (unchecked) ++check.unchecked_entries[m];
         check.max_relative_error[m] = std::max(check.max_relative_error[m],

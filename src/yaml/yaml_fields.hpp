@@ -8,6 +8,7 @@
 // each library compiles its own inline copy and no third library is needed.
 #include <saltus/core/error.hpp>
 #include <saltus/core/expression.hpp>
+#include <saltus/core/options.hpp>
 
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
@@ -98,13 +99,13 @@ inline std::optional<YAML::Mark> second_document(const std::string& text) {
   return std::nullopt;
 }
 
-/// The first tab in the leading whitespace of a line of `text` up to line `last_line` (0-based),
+/// The first tab in the leading whitespace of lines first_line ... last_line of `text` (0-based),
 /// if any.
-inline std::optional<YAML::Mark> indentation_tab(const std::string& text, int last_line) {
+inline std::optional<YAML::Mark> indentation_tab(const std::string& text, int first_line, int last_line) {
   int line = 0;
   size_t start = 0;
   while (start <= text.size() && line <= last_line) {
-    for (size_t i = start; i < text.size() && (text[i] == ' ' || text[i] == '\t'); ++i) {
+    for (size_t i = start; line >= first_line && i < text.size() && (text[i] == ' ' || text[i] == '\t'); ++i) {
       if (text[i] != '\t') continue;
       YAML::Mark mark = YAML::Mark::null_mark();
       mark.line = line;
@@ -129,9 +130,10 @@ inline YAML::Node load_text(const std::string& text, const std::string& source) 
     }
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    // yaml-cpp reports a tab in the indentation where it gives up, often a line later ("illegal
-    // map value"): the tab itself is the reason.
-    if (const std::optional<YAML::Mark> tab = indentation_tab(text, e.mark.line)) {
+    // yaml-cpp reports a tab in the indentation where it gives up, a line later ("illegal map
+    // value"): the tab itself is the reason. Only there: tabs are allowed elsewhere (in flow
+    // collections, in block scalars), and one of those is not this error's reason.
+    if (const std::optional<YAML::Mark> tab = indentation_tab(text, e.mark.line - 1, e.mark.line)) {
       throw InputError(fmt::format("{}:{}:{}: malformed YAML: a tab in the indentation (YAML indents with spaces only)",
                                    source, tab->line + 1, tab->column + 1));
     }
@@ -241,6 +243,19 @@ class Fields {
     return n.Scalar();
   }
 
+  /// tolerances.rtol's value `v`, read at `n`, unless it is below kMinRtol.
+  double relative_tolerance(const YAML::Node& n, double v) const {
+    if (v < kMinRtol) fail(n, "tolerances.rtol", fmt::format("must be at least {} (double precision's limit), got {}", kMinRtol, v));
+    return v;
+  }
+
+  /// A name field that labels something (check_label), read as a string.
+  std::string label(const YAML::Node& n, const std::string& field) const {
+    std::string name = scalar(n, field);
+    check_label(n, field, name);
+    return name;
+  }
+
   /// A name that only labels (a mode, an event, a cost, an element): any text but an empty one
   /// or one holding a control character (a line break, a tab), which would break the report's
   /// tables and the CSV rows.
@@ -251,7 +266,7 @@ class Fields {
     });
     if (control != name.end()) {
       fail(node, escaped(field),
-           fmt::format("a name may not hold a control character (a line break, a tab): character {} of the name is "
+           fmt::format("a name may not hold a control character (a line break, a tab): byte {} of the name is "
                        "code {}",
                        control - name.begin() + 1, static_cast<int>(static_cast<unsigned char>(*control))));
     }

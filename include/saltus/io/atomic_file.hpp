@@ -25,8 +25,9 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   std::ostream& stream() { return descriptor_ ? static_cast<std::ostream&>(held_) : out_; }
-  /// Flushes, closes and renames the temporary file onto the target; throws InputError on a
-  /// write or rename failure (the temporary file is removed).
+  /// Flushes, closes and renames the temporary file onto the target (a device or pipe: flushes
+  /// and closes; an open descriptor: writes the text through it); throws InputError on a write
+  /// or rename failure (the temporary file is removed).
   void commit();
 
  private:

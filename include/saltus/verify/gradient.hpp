@@ -93,9 +93,12 @@ struct GradientCheck {
   std::vector<int> unchecked_entries;
 };
 
-/// An entry whose difference is within a noise estimate above this fraction of its size is
-/// reported as unchecked rather than as agreeing (GradientCheckEntry::unchecked).
+/// An entry whose difference is within a noise estimate above this fraction of its size (below)
+/// is reported as unchecked rather than as agreeing (GradientCheckEntry::unchecked).
 inline constexpr double kUncheckedNoiseFraction = 0.1;
+/// The size an entry is measured by for that is at least this fraction of its cost's largest
+/// entry: an entry zero in exact arithmetic is checked absolutely against the row.
+inline constexpr double kUncheckedRowFraction = 0.01;
 
 /// compare_gradients judges no entry below this times max(1, |psi|) relatively: a cost whose
 /// gradient is zero in exact arithmetic (a reaction held constant) has entries of rounding size
