@@ -291,7 +291,9 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   // The penalty form's stiff constraint directions carry near-zero adjoint components that a
   // state-sized absolute tolerance would make the backward pass resolve (Options).
   // Likewise the forward sensitivities' stiff directions (Options::sensitivity_atol_from_states).
-  o.adjoint_atol_from_costs = settings.type == FormulationType::Penalty;
+  // And index3's (Options::adjoint_atol_from_costs): the same accuracy in a third to half the
+  // backward steps, and a large cost no longer makes its backward pass give up.
+  o.adjoint_atol_from_costs = settings.type == FormulationType::Penalty || settings.type == FormulationType::Index3;
   o.sensitivity_atol_from_states = settings.type == FormulationType::Penalty;
   o.motion_first_step_at_restarts = settings.type == FormulationType::Index3;
   // The index-1 and Maggi forms solve their constraints inside the right-hand side: their Newton
