@@ -382,6 +382,12 @@ TEST(Cli, FormulationErrorsAreUsageErrors) {
   const Outcome missing = saltus_cmd({"run", "no/such/model.yaml"});
   EXPECT_NE(missing.status, 0);
   EXPECT_TRUE(contains(missing.err, "cannot read model file 'no/such/model.yaml': No such file or directory")) << missing.err;
+  const std::string xml = write_temp_file("other_extension", "robot.xml", "<robot name='r'/>\n");
+  const Outcome other = saltus_cmd({"run", xml});
+  EXPECT_EQ(other.status, 2);
+  EXPECT_TRUE(contains(other.err, "robot.xml' is a file, but not a model file: a model file's name ends in .yaml, .yml "
+                                  "or .urdf"))
+      << other.err;
 }
 
 // Bad model input is exit status 2 with one line naming the file, line and column, whether the

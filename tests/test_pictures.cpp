@@ -141,6 +141,8 @@ TEST(Pictures, BadPictureOptionsAreRefusedBeforeTheRun) {
       {{"run", kFivebar, "--output-sensitivities"}, "give one of them"},
       {{"run", kFivebar, "--animate", (dir / "motion.avi").string()}, "must end in .gif or .mp4"},
       {{"run", "ball1d", "--animate", (dir / "ball.gif").string()}, "is not a mechanism model file"},
+      {{"run", std::string(SALTUS_SOURCE_DIR) + "/examples/arm.urdf", "--animate", (dir / "arm.gif").string()},
+       "has no planar points or bodies"},
   };
   for (const auto& [args, words] : cases) {
     const Outcome r = saltus_cmd(args);

@@ -134,7 +134,7 @@ bool on_path(const std::string& program) {
 }
 
 /// The picture options, checked before any work.
-void check_picture_options(const RunArgs& a, const Problem& pb, bool mechanism) {
+void check_picture_options(const RunArgs& a, const Problem& pb, const multibody::Model* mechanism) {
   if (a.output_sensitivities) {
     if (a.method != "forward" && a.method != "all") {
       throw UsageError("--output-sensitivities needs forward sensitivities: use it with --method forward or all");
@@ -155,6 +155,13 @@ void check_picture_options(const RunArgs& a, const Problem& pb, bool mechanism) 
   }
   if (!mechanism) {
     throw UsageError(fmt::format("--animate draws mechanisms: '{}' is not a mechanism model file", a.name));
+  }
+  // The animation draws planar points and bodies: a spatial model (a URDF robot) failed only
+  // after its whole run ("the mechanism has nothing to draw").
+  if (mechanism->points.empty() && mechanism->bodies.empty()) {
+    throw UsageError(fmt::format("--animate draws planar mechanisms: '{}' has no planar points or bodies (spatial "
+                                 "bodies are not drawn)",
+                                 a.name));
   }
   if (extension == ".mp4" && !on_path("ffmpeg")) {
     throw UsageError(fmt::format("--animate {}: an .mp4 needs ffmpeg (Debian: apt-get install ffmpeg); a .gif needs "
@@ -227,7 +234,7 @@ int run_example(const RunArgs& a, std::ostream& stdout_stream, std::ostream& err
   apply_overrides(pb, options, a);
   report_notes(pb, a, err);
   const std::optional<multibody::Model> mechanism = mechanism_model(a.name);
-  check_picture_options(a, pb, mechanism.has_value());
+  check_picture_options(a, pb, mechanism ? &*mechanism : nullptr);
   const Eigen::VectorXd all_parameters = pb.nominal_parameters();  // the geometry reads every one
   const std::vector<std::string> all_names = pb.parameter_names();
   if (!a.wrt.empty()) {

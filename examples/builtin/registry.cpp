@@ -55,6 +55,13 @@ Problem make_example(const std::string& name) {
     if (e.name == name) return e.make();
     known += (known.empty() ? "" : ", ") + e.name;
   }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name, ec)) {
+    // A file whose extension says no model kind (p.xml, ROBOT.URDF): named as the file it is.
+    throw InputError(fmt::format("'{}' is a file, but not a model file: a model file's name ends in .yaml, .yml or "
+                                 ".urdf (lower case)",
+                                 name));
+  }
   throw InputError(fmt::format("unknown example '{}' (built-in examples: {})", name, known));
 }
 

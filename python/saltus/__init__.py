@@ -188,6 +188,8 @@ def _with_params(native, params):
     value valid only with another one, set later) is retried after the others, until a pass
     changes nothing; then the first refusal is raised."""
     model = Model(native)
+    if params is not None and not hasattr(params, "items"):
+        raise InputError(f"params must be a mapping {{name: value}}, got {type(params).__name__}")
     pending = list((params or {}).items())
     while pending:
         refused, first_error = [], None

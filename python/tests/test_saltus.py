@@ -401,3 +401,9 @@ def test_the_shipped_mechanisms_load_by_name():
     assert by_name.costs == by_file.costs
     # An independent integration of the benchmark's equations (scipy, rtol 1e-12): 3.336606799483.
     assert saltus.load("slidercrank", formulation="index1").simulate().costs["G"] == pytest.approx(3.336606799483, rel=1e-7)
+
+
+def test_params_must_be_a_mapping():
+    # A list of pairs raised AttributeError ('list' object has no attribute 'items').
+    with pytest.raises(saltus.InputError, match="params must be a mapping"):
+        saltus.load("ball1d", params=[("e", 0.5)])
