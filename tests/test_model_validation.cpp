@@ -190,6 +190,29 @@ elements: [{type: point_mass, point: p, mass: 1}, {type: bar, name: rod, from: O
       {"spring between ground points", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}, {type: spring, from: O, to: C, stiffness: 1, rest_length: 1}]
 )", {"model.yaml:7:", "elements[1].to: a spring between the ground points 'O' and 'C' acts on nothing"}},
+      {"force on a ground point", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}, {type: force, point: O, force: [1, 0]}]
+)", {"model.yaml:7:", "elements[1].point: a force on the ground point 'O' moves nothing"}},
+      {"rotational spring between ground and ground", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}, {type: rotational_spring, body_a: ground, body_b: ground, stiffness: 1}]
+)", {"model.yaml:7:", "elements[1].body_b: a rotational spring between the ground and the ground acts on nothing"}},
+      {"point mass on a ground point", R"(points: {p: {position: [1, 0]}}
+elements: [{type: point_mass, point: p, mass: 1}, {type: point_mass, point: O, mass: 1}]
+)", {"model.yaml:7:", "a point mass sits on a moving point (one of 'points'), got the ground point 'O'"}},
+      {"point named as a ground point", R"(points: {O: {position: [1, 0]}}
+elements: [{type: point_mass, point: O, mass: 1}]
+)", {"model.yaml:6:", "points.O: the name 'O' is already used by a ground point"}},
+      {"distance driver through zero within the file's horizon", R"(points: {p: {position: [0, -0.1]}}
+elements:
+  - {type: point_mass, point: p, mass: 1}
+  - {type: distance_driver, name: winch, from: O, to: p, function: {offset: 0.1, amplitude: 0.3, frequency: 6}}
+)", {"model.yaml:9:", "elements[1]: distance_driver 'winch' drives the distance to f(t) = ", "at t = 0.58023",
+     "within the horizon [0, 1]", "f(t) must stay positive"}},
+      {"distance driver that only touches zero", R"(points: {p: {position: [0, -0.1]}}
+elements:
+  - {type: point_mass, point: p, mass: 1}
+  - {type: distance_driver, name: winch, from: O, to: p, function: {offset: 0.1, amplitude: 0.1, frequency: 6, phase: 1.5707963267948966}}
+)", {"model.yaml:9:", "distance_driver 'winch' drives the distance to f(t) = ", "at t = 0.5235"}},
       {"negative Baumgarte damping", R"(points: {p: {position: [1, 0]}}
 elements: [{type: point_mass, point: p, mass: 1}]
 formulation: {type: index1, xi: -1}

@@ -145,6 +145,46 @@ class DomainCheck {
  public:
   DomainCheck(const Model& m, const Eigen::VectorXd& p) : m_(m), p_(p) {}
 
+  /// A distance driver's f(t) = offset + rate t + amplitude sin(frequency t + phase) stays
+  /// positive over the file's horizon: at zero distance its row |P_a - P_b|^2 - f^2 has a zero
+  /// gradient, and the motion through it is not unique (index1 and penalty ran through such a
+  /// zero with exit 0 and disagreed). The minimum is exact: the ends and every critical point,
+  /// where cos(frequency t + phase) = -rate / (amplitude frequency). (A run with --tend past the
+  /// horizon is covered by the failure diagnosis, failure_diagnosis.hpp.)
+  void positive_over_horizon(const TimeFunction& f, const std::string& field, const std::string& owner) const {
+    const double offset = eval(f.offset), rate = eval(f.rate), amplitude = eval(f.amplitude);
+    const double frequency = eval(f.frequency), phase = eval(f.phase);
+    const auto value = [&](double t) { return offset + rate * t + amplitude * std::sin(frequency * t + phase); };
+    // f between two neighbouring candidates is monotone: the first candidate at or below zero
+    // (a touch within round-off counts) ends the interval holding the first zero.
+    const double span = m_.tf - m_.t0;
+    const double touching = 1e-9 * (std::abs(offset) + std::abs(amplitude) + std::abs(rate) * span);
+    std::vector<double> candidates = {m_.t0, m_.tf};
+    const double swing = amplitude * frequency;
+    const double periods = std::abs(frequency) * span / (2.0 * std::numbers::pi);
+    constexpr double kMaxPeriods = 1e5;  // more critical points than a model file's driver has
+    if (swing != 0.0 && std::abs(rate / swing) <= 1.0 && periods < kMaxPeriods) {
+      const double angle = std::acos(-rate / swing);
+      const double turns = (std::min(frequency * m_.t0, frequency * m_.tf) + phase) / (2.0 * std::numbers::pi);
+      for (double k = std::floor(turns) - 1.0; k <= std::floor(turns) + periods + 2.0; ++k) {
+        for (const double theta : {angle, -angle}) {
+          const double t = (theta + 2.0 * std::numbers::pi * k - phase) / frequency;
+          if (t > m_.t0 && t < m_.tf) candidates.push_back(t);
+        }
+      }
+    }
+    std::sort(candidates.begin(), candidates.end());
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (value(candidates[i]) > touching) continue;
+      double lo = i == 0 ? candidates[0] : candidates[i - 1], hi = candidates[i];
+      for (int it = 0; it < 100 && value(lo) > touching; ++it) (value(0.5 * (lo + hi)) > touching ? lo : hi) = 0.5 * (lo + hi);
+      throw InputError(fmt::format("{}: {} drives the distance to f(t) = {:.3g} at t = {:.6g} within the horizon [{}, {}]: "
+                                   "a distance has no direction at zero, so f(t) must stay positive (a sign change of "
+                                   "the distance is a driver through the other point: use coordinate drivers)",
+                                   m_.locate(field), owner, value(hi), hi, m_.t0, m_.tf));
+    }
+  }
+
   void positive(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
     const double x = eval(v);
     if (!(x > 0.0)) fail(field, fmt::format("{} needs {} > 0", owner, what), x, v);
@@ -424,6 +464,9 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
       case ElementType::PointOnLine:
       case ElementType::Prismatic:
         check.non_zero(e.dir_x, e.dir_y, field + ".direction", owner, "direction");
+        break;
+      case ElementType::DistanceDriver:
+        check.positive_over_horizon(e.drive, field, owner);
         break;
       default:
         break;

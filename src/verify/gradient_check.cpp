@@ -64,7 +64,8 @@ GradientCheck compare_gradients(const Problem& problem,
         // Measured against the entry's size, or for an entry near zero the row's (a zero entry
         // within a noise small beside the row's largest is checked absolutely, and agrees).
         const double size = std::max({std::abs(ref(c, k)), kUncheckedRowFraction * row_scale, rounding});
-        const bool unchecked = m > 0 && difference <= noise && noise > kUncheckedNoiseFraction * size;
+        const bool unchecked =
+            m > 0 && difference <= noise && noise > kUncheckedNoiseFraction * size && noise > rounding;
         entry.unchecked.push_back(unchecked);
         if (unchecked) ++check.unchecked_entries[m];
         check.max_relative_error[m] = std::max(check.max_relative_error[m],
