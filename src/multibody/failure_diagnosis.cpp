@@ -37,11 +37,9 @@ std::string vanishing_driver_distances(const Model& m, double t, In<double> p) {
   std::vector<std::string> drivers;
   for (const Element& e : m.elements) {
     if (e.type != ElementType::DistanceDriver) continue;
-    const TimeFunction& f = e.drive;
-    const double amplitude = value_of<double>(f.amplitude, p), offset = value_of<double>(f.offset, p);
-    const double distance = offset + value_of<double>(f.rate, p) * t +
-                            amplitude * std::sin(value_of<double>(f.frequency, p) * t + value_of<double>(f.phase, p));
-    const double size = std::max({std::abs(offset), std::abs(amplitude), 1e-3});
+    const double distance = evaluate<double>(e.drive, t, p).f;
+    const double size = std::max({std::abs(value_of<double>(e.drive.offset, p)),
+                                  std::abs(value_of<double>(e.drive.amplitude, p)), 1e-3});
     if (distance > kVanishingDistance * size) continue;
     drivers.push_back(fmt::format("distance_driver '{}' (f(t) = {:.3g} m)", e.name, distance));
   }
