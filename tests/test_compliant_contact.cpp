@@ -305,6 +305,17 @@ TEST(CompliantContact, BadInputIsNamed) {
   EXPECT_NE(error_of(ball("exponent: 1.5")).find("needs its ground"), std::string::npos);
   EXPECT_NE(error_of(ball("height: \"max(x, 0)\"")).find("abs, min and max have no derivative"), std::string::npos);
   EXPECT_NE(error_of(ball("height: \"z\"")).find("unknown name 'z'"), std::string::npos);
+  // The height and its slopes are checked below the sphere at the start, not at the origin: a
+  // road stepping down at x = 1016 overflows at x = 0 (a nan slope) but not under a ball at
+  // x = 1000, and a road that is not finite under the ball is refused there.
+  std::string far = ball("height: \"-0.5/(1 + exp(-(x - 1016)/0.15))\"");
+  far.replace(far.find("position: [0, 0,"), 16, "position: [1000, 0,");
+  EXPECT_EQ(error_of(far), "no error");
+  const std::string undefined = error_of(ball("height: \"sqrt(x - 1)\""));
+  EXPECT_NE(undefined.find("bad.yaml:10:79: spatial.forces[0].height: 'sqrt(x - 1)' is not finite below the sphere's "
+                           "centre at the start, x = 0, y = 0 (got nan)"),
+            std::string::npos)
+      << undefined;
   std::string text = ball(plane);
   text.replace(text.find("radius: 0.1"), 11, "radius: -0.1");
   EXPECT_NE(error_of(text).find("needs radius > 0"), std::string::npos) << error_of(text);

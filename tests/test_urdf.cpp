@@ -190,6 +190,111 @@ TEST(Urdf, ExampleArmGradientsAgree) {
   EXPECT_LT(cmp.max_relative_error[2], 1e-4) << "complex step";
 }
 
+// urdf_start moves and sets in motion the robot's joints at t0: the same pendulum written by
+// hand with its bodies turned by the hinge angle th0 and slid by d0, moving with the hinge
+// rate w0 and the slide rate s0 (each body's pose and velocity worked out by hand), runs to
+// the same costs and the same gradients with respect to the four start parameters. The hinge's
+// axis y in its joint frame is the ground's -x, and the rail runs along the arm's x axis,
+// (0, cos th0, -sin th0) in the ground.
+const std::string kStartParameters = "parameters: {th0: 0.4, d0: 0.15, w0: -1.2, s0: 0.3}\n";
+
+const std::string kStartedByHand = R"(name: started_by_hand
+horizon: 0.6
+tolerances: {rtol: 1.0e-10, atol: 1.0e-12}
+)" + kStartParameters + R"yaml(spatial:
+  bodies:
+    arm: {mass: 1, inertia: [0.01, 0.04, 0.03, -0.002, 0.001, 0.003], center: [0.3, 0, 0], position: [0, 0, 1],
+          orientation: {sequence: zy, angles: [1.5707963267948966, th0]}, angular_velocity: ["-w0", 0, 0]}
+    slider: {mass: 0.5, inertia: [0.002, 0.003, 0.004],
+             position: [0, "(0.6 + d0)*cos(th0)", "1 - (0.6 + d0)*sin(th0)"],
+             orientation: {sequence: zy, angles: [1.5707963267948966, th0]},
+             velocity: [0, "-w0*(0.6 + d0)*sin(th0) + s0*cos(th0)", "-w0*(0.6 + d0)*cos(th0) - s0*sin(th0)"],
+             angular_velocity: ["-w0", 0, 0]}
+    tip: {mass: 0.2, inertia: [0.001, 0.001, 0.001],
+          position: [0, "(0.7 + d0)*cos(th0)", "1 - (0.7 + d0)*sin(th0)"],
+          orientation: {sequence: zy, angles: [1.5707963267948966, th0]},
+          velocity: [0, "-w0*(0.7 + d0)*sin(th0) + s0*cos(th0)", "-w0*(0.7 + d0)*cos(th0) - s0*sin(th0)"],
+          angular_velocity: ["-w0", 0, 0]}
+  joints:
+    - {type: revolute, name: hinge, a: ground, b: arm, point_a: [0, 0, 1], axis_a: [-1, 0, 0], axis_b: [0, 1, 0]}
+    - {type: translational, name: rail, a: arm, b: slider, point_a: [0.6, 0, 0], axis_a: [1, 0, 0], normal_a: [0, 1, 0]}
+    - {type: fixed, name: weld, a: slider, b: tip, point_a: [0.1, 0, 0], axis_a: [0, 0, 1], normal_a: [1, 0, 0]}
+)yaml" + kCosts;
+
+TEST(Urdf, StartsItsJointsWhereTheModelFileSays) {
+  write("started.urdf", kRobot);
+  const Model imported = load_model(write("started.yaml", "name: started\nhorizon: 0.6\ntolerances: {rtol: 1.0e-10, "
+                                                          "atol: 1.0e-12}\n" + kStartParameters +
+                                                              "urdf: saltus_test_urdf_started.urdf\n"
+                                                              "urdf_start:\n  hinge: {position: th0, velocity: w0}\n"
+                                                              "  rail: {position: d0, velocity: s0}\n" + kCosts));
+  const Model by_hand = parse_model(kStartedByHand, "started_by_hand");
+  const Eigen::VectorXd p = imported.nominal_parameters();
+  // The start itself, before any run: the tip's frame where the hand computation puts it.
+  const Eigen::VectorXd q0 = imported.initial_positions<double>(p);
+  const int tip = imported.spatial_offset(2);
+  EXPECT_NEAR(q0[tip + 1], 0.85 * std::cos(0.4), 1e-14);
+  EXPECT_NEAR(q0[tip + 2], 1.0 - 0.85 * std::sin(0.4), 1e-14);
+  const Eigen::VectorXd v0 = imported.initial_velocities<double>(p);
+  EXPECT_NEAR(v0[tip + 1], 1.2 * 0.85 * std::sin(0.4) + 0.3 * std::cos(0.4), 1e-14);
+  EXPECT_NEAR(v0[tip + 2], 1.2 * 0.85 * std::cos(0.4) - 0.3 * std::sin(0.4), 1e-14);
+  // The runs and their gradients with respect to the start.
+  const Problem from_urdf = make_problem(imported), from_hand = make_problem(by_hand);
+  const Options o = from_urdf.options();
+  const Solution a = forward_sensitivity(from_urdf, p, o), b = forward_sensitivity(from_hand, p, from_hand.options());
+  ASSERT_GT(std::abs(b.costs[0] - 1.0), 0.05);
+  for (Eigen::Index k = 0; k < p.size(); ++k) {
+    EXPECT_GT(std::abs(b.cost_gradient(0, k)), 1e-3) << "d tip_z / d parameter " << k << " is not exercised";
+  }
+  for (Eigen::Index i = 0; i < b.costs.size(); ++i) {
+    EXPECT_NEAR(a.costs[i], b.costs[i], 1e-9 * (1.0 + std::abs(b.costs[i]))) << "cost " << i;
+    for (Eigen::Index k = 0; k < p.size(); ++k) {
+      const double ref = b.cost_gradient(i, k);
+      EXPECT_NEAR(a.cost_gradient(i, k), ref, 1e-7 * (1.0 + std::abs(ref))) << "cost " << i << ", parameter " << k;
+    }
+  }
+  // A rotational spring on the hinge measures its angle from the URDF's zero: th0 at the start.
+  const Model sprung = load_model(write("sprung.yaml", "name: sprung\nhorizon: 0.6\n" + kStartParameters +
+                                                           "urdf: saltus_test_urdf_started.urdf\nurdf_start: {hinge: th0}\n"
+                                                           "spatial:\n  forces:\n    - {type: rotational_spring, name: s, "
+                                                           "joint: hinge, stiffness: 10}\n" + kCosts));
+  const MotionState<double> start{0.0, sprung.initial_positions<double>(p), Eigen::VectorXd::Zero(sprung.n_coordinates())};
+  EXPECT_NEAR(rotational_spring_state<double>(sprung, sprung.spatial_forces[0], start, p).angle.value, 0.4, 1e-12);
+}
+
+TEST(Urdf, BadStartsAreNamed) {
+  write("start.urdf", kRobot);
+  const auto error_of = [](const std::string& start) {
+    try {
+      load_model(write("start.yaml", "name: bad\nhorizon: 1\nurdf: saltus_test_urdf_start.urdf\n" + start + kCosts));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("urdf_start: {elbow: 1}\n").find("urdf_start.elbow: no joint 'elbow' in the URDF (its revolute, "
+                                                      "continuous and prismatic joints: hinge, rail)"),
+            std::string::npos)
+      << error_of("urdf_start: {elbow: 1}\n");
+  EXPECT_NE(error_of("urdf_start: {weld: 1}\n").find("saltus_test_urdf_start.yaml:4:14: urdf_start.weld: joint 'weld' is a "
+                                                     "fixed joint: only revolute"),
+            std::string::npos)
+      << error_of("urdf_start: {weld: 1}\n");
+  EXPECT_NE(error_of("urdf_start: {mount: 1}\n").find("joint 'mount' is a fixed joint to a link without mass"),
+            std::string::npos);
+  EXPECT_NE(error_of("urdf_start: {hinge: {angle: 1}}\n").find("urdf_start.hinge"), std::string::npos)
+      << error_of("urdf_start: {hinge: {angle: 1}}\n");
+  EXPECT_NE(error_of("urdf_start: {hinge: {position: nope}}\n").find("urdf_start.hinge.position"), std::string::npos)
+      << error_of("urdf_start: {hinge: {position: nope}}\n");
+  EXPECT_NE(error_of("urdf_start: [1, 2]\n").find("urdf_start: expected a mapping"), std::string::npos);
+  try {
+    parse_model("name: bad\nhorizon: 1\nurdf_start: {hinge: 1}\n", "bad.yaml");
+    ADD_FAILURE() << "no error for urdf_start without urdf";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("urdf_start: needs a robot"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Urdf, BadFilesAreNamed) {
   const auto error_of = [](const std::string& urdf_text) {
     const std::string urdf = write("bad.urdf", urdf_text);

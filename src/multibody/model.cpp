@@ -6,6 +6,7 @@
 
 #include <Eigen/Eigenvalues>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -66,6 +67,25 @@ int Model::n_joint_constraints() const {
   int m = 0;
   for (const SpatialJoint& j : spatial_joints) m += j.n_constraints();
   return m - static_cast<int>(redundant_joint_rows.size());
+}
+
+double Model::motion_scale(const Eigen::VectorXd& q, const Eigen::VectorXd& v) const {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::array<double, 3> low{inf, inf, inf}, high{-inf, -inf, -inf};
+  const auto take = [&](int first, int axes) {
+    for (int k = 0; k < axes; ++k) {
+      low[static_cast<size_t>(k)] = std::min(low[static_cast<size_t>(k)], q[first + k]);
+      high[static_cast<size_t>(k)] = std::max(high[static_cast<size_t>(k)], q[first + k]);
+    }
+  };
+  for (size_t i = 0; i < points.size(); ++i) take(point_offset(static_cast<int>(i)), 2);
+  for (size_t b = 0; b < bodies.size(); ++b) take(body_offset(static_cast<int>(b)), 2);
+  for (size_t b = 0; b < spatial_bodies.size(); ++b) take(spatial_offset(static_cast<int>(b)), 3);
+  double scale = v.size() > 0 ? v.lpNorm<Eigen::Infinity>() : 0.0;
+  for (size_t k = 0; k < 3; ++k) {
+    if (high[k] >= low[k]) scale = std::max(scale, 0.5 * (high[k] - low[k]));
+  }
+  return scale;
 }
 
 int Model::n_constraints() const {
@@ -681,6 +701,23 @@ void Model::validate_spatial() const {
                                    locate(field), owner, body, n_spatial - 1));
     }
   };
+  for (int b = 0; b < n_spatial; ++b) {
+    const std::optional<SpatialBody::TreeStart>& start = spatial_bodies[static_cast<size_t>(b)].tree_start;
+    if (!start) continue;
+    const std::string owner = "spatial body '" + spatial_bodies[static_cast<size_t>(b)].name + "'";
+    // Forward kinematics places the bodies in order: the parent's pose must be known first.
+    if (start->parent < -1 || start->parent >= b) {
+      throw InputError(fmt::format("{}: {}: tree_start.parent {} must be -1 (the ground) or an earlier body (0 to {})",
+                                   locate("spatial.bodies." + spatial_bodies[static_cast<size_t>(b)].name), owner,
+                                   start->parent, b - 1));
+    }
+    const Eigen::Vector4d rotation(start->joint_rotation.data());
+    const Eigen::Vector3d axis(start->axis.data()), origin(start->joint_origin.data());
+    if (!origin.allFinite() || !(std::abs(rotation.norm() - 1.0) < 1e-12) || !(std::abs(axis.norm() - 1.0) < 1e-12)) {
+      throw InputError(fmt::format("{}: {}: tree_start needs a finite joint_origin and unit joint_rotation and axis",
+                                   locate("spatial.bodies." + spatial_bodies[static_cast<size_t>(b)].name), owner));
+    }
+  }
   std::set<std::string> joint_names;
   for (const Element& e : elements) joint_names.insert(e.name);  // costs name elements and joints alike
   for (size_t i = 0; i < spatial_joints.size(); ++i) {

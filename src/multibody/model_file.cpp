@@ -34,7 +34,8 @@ class Reader : yaml::Fields {
   Model read() {
     check_root(root_, "name:, points:, elements:, ...",
                {"name", "description", "horizon", "outputs", "tolerances", "formulation", "gravity", "parameters",
-                "ground", "points", "bodies", "urdf", "spatial", "independent", "elements", "contacts", "costs"});
+                "ground", "points", "bodies", "urdf", "urdf_start", "spatial", "independent", "elements", "contacts",
+                "costs"});
     model_.source = source();
     model_.name = root_["name"] ? label(root_["name"], "name") : "model";
     if (root_["description"]) model_.description = scalar(root_["description"], "description");
@@ -43,6 +44,7 @@ class Reader : yaml::Fields {
     read_points();
     read_bodies();
     read_urdf_mechanism();
+    read_urdf_start();
     read_spatial_bodies();
     check_size();
     read_settings();
@@ -307,8 +309,56 @@ class Reader : yaml::Fields {
     }
     urdf_joints_ = mechanism.joints.size();
     urdf_frames_ = std::move(mechanism.frames);
+    urdf_placing_joints_ = std::move(mechanism.placing_joints);
+    urdf_unplaced_joints_ = std::move(mechanism.unplaced_joints);
     model_.spatial_joints = std::move(mechanism.joints);
     model_.notes = std::move(mechanism.notes);
+  }
+
+  /// urdf_start: {joint: position, joint: {position:, velocity:}, ...}: where the URDF's
+  /// revolute, continuous and prismatic joints start [rad or m] and their rates [rad/s or m/s]
+  /// (docs/model-files.md, "URDF"); 0 for a joint not listed.
+  void read_urdf_start() {
+    const YAML::Node s = root_["urdf_start"];
+    if (!s) return;
+    if (!root_["urdf"]) fail(s, "urdf_start", "needs a robot: give 'urdf: robot.urdf' (urdf_start sets its joints' start)");
+    if (!s.IsMap()) fail(s, "urdf_start", "expected a mapping joint: position or joint: {position:, velocity:}");
+    for (const auto& kv : s) {
+      const std::string joint = kv.first.as<std::string>();
+      const std::string field = "urdf_start." + joint;
+      const auto placing = urdf_placing_joints_.find(joint);
+      if (placing == urdf_placing_joints_.end()) {
+        const auto other = urdf_unplaced_joints_.find(joint);
+        fail(kv.first, field,
+             other != urdf_unplaced_joints_.end()
+                 ? fmt::format("joint '{}' is {}: only revolute, continuous and prismatic joints have a start", joint,
+                               other->second)
+                 : fmt::format("no joint '{}' in the URDF (its revolute, continuous and prismatic joints: {})", joint,
+                               urdf_joint_list()));
+      }
+      SpatialBody& body = model_.spatial_bodies[static_cast<size_t>(placing->second)];
+      SpatialBody::TreeStart& start = *body.tree_start;
+      if (kv.second.IsMap()) {
+        check_keys(kv.second, field, {"position", "velocity"});
+        if (kv.second["position"]) start.position = value(kv.second["position"], field + ".position");
+        if (const YAML::Node rate = kv.second["velocity"]) {
+          start.rate = value(rate, field + ".velocity");
+          // The stated rate is the user's: a driver or joint that changes it gets the note of a
+          // stated velocity (docs/model-files.md, "Initial state"), located here.
+          body.velocity_given = true;
+          note(rate, "spatial.bodies." + body.name + ".velocity");
+        }
+      } else {
+        start.position = value(kv.second, field);
+      }
+    }
+  }
+
+  /// "shoulder, elbow" (or "none"): the URDF's joints that a urdf_start may set.
+  std::string urdf_joint_list() const {
+    std::string out;
+    for (const auto& [name, body] : urdf_placing_joints_) out += (out.empty() ? "" : ", ") + name;
+    return out.empty() ? std::string("none") : out;
   }
 
   /// spatial: {bodies: {name: {mass:, inertia:, center:, position:, orientation:, velocity:,
@@ -725,13 +775,31 @@ class Reader : yaml::Fields {
       fail(n, field, e.what());
     }
     for (const int k : h.names_in(1)) uses_[static_cast<size_t>(k)].push_back(field);
+    // Checked below the sphere's centre at the start (a road far from the origin may overflow
+    // there: a step 0.5/(1 + exp(-(x - 1016)/0.15)) has a nan slope at x = 0).
     const Eigen::VectorXd p = model_.nominal_parameters();
-    const double origin[2] = {0.0, 0.0};
-    const double* values[] = {origin, p.data()};
+    const Eigen::Vector2d at = sphere_start(f, p);
+    const double ground[2] = {at[0], at[1]};
+    const double* values[] = {ground, p.data()};
     for (const auto& e : {f.height, f.height_x, f.height_y}) {
       const double v = e->evaluate_in<double>(values, 2);
-      if (!std::isfinite(v)) fail(n, field, fmt::format("'{}' is not finite at x = y = 0 (got {})", e->text(), v));
+      if (!std::isfinite(v)) {
+        fail(n, field, fmt::format("'{}' is not finite below the sphere's centre at the start, x = {}, y = {} (got {})",
+                                   e->text(), at[0], at[1], std::isnan(v) ? std::string("nan") : fmt::format("{}", v)));
+      }
     }
+  }
+
+  /// The ground coordinates (x, y) of a compliant contact's sphere centre at the start, at
+  /// parameters p (its body's initial frame turned and moved; 0, 0 where they are not finite:
+  /// the body's own fields are refused elsewhere).
+  Eigen::Vector2d sphere_start(const SpatialForce& f, const Eigen::VectorXd& p) const {
+    if (f.body_a < 0) return Eigen::Vector2d::Zero();
+    const Eigen::VectorXd q = model_.initial_positions<double>(p);
+    const int o = model_.spatial_offset(f.body_a);
+    const Eigen::Vector3d at(f.point_a.x.at<double>(p), f.point_a.y.at<double>(p), f.point_a.z.at<double>(p));
+    const Eigen::Vector3d centre = q.segment<3>(o) + Model::euler_rotate<double>(q.segment<4>(o + 3), at);
+    return centre.allFinite() ? Eigen::Vector2d(centre[0], centre[1]) : Eigen::Vector2d::Zero();
   }
 
   static std::string spatial_count(const Model& m) {
@@ -1455,6 +1523,8 @@ class Reader : yaml::Fields {
   std::map<std::string, int> joint_index_;  ///< spatial joints by name
   size_t urdf_joints_ = 0;                  ///< joints read from the URDF (the first ones)
   std::map<std::string, std::string> urdf_frames_;  ///< the URDF's merged frames (UrdfMechanism::frames)
+  std::map<std::string, int> urdf_placing_joints_;  ///< UrdfMechanism::placing_joints
+  std::map<std::string, std::string> urdf_unplaced_joints_;  ///< UrdfMechanism::unplaced_joints
   std::map<std::string, PointRef> refs_;
   std::map<std::string, std::string> names_;  ///< ground point, point and body names: who took each
   mutable std::map<std::string, std::string> locations_;

@@ -204,6 +204,22 @@ SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, c
   return s;
 }
 
+/// How joint j places its child body at the start: the joint frame `origin` in the frame of
+/// the parent body `parent` (-1: the ground), the axis in the joint frame, the motion of its
+/// type; its position and rate at the start are 0 until a model file's `urdf_start` sets them.
+SpatialBody::TreeStart tree_start_of(const urdf::Joint& j, int parent, const Frame& origin) {
+  SpatialBody::TreeStart start;
+  start.parent = parent;
+  const Eigen::Quaterniond& r = origin.rotation;
+  start.joint_rotation = {r.w(), r.x(), r.y(), r.z()};
+  start.joint_origin = {origin.origin[0], origin.origin[1], origin.origin[2]};
+  if (j.type == urdf::Joint::FIXED) return start;
+  const Eigen::Vector3d axis = vector_of(j.axis).normalized();  // non-zero: joint_of checked it
+  start.axis = {axis[0], axis[1], axis[2]};
+  start.motion = j.type == urdf::Joint::PRISMATIC ? SpatialBody::TreeStart::Motion::Slide : SpatialBody::TreeStart::Motion::Turn;
+  return start;
+}
+
 /// The file's text: a regular file of at most 64 MiB (not a device or a pipe that never ends).
 std::string read_text(const std::string& path) {
   std::error_code error;
@@ -285,16 +301,26 @@ UrdfMechanism read_urdf(const std::string& path) {
       const Attachment& from = attached.at(parent->name);
       const bool massless = !child->inertial || child->inertial->mass == 0.0;
       if (j->type == urdf::Joint::FIXED && massless) {
+        m.unplaced_joints[j->name] = "a fixed joint to a link without mass (a frame of its parent's body)";
         attached[child->name] = Attachment{from.body, from.offset.then(origin)};
         const Eigen::Vector3d at = attached[child->name].offset.origin;
         m.frames[child->name] = from.body < 0 ? std::string("a frame of the ground (the root link)")
                                               : fmt::format("{{body: {}, at: [{}, {}, {}]}}",
                                                             m.bodies[static_cast<size_t>(from.body)].name, at[0], at[1], at[2]);
       } else {
-        attached[child->name] = Attachment{static_cast<int>(m.bodies.size()), Frame{}};
+        const int body = static_cast<int>(m.bodies.size());
+        attached[child->name] = Attachment{body, Frame{}};
         m.bodies.push_back(body_of(*child, placed, places));
-        if (j->type != urdf::Joint::FLOATING) {
-          m.joints.push_back(joint_of(*j, from.body, attached.at(child->name).body, from.offset.then(origin), places));
+        if (j->type == urdf::Joint::FLOATING) {
+          m.unplaced_joints[j->name] = "a floating joint (its child starts where the URDF's zero position puts it)";
+        } else {
+          m.joints.push_back(joint_of(*j, from.body, body, from.offset.then(origin), places));
+          m.bodies.back().tree_start = tree_start_of(*j, from.body, from.offset.then(origin));
+          if (j->type == urdf::Joint::FIXED) {
+            m.unplaced_joints[j->name] = "a fixed joint";
+          } else {
+            m.placing_joints[j->name] = body;
+          }
         }
       }
       if (!placed.origin.allFinite()) {

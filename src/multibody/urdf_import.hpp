@@ -6,7 +6,9 @@
 // parent's body. Revolute and continuous joints become revolute joints, prismatic ones
 // translational joints, fixed ones fixed joints; a floating joint leaves its child free. Each
 // joint carries normals (perpendicular to its axis, equal at zero joint position), so that an
-// angle measured with them is 0 there.
+// angle measured with them is 0 there. Each body on a joint is placed at the start by forward
+// kinematics from its parent (SpatialBody::tree_start), so that a model file can start the
+// joints elsewhere than at zero.
 #include <saltus/multibody/model.hpp>
 
 #include <map>
@@ -29,6 +31,11 @@ struct UrdfMechanism {
   /// frames), by name: where the frame sits, as a model file names that point ("{body: link2,
   /// at: [0.1, 0, 0]}", or "the ground" for a frame of the root).
   std::map<std::string, std::string> frames;
+  /// The revolute, continuous and prismatic joints by name, with the body each one places
+  /// (SpatialBody::tree_start): a model file's `urdf_start` gives their start.
+  std::map<std::string, int> placing_joints;
+  /// The other joints by name, with what they are, for the message that refuses a start on one.
+  std::map<std::string, std::string> unplaced_joints;
 };
 
 /// Reads the URDF file at `path`. Throws InputError naming the file and the link or joint: an

@@ -20,6 +20,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace saltus::multibody {
@@ -132,6 +134,26 @@ struct SpatialBody {
   Value3 velocity0;                  ///< initial velocity of the frame origin [m/s]
   Value3 angular_velocity0;          ///< initial angular velocity, ground axes [rad/s]
   bool velocity_given = false;       ///< velocity or angular_velocity stated (else derived)
+  /// A body placed at the start by the joint that carries it in a tree (a URDF link,
+  /// docs/model-files.md "URDF"): its initial pose and velocity follow from its parent's and
+  /// from the joint's start position and rate, by forward kinematics in the scalar type of the
+  /// evaluation (so their parameter derivatives follow); position0, orientation0, velocity0 and
+  /// angular_velocity0 are then not used.
+  struct TreeStart {
+    int parent = -1;  ///< the parent spatial body (-1: the ground); it comes before this one
+    /// The joint frame in the parent's body frame: its Euler parameters (e0, e1, e2, e3) and
+    /// its origin [m]. At zero joint position the joint frame is this body's frame.
+    std::array<double, 4> joint_rotation{1.0, 0.0, 0.0, 0.0};
+    std::array<double, 3> joint_origin{0.0, 0.0, 0.0};
+    std::array<double, 3> axis{0.0, 0.0, 1.0};  ///< the joint's unit axis in the joint frame
+    /// Fixed: no motion (position and rate unused); Turn: a rotation by `position` [rad] about
+    /// the axis; Slide: a translation by `position` [m] along it.
+    enum class Motion { Fixed, Turn, Slide };
+    Motion motion = Motion::Fixed;
+    Value position = 0.0;  ///< the joint's position at t0 [rad or m]
+    Value rate = 0.0;      ///< its rate at t0 [rad/s or m/s]
+  };
+  std::optional<TreeStart> tree_start;
 };
 
 /// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
@@ -444,6 +466,13 @@ struct Model {
     return q;
   }
   int n_constraints() const;
+  /// The size of a motion (q, v) that does not depend on where the origin is [SI]: the largest
+  /// of |v|_inf and half the spread of the positions along each ground axis (points', planar
+  /// bodies' centres', spatial bodies' frame origins'). Angles and Euler parameters are left
+  /// out. The index-1 and penalty forms' forward sensitivities take their tolerance floor from
+  /// it (Options::sensitivity_atol_from_states): |x0|_inf made a vehicle placed at x = 1000 m
+  /// resolve them 60 times more coarsely than the same vehicle at the origin.
+  double motion_scale(const Eigen::VectorXd& q, const Eigen::VectorXd& v) const;
   /// Names of the coordinates: "<point>.x", "<point>.y", "<body>.x", "<body>.y", "<body>.theta",
   /// then for each spatial body "<body>.x", "<body>.y", "<body>.z", "<body>.e0" ... "<body>.e3".
   std::vector<std::string> coordinate_names() const;
@@ -467,7 +496,9 @@ struct Model {
   VectorX<S> initial_positions(const Eigen::Ref<const VectorX<S>>& p) const {
     VectorX<S> q = gather<S>(p, {&Point::x0, &Point::y0}, {&Body::x0, &Body::y0, &Body::theta0});
     for (size_t b = 0; b < spatial_bodies.size(); ++b) {
-      q.segment(spatial_offset(static_cast<int>(b)), 7) = spatial_initial_pose<S>(spatial_bodies[b], p);
+      const SpatialBody& body = spatial_bodies[b];
+      q.segment(spatial_offset(static_cast<int>(b)), 7) =
+          body.tree_start ? tree_initial_pose<S>(*body.tree_start, p, q) : spatial_initial_pose<S>(body, p);
     }
     return q;
   }
@@ -481,11 +512,106 @@ struct Model {
   template <class S>
   VectorX<S> initial_velocities(const Eigen::Ref<const VectorX<S>>& p, const Eigen::Ref<const VectorX<S>>& q) const {
     VectorX<S> v = gather<S>(p, {&Point::vx0, &Point::vy0}, {&Body::vx0, &Body::vy0, &Body::omega0});
+    // Each spatial body's frame-origin velocity and angular velocity (ground axes), for the
+    // bodies placed by a tree joint after their parent.
+    std::vector<Eigen::Matrix<S, 3, 1>> origin_velocity(spatial_bodies.size()), angular_velocity(spatial_bodies.size());
     for (size_t b = 0; b < spatial_bodies.size(); ++b) {
+      const SpatialBody& body = spatial_bodies[b];
       const int o = spatial_offset(static_cast<int>(b));
-      v.segment(o, 7) = spatial_initial_rate<S>(spatial_bodies[b], p, q.template segment<4>(o + 3));
+      if (body.tree_start) {
+        std::tie(origin_velocity[b], angular_velocity[b]) =
+            tree_initial_velocity<S>(*body.tree_start, p, q, origin_velocity, angular_velocity, o);
+      } else {
+        origin_velocity[b] = {body.velocity0.x.template at<S>(p), body.velocity0.y.template at<S>(p),
+                              body.velocity0.z.template at<S>(p)};
+        angular_velocity[b] = {body.angular_velocity0.x.template at<S>(p), body.angular_velocity0.y.template at<S>(p),
+                               body.angular_velocity0.z.template at<S>(p)};
+      }
+      v.segment(o, 7) = spatial_rate<S>(origin_velocity[b], angular_velocity[b], q.template segment<4>(o + 3));
     }
     return v;
+  }
+  /// The Euler parameters of the product q_1 q_2 (A(q_1 q_2) = A(q_1) A(q_2)), written out:
+  /// Eigen's dot conjugates a Complex operand, which the complex step must not.
+  template <class S>
+  static Eigen::Matrix<S, 4, 1> euler_product(const Eigen::Matrix<S, 4, 1>& a, const Eigen::Matrix<S, 4, 1>& u) {
+    return Eigen::Matrix<S, 4, 1>(a[0] * u[0] - (a[1] * u[1] + a[2] * u[2] + a[3] * u[3]),
+                                  a[0] * u[1] + u[0] * a[1] + (a[2] * u[3] - a[3] * u[2]),
+                                  a[0] * u[2] + u[0] * a[2] + (a[3] * u[1] - a[1] * u[3]),
+                                  a[0] * u[3] + u[0] * a[3] + (a[1] * u[2] - a[2] * u[1]));
+  }
+  /// A(e) a: the vector a of a frame with Euler parameters e, in ground axes.
+  template <class S>
+  static Eigen::Matrix<S, 3, 1> euler_rotate(const Eigen::Matrix<S, 4, 1>& e, const Eigen::Matrix<S, 3, 1>& a) {
+    const Eigen::Matrix<S, 4, 1> pure(S(0.0), a[0], a[1], a[2]);
+    const Eigen::Matrix<S, 4, 1> conjugate(e[0], -e[1], -e[2], -e[3]);
+    const Eigen::Matrix<S, 4, 1> turned = euler_product<S>(euler_product<S>(e, pure), conjugate);
+    return {turned[1], turned[2], turned[3]};
+  }
+  /// The parent's frame of a tree start in q: its origin and Euler parameters (the ground's:
+  /// zero and the identity).
+  template <class S>
+  std::pair<Eigen::Matrix<S, 3, 1>, Eigen::Matrix<S, 4, 1>> tree_parent_frame(const SpatialBody::TreeStart& start,
+                                                                               const Eigen::Ref<const VectorX<S>>& q) const {
+    if (start.parent < 0) return {Eigen::Matrix<S, 3, 1>::Zero(), Eigen::Matrix<S, 4, 1>(S(1.0), S(0.0), S(0.0), S(0.0))};
+    const int o = spatial_offset(start.parent);
+    return {q.template segment<3>(o), q.template segment<4>(o + 3)};
+  }
+  /// The joint frame's Euler parameters and the joint axis in ground axes, for the parent at
+  /// Euler parameters `parent`.
+  template <class S>
+  static std::pair<Eigen::Matrix<S, 4, 1>, Eigen::Matrix<S, 3, 1>> tree_joint_frame(const SpatialBody::TreeStart& start,
+                                                                                    const Eigen::Matrix<S, 4, 1>& parent) {
+    const auto& r = start.joint_rotation;
+    const Eigen::Matrix<S, 4, 1> joint = euler_product<S>(parent, Eigen::Matrix<S, 4, 1>(S(r[0]), S(r[1]), S(r[2]), S(r[3])));
+    return {joint, euler_rotate<S>(joint, Eigen::Matrix<S, 3, 1>(S(start.axis[0]), S(start.axis[1]), S(start.axis[2])))};
+  }
+  /// (r, e0, e1, e2, e3) of a body placed by a tree joint, its parent's pose read from q:
+  /// r = r_parent + A_parent o (+ d h for a slide), e = e_parent e_joint (e_turn(theta, h) for a
+  /// turn), with o and e_joint the joint frame in the parent, h the axis.
+  template <class S>
+  Eigen::Matrix<S, 7, 1> tree_initial_pose(const SpatialBody::TreeStart& start, const Eigen::Ref<const VectorX<S>>& p,
+                                           const Eigen::Ref<const VectorX<S>>& q) const {
+    using std::cos;
+    using std::sin;
+    const auto [r_parent, e_parent] = tree_parent_frame<S>(start, q);
+    const auto [e_joint, axis] = tree_joint_frame<S>(start, e_parent);
+    const auto& o = start.joint_origin;
+    Eigen::Matrix<S, 3, 1> r = r_parent + euler_rotate<S>(e_parent, Eigen::Matrix<S, 3, 1>(S(o[0]), S(o[1]), S(o[2])));
+    Eigen::Matrix<S, 4, 1> e = e_joint;
+    const S position = start.position.template at<S>(p);
+    if (start.motion == SpatialBody::TreeStart::Motion::Slide) r += position * axis;
+    if (start.motion == SpatialBody::TreeStart::Motion::Turn) {
+      const S half = position / S(2.0), s = sin(half);
+      const auto& h = start.axis;
+      e = euler_product<S>(e_joint, Eigen::Matrix<S, 4, 1>(cos(half), s * h[0], s * h[1], s * h[2]));
+    }
+    Eigen::Matrix<S, 7, 1> pose;
+    pose << r, e;
+    return pose;
+  }
+  /// The frame-origin velocity and angular velocity (ground axes) of a body placed by a tree
+  /// joint, from its parent's (earlier in `velocity`, `omega`; the ground's are zero) and the
+  /// joint's rate: omega = omega_parent (+ theta-dot h), v = v_parent + omega_parent x
+  /// (r - r_parent) (+ d-dot h), with h the axis in ground axes; positions from q (the body at
+  /// coordinate offset o).
+  template <class S>
+  std::pair<Eigen::Matrix<S, 3, 1>, Eigen::Matrix<S, 3, 1>> tree_initial_velocity(
+      const SpatialBody::TreeStart& start, const Eigen::Ref<const VectorX<S>>& p, const Eigen::Ref<const VectorX<S>>& q,
+      const std::vector<Eigen::Matrix<S, 3, 1>>& velocity, const std::vector<Eigen::Matrix<S, 3, 1>>& omega, int o) const {
+    const auto [r_parent, e_parent] = tree_parent_frame<S>(start, q);
+    const auto axis = tree_joint_frame<S>(start, e_parent).second;
+    const bool grounded = start.parent < 0;
+    const Eigen::Matrix<S, 3, 1> w_parent = grounded ? Eigen::Matrix<S, 3, 1>::Zero() : omega[static_cast<size_t>(start.parent)];
+    Eigen::Matrix<S, 3, 1> v = grounded ? Eigen::Matrix<S, 3, 1>::Zero() : velocity[static_cast<size_t>(start.parent)];
+    const Eigen::Matrix<S, 3, 1> d = q.template segment<3>(o) - r_parent;
+    v += Eigen::Matrix<S, 3, 1>(w_parent[1] * d[2] - w_parent[2] * d[1], w_parent[2] * d[0] - w_parent[0] * d[2],
+                                w_parent[0] * d[1] - w_parent[1] * d[0]);
+    Eigen::Matrix<S, 3, 1> w = w_parent;
+    const S rate = start.rate.template at<S>(p);
+    if (start.motion == SpatialBody::TreeStart::Motion::Slide) v += rate * axis;
+    if (start.motion == SpatialBody::TreeStart::Motion::Turn) w += rate * axis;
+    return {v, w};
   }
   /// (r, e0, e1, e2, e3) of a spatial body's initial pose: the product of its turns' Euler
   /// parameters, each (cos(angle/2), sin(angle/2) axis/|axis|).
@@ -504,29 +630,20 @@ struct Model {
       const S half = turn.angle.template at<S>(p) / S(2.0);
       const S size = sqrt(ax * ax + ay * ay + az * az);
       const S c = cos(half), s0 = sin(half) / size;
-      // (q0, e)(c, u) = (q0 c - e.u, q0 u + c e + e x u), written out: Eigen's dot conjugates a
-      // Complex operand, which the complex step must not.
-      const S ux = s0 * ax, uy = s0 * ay, uz = s0 * az;
-      q = Eigen::Matrix<S, 4, 1>(q[0] * c - (q[1] * ux + q[2] * uy + q[3] * uz),
-                                 q[0] * ux + c * q[1] + (q[2] * uz - q[3] * uy),
-                                 q[0] * uy + c * q[2] + (q[3] * ux - q[1] * uz),
-                                 q[0] * uz + c * q[3] + (q[1] * uy - q[2] * ux));
+      q = euler_product<S>(q, Eigen::Matrix<S, 4, 1>(c, s0 * ax, s0 * ay, s0 * az));
     }
     pose.template tail<4>() = q;
     return pose;
   }
-  /// (r-dot, p-dot) from the initial velocity and angular velocity omega (ground axes):
-  /// p-dot = E(p)^T omega / 2 at the Euler parameters `euler` (e0, e1, e2, e3).
+  /// (r-dot, p-dot) from the frame origin's velocity and the angular velocity omega (ground
+  /// axes): p-dot = E(p)^T omega / 2 at the Euler parameters `euler` (e0, e1, e2, e3).
   template <class S>
-  static Eigen::Matrix<S, 7, 1> spatial_initial_rate(const SpatialBody& b, const Eigen::Ref<const VectorX<S>>& p,
-                                                     const Eigen::Matrix<S, 4, 1>& euler) {
+  static Eigen::Matrix<S, 7, 1> spatial_rate(const Eigen::Matrix<S, 3, 1>& velocity, const Eigen::Matrix<S, 3, 1>& omega,
+                                             const Eigen::Matrix<S, 4, 1>& euler) {
     const S e0 = euler[0], e1 = euler[1], e2 = euler[2], e3 = euler[3];
-    const S wx = b.angular_velocity0.x.template at<S>(p), wy = b.angular_velocity0.y.template at<S>(p),
-            wz = b.angular_velocity0.z.template at<S>(p);
+    const S wx = omega[0], wy = omega[1], wz = omega[2];
     Eigen::Matrix<S, 7, 1> rate;
-    rate[0] = b.velocity0.x.template at<S>(p);
-    rate[1] = b.velocity0.y.template at<S>(p);
-    rate[2] = b.velocity0.z.template at<S>(p);
+    rate.template head<3>() = velocity;
     // E^T = [-e^T; e~^T + e0 I] = [-e^T; -e~ + e0 I].
     rate[3] = S(0.5) * (-e1 * wx - e2 * wy - e3 * wz);
     rate[4] = S(0.5) * (e0 * wx + e3 * wy - e2 * wz);
