@@ -316,6 +316,10 @@ bool Cost::has_terms_for(const Problem& problem, int k) const {
                      [&](const EventCostTerm& term) { return term.applies_to(problem, k); });
 }
 
+double Problem::state_scale(In<double> x0) const {
+  return std::max(1.0, state_scale_ ? state_scale_(x0) : x0.lpNorm<Eigen::Infinity>());
+}
+
 std::vector<std::string> Problem::parameter_names() const {
   std::vector<std::string> names;
   for (const auto& p : parameters_) names.push_back(p.name);

@@ -327,6 +327,13 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
     // as a bit mask, whose size (up to 2^50) would set that scale (the vehicle's gradient 6e6 off).
     o.sensitivity_atol_from_states = settings.type == FormulationType::Index1;
   }
+  // That floor follows the motion's own size, wherever the model sits (Model::motion_scale).
+  if constexpr (std::is_base_of_v<detail::FullCoordinateForm, Form>) {
+    const int n = model.n_coordinates();
+    pb.set_state_scale([model = form->model, n](In<double> x0) {
+      return model->motion_scale(x0.head(n), x0.segment(n, n));
+    });
+  }
   return pb;
 }
 

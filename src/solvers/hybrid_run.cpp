@@ -566,7 +566,7 @@ Solution HybridRun::run() {
                                                sens_ ? np_ : 0, opt_, callbacks_, this,
                                                state_atol(opt_, nx_), parameter_scales(opt_, p_));
     if (sens_ && opt_.sensitivity_atol_from_states) {
-      session_->set_sensitivity_atol(sensitivity_state_atol(opt_, x_), opt_.rtol);
+      session_->set_sensitivity_atol(sensitivity_state_atol(opt_, nx_, pb_.state_scale(x_)), opt_.rtol);
     }
     cv_ = session_.get();
   }

@@ -174,9 +174,9 @@ std::vector<double> state_atol(const Options& o, int n_states) {
   return std::vector<double>(static_cast<size_t>(n_states), o.atol);
 }
 
-std::vector<double> sensitivity_state_atol(const Options& o, const Eigen::VectorXd& x0) {
-  const double floor = o.rtol * std::max(1.0, x0.lpNorm<Eigen::Infinity>());
-  std::vector<double> atol = state_atol(o, static_cast<int>(x0.size()));
+std::vector<double> sensitivity_state_atol(const Options& o, int n_states, double scale) {
+  const double floor = o.rtol * scale;
+  std::vector<double> atol = state_atol(o, n_states);
   for (double& a : atol) a = std::max(a, floor);
   return atol;
 }

@@ -122,8 +122,9 @@ void check_rate_declarations(const Problem& problem, int mode, double t0, In<dou
 std::vector<double> state_atol(const Options& options, int n_states);
 
 /// The state tolerances that forward sensitivities scale by 1/pbar_k with
-/// Options::sensitivity_atol_from_states: max(atol_i, rtol * max(1, |x0|_inf)).
-std::vector<double> sensitivity_state_atol(const Options& options, const Eigen::VectorXd& x0);
+/// Options::sensitivity_atol_from_states: max(atol_i, rtol * scale), with the state's scale
+/// at the start (Problem::state_scale).
+std::vector<double> sensitivity_state_atol(const Options& options, int n_states, double scale);
 
 /// Absolute tolerance per state for IDAS: state_atol, with the algebraic states of a problem
 /// with index-2 modes loosened to kIndex2AlgebraicAtol. IDAS leaves them out of its error test

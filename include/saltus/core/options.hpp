@@ -149,7 +149,8 @@ struct Options {
   /// too on CVODES (whose first-step estimate would read sensitivities it has not formed).
   bool sensitivity_error_control = true;
   /// Forward sensitivities on CVODES: raise the absolute tolerance of sensitivity k from
-  /// atol_i / pbar_k (CVODES' default) to max(atol_i, rtol * max(1, |x0|_inf)) / pbar_k, and that
+  /// atol_i / pbar_k (CVODES' default) to max(atol_i, rtol * scale) / pbar_k (the state's
+  /// scale at the start, Problem::state_scale: max(1, |x0|_inf) by default), and that
   /// of the cost quadratures' sensitivities to the largest of those state tolerances / pbar_k,
   /// so that components far below rtol times the state's size are not resolved. The penalty
   /// multibody formulation sets it: the sensitivities' stiff constraint directions made the
@@ -157,7 +158,8 @@ struct Options {
   /// 14,024 steps (0.51 s), the gradient within 8e-8 of a tight reference (5e-8 before).
   /// The index1 formulation sets it for mechanisms with compliant contacts (the vehicle's forward
   /// run: 6,304 steps, 7.2 s; with it 2,844 steps, 2.9 s, its gradient within 1.1e-5 of a tight
-  /// reference). The scale |x0|_inf is the state's at the start, origin included.
+  /// reference). A mechanism's scale is its velocities' and its positions' spread about their
+  /// middle, not their distance from the origin.
   bool sensitivity_atol_from_states = false;
   /// DAE runs in a mode with a completion take the motion's scale as their first step
   /// (completed_first_step in src/solvers/run_support.hpp) at every restart after an event, not

@@ -467,6 +467,14 @@ class Problem {
   void set_state_names_at(std::function<std::vector<std::string>(In<double>)> names) {
     state_names_at_ = std::move(names);
   }
+  /// The size of the state x0 at the start of a run (>= 1), from which
+  /// Options::sensitivity_atol_from_states takes its tolerance floor: max(1, |x0|_inf), unless
+  /// set_state_scale gave the problem its own.
+  double state_scale(In<double> x0) const;
+  /// A problem's own state_scale, for states whose absolute size means nothing: a mechanism's
+  /// positions measured from a distant origin (a vehicle at x = 1000 m) would loosen its
+  /// sensitivities' tolerances 60-fold; its scale is translation-invariant instead.
+  void set_state_scale(std::function<double(In<double> x0)> scale) { state_scale_ = std::move(scale); }
   std::vector<std::string> parameter_names() const;
   std::vector<std::string> cost_names() const;
   const std::vector<Parameter>& parameters() const { return parameters_; }
@@ -542,6 +550,7 @@ class Problem {
   std::string description_;
   std::vector<std::string> states_;
   std::function<std::vector<std::string>(In<double>)> state_names_at_;
+  std::function<double(In<double>)> state_scale_;
   std::vector<bool> algebraic_;  // per state; empty: none
   std::vector<Parameter> parameters_;
   Instantiated<InitialStateFn> initial_state_;
