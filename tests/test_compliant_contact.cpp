@@ -285,6 +285,33 @@ TEST(CompliantContact, CheckReportsTheStartingLoad) {
   EXPECT_EQ(c.compliant_contacts[0].body, "wheel_fl");
 }
 
+// The forward sensitivities' tolerance floor (Options::sensitivity_atol_from_states, set by
+// index1 with compliant contacts) follows the motion's size, not the distance from the origin:
+// the same ball rolling at 1 m/s at x = 0 or x = 1000 has the scale 1 (|x0|_inf gave 1000 far
+// away), and both runs take the same steps to the same gradient.
+TEST(CompliantContact, SensitivityToleranceIgnoresWhereTheModelSits) {
+  const std::string near = ball("plane: {point: [0, 0, 0], normal: [0, 0, 1]}", "", "[1, 0, 0]", "[0, 10, 0]", "0.1", 0.3);
+  std::string far = near;
+  far.replace(far.find("position: [0, 0,"), 16, "position: [1000, 0,");
+  const Problem a = make_problem(parse_model(near, "near")), b = make_problem(parse_model(far, "far"));
+  ASSERT_TRUE(a.options().sensitivity_atol_from_states);
+  const Eigen::VectorXd p = a.nominal_parameters();
+  Eigen::VectorXd x_a(a.n_states()), x_b(b.n_states());
+  a.initial_state().real(p, x_a);
+  b.initial_state().real(p, x_b);
+  ASSERT_NEAR(x_b[0] - x_a[0], 1000.0, 1e-12);
+  EXPECT_EQ(a.state_scale(x_a), 10.0 * 0.5);  // the spin's Euler-parameter rate, 10/2 per unit
+  EXPECT_EQ(b.state_scale(x_b), a.state_scale(x_a));
+  const Solution sa = forward_sensitivity(a, p, a.options()), sb = forward_sensitivity(b, p, b.options());
+  EXPECT_NEAR(static_cast<double>(sb.stats.steps), static_cast<double>(sa.stats.steps), 0.1 * static_cast<double>(sa.stats.steps));
+  for (Eigen::Index k = 0; k < p.size(); ++k) {
+    for (Eigen::Index j = 0; j < sa.cost_gradient.rows(); ++j) {
+      EXPECT_NEAR(sb.cost_gradient(j, k), sa.cost_gradient(j, k), 1e-6 * (1e-3 + sa.cost_gradient.row(j).cwiseAbs().maxCoeff()))
+          << "cost " << j << ", parameter " << k;
+    }
+  }
+}
+
 // Bad input names the field: both grounds, no ground, a kink in the height field, a radius out
 // of its domain, a signal of something that is not a compliant contact.
 TEST(CompliantContact, BadInputIsNamed) {

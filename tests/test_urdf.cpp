@@ -262,6 +262,38 @@ TEST(Urdf, StartsItsJointsWhereTheModelFileSays) {
   EXPECT_NEAR(rotational_spring_state<double>(sprung, sprung.spatial_forces[0], start, p).angle.value, 0.4, 1e-12);
 }
 
+// A driven joint starts where its driver puts it, f(t0) = th0 moving at f'(t0) = 0.2 + 0.1 * 3,
+// and the other joints where urdf_start puts them: the run starts from the pose and velocities
+// of the same robot started by urdf_start alone. (Assembly alone kept a body's coordinates and
+// moved the rail to fit the driver's rate.) A urdf_start entry for the driven joint is refused.
+TEST(Urdf, ADrivenJointStartsWhereItsDriverPutsIt) {
+  write("driven.urdf", kRobot);
+  const std::string head = "name: driven\nhorizon: 0.6\n" + kStartParameters + "urdf: saltus_test_urdf_driven.urdf\n";
+  const std::string driver = "spatial:\n  joints:\n    - {type: rotational_driver, name: drv, joint: hinge, "
+                             "function: {offset: th0, rate: 0.2, amplitude: 0.1, frequency: 3}}\n";
+  const Model driven = load_model(write("driven.yaml", head + "urdf_start: {rail: {position: d0, velocity: s0}}\n" +
+                                                           driver + kCosts));
+  const Model started = load_model(write("undriven.yaml", head + "urdf_start: {hinge: {position: th0, velocity: 0.5}, "
+                                                                 "rail: {position: d0, velocity: s0}}\n" + kCosts));
+  const Problem pb = make_problem(driven);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  Eigen::VectorXd x0(pb.n_states());
+  pb.initial_state().real(p, x0);
+  const int n = started.n_coordinates();
+  const Eigen::VectorXd q = started.initial_positions<double>(p), v = started.initial_velocities<double>(p);
+  EXPECT_LT((x0.head(n) - q).cwiseAbs().maxCoeff(), 1e-12) << x0.head(n).transpose() << "\n" << q.transpose();
+  EXPECT_LT((x0.segment(n, n) - v).cwiseAbs().maxCoeff(), 1e-12) << x0.segment(n, n).transpose() << "\n" << v.transpose();
+  try {
+    load_model(write("twice.yaml", head + "urdf_start: {hinge: th0}\n" + driver + kCosts));
+    ADD_FAILURE() << "no error for a start of a driven joint";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("saltus_test_urdf_twice.yaml:5:14: urdf_start.hinge: joint 'hinge' is driven by "
+                                         "'drv', so it starts where the driver puts it"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Urdf, BadStartsAreNamed) {
   write("start.urdf", kRobot);
   const auto error_of = [](const std::string& start) {
@@ -360,6 +392,17 @@ TEST(Urdf, BadFilesAreNamed) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown spatial body 'tool': the URDF link 'tool' has no mass on a fixed "
                                          "joint, so it is {body: tip, at: [0.05, 0, 0]}, not a body"),
+              std::string::npos)
+        << e.what();
+  }
+  // So does naming it as the body of a point.
+  try {
+    load_model(write("tool_point.yaml", "name: tool\nhorizon: 1\nurdf: saltus_test_urdf_robot.urdf\n"
+                                        "costs:\n  z: {terminal: [{signal: z, of: {body: tool, at: [0.1, 0, 0]}}]}\n"));
+    ADD_FAILURE() << "no error for the tool frame as a point's body";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the URDF link 'tool' has no mass on a fixed joint, so it is {body: tip, at: "
+                                         "[0.05, 0, 0]}, not a body"),
               std::string::npos)
         << e.what();
   }

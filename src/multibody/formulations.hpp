@@ -458,6 +458,8 @@ struct FullCoordinateForm : FormBase {
   void write_velocities(const VectorX<S>& v, Out<S> x) const {
     x.segment(n, n) = v;
   }
+  /// The motion's size at state x (Model::motion_scale; Problem::state_scale).
+  double motion_scale(In<double> x) const { return model->motion_scale(x.head(n), x.segment(n, n)); }
 };
 
 /// Index-1 with Baumgarte stabilization, or the penalty (Bayo - Garcia de Jalon) ODE, in
@@ -615,6 +617,13 @@ struct MaggiForm : FormBase {
     }
     for (std::string& flag : flag_names()) names.push_back(std::move(flag));
     return names;
+  }
+  /// The motion's size at state x (Model::motion_scale; Problem::state_scale): the positions
+  /// are q_ref where the state carries it (u where it holds every coordinate), the velocities
+  /// u-dot. The independent set's mask is no size.
+  double motion_scale(In<double> x) const {
+    const Eigen::VectorXd q = repartitions() ? Eigen::VectorXd(x.segment(2 * f(), n)) : Eigen::VectorXd(x.head(n));
+    return model->motion_scale(q, x.segment(f(), f()));
   }
   /// The Newton start of the position analysis at state x.
   template <class S>

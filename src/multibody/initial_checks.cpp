@@ -154,53 +154,11 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
   return notes;
 }
 
-namespace {
-
-/// The diagonal of the box around the given positions of points, body centres (spatial ones in
-/// 3D) and the ground points that elements, spatial joints and contacts use [m].
-double model_size(const Model& model, const Eigen::VectorXd& q_given, const Eigen::VectorXd& p) {
-  Eigen::Vector3d low = Eigen::Vector3d::Constant(std::numeric_limits<double>::infinity());
-  Eigen::Vector3d high = -low;
-  auto include = [&](double x, double y, double z = 0.0) {
-    low = low.cwiseMin(Eigen::Vector3d(x, y, z));
-    high = high.cwiseMax(Eigen::Vector3d(x, y, z));
-  };
-  for (size_t i = 0; i < model.points.size(); ++i) {
-    const int o = model.point_offset(static_cast<int>(i));
-    include(q_given[o], q_given[o + 1]);
-  }
-  for (size_t b = 0; b < model.bodies.size(); ++b) {
-    const int o = model.body_offset(static_cast<int>(b));
-    include(q_given[o], q_given[o + 1]);
-  }
-  for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {
-    const int o = model.spatial_offset(static_cast<int>(b));
-    include(q_given[o], q_given[o + 1], q_given[o + 2]);
-  }
-  for (const SpatialJoint& j : model.spatial_joints) {  // their ground points (a spherical pendulum's pivot)
-    if (j.body_a < 0) include(j.point_a.x.at<double>(p), j.point_a.y.at<double>(p), j.point_a.z.at<double>(p));
-    if (j.body_b < 0) include(j.point_b.x.at<double>(p), j.point_b.y.at<double>(p), j.point_b.z.at<double>(p));
-  }
-  auto include_ground = [&](const PointRef& r) {
-    if (r.kind == PointRef::Kind::Ground) include(r.x.at<double>(p), r.y.at<double>(p));
-  };
-  for (const Element& e : model.elements) {
-    include_ground(e.a);
-    include_ground(e.b);
-  }
-  for (const Contact& c : model.contacts) {
-    if (c.kind == ContactKind::PointLine) include_ground(c.point);
-  }
-  return (high - low).norm();
-}
-
-}  // namespace
-
 std::vector<std::string> assembly_correction_notes(const Model& model, const Eigen::VectorXd& q,
                                                    const Eigen::VectorXd& p) {
   std::vector<std::string> notes;
   const Eigen::VectorXd given = model.initial_positions<double>(p);
-  const double size = model_size(model, given, p);
+  const double size = model.extent(given, p);
   const std::vector<std::string> names = model.coordinate_names();
   const int n_point_coordinates = 2 * static_cast<int>(model.points.size());
   const int first_spatial = model.spatial_offset(0);

@@ -69,23 +69,45 @@ int Model::n_joint_constraints() const {
   return m - static_cast<int>(redundant_joint_rows.size());
 }
 
-double Model::motion_scale(const Eigen::VectorXd& q, const Eigen::VectorXd& v) const {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  std::array<double, 3> low{inf, inf, inf}, high{-inf, -inf, -inf};
-  const auto take = [&](int first, int axes) {
-    for (int k = 0; k < axes; ++k) {
-      low[static_cast<size_t>(k)] = std::min(low[static_cast<size_t>(k)], q[first + k]);
-      high[static_cast<size_t>(k)] = std::max(high[static_cast<size_t>(k)], q[first + k]);
-    }
+double Model::extent(const Eigen::VectorXd& q_given, const Eigen::VectorXd& p) const {
+  Eigen::Vector3d low = Eigen::Vector3d::Constant(std::numeric_limits<double>::infinity());
+  Eigen::Vector3d high = -low;
+  auto include = [&](double x, double y, double z = 0.0) {
+    low = low.cwiseMin(Eigen::Vector3d(x, y, z));
+    high = high.cwiseMax(Eigen::Vector3d(x, y, z));
   };
-  for (size_t i = 0; i < points.size(); ++i) take(point_offset(static_cast<int>(i)), 2);
-  for (size_t b = 0; b < bodies.size(); ++b) take(body_offset(static_cast<int>(b)), 2);
-  for (size_t b = 0; b < spatial_bodies.size(); ++b) take(spatial_offset(static_cast<int>(b)), 3);
-  double scale = v.size() > 0 ? v.lpNorm<Eigen::Infinity>() : 0.0;
-  for (size_t k = 0; k < 3; ++k) {
-    if (high[k] >= low[k]) scale = std::max(scale, 0.5 * (high[k] - low[k]));
+  for (size_t i = 0; i < points.size(); ++i) {
+    const int o = point_offset(static_cast<int>(i));
+    include(q_given[o], q_given[o + 1]);
   }
-  return scale;
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    const int o = body_offset(static_cast<int>(b));
+    include(q_given[o], q_given[o + 1]);
+  }
+  for (size_t b = 0; b < spatial_bodies.size(); ++b) {
+    const int o = spatial_offset(static_cast<int>(b));
+    include(q_given[o], q_given[o + 1], q_given[o + 2]);
+  }
+  for (const SpatialJoint& j : spatial_joints) {  // their ground points (a spherical pendulum's pivot)
+    if (j.body_a < 0) include(j.point_a.x.at<double>(p), j.point_a.y.at<double>(p), j.point_a.z.at<double>(p));
+    if (j.body_b < 0) include(j.point_b.x.at<double>(p), j.point_b.y.at<double>(p), j.point_b.z.at<double>(p));
+  }
+  auto include_ground = [&](const PointRef& r) {
+    if (r.kind == PointRef::Kind::Ground) include(r.x.at<double>(p), r.y.at<double>(p));
+  };
+  for (const Element& e : elements) {
+    include_ground(e.a);
+    include_ground(e.b);
+  }
+  for (const Contact& c : contacts) {
+    if (c.kind == ContactKind::PointLine) include_ground(c.point);
+  }
+  return (high.array() >= low.array()).all() ? (high - low).norm() : 0.0;  // 0: nothing placed
+}
+
+double Model::motion_scale(const Eigen::VectorXd& q, const Eigen::VectorXd& v) const {
+  const double velocity = v.size() > 0 ? v.lpNorm<Eigen::Infinity>() : 0.0;
+  return std::max(velocity, 0.5 * extent(q, nominal_parameters()));
 }
 
 int Model::n_constraints() const {

@@ -331,11 +331,12 @@ class Reader : yaml::Fields {
         const auto other = urdf_unplaced_joints_.find(joint);
         fail(kv.first, field,
              other != urdf_unplaced_joints_.end()
-                 ? fmt::format("joint '{}' is {}: only revolute, continuous and prismatic joints have a start", joint,
-                               other->second)
+                 ? fmt::format("joint '{}' is {}: only revolute, continuous and prismatic joints have a start ({})",
+                               joint, other->second, urdf_joint_list())
                  : fmt::format("no joint '{}' in the URDF (its revolute, continuous and prismatic joints: {})", joint,
                                urdf_joint_list()));
       }
+      urdf_started_[joint] = kv.first;
       SpatialBody& body = model_.spatial_bodies[static_cast<size_t>(placing->second)];
       SpatialBody::TreeStart& start = *body.tree_start;
       if (kv.second.IsMap()) {
@@ -482,6 +483,7 @@ class Reader : yaml::Fields {
         SpatialJoint& j = model_.spatial_joints[urdf_joints_ + i];
         if (j.type == SpatialJointType::RotationalDriver || j.type == SpatialJointType::TranslationalDriver) {
           attach_driver(js[i], field_of(i), j);
+          start_driven_urdf_joint(js[i], j);
         }
       }
     }
@@ -597,6 +599,27 @@ class Reader : yaml::Fields {
       return;
     }
     read_angle_normals(n, field, normal_a, normal_b, j.axis_a, j.axis_b);
+  }
+
+  /// A driven URDF joint starts where its driver puts it, f(t0), moving at f'(t0), so that the
+  /// robot starts assembled with its other joints where urdf_start puts them (assembly would
+  /// otherwise hold some body's coordinates and move the other joints to fit the driver). A
+  /// rotational driver with normals of its own measures from another zero: assembly fits it.
+  /// A urdf_start entry for the joint would be a second start: refused.
+  void start_driven_urdf_joint(const YAML::Node& n, const SpatialJoint& driver) {
+    if (driver.driven >= static_cast<int>(urdf_joints_)) return;
+    const std::string& joint = model_.spatial_joints[static_cast<size_t>(driver.driven)].name;
+    const auto placing = urdf_placing_joints_.find(joint);
+    if (placing == urdf_placing_joints_.end()) return;
+    if (const auto stated = urdf_started_.find(joint); stated != urdf_started_.end()) {
+      fail(stated->second, "urdf_start." + joint,
+           fmt::format("joint '{}' is driven by '{}', so it starts where the driver puts it (f(t0), moving at "
+                       "f'(t0)): leave it out of urdf_start",
+                       joint, driver.name));
+    }
+    if (driver.type == SpatialJointType::RotationalDriver && (n["normal_a"] || n["normal_b"])) return;
+    SpatialBody::TreeStart& start = *model_.spatial_bodies[static_cast<size_t>(placing->second)].tree_start;
+    if (!start.driven_by) start.driven_by = driver.drive;  // a second driver conflicts with the first anyway
   }
 
   /// A driver takes the bodies, points and axes of the joint it drives.
@@ -828,6 +851,7 @@ class Reader : yaml::Fields {
                          "body's contacts are plane: contacts, its points {{body: {}, at: [x, y, z]}})",
                          name, name, name);
     }
+    if (urdf_frames_.count(name) != 0) return unknown_spatial_body(name);  // a URDF tool frame: where it is
     return fmt::format("unknown body '{}'", name);
   }
 
@@ -1525,6 +1549,7 @@ class Reader : yaml::Fields {
   std::map<std::string, std::string> urdf_frames_;  ///< the URDF's merged frames (UrdfMechanism::frames)
   std::map<std::string, int> urdf_placing_joints_;  ///< UrdfMechanism::placing_joints
   std::map<std::string, std::string> urdf_unplaced_joints_;  ///< UrdfMechanism::unplaced_joints
+  std::map<std::string, YAML::Node> urdf_started_;  ///< the joints urdf_start names, with their keys
   std::map<std::string, PointRef> refs_;
   std::map<std::string, std::string> names_;  ///< ground point, point and body names: who took each
   mutable std::map<std::string, std::string> locations_;

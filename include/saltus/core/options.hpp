@@ -158,8 +158,8 @@ struct Options {
   /// 14,024 steps (0.51 s), the gradient within 8e-8 of a tight reference (5e-8 before).
   /// The index1 formulation sets it for mechanisms with compliant contacts (the vehicle's forward
   /// run: 6,304 steps, 7.2 s; with it 2,844 steps, 2.9 s, its gradient within 1.1e-5 of a tight
-  /// reference). A mechanism's scale is its velocities' and its positions' spread about their
-  /// middle, not their distance from the origin.
+  /// reference). A mechanism's scale is its velocities' and its extent's, not its distance from
+  /// the origin (multibody::Model::motion_scale).
   bool sensitivity_atol_from_states = false;
   /// DAE runs in a mode with a completion take the motion's scale as their first step
   /// (completed_first_step in src/solvers/run_support.hpp) at every restart after an event, not

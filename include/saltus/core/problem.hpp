@@ -473,7 +473,8 @@ class Problem {
   double state_scale(In<double> x0) const;
   /// A problem's own state_scale, for states whose absolute size means nothing: a mechanism's
   /// positions measured from a distant origin (a vehicle at x = 1000 m) would loosen its
-  /// sensitivities' tolerances 60-fold; its scale is translation-invariant instead.
+  /// sensitivities' tolerances 60-fold; its scale is translation-invariant instead
+  /// (multibody::Model::motion_scale).
   void set_state_scale(std::function<double(In<double> x0)> scale) { state_scale_ = std::move(scale); }
   std::vector<std::string> parameter_names() const;
   std::vector<std::string> cost_names() const;

@@ -109,6 +109,11 @@ struct Value3 {
   bool is_zero() const { return x.is_zero() && y.is_zero() && z.is_zero(); }
 };
 
+/// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
+struct TimeFunction {
+  Value offset, rate, amplitude, frequency, phase;
+};
+
 /// A spatial rigid body (docs/multibody.md, "Spatial bodies"; theory multibody.md section 10).
 /// Coordinates (7): the origin r = (x, y, z) of the body frame [m] and the Euler parameters
 /// (e0, e1, e2, e3) of its orientation, A(p) = (e0^2 - e^T e) I + 2 e e^T + 2 e0 e~ mapping body
@@ -152,13 +157,11 @@ struct SpatialBody {
     Motion motion = Motion::Fixed;
     Value position = 0.0;  ///< the joint's position at t0 [rad or m]
     Value rate = 0.0;      ///< its rate at t0 [rad/s or m/s]
+    /// A driven joint's f(t) (its driver's, measuring from the joint's zero): then position
+    /// and rate are f(t0) and f'(t0), and `position`, `rate` are not used.
+    std::optional<TimeFunction> driven_by;
   };
   std::optional<TreeStart> tree_start;
-};
-
-/// f(t) = offset + rate t + amplitude sin(frequency t + phase), for driving constraints.
-struct TimeFunction {
-  Value offset, rate, amplitude, frequency, phase;
 };
 
 /// Joints between spatial bodies (theory multibody.md section 11), built from the primitives
@@ -466,11 +469,15 @@ struct Model {
     return q;
   }
   int n_constraints() const;
-  /// The size of a motion (q, v) that does not depend on where the origin is [SI]: the largest
-  /// of |v|_inf and half the spread of the positions along each ground axis (points', planar
-  /// bodies' centres', spatial bodies' frame origins'). Angles and Euler parameters are left
-  /// out. The index-1 and penalty forms' forward sensitivities take their tolerance floor from
-  /// it (Options::sensitivity_atol_from_states): |x0|_inf made a vehicle placed at x = 1000 m
+  /// The diagonal of the box around the positions q of points, body centres (spatial bodies'
+  /// frame origins, in 3D) and the ground points that elements, spatial joints and contacts use,
+  /// at parameters p [m]: the model's size, wherever it sits.
+  double extent(const Eigen::VectorXd& q, const Eigen::VectorXd& p) const;
+  /// The size of a motion (q, v) that does not depend on where the origin is [SI]: the larger of
+  /// |v|_inf (for a spatial body v holds its Euler parameters' rates, half its angular velocity)
+  /// and half the extent of q with the ground points at the nominal parameters. The index-1 and
+  /// penalty forms' forward sensitivities take their tolerance floor from it
+  /// (Options::sensitivity_atol_from_states): |x0|_inf made a vehicle placed at x = 1000 m
   /// resolve them 60 times more coarsely than the same vehicle at the origin.
   double motion_scale(const Eigen::VectorXd& q, const Eigen::VectorXd& v) const;
   /// Names of the coordinates: "<point>.x", "<point>.y", "<body>.x", "<body>.y", "<body>.theta",
@@ -566,6 +573,18 @@ struct Model {
     const Eigen::Matrix<S, 4, 1> joint = euler_product<S>(parent, Eigen::Matrix<S, 4, 1>(S(r[0]), S(r[1]), S(r[2]), S(r[3])));
     return {joint, euler_rotate<S>(joint, Eigen::Matrix<S, 3, 1>(S(start.axis[0]), S(start.axis[1]), S(start.axis[2])))};
   }
+  /// A tree joint's position and rate at t0: its own, or its driver's f(t0) and f'(t0).
+  template <class S>
+  std::pair<S, S> tree_start_position(const SpatialBody::TreeStart& start, const Eigen::Ref<const VectorX<S>>& p) const {
+    using std::cos;
+    using std::sin;
+    if (!start.driven_by) return {start.position.template at<S>(p), start.rate.template at<S>(p)};
+    const TimeFunction& f = *start.driven_by;
+    const S t(t0), amplitude = f.amplitude.template at<S>(p), frequency = f.frequency.template at<S>(p);
+    const S angle = frequency * t + f.phase.template at<S>(p);
+    return {f.offset.template at<S>(p) + f.rate.template at<S>(p) * t + amplitude * sin(angle),
+            f.rate.template at<S>(p) + amplitude * frequency * cos(angle)};
+  }
   /// (r, e0, e1, e2, e3) of a body placed by a tree joint, its parent's pose read from q:
   /// r = r_parent + A_parent o (+ d h for a slide), e = e_parent e_joint (e_turn(theta, h) for a
   /// turn), with o and e_joint the joint frame in the parent, h the axis.
@@ -579,7 +598,7 @@ struct Model {
     const auto& o = start.joint_origin;
     Eigen::Matrix<S, 3, 1> r = r_parent + euler_rotate<S>(e_parent, Eigen::Matrix<S, 3, 1>(S(o[0]), S(o[1]), S(o[2])));
     Eigen::Matrix<S, 4, 1> e = e_joint;
-    const S position = start.position.template at<S>(p);
+    const S position = tree_start_position<S>(start, p).first;
     if (start.motion == SpatialBody::TreeStart::Motion::Slide) r += position * axis;
     if (start.motion == SpatialBody::TreeStart::Motion::Turn) {
       const S half = position / S(2.0), s = sin(half);
@@ -608,7 +627,7 @@ struct Model {
     v += Eigen::Matrix<S, 3, 1>(w_parent[1] * d[2] - w_parent[2] * d[1], w_parent[2] * d[0] - w_parent[0] * d[2],
                                 w_parent[0] * d[1] - w_parent[1] * d[0]);
     Eigen::Matrix<S, 3, 1> w = w_parent;
-    const S rate = start.rate.template at<S>(p);
+    const S rate = tree_start_position<S>(start, p).second;
     if (start.motion == SpatialBody::TreeStart::Motion::Slide) v += rate * axis;
     if (start.motion == SpatialBody::TreeStart::Motion::Turn) w += rate * axis;
     return {v, w};
