@@ -256,23 +256,6 @@ KinRow<S> component(const Kin2<S>& a, int i) {
   return r;
 }
 
-/// f(t), f'(t), f''(t) of a driving function.
-template <class S>
-struct TimeValue {
-  S f, df, ddf;
-};
-
-template <class S>
-TimeValue<S> evaluate(const TimeFunction& fn, const S& t, In<S> p) {
-  using std::cos;
-  using std::sin;
-  const S a = value_of<S>(fn.amplitude, p), w = value_of<S>(fn.frequency, p);
-  const S arg = w * t + value_of<S>(fn.phase, p);
-  const S s = sin(arg), c = cos(arg);
-  return TimeValue<S>{value_of<S>(fn.offset, p) + value_of<S>(fn.rate, p) * t + a * s,
-                      value_of<S>(fn.rate, p) + a * w * c, -a * w * w * s};
-}
-
 /// Sparse rows stacked into a matrix: whole sparse matrices and row Jacobians, top to bottom,
 /// written straight into compressed rows (a row Jacobian's entries sorted by coordinate, those on
 /// one coordinate added): no triplets, no sort of the whole matrix.

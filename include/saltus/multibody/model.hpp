@@ -15,6 +15,7 @@
 #include <Eigen/Core>
 
 #include <array>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -113,6 +114,24 @@ struct Value3 {
 struct TimeFunction {
   Value offset, rate, amplitude, frequency, phase;
 };
+
+/// f(t), f'(t), f''(t) of a driving function.
+template <class S>
+struct TimeValue {
+  S f, df, ddf;
+};
+
+/// A driving function and its first two time derivatives at t, its Values read from p.
+template <class S>
+TimeValue<S> evaluate(const TimeFunction& fn, const S& t, const Eigen::Ref<const VectorX<S>>& p) {
+  using std::cos;
+  using std::sin;
+  const S a = fn.amplitude.template at<S>(p), w = fn.frequency.template at<S>(p);
+  const S arg = w * t + fn.phase.template at<S>(p);
+  const S s = sin(arg), c = cos(arg);
+  return TimeValue<S>{fn.offset.template at<S>(p) + fn.rate.template at<S>(p) * t + a * s,
+                      fn.rate.template at<S>(p) + a * w * c, -a * w * w * s};
+}
 
 /// A spatial rigid body (docs/multibody.md, "Spatial bodies"; theory multibody.md section 10).
 /// Coordinates (7): the origin r = (x, y, z) of the body frame [m] and the Euler parameters
@@ -576,14 +595,9 @@ struct Model {
   /// A tree joint's position and rate at t0: its own, or its driver's f(t0) and f'(t0).
   template <class S>
   std::pair<S, S> tree_start_position(const SpatialBody::TreeStart& start, const Eigen::Ref<const VectorX<S>>& p) const {
-    using std::cos;
-    using std::sin;
     if (!start.driven_by) return {start.position.template at<S>(p), start.rate.template at<S>(p)};
-    const TimeFunction& f = *start.driven_by;
-    const S t(t0), amplitude = f.amplitude.template at<S>(p), frequency = f.frequency.template at<S>(p);
-    const S angle = frequency * t + f.phase.template at<S>(p);
-    return {f.offset.template at<S>(p) + f.rate.template at<S>(p) * t + amplitude * sin(angle),
-            f.rate.template at<S>(p) + amplitude * frequency * cos(angle)};
+    const TimeValue<S> f = evaluate<S>(*start.driven_by, S(t0), p);
+    return {f.f, f.df};
   }
   /// (r, e0, e1, e2, e3) of a body placed by a tree joint, its parent's pose read from q:
   /// r = r_parent + A_parent o (+ d h for a slide), e = e_parent e_joint (e_turn(theta, h) for a
