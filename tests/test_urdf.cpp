@@ -13,6 +13,7 @@
 
 #include <Eigen/Geometry>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -294,6 +295,64 @@ TEST(Urdf, ADrivenJointStartsWhereItsDriverPutsIt) {
   }
 }
 
+// A tether from the hinge to the tip holds the rail, so the stated rail velocity s0 is changed:
+// the warning names the urdf_start entry that states it (not a spatial body's field, which the
+// file does not have) and the link with its joint. `saltus check` shows each link's start and
+// its joint's position and rate.
+TEST(Urdf, NotesNameTheStartEntriesAndCheckShowsTheLinks) {
+  write("tethered.urdf", kRobot);
+  const std::string head = "horizon: 0.6\n" + kStartParameters + "urdf: saltus_test_urdf_tethered.urdf\n"
+                           "urdf_start:\n  hinge: {position: th0, velocity: w0}\n  rail: {position: d0, velocity: s0}\n";
+  const Model tethered = load_model(write(
+      "tethered.yaml", "name: tethered\n" + head +
+                           "spatial:\n  joints:\n    - {type: distance, name: tether, a: ground, b: tip, point_a: [0, 0, 1], "
+                           "length: 0.85}\n" + kCosts));
+  // The tether leaves one degree of freedom (tip.z_dot independent): both stated rates change.
+  const std::vector<std::string> notes = check_model(tethered).notes;
+  ASSERT_EQ(notes.size(), 2u) << fmt::format("{}", fmt::join(notes, "\n"));
+  EXPECT_NE(notes[0].find("saltus_test_urdf_tethered.yaml:6:36: urdf_start.hinge.velocity: the stated initial joint "
+                          "velocity (with its parents' motion) violates"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[1].find("saltus_test_urdf_tethered.yaml:7:34: urdf_start.rail.velocity: the stated initial joint "
+                          "velocity"),
+            std::string::npos)
+      << notes[1];
+  for (const std::string& note : notes) EXPECT_EQ(note.find("spatial.bodies"), std::string::npos) << note;
+  // Untethered, the links start where forward kinematics puts them.
+  const ModelCheck c = check_model(load_model(write("untethered.yaml", "name: untethered\n" + head + kCosts)));
+  EXPECT_TRUE(c.notes.empty()) << fmt::format("{}", fmt::join(c.notes, "\n"));
+  ASSERT_EQ(c.spatial_starts.size(), 3u);
+  const ModelCheck::SpatialStart& arm = c.spatial_starts[0];
+  EXPECT_EQ(arm.name, "arm");
+  EXPECT_EQ(arm.joint, "hinge");
+  EXPECT_EQ(arm.joint_unit, "rad");
+  EXPECT_DOUBLE_EQ(arm.joint_position, 0.4);
+  EXPECT_DOUBLE_EQ(arm.joint_rate, -1.2);
+  // The arm's frame: a quarter turn about z, then th0 about its y (the ground's -x), turning at
+  // w0 about the ground's -x.
+  const Eigen::AngleAxisd expected(Eigen::Quaterniond(Eigen::AngleAxisd(M_PI / 2, Eigen::Vector3d::UnitZ())) *
+                                   Eigen::Quaterniond(Eigen::AngleAxisd(0.4, Eigen::Vector3d::UnitY())));
+  EXPECT_NEAR(arm.turn, expected.angle(), 1e-12);
+  for (int k = 0; k < 3; ++k) {
+    const size_t i = static_cast<size_t>(k);
+    EXPECT_NEAR(arm.axis[i], expected.axis()[k], 1e-12);
+    EXPECT_NEAR(arm.position[i], k == 2 ? 1.0 : 0.0, 1e-12);
+    EXPECT_NEAR(arm.velocity[i], 0.0, 1e-12);
+    EXPECT_NEAR(arm.angular_velocity[i], k == 0 ? 1.2 : 0.0, 1e-12);
+  }
+  // The tip: 0.85 m along the arm, moving as in Urdf.StartsItsJointsWhereTheModelFileSays.
+  const ModelCheck::SpatialStart& tip = c.spatial_starts[2];
+  EXPECT_NEAR(tip.position[1], 0.85 * std::cos(0.4), 1e-12);
+  EXPECT_NEAR(tip.position[2], 1.0 - 0.85 * std::sin(0.4), 1e-12);
+  EXPECT_NEAR(tip.velocity[1], 1.2 * 0.85 * std::sin(0.4) + 0.3 * std::cos(0.4), 1e-12);
+  EXPECT_EQ(c.spatial_starts[1].joint, "rail");
+  EXPECT_EQ(c.spatial_starts[1].joint_unit, "m");
+  EXPECT_DOUBLE_EQ(c.spatial_starts[1].joint_rate, 0.3);
+  EXPECT_EQ(tip.joint, "weld");
+  EXPECT_TRUE(tip.joint_unit.empty());
+}
+
 TEST(Urdf, BadStartsAreNamed) {
   write("start.urdf", kRobot);
   const auto error_of = [](const std::string& start) {
@@ -367,6 +426,16 @@ TEST(Urdf, BadFilesAreNamed) {
   };
   EXPECT_NE(no_axis.find(place_of(kRobot, "<joint name=\"rail\"") + "joint 'rail'"), std::string::npos) << no_axis;
   EXPECT_NE(massless.find(place_of(kRobot, "<link name=\"slider\"") + "link 'slider'"), std::string::npos) << massless;
+  // urdfdom's own errors are placed at the joint or link they name: a revolute joint without
+  // limits, and a link named twice (at its second element).
+  const std::string unlimited = error_of(replaced("<limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/>", ""));
+  EXPECT_NE(unlimited.find(place_of(kRobot, "<joint name=\"hinge\"") + "not a valid URDF robot (Joint [hinge]"),
+            std::string::npos)
+      << unlimited;
+  const std::string twice_text = replaced("<link name=\"tool\"/>", "<link name=\"tool\"/>\n  <link name=\"tip\"/>");
+  const std::string twice = error_of(twice_text);
+  EXPECT_NE(twice.find(place_of(twice_text, "<link name=\"tip\"/>") + "not a valid URDF robot"), std::string::npos)
+      << twice;
   // A negative mass is given as it is (it was "has no mass"), and an inertia that is not
   // positive definite is named at its link (it was named by a YAML field the file does not have).
   const std::string negative = error_of(replaced("<mass value=\"0.5\"/>", "<mass value=\"-0.5\"/>"));

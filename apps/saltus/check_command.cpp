@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -58,6 +59,22 @@ void print_check(std::ostream& out, const multibody::ModelCheck& c) {
   for (const auto& k : c.compliant_contacts) {
     fmt::print(out, "  {}: sphere of radius {:g} m on '{}', initial penetration {:.6g} m, normal force {:.6g} N\n",
                k.name, k.radius, k.body, k.penetration + 0.0, k.normal_force + 0.0);
+  }
+  if (!c.spatial_starts.empty()) fmt::print(out, "Spatial bodies at the start (assembled; ground axes):\n");
+  for (const auto& b : c.spatial_starts) {
+    // Rounding residue below 1e-12 of the vector's largest entry prints as 0 (+ 0.0: no "-0").
+    const auto vec = [](const std::array<double, 3>& a) {
+      const double size = std::max({std::abs(a[0]), std::abs(a[1]), std::abs(a[2])});
+      const auto shown = [size](double x) { return std::abs(x) < 1e-12 * size ? 0.0 : x + 0.0; };
+      return fmt::format("({:.6g}, {:.6g}, {:.6g})", shown(a[0]), shown(a[1]), shown(a[2]));
+    };
+    const std::string joint =
+        b.joint.empty()        ? ""
+        : b.joint_unit.empty() ? fmt::format("; fixed joint '{}'", b.joint)
+                               : fmt::format("; joint '{}' at {:.6g} {}, rate {:.6g} {}/s", b.joint, b.joint_position + 0.0,
+                                             b.joint_unit, b.joint_rate + 0.0, b.joint_unit);
+    fmt::print(out, "  {}: position {} m, turned {:.6g} rad about {}, velocity {} m/s, angular velocity {} rad/s{}\n",
+               b.name, vec(b.position), b.turn, vec(b.axis), vec(b.velocity), vec(b.angular_velocity), joint);
   }
   fmt::print(out, "Assembly: residual max |Phi| = {:.3g}; largest correction of a given position {:.3g} ({})\n",
              c.assembly_residual, c.largest_correction, c.largest_correction_coordinate);

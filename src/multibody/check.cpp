@@ -4,6 +4,7 @@
 #include <Eigen/LU>
 
 #include <cmath>
+#include <tuple>
 
 #include "formulations.hpp"
 #include "position_analysis.hpp"
@@ -56,6 +57,40 @@ void describe_parameters(const Model& model, ModelCheck& out) {
   }
 }
 
+/// Each spatial body's assembled pose and velocity, and a URDF link's joint start.
+void describe_spatial_starts(const Model& model, const MotionState<double>& start, const Eigen::VectorXd& p,
+                             ModelCheck& out) {
+  for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {
+    const SpatialBody& body = model.spatial_bodies[b];
+    const int o = model.spatial_offset(static_cast<int>(b));
+    ModelCheck::SpatialStart s;
+    s.name = body.name;
+    Eigen::Vector4d e = start.q.segment<4>(o + 3).normalized();
+    if (e[0] < 0.0) e = -e;  // the same rotation, turned by at most pi
+    s.turn = 2.0 * std::atan2(e.tail<3>().norm(), e[0]);
+    if (e.tail<3>().norm() > 0.0) {
+      const Eigen::Vector3d axis = e.tail<3>().normalized();
+      s.axis = {axis[0], axis[1], axis[2]};
+    }
+    const Eigen::Vector3d omega = 2.0 * e_matrix<double>(Vec4<double>(start.q.segment<4>(o + 3))) *
+                                  Vec4<double>(start.v.segment<4>(o + 3));
+    for (int k = 0; k < 3; ++k) {
+      s.position[static_cast<size_t>(k)] = start.q[o + k];
+      s.velocity[static_cast<size_t>(k)] = start.v[o + k];
+      s.angular_velocity[static_cast<size_t>(k)] = omega[k];
+    }
+    if (body.tree_start) {
+      using Motion = SpatialBody::TreeStart::Motion;
+      s.joint = body.tree_start->joint;
+      if (body.tree_start->motion != Motion::Fixed) {
+        s.joint_unit = body.tree_start->motion == Motion::Turn ? "rad" : "m";
+        std::tie(s.joint_position, s.joint_rate) = model.tree_start_position<double>(*body.tree_start, p);
+      }
+    }
+    out.spatial_starts.push_back(std::move(s));
+  }
+}
+
 /// Assembles the initial configuration as the formulations do and measures it: rank, residual,
 /// the largest correction of a given coordinate, and the contacts' gaps and normal velocities.
 void describe_start(const Model& model, const std::vector<int>& active, ModelCheck& out) {
@@ -69,6 +104,7 @@ void describe_start(const Model& model, const std::vector<int>& active, ModelChe
       model, part, MotionState<double>{model.t0, q, Eigen::VectorXd::Zero(part.n)},
       detail::select(part, model.initial_velocities()), p);
   const MotionState<double> start{model.t0, q, v};
+  describe_spatial_starts(model, start, p, out);
   const ConstraintSet<double> cs = constraints<double>(model, start, p);
   out.rank = cs.jac.rows() > 0 ? static_cast<int>(Eigen::FullPivLU<Eigen::MatrixXd>(cs.dense_real_jacobian()).rank()) : 0;
   out.degrees_of_freedom = part.n - out.rank;

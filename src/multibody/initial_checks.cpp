@@ -65,7 +65,7 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
                                      plane ? "the point" : "the joint"));
       }
       if (g.gap.value <= tolerance && !leaves) {
-        throw InputError(fmt::format("{}: contact '{}' starts at its {} (gap {:.3g} {}) with rate {:.3g} {}/s, so it "
+        throw InputError(fmt::format("{}: contact '{}' starts at its {} (gap {:.3g} {}) with the gap changing at {:.3g} {}/s, so it "
                                      "{} at t0: start {} off it or moving away from it{}",
                                      at, c.name, plane ? "plane" : "stop", g.gap.value, unit, g.gap.rate, unit,
                                      c.persistent ? "moves into it" : "rests on or moves into it",
@@ -91,10 +91,27 @@ void check_initial_contacts(const Model& model, const MotionState<double>& start
 namespace {
 
 /// The field that states a spatial body's initial velocity: `velocity`, or `angular_velocity`
-/// where only that is given.
-std::string stated_velocity_field(const Model& model, const std::string& body) {
-  const std::string field = "spatial.bodies." + body + ".velocity";
-  return model.locations.count(field) != 0 ? field : "spatial.bodies." + body + ".angular_velocity";
+/// where only that is given; for a body placed by a tree joint (a URDF link), that joint's
+/// urdf_start velocity.
+std::string stated_velocity_field(const Model& model, const SpatialBody& body) {
+  if (body.tree_start) return "urdf_start." + body.tree_start->joint + ".velocity";
+  const std::string field = "spatial.bodies." + body.name + ".velocity";
+  return model.locations.count(field) != 0 ? field : "spatial.bodies." + body.name + ".angular_velocity";
+}
+
+/// The field where a spatial body's start is given: `spatial.bodies.NAME.<given>`; for a body
+/// placed by a tree joint (a URDF link), that joint's urdf_start entry where the file has one,
+/// else the `urdf` key that imports the robot (the link starts at the joint's zero).
+std::string start_field(const Model& model, const SpatialBody& body, const std::string& given) {
+  if (!body.tree_start) return "spatial.bodies." + body.name + "." + given;
+  const std::string field = "urdf_start." + body.tree_start->joint;
+  return model.locations.count(field) != 0 ? field : "urdf";
+}
+
+/// How a message names a spatial body: "link 'arm' (placed by joint 'elbow')" for a URDF link.
+std::string body_label(const SpatialBody& body) {
+  if (!body.tree_start) return body.name;
+  return fmt::format("link '{}' (placed by joint '{}')", body.name, body.tree_start->joint);
 }
 
 }  // namespace
@@ -148,8 +165,10 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
     };
     const double change =
         std::max(change_in(o, 3), (angular(start.q, start.v) - angular(start.q, stated)).cwiseAbs().maxCoeff());
-    note(stated_velocity_field(model, model.spatial_bodies[b].name), change,
-         "velocity and angular velocity (an unstated one is 0) violate");
+    const SpatialBody& body = model.spatial_bodies[b];
+    note(stated_velocity_field(model, body), change,
+         body.tree_start ? "joint velocity (with its parents' motion) violates"
+                         : "velocity and angular velocity (an unstated one is 0) violate");
   }
   return notes;
 }
@@ -169,14 +188,17 @@ std::vector<std::string> assembly_correction_notes(const Model& model, const Eig
                                             (given.segment<4>(o + 3).norm() * q.segment<4>(o + 3).norm()));
     const double turn = 2.0 * std::acos(cosine);
     if (!(turn > kAssemblyAngleCorrection)) continue;
-    // The orientation field where the file has one; a URDF link's comes from its joints' zero.
-    const std::string body = "spatial.bodies." + model.spatial_bodies[b].name;
-    const std::string field = model.locations.count(body + ".orientation") != 0 ? body + ".orientation" : body;
+    // The orientation field where the file has one (an unstated one is aligned with the ground).
+    const SpatialBody& body = model.spatial_bodies[b];
+    const std::string stated = start_field(model, body, "orientation");
+    const std::string field = model.locations.count(stated) != 0 || body.tree_start
+                                  ? stated
+                                  : "spatial.bodies." + body.name;
     notes.push_back(fmt::format(
         "{}: assembly turned the orientation of {} by {:.3g} rad (more than 1 % of a turn) to satisfy the "
         "constraints: the given orientation is far from an assembled configuration, so the mechanism may be "
         "assembled on another branch than the one drawn",
-        model.locate(field), model.spatial_bodies[b].name, turn));
+        model.locate(field), body_label(body), turn));
   }
   for (Eigen::Index k = 0; k < q.size(); ++k) {
     const bool spatial = k >= first_spatial;
@@ -188,13 +210,17 @@ std::vector<std::string> assembly_correction_notes(const Model& model, const Eig
     if (!(correction > limit) || (!angle && size == 0.0)) continue;
     const std::string& name = names[static_cast<size_t>(k)];
     const std::string owner = name.substr(0, name.rfind('.'));
-    const std::string field = (spatial ? "spatial.bodies." : k < n_point_coordinates ? "points." : "bodies.") + owner +
-                              (angle ? ".angle" : ".position");
+    const SpatialBody* body =
+        spatial ? &model.spatial_bodies[static_cast<size_t>((k - first_spatial) / 7)] : nullptr;
+    const std::string field = spatial  ? start_field(model, *body, "position")
+                              : angle ? "bodies." + owner + ".angle"
+                                      : (k < n_point_coordinates ? "points." : "bodies.") + owner + ".position";
     notes.push_back(fmt::format(
-        "{}: assembly moved {} from {:.6g} to {:.6g} (by {:.3g} {}, more than {}) to satisfy the constraints: the "
-        "given position is far from an assembled configuration, so the mechanism may be assembled on another "
+        "{}: assembly moved {}{} from {:.6g} to {:.6g} (by {:.3g} {}, more than {}) to satisfy the constraints: "
+        "the given position is far from an assembled configuration, so the mechanism may be assembled on another "
         "branch than the one drawn",
-        model.locate(field), name, given[k], q[k], correction, angle ? "rad" : "m",
+        model.locate(field), name, body && body->tree_start ? " of " + body_label(*body) : std::string(), given[k],
+        q[k], correction, angle ? "rad" : "m",
         angle ? std::string("1 % of a turn") : fmt::format("1 % of the model's size, {:.3g} m", size)));
   }
   return notes;

@@ -343,11 +343,10 @@ class Reader : yaml::Fields {
         check_keys(kv.second, field, {"position", "velocity"});
         if (kv.second["position"]) start.position = value(kv.second["position"], field + ".position");
         if (const YAML::Node rate = kv.second["velocity"]) {
-          start.rate = value(rate, field + ".velocity");
           // The stated rate is the user's: a driver or joint that changes it gets the note of a
-          // stated velocity (docs/model-files.md, "Initial state"), located here.
+          // stated velocity (docs/model-files.md, "Initial state"), located at this field.
+          start.rate = value(rate, field + ".velocity");
           body.velocity_given = true;
-          note(rate, "spatial.bodies." + body.name + ".velocity");
         }
       } else {
         start.position = value(kv.second, field);

@@ -14,6 +14,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -59,8 +60,27 @@ class ElementPlaces {
   /// "path:line:column" of the first element `kind` ("link", "joint") named `name`, else the path.
   const std::string& of(const std::string& kind, const std::string& name) const {
     read();
-    const auto found = places_.find({kind, name});
-    return found == places_.end() ? path_ : found->second;
+    const auto found = places_.equal_range({kind, name});  // the first of that name
+    return found.first == found.second ? path_ : found.first->second;
+  }
+  /// "path:line:column" of the element that urdfdom's message `text` is about: the first name
+  /// in it ("Joint [j1] is of type ...", "parent link [base] of joint [j1] not found", "link
+  /// 'arm' is not unique") that names a joint or a link of the text (the later of two that a
+  /// "not unique" names twice), else the path.
+  const std::string& of_message(const std::string& text) const {
+    read();
+    const bool twice = text.find("not unique") != std::string::npos;
+    for (size_t open = text.find_first_of("['"); open != std::string::npos; open = text.find_first_of("['", open + 1)) {
+      const size_t close = text.find(text[open] == '[' ? ']' : '\'', open + 1);
+      if (close == std::string::npos) break;
+      const std::string name = text.substr(open + 1, close - open - 1);
+      for (const char* kind : {"joint", "link"}) {
+        const auto found = places_.equal_range({kind, name});
+        if (found.first != found.second) return twice ? std::prev(found.second)->second : found.first->second;
+      }
+      open = close;
+    }
+    return path_;
   }
   /// "path:line:column: not well-formed XML (...)" for a text TinyXML cannot read (the bare path
   /// where TinyXML gives no position), else empty.
@@ -96,7 +116,7 @@ class ElementPlaces {
   const std::string& text_;
   mutable bool read_ = false;
   mutable std::string xml_error_;
-  mutable std::map<std::pair<std::string, std::string>, std::string> places_;
+  mutable std::multimap<std::pair<std::string, std::string>, std::string> places_;  ///< in the text's order
 };
 
 /// A rigid transform: rotation (body to parent axes) and translation [m].
@@ -209,6 +229,7 @@ SpatialJoint joint_of(const urdf::Joint& j, int a, int b, const Frame& origin, c
 /// type; its position and rate at the start are 0 until a model file's `urdf_start` sets them.
 SpatialBody::TreeStart tree_start_of(const urdf::Joint& j, int parent, const Frame& origin) {
   SpatialBody::TreeStart start;
+  start.joint = j.name;
   start.parent = parent;
   const Eigen::Quaterniond& r = origin.rotation;
   start.joint_rotation = {r.w(), r.x(), r.y(), r.z()};
@@ -268,7 +289,8 @@ UrdfMechanism read_urdf(const std::string& path) {
   const auto [robot, messages] = capture.parse(text);
   if (!robot) {
     if (!places.xml_error().empty()) throw InputError(places.xml_error());
-    throw InputError(fmt::format("{}: not a valid URDF robot ({})", path, messages.empty() ? "urdfdom gave no reason" : messages));
+    throw InputError(fmt::format("{}: not a valid URDF robot ({})", places.of_message(messages),
+                                 messages.empty() ? "urdfdom gave no reason" : messages));
   }
   const ChildLinksRelease release(*robot);
   UrdfMechanism m;

@@ -2,6 +2,7 @@
 // `saltus check`: what a model file describes and whether it assembles, without integrating it.
 #include <saltus/multibody/model.hpp>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,21 @@ struct ModelCheck {
     double normal_force = 0.0;  ///< N [N]
   };
   std::vector<CompliantStart> compliant_contacts;
+  /// A spatial body's assembled start (its frame origin, ground axes).
+  struct SpatialStart {
+    std::string name;
+    std::array<double, 3> position{};          ///< [m]
+    double turn = 0.0;                         ///< the rotation from the ground's axes [rad], in [0, pi]
+    std::array<double, 3> axis{0.0, 0.0, 1.0};  ///< its unit axis (ground axes; z for no turn)
+    std::array<double, 3> velocity{};          ///< of the frame origin [m/s]
+    std::array<double, 3> angular_velocity{};  ///< ground axes [rad/s]
+    /// A URDF link: the joint that places it, and that joint's start position [rad or m] and
+    /// rate [rad/s or m/s] (urdf_start's, a driver's, or 0); empty joint otherwise.
+    std::string joint;
+    std::string joint_unit;  ///< "rad" or "m"; empty for a fixed joint
+    double joint_position = 0.0, joint_rate = 0.0;
+  };
+  std::vector<SpatialStart> spatial_starts;
   std::vector<std::string> notes;  ///< input a run would correct (warnings of `saltus run`)
   std::vector<std::string> remarks;  ///< what the input left out (notes of `saltus run`)
   double assembly_residual = 0.0;  ///< max |Phi| at the assembled configuration

@@ -164,7 +164,8 @@ struct SpatialBody {
   /// evaluation (so their parameter derivatives follow); position0, orientation0, velocity0 and
   /// angular_velocity0 are then not used.
   struct TreeStart {
-    int parent = -1;  ///< the parent spatial body (-1: the ground); it comes before this one
+    std::string joint;  ///< the joint's name in the robot's file (for messages)
+    int parent = -1;    ///< the parent spatial body (-1: the ground); it comes before this one
     /// The joint frame in the parent's body frame: its Euler parameters (e0, e1, e2, e3) and
     /// its origin [m]. At zero joint position the joint frame is this body's frame.
     std::array<double, 4> joint_rotation{1.0, 0.0, 0.0, 0.0};
