@@ -5,6 +5,7 @@
 
 namespace saltus {
 
+using detail::blocked_directions;
 using detail::seed;
 using detail::seed_constant;
 using detail::seed_unit;
@@ -67,17 +68,16 @@ void residual_tangents(const Problem& problem, int mode, double t, In<double> x,
                        const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out,
                        TangentWorkspace& ws) {
   const Mode& m = problem.mode(mode);
-  if (m.implicit() && m.residual_tangents) {
-    m.residual_tangents(t, x, xdot, p, dx, dxdot, dp, out);
-    return;
-  }
-  if (!m.implicit() && m.rhs_tangents) {
+  const Eigen::Index blocked = has_block_residual_tangents(m) ? blocked_directions(dx.cols()) : 0;
+  if (blocked > 0 && m.implicit()) {
+    m.residual_tangents(t, x, xdot, p, dx.leftCols(blocked), dxdot.leftCols(blocked), dp.leftCols(blocked),
+                        out.leftCols(blocked));
+  } else if (blocked > 0) {
     // F = x-dot - f: F's tangents are dxdot minus f's.
-    m.rhs_tangents(t, x, p, dx, dp, out);
-    out = dxdot - out;
-    return;
+    m.rhs_tangents(t, x, p, dx.leftCols(blocked), dp.leftCols(blocked), out.leftCols(blocked));
+    out.leftCols(blocked) = dxdot.leftCols(blocked) - out.leftCols(blocked);
   }
-  for (Eigen::Index j = 0; j < dx.cols(); ++j) {
+  for (Eigen::Index j = blocked; j < dx.cols(); ++j) {
     residual_tangent(problem, mode, t, x, xdot, p, 0.0, dx.col(j), dxdot.col(j), dp.col(j), out.col(j), ws);
   }
 }

@@ -7,6 +7,7 @@
 
 namespace saltus {
 
+using detail::blocked_directions;
 using detail::seed;
 using detail::seed_constant;
 using detail::tangent_of;
@@ -25,11 +26,11 @@ void rhs_tangents(const Problem& problem, int mode, double t, In<double> x, In<d
                   const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dp,
                   Eigen::Ref<Eigen::MatrixXd> out, TangentWorkspace& ws) {
   const Mode& m = problem.mode(mode);
-  if (m.rhs_tangents) {
-    m.rhs_tangents(t, x, p, dx, dp, out);
-    return;
+  const Eigen::Index blocked = m.rhs_tangents ? blocked_directions(dx.cols()) : 0;
+  if (blocked > 0) m.rhs_tangents(t, x, p, dx.leftCols(blocked), dp.leftCols(blocked), out.leftCols(blocked));
+  for (Eigen::Index j = blocked; j < dx.cols(); ++j) {
+    rhs_tangent(problem, mode, t, x, p, 0.0, dx.col(j), dp.col(j), out.col(j), ws);
   }
-  for (Eigen::Index j = 0; j < dx.cols(); ++j) rhs_tangent(problem, mode, t, x, p, 0.0, dx.col(j), dp.col(j), out.col(j), ws);
 }
 
 double guard_tangent(const Problem& problem, int event, double t, In<double> x, In<double> p,

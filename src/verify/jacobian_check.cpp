@@ -102,8 +102,9 @@ DerivativeCheck check_model_derivatives(const Problem& pb, double t, const Eigen
            return f;
          },
          [&, m](double, const Eigen::VectorXd& dx, const Eigen::VectorXd& dp) {
+           // The mode's block function itself: rhs_tangents takes a lone direction in a Dual.
            Eigen::MatrixXd out(nx, 1);
-           rhs_tangents(pb, m, t, x, p, dx, dp, out, ws);
+           pb.mode(m).rhs_tangents(t, x, p, dx, dp, out);
            return Eigen::VectorXd(out.col(0));
          }});
   }
