@@ -412,6 +412,14 @@ void Problem::check_domains(const Eigen::VectorXd& p) const {
   for (const auto& check : parameter_checks_) check(p);
 }
 
+void Problem::add_horizon_check(std::function<void(In<double> p, double t0, double tf)> check) {
+  horizon_checks_.push_back(std::move(check));
+}
+
+void Problem::check_horizon(In<double> p, double t0, double tf) const {
+  for (const auto& check : horizon_checks_) check(p, t0, tf);
+}
+
 void Problem::validate() const {
   const auto fail = [&](const std::string& what) {
     throw InputError(fmt::format("problem '{}': {}", name_, what));

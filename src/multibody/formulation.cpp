@@ -403,6 +403,8 @@ void add_start_checks(Problem& pb, const std::shared_ptr<const Form>& form, cons
   for (const std::string& note : model->notes) pb.add_remark(note);
   pb.add_parameter_check([model](In<double> p) { model->check_domains(p); });
   pb.add_parameter_check([form, settings](In<double> p) { check_start(*form, Eigen::VectorXd(p), settings, nullptr); });
+  // Every run over its own horizon (a --tend past the file's).
+  pb.add_horizon_check([model](In<double> p, double t0, double tf) { model->check_horizon(Eigen::VectorXd(p), t0, tf); });
   // At the nominal values (the start checked here first) and at every override (--param): a
   // value given there is noted as the file's own would be (an override that assembly moved far
   // ran without a warning).

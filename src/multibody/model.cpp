@@ -188,30 +188,31 @@ class DomainCheck {
   DomainCheck(const Model& m, const Eigen::VectorXd& p) : m_(m), p_(p) {}
 
   /// A distance driver's f(t) = offset + rate t + amplitude sin(frequency t + phase) stays
-  /// positive over the file's horizon: at zero distance its row |P_a - P_b|^2 - f^2 has a zero
+  /// positive over the horizon [t0, tf]: at zero distance its row |P_a - P_b|^2 - f^2 has a zero
   /// gradient, and the motion through it is not unique (index1 and penalty ran through such a
-  /// zero with exit 0 and disagreed). The minimum is exact: the ends and every critical point,
-  /// where cos(frequency t + phase) = -rate / (amplitude frequency). (A run with --tend past the
-  /// horizon is covered by the failure diagnosis, failure_diagnosis.hpp.)
-  void positive_over_horizon(const TimeFunction& f, const std::string& field, const std::string& owner) const {
+  /// zero with exit 0 and disagreed, also past the file's horizon with --tend). The minimum is
+  /// exact: the ends and every critical point, where cos(frequency t + phase) = -rate /
+  /// (amplitude frequency).
+  void positive_over_horizon(const TimeFunction& f, const std::string& field, const std::string& owner, double t0,
+                             double tf) const {
     const double offset = eval(f.offset), rate = eval(f.rate), amplitude = eval(f.amplitude);
     const double frequency = eval(f.frequency), phase = eval(f.phase);
     const auto value = [&](double t) { return offset + rate * t + amplitude * std::sin(frequency * t + phase); };
     // f between two neighbouring candidates is monotone: the first candidate at or below zero
     // (a touch within round-off counts) ends the interval holding the first zero.
-    const double span = m_.tf - m_.t0;
+    const double span = tf - t0;
     const double touching = 1e-9 * (std::abs(offset) + std::abs(amplitude) + std::abs(rate) * span);
-    std::vector<double> candidates = {m_.t0, m_.tf};
+    std::vector<double> candidates = {t0, tf};
     const double swing = amplitude * frequency;
     const double periods = std::abs(frequency) * span / (2.0 * std::numbers::pi);
     constexpr double kMaxPeriods = 1e5;  // more critical points than a model file's driver has
     if (swing != 0.0 && std::abs(rate / swing) <= 1.0 && periods < kMaxPeriods) {
       const double angle = std::acos(-rate / swing);
-      const double turns = (std::min(frequency * m_.t0, frequency * m_.tf) + phase) / (2.0 * std::numbers::pi);
+      const double turns = (std::min(frequency * t0, frequency * tf) + phase) / (2.0 * std::numbers::pi);
       for (double k = std::floor(turns) - 1.0; k <= std::floor(turns) + periods + 2.0; ++k) {
         for (const double theta : {angle, -angle}) {
           const double t = (theta + 2.0 * std::numbers::pi * k - phase) / frequency;
-          if (t > m_.t0 && t < m_.tf) candidates.push_back(t);
+          if (t > t0 && t < tf) candidates.push_back(t);
         }
       }
     }
@@ -223,7 +224,7 @@ class DomainCheck {
       throw InputError(fmt::format("{}: {} drives the distance to f(t) = {:.3g} at t = {:.6g} within the horizon [{}, {}]: "
                                    "a distance has no direction at zero, so f(t) must stay positive (a sign change of "
                                    "the distance is a driver through the other point: use coordinate drivers)",
-                                   m_.locate(field), owner, value(hi), hi, m_.t0, m_.tf));
+                                   m_.locate(field), owner, value(hi), hi, t0, tf));
     }
   }
 
@@ -385,6 +386,15 @@ void Model::check_parameter_bounds(const Eigen::VectorXd& p) const {
   }
 }
 
+void Model::check_horizon(const Eigen::VectorXd& p, double t0_run, double tf_run) const {
+  const DomainCheck check(*this, p);
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (elements[i].type != ElementType::DistanceDriver) continue;
+    check.positive_over_horizon(elements[i].drive, fmt::format("elements[{}]", i), describe_element(static_cast<int>(i)),
+                                t0_run, tf_run);
+  }
+}
+
 void Model::check_domains(const Eigen::VectorXd& p) const {
   check_parameter_bounds(p);
   // Checked at the file's values when it was read; an override may leave an expression's domain
@@ -508,7 +518,7 @@ void Model::check_domains(const Eigen::VectorXd& p) const {
         check.non_zero(e.dir_x, e.dir_y, field + ".direction", owner, "direction");
         break;
       case ElementType::DistanceDriver:
-        check.positive_over_horizon(e.drive, field, owner);
+        check.positive_over_horizon(e.drive, field, owner, t0, tf);
         break;
       default:
         break;

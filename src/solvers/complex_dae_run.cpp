@@ -451,6 +451,7 @@ void ComplexDaeRun::finish(double t) {
 
 ComplexSolution ComplexDaeRun::run() {
   const SolverMessageScope messages;  // caps integrator warnings for this run
+  pb_.check_horizon(p_real_, opt_.t0, opt_.tf);
   VectorX<Complex> x0(nx_);
   x0.setZero();
   pb_.initial_state().complex(p_, x0);

@@ -313,6 +313,7 @@ void ComplexRun::fail(int flag, double t) {
 
 ComplexSolution ComplexRun::run() {
   const SolverMessageScope messages;  // caps integrator warnings for this run
+  pb_.check_horizon(p_real_, opt_.t0, opt_.tf);
   pb_.initial_state().complex(p_, xc_);
   real_x_ = xc_.real();
   mode_ = pb_.initial_mode_for(real_x_, p_real_);

@@ -419,6 +419,7 @@ void DaeRun::finish(double tf) {
 }
 
 void DaeRun::check_start() {
+  pb_.check_horizon(p_, opt_.t0, opt_.tf);
   const Eigen::VectorXd x0 = initial_state(pb_, p_);
   if (!x0.allFinite()) {
     throw InputError(fmt::format("the initial state {} of problem '{}' is not finite at the parameters' values",

@@ -537,6 +537,7 @@ void HybridRun::finish(double tf) {
 }
 
 void HybridRun::check_start() {
+  pb_.check_horizon(p_, opt_.t0, opt_.tf);
   x_ = initial_state(pb_, p_);
   if (!x_.allFinite()) {
     // The model's initial values at these parameters are no numbers: bad input (an override

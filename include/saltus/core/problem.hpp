@@ -506,6 +506,13 @@ class Problem {
   void bound_parameter(const std::string& name, double lower, double upper);
   /// Runs validate_parameters and every domain check on p.
   void check_domains(const Eigen::VectorXd& p) const;
+  /// Adds a horizon check: `check(p, t0, tf)` throws InputError naming the field when the model
+  /// cannot run over [t0, tf] [s] at p (a driven distance that reaches zero in it). Every run
+  /// checks its own horizon and parameters at its start (check_horizon), so a horizon longer
+  /// than the model's own (`--tend`) is checked too.
+  void add_horizon_check(std::function<void(In<double> p, double t0, double tf)> check);
+  /// Runs every horizon check on p over [t0, tf].
+  void check_horizon(In<double> p, double t0, double tf) const;
   /// Remarks made while building the problem about input that was corrected (for example
   /// initial velocities made consistent with the constraints). The command prints them as
   /// warnings, or refuses them with --strict.
@@ -562,6 +569,7 @@ class Problem {
   std::vector<FailureDiagnosis> failure_diagnoses_;
   NamedOutputs outputs_;
   std::vector<std::function<void(In<double>)>> parameter_checks_;
+  std::vector<std::function<void(In<double>, double, double)>> horizon_checks_;
   std::vector<std::string> added_notes_;      // add_note
   std::vector<std::string> parameter_notes_;  // notes_at_ at the nominal values
   std::function<std::vector<std::string>(In<double>)> notes_at_;

@@ -63,6 +63,7 @@ DiscreteRun::DiscreteRun(const Problem& problem, const Eigen::VectorXd& p, const
 }
 
 void DiscreteRun::check_start() {
+  pb_.check_horizon(p_, opt_.t0, opt_.tf);
   x_ = initial_state(pb_, p_);
   if (!x_.allFinite()) {
     throw InputError(fmt::format("the initial state {} of problem '{}' is not finite at the parameters' values",
