@@ -181,6 +181,11 @@ class Reader : yaml::Fields {
     const YAML::Node ps = root_["parameters"];
     if (!ps) return;
     if (!ps.IsMap()) fail(ps, "parameters", "expected a mapping name: value (or name: {value:, description:, min:, max:})");
+    // Every parameter's name, so that a value reading a later one is told, as one reading an
+    // earlier one, that values are numbers or constant expressions (not "unknown name").
+    std::vector<std::string> declared;
+    for (const auto& kv : ps) declared.push_back(kv.first.as<std::string>());
+    const std::array<NameGroup, 1> all_parameters{NameGroup{"parameters", &declared}};
     for (const auto& kv : ps) {
       const std::string name = kv.first.as<std::string>();
       const std::string field = "parameters." + name;
@@ -189,16 +194,16 @@ class Reader : yaml::Fields {
       std::string description;
       if (kv.second.IsMap()) {
         check_keys(kv.second, field, {"value", "description", "min", "max"});
-        value = constant(require(kv.second, "value", field), field + ".value", parameters_only());
+        value = constant(require(kv.second, "value", field), field + ".value", all_parameters);
         if (kv.second["description"]) description = scalar(kv.second["description"], field + ".description");
-        if (kv.second["min"]) lower = constant(kv.second["min"], field + ".min", parameters_only());
-        if (kv.second["max"]) upper = constant(kv.second["max"], field + ".max", parameters_only());
+        if (kv.second["min"]) lower = constant(kv.second["min"], field + ".min", all_parameters);
+        if (kv.second["max"]) upper = constant(kv.second["max"], field + ".max", all_parameters);
         if (!(lower <= upper)) fail(kv.second, field, fmt::format("min {} is above max {}", lower, upper));
         if (!(value >= lower && value <= upper)) {
           fail(kv.second, field, fmt::format("the value {} is outside [min, max] = [{}, {}]", value, lower, upper));
         }
       } else {
-        value = constant(kv.second, field, parameters_only());
+        value = constant(kv.second, field, all_parameters);
       }
       pb.add_parameter(name, value, description);
       if (kv.second.IsMap() && (kv.second["min"] || kv.second["max"])) bound(pb, name, location(kv.second) + ": " + field, lower, upper);
