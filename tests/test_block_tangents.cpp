@@ -48,7 +48,8 @@ Eigen::VectorXd complex_step_tangent(const Problem& pb, double t, const Eigen::V
   return out.imag() / h;
 }
 
-/// Block tangents of mode 0 in five directions (a full block and one more) against the complex
+/// Block tangents of mode 0 in six directions (a full block and a block of two: rhs_tangents
+/// takes a lone last direction in a Dual, so two keep a partly seeded block) against the complex
 /// step and against Dual's tangents one direction at a time (both to `tolerance` relative: Dual
 /// and DualBlock differ by rounding only, which the penalty matrix amplifies), at the initial
 /// state.
@@ -57,7 +58,7 @@ void expect_block_tangents_exact(const Problem& pb, double tolerance = 1e-10) {
   const Eigen::VectorXd p = pb.nominal_parameters();
   const Eigen::VectorXd x = initial_state(pb, p);
   const double t = pb.options().t0;
-  const int k = kTangentBlock + 1;
+  const int k = kTangentBlock + 2;
   std::srand(7);
   const Eigen::MatrixXd dx = Eigen::MatrixXd::Random(x.size(), k);
   const Eigen::MatrixXd dp = Eigen::MatrixXd::Random(p.size(), k);
@@ -75,7 +76,7 @@ void expect_block_tangents_exact(const Problem& pb, double tolerance = 1e-10) {
 }
 
 /// A point for a residual: the initial state and rates near its size (the residual is defined
-/// off the solution too), and five directions in x, x-dot and p.
+/// off the solution too), and six directions in x, x-dot and p (a full block and a partial one).
 struct ResidualProbe {
   double t;
   Eigen::VectorXd x, xdot, p;
@@ -86,7 +87,7 @@ ResidualProbe residual_probe(const Problem& pb) {
   r.t = pb.options().t0;
   r.p = pb.nominal_parameters();
   r.x = initial_state(pb, r.p);
-  const int k = kTangentBlock + 1;
+  const int k = kTangentBlock + 2;
   std::srand(11);
   r.xdot = 0.1 * Eigen::VectorXd::Random(r.x.size());
   r.dx = Eigen::MatrixXd::Random(r.x.size(), k);
@@ -95,7 +96,7 @@ ResidualProbe residual_probe(const Problem& pb) {
   return r;
 }
 
-/// Block tangents of the residual of mode 0 in five directions against the complex step and
+/// Block tangents of the residual of mode 0 in six directions against the complex step and
 /// against Dual's residual_tangent one direction at a time.
 void expect_block_residual_tangents_exact(const Problem& pb, double tolerance = 1e-10) {
   ASSERT_TRUE(has_block_residual_tangents(pb.mode(0))) << pb.name();

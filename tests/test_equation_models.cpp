@@ -720,8 +720,8 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
        "bad.yaml:8:62: events.hit.next: the event is not watched in mode 'free' (only_in)"},
       {kHead + kModes + "costs: {x_T: {terminal: der(x)}}\n",
        "bad.yaml:7:25: costs.x_T.terminal: in expression 'der(x)': der(...) is not available in this expression "
-       "(rates are read by residuals, guards, running costs and transitions only: not by right-hand sides, jumps, "
-       "initial values, terminal or event costs) (at character 1)"},
+       "(in an equation model, rates are read by residuals, guards, running costs and transitions only: not by "
+       "right-hand sides, jumps, initial values, terminal or event costs) (at character 1)"},
       {"horizon: 1\nparameters: {k: \"2*kk\", kk: 1}\nstates: {x: 1, v: 0}\n" + kModes + kCosts,
        "bad.yaml:2:17: parameters.k: '2*kk' depends on parameters, but this field takes a number or a constant "
        "expression (such as 2*pi)"},

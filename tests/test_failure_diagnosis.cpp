@@ -256,4 +256,77 @@ costs: {x_T: {terminal: [{signal: x, of: p}]}}
   }
 }
 
+// The horizon check reads the driver's parameters in the whole parameter vector when a run
+// differentiates a subset of them (--wrt): it read the subset's vector at the whole one's
+// indices, refusing a driver that stays positive (f(t) = 4.69e-310 at t = 0, a read past the
+// end) or passing one that does not.
+TEST(FailureDiagnosis, TheHorizonCheckReadsTheWholeParameterVectorUnderWrt) {
+  const std::string head = R"(
+name: winch
+horizon: 1
+parameters: {amp: 0.3, off: 1.0, big: 5}
+gravity: [0, -9.81]
+ground: {O: [0, 0]}
+points: {p: {position: [0, -1]}}
+elements:
+  - {type: point_mass, point: p, mass: big}
+)";
+  const std::string costs = "costs: {x_T: {terminal: [{signal: x, of: p}]}}\n";
+  const multibody::Model positive = multibody::parse_model(
+      head + "  - {type: distance_driver, name: winch, from: O, to: p, function: {offset: off, amplitude: amp, "
+             "frequency: 3}}\n" + costs, "winch.yaml");
+  // f(t) = off + amp sin(3 t) with off = 1, amp = 0.3: at least 0.7.
+  for (const std::vector<std::string>& wrt : {std::vector<std::string>{"off"}, {"amp"}, {"big"}, {"big", "off"}}) {
+    const Problem pb = with_free_parameters(multibody::make_problem(positive), wrt);
+    Options beyond = pb.options();
+    set_horizon(beyond, 4.0);
+    EXPECT_NO_THROW(simulate(pb, pb.nominal_parameters(), beyond)) << wrt.front();
+  }
+  // f(t) = 0.1 + 0.06 big sin(3 t): zero at t = 1.16048 with big = 5 (only 'off' differentiated).
+  const multibody::Model through_zero = multibody::parse_model(
+      head + "  - {type: distance_driver, name: winch, from: O, to: p, function: {offset: 0.1, amplitude: 0.06*big, "
+             "frequency: 3}}\n" + costs, "winch.yaml");
+  const Problem pb = with_free_parameters(multibody::make_problem(through_zero), {"off"});
+  Options beyond = pb.options();
+  set_horizon(beyond, 2.0);
+  try {
+    simulate(pb, pb.nominal_parameters(), beyond);
+    ADD_FAILURE() << "no error for a driver through zero under --wrt off";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "at t = 1.16048 within the horizon [0, 2]")) << e.what();
+  }
+}
+
+// Over more periods than the critical points are listed for (1e5), the first zero is still
+// found: f(t) = 1 - 1e-5 t + 0.5 sin(10 t) first reaches zero near t = 5e4 (2e5 periods
+// in [0, 2e5]); f(t) = 1 + 1e-5 t + 0.5 sin(10 t) never does.
+TEST(FailureDiagnosis, TheHorizonCheckFindsAZeroAfterManyPeriods) {
+  const auto model_with = [](const std::string& rate) {
+    return multibody::parse_model(R"(
+name: winch
+horizon: 1
+gravity: [0, -9.81]
+ground: {O: [0, 0]}
+points: {p: {position: [0, -1.0]}}
+elements:
+  - {type: point_mass, point: p, mass: 1}
+  - {type: distance_driver, name: winch, from: O, to: p, function: {offset: 1, rate: )" + rate + R"(, amplitude: 0.5, frequency: 10}}
+costs: {x_T: {terminal: [{signal: x, of: p}]}}
+)", "winch.yaml");
+  };
+  const Eigen::VectorXd none;
+  EXPECT_NO_THROW(model_with("1.0e-5").check_horizon(none, 0.0, 2e5));
+  try {
+    model_with("-1.0e-5").check_horizon(none, 0.0, 2e5);
+    ADD_FAILURE() << "no error for a driver that reaches zero after 8e4 periods";
+  } catch (const InputError& e) {
+    // The first zero: f's minimum 0.5 - 1e-5 t reaches 0 at t = 5e4 (within one period).
+    const std::string text = e.what();
+    const size_t at = text.find("at t = ");
+    ASSERT_NE(at, std::string::npos) << text;
+    const double t = std::stod(text.substr(at + 7));
+    EXPECT_NEAR(t, 5e4, 1.0) << text;
+  }
+}
+
 }  // namespace

@@ -71,8 +71,8 @@ void print_check(std::ostream& out, const multibody::ModelCheck& c) {
     const std::string joint =
         b.joint.empty()        ? ""
         : b.joint_unit.empty() ? fmt::format("; fixed joint '{}'", b.joint)
-                               : fmt::format("; joint '{}' at {:.6g} {}, rate {:.6g} {}/s", b.joint, b.joint_position + 0.0,
-                                             b.joint_unit, b.joint_rate + 0.0, b.joint_unit);
+                               : fmt::format("; joint '{}' given the start {:.6g} {}, rate {:.6g} {}/s", b.joint,
+                                             b.joint_position + 0.0, b.joint_unit, b.joint_rate + 0.0, b.joint_unit);
     fmt::print(out, "  {}: position {} m, turned {:.6g} rad about {}, velocity {} m/s, angular velocity {} rad/s{}\n",
                b.name, vec(b.position), b.turn, vec(b.axis), vec(b.velocity), vec(b.angular_velocity), joint);
   }

@@ -248,9 +248,9 @@ class ExpressionParser {
   int derivative(size_t start, bool before) {
     const auto group = group_of(true, before);
     if (group == groups_.end()) {
-      fail(start, "der(...) is not available in this expression (rates are read by residuals, guards, running "
-                  "costs and transitions only: not by right-hand sides, jumps, initial values, terminal or event "
-                  "costs)");
+      fail(start, "der(...) is not available in this expression (in an equation model, rates are read by "
+                  "residuals, guards, running costs and transitions only: not by right-hand sides, jumps, initial "
+                  "values, terminal or event costs)");
     }
     ++pos_;  // '('
     return name_in(group, "der");

@@ -203,6 +203,11 @@ Problem with_free_parameters(const Problem& problem, const std::vector<std::stri
   for (auto& check : q.parameter_checks_) {
     check = [check, embed](In<double> p) { embed->with_full<double>(p, [&](In<double> full) { check(full); }); };
   }
+  for (auto& check : q.horizon_checks_) {
+    check = [check, embed](In<double> p, double t0, double tf) {
+      embed->with_full<double>(p, [&](In<double> full) { check(full, t0, tf); });
+    };
+  }
   if (const auto notes_at = problem.notes_at_; notes_at) {
     q.notes_at_ = [notes_at, embed](In<double> p) {
       return embed->with_full<double>(p, [&](In<double> full) { return notes_at(full); });

@@ -233,7 +233,7 @@ void rhs_state_jacobian(const Problem& problem, int mode, double t, In<double> x
   if (m.rhs_tangents) {
     ws.unit.setIdentity(nx, nx);
     ws.zero.setZero(p.size(), nx);
-    m.rhs_tangents(t, x, p, ws.unit, ws.zero, fx);
+    rhs_tangents(problem, mode, t, x, p, ws.unit, ws.zero, fx, ws);
     return;
   }
   ws.t_out.resize(nx);
@@ -260,7 +260,7 @@ void rhs_jacobians(const Problem& problem, int mode, double t, In<double> x, In<
   if (m.rhs_tangents) {
     ws.zero.setZero(nx, np);
     ws.unit.setIdentity(np, np);
-    m.rhs_tangents(t, x, p, ws.zero, ws.unit, fp);
+    rhs_tangents(problem, mode, t, x, p, ws.zero, ws.unit, fp, ws);
     return;
   }
   ws.t_out.resize(nx);

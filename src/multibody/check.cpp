@@ -67,8 +67,10 @@ void describe_spatial_starts(const Model& model, const MotionState<double>& star
     s.name = body.name;
     Eigen::Vector4d e = start.q.segment<4>(o + 3).normalized();
     if (e[0] < 0.0) e = -e;  // the same rotation, turned by at most pi
-    s.turn = 2.0 * std::atan2(e.tail<3>().norm(), e[0]);
-    if (e.tail<3>().norm() > 0.0) {
+    // Rounding residue in (e1, e2, e3) is no turn (it printed "turned 1e-17 rad about (0.6, 0.8, 0)").
+    const bool turned = e.tail<3>().norm() > 1e-12;
+    s.turn = turned ? 2.0 * std::atan2(e.tail<3>().norm(), e[0]) : 0.0;
+    if (turned) {
       const Eigen::Vector3d axis = e.tail<3>().normalized();
       s.axis = {axis[0], axis[1], axis[2]};
     }

@@ -192,40 +192,65 @@ class DomainCheck {
   /// gradient, and the motion through it is not unique (index1 and penalty ran through such a
   /// zero with exit 0 and disagreed, also past the file's horizon with --tend). The minimum is
   /// exact: the ends and every critical point, where cos(frequency t + phase) = -rate /
-  /// (amplitude frequency).
+  /// (amplitude frequency). Over more than kMaxPeriods periods T, f(t + T) = f(t) + rate T
+  /// places the first zero: in the first period, or in the first whose minimum (the first
+  /// period's, lowered by -rate T per period) reaches zero.
   void positive_over_horizon(const TimeFunction& f, const std::string& field, const std::string& owner, double t0,
                              double tf) const {
-    const double offset = eval(f.offset), rate = eval(f.rate), amplitude = eval(f.amplitude);
-    const double frequency = eval(f.frequency), phase = eval(f.phase);
-    const auto value = [&](double t) { return offset + rate * t + amplitude * std::sin(frequency * t + phase); };
+    const auto value = [&](double t) { return evaluate<double>(f, t, p_).f; };
+    const double rate = eval(f.rate), frequency = eval(f.frequency);
+    const double touching =
+        1e-9 * (std::abs(eval(f.offset)) + std::abs(eval(f.amplitude)) + std::abs(rate) * (tf - t0));
+    constexpr double kMaxPeriods = 1e5;  // more critical points than a model file's driver has
+    const double period = 2.0 * std::numbers::pi / std::abs(frequency);  // inf without a swing
+    double lo = t0, hi = tf;
+    if (tf - t0 > kMaxPeriods * period) {
+      const std::vector<double> first = candidates(f, t0, t0 + period);
+      double lowest = value(first.front());
+      for (const double t : first) lowest = std::min(lowest, value(t));
+      const double drop = -rate * period;
+      double k = 0.0;
+      if (lowest > touching) {
+        if (!(drop > 0.0)) return;
+        k = std::ceil((lowest - touching) / drop);
+      }
+      lo = t0 + k * period;
+      if (!(lo < tf)) return;
+      hi = std::min(tf, lo + period);
+    }
     // f between two neighbouring candidates is monotone: the first candidate at or below zero
     // (a touch within round-off counts) ends the interval holding the first zero.
-    const double span = tf - t0;
-    const double touching = 1e-9 * (std::abs(offset) + std::abs(amplitude) + std::abs(rate) * span);
-    std::vector<double> candidates = {t0, tf};
-    const double swing = amplitude * frequency;
-    const double periods = std::abs(frequency) * span / (2.0 * std::numbers::pi);
-    constexpr double kMaxPeriods = 1e5;  // more critical points than a model file's driver has
-    if (swing != 0.0 && std::abs(rate / swing) <= 1.0 && periods < kMaxPeriods) {
-      const double angle = std::acos(-rate / swing);
-      const double turns = (std::min(frequency * t0, frequency * tf) + phase) / (2.0 * std::numbers::pi);
-      for (double k = std::floor(turns) - 1.0; k <= std::floor(turns) + periods + 2.0; ++k) {
-        for (const double theta : {angle, -angle}) {
-          const double t = (theta + 2.0 * std::numbers::pi * k - phase) / frequency;
-          if (t > t0 && t < tf) candidates.push_back(t);
-        }
+    const std::vector<double> points = candidates(f, lo, hi);
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (value(points[i]) > touching) continue;
+      double below = i == 0 ? points[0] : points[i - 1], at = points[i];
+      for (int it = 0; it < 100 && value(below) > touching; ++it) {
+        (value(0.5 * (below + at)) > touching ? below : at) = 0.5 * (below + at);
       }
-    }
-    std::sort(candidates.begin(), candidates.end());
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (value(candidates[i]) > touching) continue;
-      double lo = i == 0 ? candidates[0] : candidates[i - 1], hi = candidates[i];
-      for (int it = 0; it < 100 && value(lo) > touching; ++it) (value(0.5 * (lo + hi)) > touching ? lo : hi) = 0.5 * (lo + hi);
       throw InputError(fmt::format("{}: {} drives the distance to f(t) = {:.3g} at t = {:.6g} within the horizon [{}, {}]: "
                                    "a distance has no direction at zero, so f(t) must stay positive (a sign change of "
                                    "the distance is a driver through the other point: use coordinate drivers)",
-                                   m_.locate(field), owner, value(hi), hi, t0, tf));
+                                   m_.locate(field), owner, value(at), at, t0, tf));
     }
+  }
+  /// lo, hi and the critical points of f between them, sorted (at most a few per period).
+  std::vector<double> candidates(const TimeFunction& f, double lo, double hi) const {
+    const double rate = eval(f.rate), frequency = eval(f.frequency), phase = eval(f.phase);
+    const double swing = eval(f.amplitude) * frequency;
+    std::vector<double> points = {lo, hi};
+    if (swing != 0.0 && std::abs(rate / swing) <= 1.0) {
+      const double angle = std::acos(-rate / swing);
+      const double periods = std::abs(frequency) * (hi - lo) / (2.0 * std::numbers::pi);
+      const double turns = (std::min(frequency * lo, frequency * hi) + phase) / (2.0 * std::numbers::pi);
+      for (double k = std::floor(turns) - 1.0; k <= std::floor(turns) + periods + 2.0; ++k) {
+        for (const double theta : {angle, -angle}) {
+          const double t = (theta + 2.0 * std::numbers::pi * k - phase) / frequency;
+          if (t > lo && t < hi) points.push_back(t);
+        }
+      }
+    }
+    std::sort(points.begin(), points.end());
+    return points;
   }
 
   void positive(const Value& v, const std::string& field, const std::string& owner, const char* what) const {
@@ -386,12 +411,12 @@ void Model::check_parameter_bounds(const Eigen::VectorXd& p) const {
   }
 }
 
-void Model::check_horizon(const Eigen::VectorXd& p, double t0_run, double tf_run) const {
+void Model::check_horizon(const Eigen::VectorXd& p, double run_t0, double run_tf) const {
   const DomainCheck check(*this, p);
   for (size_t i = 0; i < elements.size(); ++i) {
     if (elements[i].type != ElementType::DistanceDriver) continue;
     check.positive_over_horizon(elements[i].drive, fmt::format("elements[{}]", i), describe_element(static_cast<int>(i)),
-                                t0_run, tf_run);
+                                run_t0, run_tf);
   }
 }
 

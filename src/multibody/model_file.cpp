@@ -340,6 +340,7 @@ class Reader : yaml::Fields {
       SpatialBody& body = model_.spatial_bodies[static_cast<size_t>(placing->second)];
       SpatialBody::TreeStart& start = *body.tree_start;
       if (kv.second.IsMap()) {
+        note(kv.first, field);  // the entry itself, for messages about the link it starts
         check_keys(kv.second, field, {"position", "velocity"});
         if (kv.second["position"]) start.position = value(kv.second["position"], field + ".position");
         if (const YAML::Node rate = kv.second["velocity"]) {

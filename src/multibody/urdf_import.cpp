@@ -9,6 +9,8 @@
 #include <tinyxml.h>
 #include <urdf_parser/urdf_parser.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -17,6 +19,7 @@
 #include <iterator>
 #include <map>
 #include <sstream>
+#include <vector>
 
 namespace saltus::multibody::detail {
 
@@ -63,24 +66,42 @@ class ElementPlaces {
     const auto found = places_.equal_range({kind, name});  // the first of that name
     return found.first == found.second ? path_ : found.first->second;
   }
-  /// "path:line:column" of the element that urdfdom's message `text` is about: the first name
-  /// in it ("Joint [j1] is of type ...", "parent link [base] of joint [j1] not found", "link
-  /// 'arm' is not unique") that names a joint or a link of the text (the later of two that a
-  /// "not unique" names twice), else the path.
+  /// "path:line:column" of the element that urdfdom's messages `text` ("; "-separated, the error
+  /// last) are about: in the last message naming one, the first name in [...] or '...' that is
+  /// a joint or a link of the text ("Joint [j1] is of type ...", "parent link [base] of joint
+  /// [j1] not found"), looked up first as the kind the word before it says; for "not unique",
+  /// its second element. Else the path.
   const std::string& of_message(const std::string& text) const {
     read();
-    const bool twice = text.find("not unique") != std::string::npos;
-    for (size_t open = text.find_first_of("['"); open != std::string::npos; open = text.find_first_of("['", open + 1)) {
-      const size_t close = text.find(text[open] == '[' ? ']' : '\'', open + 1);
-      if (close == std::string::npos) break;
-      const std::string name = text.substr(open + 1, close - open - 1);
-      for (const char* kind : {"joint", "link"}) {
-        const auto found = places_.equal_range({kind, name});
-        if (found.first != found.second) return twice ? std::prev(found.second)->second : found.first->second;
-      }
-      open = close;
+    std::vector<std::string> messages;
+    for (size_t from = 0; from <= text.size();) {
+      const size_t end = std::min(text.find("; ", from), text.size());
+      messages.push_back(text.substr(from, end - from));
+      from = end + 2;
+    }
+    for (auto m = messages.rbegin(); m != messages.rend(); ++m) {
+      if (const std::string* place = place_named_in(*m)) return *place;
     }
     return path_;
+  }
+  /// The place of the first joint or link that `message` names, or null.
+  const std::string* place_named_in(const std::string& message) const {
+    const bool twice = message.find("not unique") != std::string::npos;
+    for (size_t open = message.find_first_of("['"); open != std::string::npos; open = message.find_first_of("['", open + 1)) {
+      const size_t close = message.find(message[open] == '[' ? ']' : '\'', open + 1);
+      if (close == std::string::npos) continue;  // a stray apostrophe: look on
+      const std::string name = message.substr(open + 1, close - open - 1);
+      // "link [x]", "joint 'x'": that kind first (a joint and a link may share a name).
+      const std::string before = message.substr(open >= 6 ? open - 6 : 0, open >= 6 ? 6 : open);
+      const bool link_first = before.find("ink") != std::string::npos;
+      for (const char* kind : link_first ? std::array<const char*, 2>{"link", "joint"} : std::array<const char*, 2>{"joint", "link"}) {
+        const auto found = places_.equal_range({kind, name});
+        if (found.first == found.second) continue;
+        const auto second = std::next(found.first);
+        return &(twice && second != found.second ? second : found.first)->second;
+      }
+    }
+    return nullptr;
   }
   /// "path:line:column: not well-formed XML (...)" for a text TinyXML cannot read (the bare path
   /// where TinyXML gives no position), else empty.

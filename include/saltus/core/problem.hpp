@@ -94,8 +94,9 @@ struct Mode {
   /// Optional (Problem::set_block_tangents): several tangents of `rhs` from one evaluation; when
   /// set, CVODES's forward sensitivities (with their running costs' rates), the dense AD
   /// Jacobians f_x, f_p (derivatives/tangent.hpp) and, when the mode runs on IDAS, its residual's
-  /// blocks (residual_tangents) use it; Jacobian-vector products and the Runge-Kutta integrators
-  /// keep one Dual evaluation per direction.
+  /// blocks (residual_tangents) use it, in blocks of kTangentBlock directions (a lone last one
+  /// in a Dual); Jacobian-vector products and the Runge-Kutta integrators keep one Dual
+  /// evaluation per direction.
   RhsTangentsFn rhs_tangents;
   Instantiated<ResidualFn> residual;
   /// Optional (Problem::set_block_residual_tangents): several tangents of `residual` from one

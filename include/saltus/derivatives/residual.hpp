@@ -27,7 +27,8 @@ void residual_tangent(const Problem& problem, int mode, double t, In<double> x, 
 /// Tangents F_x dx.col(j) + F_xdot dxdot.col(j) + F_p dp.col(j) of `mode` at (t, x, xdot, p), t
 /// held, into out.col(j) (dx, dxdot, out: n_x x k; dp: n_p x k): one evaluation per
 /// kTangentBlock directions where the mode has block tangents (Problem::set_block_residual_tangents,
-/// or an explicit mode's set_block_tangents), else residual_tangent per direction.
+/// or an explicit mode's set_block_tangents; a lone last direction by residual_tangent), else
+/// residual_tangent per direction.
 void residual_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> xdot, In<double> p,
                        const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dxdot,
                        const Eigen::Ref<const Eigen::MatrixXd>& dp, Eigen::Ref<Eigen::MatrixXd> out,

@@ -26,7 +26,8 @@ void rhs_tangent(const Problem& problem, int mode, double t, In<double> x, In<do
 
 /// Tangents of f_mode in k directions: out.col(j) = f_x dx.col(j) + f_p dp.col(j) (dx and out
 /// n_x x k, dp n_p x k), from one evaluation per kTangentBlock directions when the mode has block
-/// tangents (Problem::set_block_tangents), else from one rhs_tangent per direction.
+/// tangents (Problem::set_block_tangents; a lone last direction, k = 4 m + 1, by rhs_tangent: a
+/// block costs all its lanes however few are seeded), else from one rhs_tangent per direction.
 void rhs_tangents(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                   const Eigen::Ref<const Eigen::MatrixXd>& dx, const Eigen::Ref<const Eigen::MatrixXd>& dp,
                   Eigen::Ref<Eigen::MatrixXd> out, TangentWorkspace& ws);

@@ -59,8 +59,9 @@ struct ModelCheck {
     std::array<double, 3> axis{0.0, 0.0, 1.0};  ///< its unit axis (ground axes; z for no turn)
     std::array<double, 3> velocity{};          ///< of the frame origin [m/s]
     std::array<double, 3> angular_velocity{};  ///< ground axes [rad/s]
-    /// A URDF link: the joint that places it, and that joint's start position [rad or m] and
-    /// rate [rad/s or m/s] (urdf_start's, a driver's, or 0); empty joint otherwise.
+    /// A URDF link: the joint that places it, and that joint's given start position [rad or m]
+    /// and rate [rad/s or m/s] (urdf_start's, a driver's, or 0: the pose above is where assembly
+    /// put the link, which a constraint the model file adds may have moved); empty otherwise.
     std::string joint;
     std::string joint_unit;  ///< "rad" or "m"; empty for a fixed joint
     double joint_position = 0.0, joint_rate = 0.0;

@@ -701,9 +701,10 @@ struct Model {
   /// parameter it came from.
   void check_domains(const Eigen::VectorXd& p) const;
   /// Throws InputError, located at the driver, when a distance driver's f(t) reaches zero
-  /// within [t0, tf] [s] at p (a distance has no direction at zero). check_domains checks the
-  /// file's horizon; every run checks its own (Problem::check_horizon), `--tend` included.
-  void check_horizon(const Eigen::VectorXd& p, double t0, double tf) const;
+  /// within [run_t0, run_tf] [s] at p (a distance has no direction at zero). check_domains
+  /// checks the file's horizon; every run checks its own (Problem::check_horizon), `--tend`
+  /// included.
+  void check_horizon(const Eigen::VectorXd& p, double run_t0, double run_tf) const;
   /// Throws InputError unless every parameter lies in its [min, max] (Parameter::lower, upper),
   /// located at the parameter's entry in the file.
   void check_parameter_bounds(const Eigen::VectorXd& p) const;
