@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "formulations.hpp"
+#include "initial_checks.hpp"
 #include "position_analysis.hpp"
 
 namespace saltus::multibody {
@@ -68,14 +69,13 @@ void describe_spatial_starts(const Model& model, const MotionState<double>& star
     Eigen::Vector4d e = start.q.segment<4>(o + 3).normalized();
     if (e[0] < 0.0) e = -e;  // the same rotation, turned by at most pi
     // Rounding residue in (e1, e2, e3) is no turn (it printed "turned 1e-17 rad about (0.6, 0.8, 0)").
-    const bool turned = e.tail<3>().norm() > 1e-12;
-    s.turn = turned ? 2.0 * std::atan2(e.tail<3>().norm(), e[0]) : 0.0;
-    if (turned) {
-      const Eigen::Vector3d axis = e.tail<3>().normalized();
+    const double sine = e.tail<3>().norm();  // sin(turn / 2)
+    if (sine > 1e-12) {
+      s.turn = 2.0 * std::atan2(sine, e[0]);
+      const Eigen::Vector3d axis = e.tail<3>() / sine;
       s.axis = {axis[0], axis[1], axis[2]};
     }
-    const Eigen::Vector3d omega = 2.0 * e_matrix<double>(Vec4<double>(start.q.segment<4>(o + 3))) *
-                                  Vec4<double>(start.v.segment<4>(o + 3));
+    const Eigen::Vector3d omega = detail::spatial_angular_velocity(start.q, start.v, o);
     for (int k = 0; k < 3; ++k) {
       s.position[static_cast<size_t>(k)] = start.q[o + k];
       s.velocity[static_cast<size_t>(k)] = start.v[o + k];

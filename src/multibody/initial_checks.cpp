@@ -116,6 +116,10 @@ std::string body_label(const SpatialBody& body) {
 
 }  // namespace
 
+Eigen::Vector3d spatial_angular_velocity(const Eigen::VectorXd& q, const Eigen::VectorXd& v, int o) {
+  return 2.0 * e_matrix<double>(Vec4<double>(q.segment<4>(o + 3))) * Vec4<double>(v.segment<4>(o + 3));
+}
+
 std::vector<std::string> initial_velocity_notes(const Model& model, const Partition& part,
                                                 const MotionState<double>& start, const Eigen::VectorXd& p) {
   std::vector<std::string> notes;
@@ -160,11 +164,9 @@ std::vector<std::string> initial_velocity_notes(const Model& model, const Partit
   for (size_t b = 0; b < model.spatial_bodies.size(); ++b) {
     if (!model.spatial_bodies[b].velocity_given) continue;
     const int o = model.spatial_offset(static_cast<int>(b));
-    const auto angular = [&](const Eigen::VectorXd& q, const Eigen::VectorXd& v) -> Eigen::Vector3d {
-      return 2.0 * e_matrix<double>(Vec4<double>(q.segment<4>(o + 3))) * Vec4<double>(v.segment<4>(o + 3));
-    };
-    const double change =
-        std::max(change_in(o, 3), (angular(start.q, start.v) - angular(start.q, stated)).cwiseAbs().maxCoeff());
+    const double change = std::max(
+        change_in(o, 3),
+        (spatial_angular_velocity(start.q, start.v, o) - spatial_angular_velocity(start.q, stated, o)).cwiseAbs().maxCoeff());
     const SpatialBody& body = model.spatial_bodies[b];
     note(stated_velocity_field(model, body), change,
          body.tree_start ? "joint velocity (with its parents' motion) violates"

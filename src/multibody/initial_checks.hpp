@@ -15,6 +15,10 @@ namespace saltus::multibody::detail {
 
 /// Throws InputError if a partitioning contact's normal has a component along a dependent
 /// coordinate (the law reverses independent velocities only).
+/// The ground angular velocity omega = 2 E(e) e-dot [rad/s] of the spatial body whose
+/// coordinates begin at offset o, from the positions q and velocities v.
+Eigen::Vector3d spatial_angular_velocity(const Eigen::VectorXd& q, const Eigen::VectorXd& v, int o);
+
 void check_partitioning_laws(const Model& model, const Partition& part);
 
 /// Throws InputError for a contact whose point starts beyond its line (gap < 0), or on it
