@@ -668,6 +668,46 @@ costs:
   }
 }
 
+// A guard der(x) whose event leaves x and its rate as they were (an outside reader's model):
+// x = sin(w t) turns at t = (k + 1/2) pi / w, three times in [0, 10] at w = 1, with x = +-1 there,
+// so `amp`, the sum of x^2 at the turns, is 3, and the held A_T is x at the last turn (+1).
+// The root was located on IDAS's interpolated rate and the guard read after the restart on
+// f(x): it fired 5 to 14 times at every rtol (or stopped as Zeno) where `guard: v` fired 3.
+TEST(EquationModelDae, ARateGuardFiresOncePerCrossing) {
+  const std::string head = R"yaml(
+horizon: 10
+parameters: {w: 1.0}
+states: {x: 0, v: w, A: 0}
+modes:
+  m: {rhs: [v, -w^2*x, 0]}
+costs:
+  amp: {events: {rev: x^2}}
+  A_T: {terminal: A}
+)yaml";
+  for (const char* direction : {"either", "falling", "rising"}) {
+    const Problem pb = equations::parse_equation_problem(
+        head + "events:\n  rev: {guard: der(x), direction: " + direction + ", jump: [x, v, x]}\n", "turns.yaml");
+    const std::string which(direction);
+    // Either: the turns at pi/2 (x = 1), 3 pi/2 (x = -1) and 5 pi/2 (x = 1); falling (the rate
+    // falling through zero at a maximum): pi/2 and 5 pi/2; rising: 3 pi/2.
+    const std::vector<double> turns = which == "either"    ? std::vector<double>{0.5, 1.5, 2.5}
+                                      : which == "falling" ? std::vector<double>{0.5, 2.5}
+                                                           : std::vector<double>{1.5};
+    for (const double rtol : {1e-6, 1e-7, 1e-8, 1e-10, 1e-12}) {
+      Options o = pb.options();
+      o.rtol = rtol;
+      o.atol = rtol * 1e-2;
+      const Solution s = forward_sensitivity(pb, pb.nominal_parameters(), o);
+      ASSERT_EQ(s.events.size(), turns.size()) << which << " at rtol " << rtol;
+      for (size_t i = 0; i < turns.size(); ++i) {
+        EXPECT_NEAR(s.events[i].time, turns[i] * M_PI, 1e3 * rtol) << which << " at rtol " << rtol << ", turn " << i;
+      }
+      EXPECT_NEAR(s.costs[0], static_cast<double>(turns.size()), 1e3 * rtol) << which << " at rtol " << rtol;
+      EXPECT_NEAR(s.costs[1], which == "rising" ? -1.0 : 1.0, 1e3 * rtol) << which << " at rtol " << rtol;
+    }
+  }
+}
+
 /// The message of the InputError that parsing `text` throws ("" if none).
 std::string error_of(const std::string& text) {
   try {

@@ -72,6 +72,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   int nq_ = 0;  // cost integrals as states: y = (Re x, Im x, Re q, Im q)
   int mode_ = 0;
   VectorX<Complex> xc_, xdotc_, residual_;
+  VectorX<Complex> guard_rates_;  // an explicit mode's f(t, x) for the guards (explicit_guard_rates)
   VectorX<Complex> cost_integral_;
   Eigen::VectorXd real_x_, real_xdot_, ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_tangents_;
   Eigen::MatrixXd jac_real_, jac_imag_;
@@ -249,12 +250,16 @@ int ComplexDaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype*
   auto* self = static_cast<ComplexDaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
     self->load(y, yp);
-    const int failed =
-        evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_, self->xdotc_, self->p_, g, self->model_error_);
+    const bool exact = explicit_guard_rates<Complex>(self->pb_, self->watched_, self->mode_, Complex(t), self->xc_,
+                                                     self->p_, self->guard_rates_);
+    const int failed = evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_,
+                                                exact ? self->guard_rates_ : self->xdotc_, self->p_, g, self->model_error_);
     if (failed != 0) return failed;
     // The real run's excursions (DaeRun::roots_cb), on the real parts (the first nx entries).
-    const auto interpolate = [self](double at, Eigen::VectorXd& x, Eigen::VectorXd& xdot) {
-      return self->ida_->interpolate_head(at, self->nx_, x, xdot);
+    const auto interpolate = [self](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
+      if (!self->ida_->interpolate_head(at, self->nx_, x_at, xdot_at)) return false;
+      explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, at, x_at, self->p_real_, xdot_at);
+      return true;
     };
     g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_real_, interpolate);
     return 0;

@@ -129,11 +129,16 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
 int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
-    const int failed = evaluate_guards<double>(self->pb_, self->watched_, t, view(y).head(self->nx_),
-                                               view(yp).head(self->nx_), self->p_, g, self->model_error_);
+    const auto x = view(y).head(self->nx_);
+    const bool exact = explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, t, x, self->p_, self->guard_rates_);
+    const int failed = evaluate_guards<double>(self->pb_, self->watched_, t, x,
+                                               exact ? In<double>(self->guard_rates_) : In<double>(view(yp).head(self->nx_)),
+                                               self->p_, g, self->model_error_);
     if (failed != 0) return failed;
-    const auto interpolate = [self](double at, Eigen::VectorXd& x, Eigen::VectorXd& xdot) {
-      return self->ida_->interpolate_head(at, self->nx_, x, xdot);
+    const auto interpolate = [self](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
+      if (!self->ida_->interpolate_head(at, self->nx_, x_at, xdot_at)) return false;
+      explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, at, x_at, self->p_, xdot_at);
+      return true;
     };
     g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_, interpolate);
     return 0;

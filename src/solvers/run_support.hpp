@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace saltus {
@@ -163,6 +164,30 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
     }
   }
   return 0;
+}
+
+/// The rates that the watched guards of `mode` read when it is an explicit mode run on IDAS:
+/// x-dot = f(t, x, p), the state's own rate, written into `rates`. IDAS's root finder hands the
+/// derivative of its interpolating polynomial, which differs from f by the integration error: a
+/// guard der(x) located on it and read on f after the event's restart (a jump that left x and
+/// its rate as they were) crossed zero again at once, firing 2 to 14 times for one crossing or
+/// stopping as Zeno. False, `rates` untouched, for an implicit mode (its interpolated rates are
+/// the only ones) or when no watched guard reads rates.
+template <class S>
+bool explicit_guard_rates(const Problem& problem, const WatchedEvents& watched, int mode, const S& t, In<S> x, In<S> p,
+                          VectorX<S>& rates) {
+  const Mode& m = problem.mode(mode);
+  if (m.implicit()) return false;
+  bool reads = false;
+  for (const int k : watched.events) reads = reads || problem.event(k).reads_rates();
+  if (!reads) return false;
+  rates.resize(x.size());
+  if constexpr (std::is_same_v<S, double>) {
+    m.rhs.real(t, x, p, rates);
+  } else {
+    m.rhs.complex(t, x, p, rates);
+  }
+  return true;
 }
 
 /// As above for guards r(t, x, p) (an explicit problem: CVODES and the explicit integrators,
