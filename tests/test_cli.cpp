@@ -455,6 +455,20 @@ TEST(Cli, AnOptionOrParameterGivenTwiceIsRefused) {
   EXPECT_TRUE(contains(below.err, "ball1d needs h0 >= r")) << below.err;
 }
 
+// A quoted assignment with spaces around '=' (an outside reader's "e = 0.5") sets the parameter
+// as e=0.5 does; a name of spaces alone is no name.
+TEST(Cli, AParameterAssignmentMayHaveSpacesAroundTheEqualsSign) {
+  const Outcome spaced = saltus_cmd({"run", "ball1d", "--method", "simulate", "--param", " e = 0.5 "});
+  const Outcome plain = saltus_cmd({"run", "ball1d", "--method", "simulate", "--param", "e=0.5"});
+  EXPECT_EQ(spaced.status, 0) << spaced.err;
+  const auto without_time = [](const std::string& out) { return out.substr(0, out.find("Time:")); };
+  EXPECT_EQ(without_time(spaced.out), without_time(plain.out));
+  EXPECT_TRUE(contains(spaced.out, "  e          = 0.5\n")) << spaced.out;
+  const Outcome nameless = saltus_cmd({"run", "ball1d", "--param", "  =0.5"});
+  EXPECT_EQ(nameless.status, 2) << nameless.err;
+  EXPECT_EQ(nameless.err, "saltus: error: --param '  =0.5': expected name=value\n");
+}
+
 // Stated velocities that the constraints overrule: a warning line and the run goes on, or with
 // --strict exit status 2 before any work.
 TEST(Cli, CorrectedVelocitiesWarnOrAreRefusedWithStrict) {
