@@ -308,6 +308,12 @@ long CvodesSession::steps() const {
   return n;
 }
 
+double CvodesSession::last_step() const {
+  sunrealtype h = 0.0;
+  check_cvode(CVodeGetLastStep(mem_, &h), "CVodeGetLastStep");
+  return h;
+}
+
 double CvodesSession::initial_step() const {
   sunrealtype h = 0.0;
   check_cvode(CVodeGetActualInitStep(mem_, &h), "CVodeGetActualInitStep");

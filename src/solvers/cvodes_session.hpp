@@ -103,6 +103,8 @@ class CvodesSession {
   int advance(double tout, double& t);
   /// Steps taken since start().
   long steps() const;
+  /// The size of the last step taken [s] (0 before the first).
+  double last_step() const;
   /// The first step size after start() (after the first step), and a size to impose on the
   /// first step of the next start(): with it a recomputation repeats the steps of the first run.
   double initial_step() const;

@@ -405,7 +405,10 @@ void DaeRun::fail(int flag, double t) {
   const std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
   if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, ida_flag_name(flag), context));
   std::string hint;
-  if (flag == IDA_TOO_MUCH_WORK) hint = fmt::format("; Options::max_steps = {} steps were not enough", opt_.max_steps);
+  if (flag == IDA_TOO_MUCH_WORK) {
+    hint = fmt::format("; Options::max_steps = {} steps were not enough", opt_.max_steps);
+    if (ida_ != nullptr) hint += vanishing_steps_hint(ida_->last_step(), t);
+  }
   if ((flag == IDA_CONV_FAIL || flag == IDA_ERR_FAIL) && pb_.mode(mode_).index2()) {
     // Index 1 is not the question there: a completed mode is index 2 or 3 by design.
     hint = "; the corrector kept failing in a mode of index 2 or 3 (with a completion), whose Newton matrix grows "

@@ -526,6 +526,7 @@ void HybridRun::fail(int flag, double t) {
   }
   if (flag == CV_TOO_MUCH_WORK) {
     hint += fmt::format("; Options::max_steps = {} steps were not enough", opt_.max_steps);
+    if (cv_ != nullptr) hint += vanishing_steps_hint(cv_->last_step(), t);
   }
   if (cv_ != nullptr) hint += pb_.diagnose_failure(t, view(cv_->y()), p_);  // the state CVODES reached
   throw SolverError(fmt::format("CVODES failed with {} {}{}", name, context, hint));

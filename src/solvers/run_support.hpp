@@ -166,6 +166,13 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
   return 0;
 }
 
+/// For a run that ran out of steps (CV_TOO_MUCH_WORK, IDA_TOO_MUCH_WORK) whose last step had
+/// fallen to round-off of t (|h| <= 1e-12 max(1, |t|)): "; its steps had fallen to ... s", with
+/// the likely cause, the motion (or its sensitivities) going singular there. An outside reader's
+/// drag law log(h - 1), with h falling to 1, ran out of 500,000 steps in a forward run under a
+/// message that named only the step budget. Empty otherwise.
+std::string vanishing_steps_hint(double last_step, double t);
+
 /// The rates that the watched guards of `mode` read when it is an explicit mode run on IDAS:
 /// x-dot = f(t, x, p), the state's own rate, written into `rates`. IDAS's root finder hands the
 /// derivative of its interpolating polynomial, which differs from f by the integration error: a
