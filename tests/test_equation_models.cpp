@@ -708,6 +708,57 @@ costs:
   }
 }
 
+// A drag law log(h - 1) whose h falls to 1: the forward run's steps fall to round-off of t
+// before the rate is infinite, and it runs out of steps; the message says so, not only that the
+// step budget was spent (an outside reader's finding).
+TEST(EquationModel, RunningOutOfStepsAtASingularityIsNamed) {
+  const Problem pb = equations::parse_equation_problem(R"yaml(
+horizon: 3
+tolerances: {rtol: 1e-10, atol: 1e-12}
+parameters: {g: 9.81, cd: 0.05}
+states: {h: 2, v: 1.5}
+modes:
+  flight: {rhs: [v, "-g - cd*v*log(h - 1)"]}
+costs:
+  h_T: {terminal: h}
+)yaml", "singular_drag.yaml");
+  Options o = pb.options();
+  o.max_steps = 5000;
+  try {
+    (void)forward_sensitivity(pb, pb.nominal_parameters(), o);
+    FAIL() << "the run went through h = 1";
+  } catch (const SolverError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("CV_TOO_MUCH_WORK at t = 0.62895"), std::string::npos) << message;
+    EXPECT_NE(message.find("its steps had fallen to"), std::string::npos) << message;
+    EXPECT_NE(message.find("the round-off of t"), std::string::npos) << message;
+  }
+}
+
+// The adjoint of a cost that reads rates, in a mode with more rows that read rates than rates,
+// is refused naming the rows and the rates (it said only how many).
+TEST(EquationModelDae, TheAdjointOfARateCostNamesTheRowsWithRates) {
+  const Problem pb = equations::parse_equation_problem(R"yaml(
+horizon: 1
+states: {y: 1, z: 0}
+algebraic: z
+modes:
+  decay: {residual: ["der(y) + y", "der(y) + y - z"]}
+costs:
+  speed: {running: der(y)^2}
+)yaml", "two_rows.yaml");
+  try {
+    (void)adjoint(pb);
+    FAIL() << "the adjoint ran";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("they are 2 rows (residual[0], residual[1]) for 1 rate (der(y)); use forward "
+                                         "sensitivities"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NEAR(forward_sensitivity(pb).costs[0], (1.0 - std::exp(-2.0)) / 2.0, 1e-6);
+}
+
 /// The message of the InputError that parsing `text` throws ("" if none).
 std::string error_of(const std::string& text) {
   try {

@@ -7,6 +7,7 @@
 
 #include <Eigen/LU>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -64,16 +65,21 @@ struct RateRows {
   Eigen::PartialPivLU<Eigen::MatrixXd> lu;  ///< of M_D,y
 };
 
-RateRows rate_rows(const Eigen::MatrixXd& f_xdot) {
+RateRows rate_rows(const Problem& problem, const Eigen::MatrixXd& f_xdot) {
   RateRows r;
   for (Eigen::Index i = 0; i < f_xdot.rows(); ++i) {
     if (!f_xdot.row(i).isZero(0.0)) r.rows.push_back(i);
     if (!f_xdot.col(i).isZero(0.0)) r.columns.push_back(i);
   }
   if (r.rows.size() != r.columns.size()) {
+    std::vector<std::string> rows, rates;
+    for (const Eigen::Index i : r.rows) rows.push_back(fmt::format("residual[{}]", i));
+    for (const Eigen::Index i : r.columns) rates.push_back(fmt::format("der({})", problem.state_names()[static_cast<size_t>(i)]));
     throw InputError(fmt::format("a running cost reads rates, which the adjoint on IDAS takes from the residual's "
-                                 "rows with rates; but they are {} rows for {} rates (docs/dae.md, \"Limits\")",
-                                 r.rows.size(), r.columns.size()));
+                                 "rows with rates; but they are {} rows ({}) for {} rate{} ({}); use forward "
+                                 "sensitivities (docs/dae.md, \"Limits\")",
+                                 r.rows.size(), fmt::join(rows, ", "), r.columns.size(), r.columns.size() == 1 ? "" : "s",
+                                 fmt::join(rates, ", ")));
   }
   const auto k = static_cast<Eigen::Index>(r.rows.size());
   r.m.resize(k, k);
@@ -96,7 +102,7 @@ Eigen::VectorXd RateCostFold::rates_of_the_state(const Problem& problem, int mod
                                                  TangentWorkspace& ws) const {
   Eigen::VectorXd rates = xdot;
   if (states_.empty()) return rates;
-  const RateRows r = rate_rows(f_xdot);
+  const RateRows r = rate_rows(problem, f_xdot);
   Eigen::VectorXd residual(x.size());
   mode_residual(problem, mode, t, x, xdot, p, residual, ws);
   Eigen::VectorXd residual_rows(static_cast<Eigen::Index>(r.rows.size()));
@@ -109,7 +115,7 @@ Eigen::VectorXd RateCostFold::rates_of_the_state(const Problem& problem, int mod
 void RateCostFold::apply(const Problem& problem, double t, In<double> x, In<double> xdot, In<double> p,
                          ResidualLinearization& lin, Part part, TangentWorkspace& ws) const {
   if (states_.empty()) return;
-  const RateRows r = rate_rows(lin.f_xdot);
+  const RateRows r = rate_rows(problem, lin.f_xdot);
   const std::vector<Eigen::Index>& rows = r.rows;
   const std::vector<Eigen::Index>& columns = r.columns;
   const auto k = static_cast<Eigen::Index>(rows.size());
