@@ -836,11 +836,11 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
       {"states: [x]\n", "bad.yaml:1:9: states: expected a mapping name: initial value (at least one state)"},
       {kHead + kModes + kCosts + "horizon: [1]\n", "bad.yaml:8:1: horizon: given twice (each key may appear once)"},
       {"parameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts + "horizon: [1, 1]\n",
-       "bad.yaml:7:10: horizon: the final time must exceed the initial time"},
+       "bad.yaml:7:10: horizon: the final time must exceed the initial time (got [1, 1])"},
       // A reversed horizon is named before the time events that read its start.
       {"horizon: [5, 1]\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes +
            "events:\n  hit: {at: 2.5, jump: [x, 0]}\n" + kCosts,
-       "bad.yaml:1:10: horizon: the final time must exceed the initial time"},
+       "bad.yaml:1:10: horizon: the final time must exceed the initial time (got [5, 1])"},
       // A setting takes no parameter: an unknown name there is not offered the parameters.
       {"horizon: abc\nparameters: {k: 2}\nstates: {x: 1, v: 0}\n" + kModes + kCosts,
        "bad.yaml:1:10: horizon: in expression 'abc': unknown name 'abc' (constant: pi) (at character 1)"},

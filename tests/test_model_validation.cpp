@@ -292,6 +292,10 @@ elements: [{type: point_mass, point: p, mass: 1}]
 costs: {y: {terminal: [{signal: y, of: p}]}}
 )";
   EXPECT_TRUE(contains(error_of(text), "horizon: missing field")) << error_of(text);
+  // A reversed horizon echoes its two times.
+  const std::string reversed = "horizon: [3, 1]\n" + text;
+  EXPECT_TRUE(contains(error_of(reversed), "model.yaml:1:10: horizon: the final time must exceed the initial time (got [3, 1])"))
+      << error_of(reversed);
 }
 
 TEST(ModelValidation, ScaledParametersMayContainSpaces) {

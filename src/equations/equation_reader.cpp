@@ -559,7 +559,7 @@ class Reader : yaml::Fields {
     } else {
       tf = constant(h, "horizon", parameters_only());
     }
-    if (!(tf > t0)) fail(h, "horizon", "the final time must exceed the initial time");
+    if (!(tf > t0)) fail(h, "horizon", fmt::format("the final time must exceed the initial time (got [{}, {}])", t0, tf));
     return {t0, tf};
   }
   double initial_time() const { return horizon().first; }

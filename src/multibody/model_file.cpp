@@ -917,7 +917,7 @@ class Reader : yaml::Fields {
       model_.tf = number(h, "horizon");
     }
     note(h, "horizon");
-    if (!(model_.tf > model_.t0)) fail(h, "horizon", "the final time must exceed the initial time");
+    if (!(model_.tf > model_.t0)) fail(h, "horizon", fmt::format("the final time must exceed the initial time (got [{}, {}])", model_.t0, model_.tf));
     if (const YAML::Node o = root_["outputs"]) {
       model_.n_outputs = integer(o, "outputs");
       if (model_.n_outputs < 2 || model_.n_outputs > kMaxOutputTimes) {
