@@ -72,7 +72,8 @@ class ComplexDaeRun : private SegmentIntegrator {
   int nq_ = 0;  // cost integrals as states: y = (Re x, Im x, Re q, Im q)
   int mode_ = 0;
   VectorX<Complex> xc_, xdotc_, residual_;
-  VectorX<Complex> guard_rates_;  // an explicit mode's f(t, x) for the guards (explicit_guard_rates)
+  VectorX<Complex> guard_rates_;      // an explicit mode's f(t, x) for the guards (explicit_guard_rates)
+  Eigen::VectorXd real_guard_rates_;  // the same at the real parts, for the excursion sentinel
   VectorX<Complex> cost_integral_;
   Eigen::VectorXd real_x_, real_xdot_, ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_tangents_;
   Eigen::MatrixXd jac_real_, jac_imag_;
@@ -258,7 +259,10 @@ int ComplexDaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype*
     // The real run's excursions (DaeRun::roots_cb), on the real parts (the first nx entries).
     const auto interpolate = [self](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
       if (!self->ida_->interpolate_head(at, self->nx_, x_at, xdot_at)) return false;
-      explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, at, x_at, self->p_real_, xdot_at);
+      if (explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, at, x_at, self->p_real_,
+                                       self->real_guard_rates_)) {
+        xdot_at = self->real_guard_rates_;
+      }
       return true;
     };
     g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_real_, interpolate);

@@ -137,7 +137,9 @@ int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, voi
     if (failed != 0) return failed;
     const auto interpolate = [self](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
       if (!self->ida_->interpolate_head(at, self->nx_, x_at, xdot_at)) return false;
-      explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, at, x_at, self->p_, xdot_at);
+      if (explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, at, x_at, self->p_, self->guard_rates_)) {
+        xdot_at = self->guard_rates_;
+      }
       return true;
     };
     g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_, interpolate);
@@ -271,8 +273,11 @@ Reached DaeRun::advance(double tout, double& t) {
     return Reached::Roots;
   }
   if (kind_ == RunKind::AdjointRecording && t == opt_.tf) {
-    fired_ = roots_at_the_final_time(pb_, watched_, mode_, t, view(ida_->y()).head(nx_), view(ida_->yp()).head(nx_),
-                                     p_, opt_.grazing_tolerance, ws_);
+    const auto x = view(ida_->y()).head(nx_);
+    const bool exact = explicit_guard_rates<double>(pb_, watched_, mode_, t, x, p_, guard_rates_);
+    fired_ = roots_at_the_final_time(pb_, watched_, mode_, t, x,
+                                     exact ? In<double>(guard_rates_) : In<double>(view(ida_->yp()).head(nx_)), p_,
+                                     opt_.grazing_tolerance, ws_);
     if (!fired_.empty()) return Reached::Roots;
   }
   return Reached::Output;

@@ -430,7 +430,7 @@ std::string describe_state(const Problem& problem, const Eigen::VectorXd& x) {
 
 std::string vanishing_steps_hint(double last_step, double t) {
   if (!(std::abs(last_step) <= 1e-12 * std::max(1.0, std::abs(t)))) return "";
-  return fmt::format("; its steps had fallen to {:.2g} s, the round-off of t: the motion or its sensitivities "
+  return fmt::format("; its steps had fallen to {:.2g} s, within 1e-12 of t: the motion or its sensitivities "
                      "may grow without bound there (a rate or a derivative of the model that is singular at "
                      "the state reached)",
                      std::abs(last_step));

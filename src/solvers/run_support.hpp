@@ -167,7 +167,7 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
 }
 
 /// For a run that ran out of steps (CV_TOO_MUCH_WORK, IDA_TOO_MUCH_WORK) whose last step had
-/// fallen to round-off of t (|h| <= 1e-12 max(1, |t|)): "; its steps had fallen to ... s", with
+/// fallen to within 1e-12 of t (|h| <= 1e-12 max(1, |t|)): "; its steps had fallen to ... s", with
 /// the likely cause, the motion (or its sensitivities) going singular there. An outside reader's
 /// drag law log(h - 1), with h falling to 1, ran out of 500,000 steps in a forward run under a
 /// message that named only the step budget. Empty otherwise.
@@ -178,8 +178,10 @@ std::string vanishing_steps_hint(double last_step, double t);
 /// derivative of its interpolating polynomial, which differs from f by the integration error: a
 /// guard der(x) located on it and read on f after the event's restart (a jump that left x and
 /// its rate as they were) crossed zero again at once, firing 2 to 14 times for one crossing or
-/// stopping as Zeno. False, `rates` untouched, for an implicit mode (its interpolated rates are
-/// the only ones) or when no watched guard reads rates.
+/// stopping as Zeno. False for an implicit mode (its interpolated rates are the only ones), when
+/// no watched guard reads rates, or where f is not finite (a trial state past a singularity:
+/// the interpolated rates are then read, and a non-finite right-hand side is the residual's to
+/// report, not a guard's).
 template <class S>
 bool explicit_guard_rates(const Problem& problem, const WatchedEvents& watched, int mode, const S& t, In<S> x, In<S> p,
                           VectorX<S>& rates) {
@@ -191,10 +193,11 @@ bool explicit_guard_rates(const Problem& problem, const WatchedEvents& watched, 
   rates.resize(x.size());
   if constexpr (std::is_same_v<S, double>) {
     m.rhs.real(t, x, p, rates);
+    return rates.allFinite();
   } else {
     m.rhs.complex(t, x, p, rates);
+    return rates.real().allFinite() && rates.imag().allFinite();
   }
-  return true;
 }
 
 /// As above for guards r(t, x, p) (an explicit problem: CVODES and the explicit integrators,

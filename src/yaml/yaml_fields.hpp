@@ -225,7 +225,12 @@ class Fields {
       if (known.count(key) == 0) {
         std::string list;
         for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-        fail(kv.first, field.empty() ? key : field + "." + key, fmt::format("unknown field (known: {})", list));
+        // A key with a parenthesis is the rest of an expression that a comma split in a flow
+        // mapping ({running: max(x, 0)^2} reads as the keys 'running' and '0)^2').
+        const bool split = key.find_first_of("()") != std::string::npos;
+        fail(kv.first, field.empty() ? key : field + "." + key,
+             fmt::format("unknown field (known: {}){}", list,
+                         split ? " (quote an expression that contains a comma: \"max(x, 0)^2\")" : ""));
       }
     }
   }
