@@ -24,16 +24,6 @@
 
 namespace saltus::cli {
 
-namespace {
-
-std::string without_surrounding_spaces(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
-
-}  // namespace
-
 double parse_number(const std::string& text, const std::string& what) {
   const std::optional<double> value = number_from_text(text);
   if (!value) throw UsageError(fmt::format("{}: '{}' is not a number", what, text));
@@ -125,7 +115,7 @@ void apply_parameter_overrides(Problem& pb, const std::vector<std::string>& para
       throw UsageError(fmt::format("--param '{}': expected name=value", assignment));
     }
     // "e = 0.5" (quoted with its spaces) means e=0.5: the spaces around '=' are not the name's.
-    const std::string name = without_surrounding_spaces(assignment.substr(0, eq));
+    const std::string name = trim(assignment.substr(0, eq));
     if (name.empty()) throw UsageError(fmt::format("--param '{}': expected name=value", assignment));
     // The last of two values would win silently, and a script that sets one twice has a bug.
     for (const Assignment& earlier : pending) {
@@ -134,7 +124,7 @@ void apply_parameter_overrides(Problem& pb, const std::vector<std::string>& para
       }
     }
     pending.push_back({assignment, name,
-                       parse_number(without_surrounding_spaces(assignment.substr(eq + 1)), fmt::format("--param {}", name))});
+                       parse_number(trim(assignment.substr(eq + 1)), fmt::format("--param {}", name))});
   }
   while (!pending.empty()) {
     std::vector<Assignment> refused;

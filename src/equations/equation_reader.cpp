@@ -97,7 +97,7 @@ class Reader : yaml::Fields {
   std::span<const NameGroup> with_values_before() const { return {groups_.data(), 6}; }
 
   Expression parse(const YAML::Node& n, const std::string& field, std::span<const NameGroup> groups) const {
-    const std::string text = yaml::trim(scalar(n, field));
+    const std::string text = trim(scalar(n, field));
     if (text.empty() || yaml::non_finite_number(text)) {
       fail(n, field, fmt::format("expected a finite number or an expression, got '{}'", text));
     }

@@ -24,7 +24,6 @@ namespace {
 
 using yaml::non_finite_number;
 using yaml::parse_number;
-using yaml::trim;
 
 /// Reads one YAML document into a Model, keeping the field path for messages.
 class Reader : yaml::Fields {

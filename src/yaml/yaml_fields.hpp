@@ -8,6 +8,7 @@
 // each library compiles its own inline copy and no third library is needed.
 #include <saltus/core/error.hpp>
 #include <saltus/core/expression.hpp>
+#include <saltus/core/number_text.hpp>
 #include <saltus/core/options.hpp>
 
 #include <fmt/format.h>
@@ -49,12 +50,6 @@ inline bool non_finite_number(const std::string& text) {
   for (const char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!t.empty() && (t[0] == '+' || t[0] == '-')) t.erase(0, 1);
   return t == ".nan" || t == ".inf" || t == "nan" || t == "inf" || t == "infinity";
-}
-
-inline std::string trim(const std::string& text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
 }
 
 /// Where the first document after the first one that holds anything starts (a trailing `---`

@@ -8,6 +8,13 @@
 
 namespace saltus {
 
+/// `text` without the spaces and tabs before and after it ("" if it holds nothing else).
+inline std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
 /// The number `text` spells, all of it ("2", "-1e-3", "inf"); nullopt for anything else
 /// ("", "2x", "x").
 inline std::optional<double> number_from_text(const std::string& text) {
