@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "guard_excursions.hpp"
+#include "guard_point.hpp"
 #include "guard_rate.hpp"
 #include "idas_session.hpp"
 #include "implicit_transition.hpp"
@@ -72,8 +73,8 @@ class ComplexDaeRun : private SegmentIntegrator {
   int nq_ = 0;  // cost integrals as states: y = (Re x, Im x, Re q, Im q)
   int mode_ = 0;
   VectorX<Complex> xc_, xdotc_, residual_;
-  VectorX<Complex> guard_rates_;      // an explicit mode's f(t, x) for the guards (explicit_guard_rates)
-  Eigen::VectorXd real_guard_rates_;  // the same at the real parts, for the excursion sentinel
+  GuardPoint<Complex> guard_point_;      // the state and rates the guards read (guard_point.hpp)
+  GuardPoint<double> real_guard_point_;  // the same at the real parts, for the excursion sentinel
   VectorX<Complex> cost_integral_;
   Eigen::VectorXd real_x_, real_xdot_, ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_tangents_;
   Eigen::MatrixXd jac_real_, jac_imag_;
@@ -251,18 +252,18 @@ int ComplexDaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype*
   auto* self = static_cast<ComplexDaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
     self->load(y, yp);
-    const bool exact = explicit_guard_rates<Complex>(self->pb_, self->watched_, self->mode_, Complex(t), self->xc_,
-                                                     self->p_, self->guard_rates_);
-    const int failed = evaluate_guards<Complex>(self->pb_, self->watched_, t, self->xc_,
-                                                exact ? self->guard_rates_ : self->xdotc_, self->p_, g, self->model_error_);
+    GuardPoint<Complex>& read = self->guard_point_;
+    read.read(self->pb_, self->watched_, self->mode_, t, self->xc_, self->xdotc_, self->p_, self->ws_);
+    const int failed =
+        evaluate_guards<Complex>(self->pb_, self->watched_, t, read.x(), read.rates(), self->p_, g, self->model_error_);
     if (failed != 0) return failed;
     // The real run's excursions (DaeRun::roots_cb), on the real parts (the first nx entries).
     const auto interpolate = [self](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
       if (!self->ida_->interpolate_head(at, self->nx_, x_at, xdot_at)) return false;
-      if (explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, at, x_at, self->p_real_,
-                                       self->real_guard_rates_)) {
-        xdot_at = self->real_guard_rates_;
-      }
+      GuardPoint<double>& real = self->real_guard_point_;
+      real.read(self->pb_, self->watched_, self->mode_, at, x_at, xdot_at, self->p_real_, self->ws_);
+      x_at = real.x();
+      xdot_at = real.rates();
       return true;
     };
     g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_real_, interpolate);

@@ -129,17 +129,17 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
 int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
-    const auto x = view(y).head(self->nx_);
-    const bool exact = explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, t, x, self->p_, self->guard_rates_);
-    const int failed = evaluate_guards<double>(self->pb_, self->watched_, t, x,
-                                               exact ? In<double>(self->guard_rates_) : In<double>(view(yp).head(self->nx_)),
-                                               self->p_, g, self->model_error_);
+    GuardPoint<double>& read = self->guard_point_;
+    read.read(self->pb_, self->watched_, self->mode_, t, view(y).head(self->nx_), view(yp).head(self->nx_), self->p_,
+              self->ws_);
+    const int failed =
+        evaluate_guards<double>(self->pb_, self->watched_, t, read.x(), read.rates(), self->p_, g, self->model_error_);
     if (failed != 0) return failed;
-    const auto interpolate = [self](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
+    const auto interpolate = [self, &read](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
       if (!self->ida_->interpolate_head(at, self->nx_, x_at, xdot_at)) return false;
-      if (explicit_guard_rates<double>(self->pb_, self->watched_, self->mode_, at, x_at, self->p_, self->guard_rates_)) {
-        xdot_at = self->guard_rates_;
-      }
+      read.read(self->pb_, self->watched_, self->mode_, at, x_at, xdot_at, self->p_, self->ws_);
+      x_at = read.x();
+      xdot_at = read.rates();
       return true;
     };
     g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_, interpolate);
@@ -273,10 +273,8 @@ Reached DaeRun::advance(double tout, double& t) {
     return Reached::Roots;
   }
   if (kind_ == RunKind::AdjointRecording && t == opt_.tf) {
-    const auto x = view(ida_->y()).head(nx_);
-    const bool exact = explicit_guard_rates<double>(pb_, watched_, mode_, t, x, p_, guard_rates_);
-    fired_ = roots_at_the_final_time(pb_, watched_, mode_, t, x,
-                                     exact ? In<double>(guard_rates_) : In<double>(view(ida_->yp()).head(nx_)), p_,
+    guard_point_.read(pb_, watched_, mode_, t, view(ida_->y()).head(nx_), view(ida_->yp()).head(nx_), p_, ws_);
+    fired_ = roots_at_the_final_time(pb_, watched_, mode_, t, guard_point_.x(), guard_point_.rates(), p_,
                                      opt_.grazing_tolerance, ws_);
     if (!fired_.empty()) return Reached::Roots;
   }

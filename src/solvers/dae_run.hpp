@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "guard_excursions.hpp"
+#include "guard_point.hpp"
 #include "idas_session.hpp"
 #include "run_book.hpp"
 #include "run_support.hpp"
@@ -109,7 +110,7 @@ class DaeRun : private SegmentIntegrator {
   Eigen::MatrixXd identity_p_;
   std::array<Eigen::MatrixXd, 3> sensitivity_block_;  // sensitivity_cb's S, S-dot and residual rows
   Eigen::VectorXd ones_, cj_weights_, unit_x_, unit_xdot_, zero_p_, cost_values_;
-  Eigen::VectorXd guard_rates_;  // an explicit mode's f(t, x) for the guards (explicit_guard_rates)
+  GuardPoint<double> guard_point_;  // the state and rates the guards read (guard_point.hpp)
   TangentWorkspace ws_;
   WatchedEvents watched_;
   GuardExcursions excursions_;            // a crossing pair inside one step (guard_excursions.hpp)

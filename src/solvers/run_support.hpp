@@ -173,33 +173,6 @@ int evaluate_guards(const Problem& problem, WatchedEvents& watched, double t, In
 /// message that named only the step budget. Empty otherwise.
 std::string vanishing_steps_hint(double last_step, double t);
 
-/// The rates that the watched guards of `mode` read when it is an explicit mode run on IDAS:
-/// x-dot = f(t, x, p), the state's own rate, written into `rates`. IDAS's root finder hands the
-/// derivative of its interpolating polynomial, which differs from f by the integration error: a
-/// guard der(x) located on it and read on f after the event's restart (a jump that left x and
-/// its rate as they were) crossed zero again at once, firing 2 to 14 times for one crossing or
-/// stopping as Zeno. False for an implicit mode (its interpolated rates are the only ones), when
-/// no watched guard reads rates, or where f is not finite (a trial state past a singularity:
-/// the interpolated rates are then read, and a non-finite right-hand side is the residual's to
-/// report, not a guard's).
-template <class S>
-bool explicit_guard_rates(const Problem& problem, const WatchedEvents& watched, int mode, const S& t, In<S> x, In<S> p,
-                          VectorX<S>& rates) {
-  const Mode& m = problem.mode(mode);
-  if (m.implicit()) return false;
-  bool reads = false;
-  for (const int k : watched.events) reads = reads || problem.event(k).reads_rates();
-  if (!reads) return false;
-  rates.resize(x.size());
-  if constexpr (std::is_same_v<S, double>) {
-    m.rhs.real(t, x, p, rates);
-    return rates.allFinite();
-  } else {
-    m.rhs.complex(t, x, p, rates);
-    return rates.real().allFinite() && rates.imag().allFinite();
-  }
-}
-
 /// As above for guards r(t, x, p) (an explicit problem: CVODES and the explicit integrators,
 /// which never see a guard that reads rates: Problem::kind sends those problems to IDAS).
 template <class S>
