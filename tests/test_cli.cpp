@@ -791,6 +791,32 @@ TEST(Cli, NonFiniteStartsAreNamed) {
   EXPECT_EQ(start.status, 2);
   EXPECT_TRUE(contains(start.err, "the initial state (T=nan) of problem 'model' is not finite at the parameters' values"))
       << start.err;
+  // On IDAS the same (a run failed, exit 1, "the residual of mode 'm' is not finite at the
+  // start"): a residual mode names its row, an explicit mode (on IDAS for the residual mode
+  // beside it) the state's rate; in check, a run and the complex step.
+  const std::string residual = write_temp_file(
+      "nan_residual", "m.yaml",
+      "horizon: 1\nstates: {x: 0, y: 1}\nmodes:\n  m: {residual: [der(x) - y, der(y) - log(x)]}\n"
+      "costs: {x_T: {terminal: x}}\n");
+  const std::string explicit_dae = write_temp_file(
+      "nan_explicit_dae", "m.yaml",
+      "horizon: 1\nstates: {x: 0, y: 1}\nmodes:\n  m: {rhs: [y, log(x)]}\n  r: {residual: [der(x) - y, der(y)]}\n"
+      "costs: {x_T: {terminal: x}}\n");
+  for (const std::string method : {"check", "simulate", "complex-step"}) {
+    const auto command = [&](const std::string& file) {
+      return method == "check" ? std::vector<std::string>{"check", file}
+                               : std::vector<std::string>{"run", file, "--method", method};
+    };
+    const Outcome row = saltus_cmd(command(residual));
+    EXPECT_EQ(row.status, 2) << method << row.err;
+    EXPECT_TRUE(contains(row.err, "m.yaml:4:6: modes.m: mode 'm': residual[1] at the start (t0 = 0) is infinite, at "
+                                  "the state (x=0, y=1) and zero rates"))
+        << method << row.err;
+    const Outcome rate_on_idas = saltus_cmd(command(explicit_dae));
+    EXPECT_EQ(rate_on_idas.status, 2) << method << rate_on_idas.err;
+    EXPECT_TRUE(contains(rate_on_idas.err, "modes.m: mode 'm': the rate of state 'y' at the start (t0 = 0) is infinite"))
+        << method << rate_on_idas.err;
+  }
 }
 
 // A running cost that becomes nan during the run (sqrt(x), x = 1 - t past t = 1) is named, with

@@ -466,6 +466,7 @@ ComplexSolution ComplexDaeRun::run() {
   x0.setZero();
   pb_.initial_state().complex(p_, x0);
   mode_ = pb_.initial_mode_for(x0.real(), p_real_);
+  check_start_residual(pb_, mode_, opt_.t0, x0.real(), p_real_, ws_);
   const ComplexConsistentPoint start = consistent_point_complex(pb_, mode_, Complex(opt_.t0), x0,
                                                                 VectorX<Complex>::Zero(nx_), p_, "at the start", ws_);
   xc_ = start.x;

@@ -437,6 +437,7 @@ void DaeRun::check_start() {
                                  describe_state(pb_, x0), pb_.name()));
   }
   mode_ = pb_.initial_mode_for(x0, p_);
+  check_start_residual(pb_, mode_, opt_.t0, x0, p_, ws_);
   point_ = consistent_point(pb_, mode_, opt_.t0, x0, Eigen::VectorXd::Zero(nx_), p_, "at the start", ws_);
   check_start_off_guards(pb_, mode_, opt_.t0, point_.x, point_.xdot, p_, ws_);
 }

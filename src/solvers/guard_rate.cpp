@@ -1,6 +1,7 @@
 #include "guard_rate.hpp"
 
 #include <saltus/core/error.hpp>
+#include <saltus/derivatives/residual.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 
 #include <fmt/format.h>
@@ -21,20 +22,45 @@ void check_start_off_guards(const Problem& problem, int mode, double t0, In<doub
   check_start_off_guards(problem, mode, t0, x0, xdot, p, ws);
 }
 
-void check_start_finite(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot, In<double> p) {
-  const auto number = [](double v) { return std::isnan(v) ? std::string("nan") : std::string("infinite"); };
+namespace {
+
+std::string not_a_number(double v) { return std::isnan(v) ? "nan" : "infinite"; }
+
+[[noreturn]] void throw_start_rate(const Problem& problem, int mode, double t0, int state, double rate) {
   const Mode& m = problem.mode(mode);
+  throw InputError(fmt::format("{}mode '{}': the rate of state '{}' at the start (t0 = {:g}) is {}", m.where(), m.name,
+                               problem.state_names()[static_cast<size_t>(state)], t0, not_a_number(rate)));
+}
+
+}  // namespace
+
+void check_start_residual(const Problem& problem, int mode, double t0, In<double> x0, In<double> p,
+                          TangentWorkspace& ws) {
+  const Mode& m = problem.mode(mode);
+  if (m.index2()) return;
+  const Eigen::VectorXd rates = Eigen::VectorXd::Zero(x0.size());
+  Eigen::VectorXd residual(x0.size());
+  mode_residual(problem, mode, t0, x0, rates, p, residual, ws);
   for (int i = 0; i < problem.n_states(); ++i) {
-    if (std::isfinite(xdot[i])) continue;
-    throw InputError(fmt::format("{}mode '{}': the rate of state '{}' at the start (t0 = {:g}) is {}", m.where(), m.name,
-                                 problem.state_names()[static_cast<size_t>(i)], t0, number(xdot[i])));
+    if (std::isfinite(residual[i])) continue;
+    if (!m.implicit()) throw_start_rate(problem, mode, t0, i, residual[i]);
+    throw InputError(fmt::format("{}mode '{}': residual[{}] at the start (t0 = {:g}) is {}, at the state {} and zero "
+                                 "rates (the first guess from which Newton makes the start consistent)",
+                                 m.where(), m.name, i, t0, not_a_number(residual[i]),
+                                 describe_state(problem, Eigen::VectorXd(x0))));
+  }
+}
+
+void check_start_finite(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot, In<double> p) {
+  for (int i = 0; i < problem.n_states(); ++i) {
+    if (!std::isfinite(xdot[i])) throw_start_rate(problem, mode, t0, i, xdot[i]);
   }
   for (int c = 0; c < problem.n_costs(); ++c) {
     const auto& running = problem.cost(c).running;
     const double g = running ? running.real(t0, x0, xdot, p) : 0.0;
     if (std::isfinite(g)) continue;
     throw InputError(fmt::format("the running cost of '{}' at the start (t0 = {:g}) is {}", problem.cost(c).name, t0,
-                                 number(g)));
+                                 not_a_number(g)));
   }
   for (int k = 0; k < problem.n_events(); ++k) {
     const Event& e = problem.event(k);
@@ -42,7 +68,7 @@ void check_start_finite(const Problem& problem, int mode, double t0, In<double> 
     const double r = e.guard_at<double>(t0, x0, xdot, p);
     if (std::isfinite(r)) continue;
     throw InputError(fmt::format("{}the guard of event '{}' at the start (t0 = {:g}) is {}", e.where(), e.name, t0,
-                                 number(r)));
+                                 not_a_number(r)));
   }
 }
 

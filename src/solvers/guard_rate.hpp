@@ -25,6 +25,15 @@ struct GuardRate {
 /// first step; as bad input the model is named before anything is integrated.
 void check_start_finite(const Problem& problem, int mode, double t0, In<double> x0, In<double> xdot, In<double> p);
 
+/// Throws InputError naming the first row of the residual of `mode` that is not a number at the
+/// start, at the initial values x0 and zero rates (the first guess from which Newton makes the
+/// start consistent): for an explicit mode run on IDAS (residual x-dot - f) the rate of its state
+/// as check_start_finite names it, for a residual mode the row. As bad input the model is named
+/// (exit 2), as an explicit mode's start is, not a failed run. Nothing for an index-2 mode (its
+/// completion makes the start).
+void check_start_residual(const Problem& problem, int mode, double t0, In<double> x0, In<double> p,
+                          TangentWorkspace& ws);
+
 /// Throws InputError if the start is not finite (check_start_finite) or if the initial state
 /// lies exactly on the guard of an event watched in `mode` (r = 0) while moving into its enabled crossing direction or resting on it (r-dot = 0):
 /// CVODES masks a guard that starts at zero, so the event would never fire and the motion would
