@@ -939,6 +939,12 @@ TEST(EquationModelErrors, OneLineWithFileLineColumnFieldAndWhat) {
       // A time that is not a number is named as such (it said "at t = -nan does not come after").
       {kHead + kModes + "events:\n  hit: {at: sqrt(k - 3), jump: [x, 0]}\n" + kCosts,
        "bad.yaml:8:13: events.hit.at: the time of the time event 'hit' is nan, not a finite number"},
+      // Both a guard and a time: named as both (it said "needs either a guard ... or a time").
+      {kHead + kModes + "events:\n  hit: {guard: x, direction: falling, at: 0.3, jump: [x, 0]}\n" + kCosts,
+       "bad.yaml:8:8: events.hit: has both a guard and a time 'at': give exactly one (guard: a state event, at: a "
+       "time event)"},
+      {kHead + kModes + "events:\n  hit: {jump: [x, 0]}\n" + kCosts,
+       "bad.yaml:8:8: events.hit: needs either a guard (with a direction) or a time 'at'"},
       // A second document was ignored without a word.
       {kHead + kModes + kCosts + "---\nhorizon: 2\n", "bad.yaml:9:1: a second YAML document ('---'): a model file holds one"},
   };

@@ -406,9 +406,10 @@ class Reader : yaml::Fields {
     const std::string field = "events." + name;
     check_keys(n, field,
                {"guard", "direction", "at", "jump", "transition", "next", "only_in", "rests_in", "starts_on_guard"});
-    if (static_cast<bool>(n["guard"]) == static_cast<bool>(n["at"])) {
-      fail(n, field, "needs either a guard (with a direction) or a time 'at'");
+    if (n["guard"] && n["at"]) {
+      fail(n, field, "has both a guard and a time 'at': give exactly one (guard: a state event, at: a time event)");
     }
+    if (!n["guard"] && !n["at"]) fail(n, field, "needs either a guard (with a direction) or a time 'at'");
     std::optional<EventBuilder> event;
     if (n["at"]) {
       if (n["direction"]) fail(n["direction"], field + ".direction", "a time event ('at') fires as t rises: no direction");
