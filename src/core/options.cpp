@@ -61,6 +61,8 @@ void validate(const Options& o, int n_states, int n_parameters) {
   }
   require(o.max_steps > 0, "max_steps", static_cast<double>(o.max_steps), "must be positive");
   require(o.krylov_min_states >= 1, "krylov_min_states", o.krylov_min_states, "must be positive");
+  require(o.krylov_min_states_with_sensitivities >= 1, "krylov_min_states_with_sensitivities",
+          o.krylov_min_states_with_sensitivities, "must be positive");
   require(o.sparse_min_states >= 1, "sparse_min_states", o.sparse_min_states, "must be positive");
   require(o.max_event_cascade > 0, "max_event_cascade", o.max_event_cascade, "must be positive");
   require(std::isfinite(o.cascade_window) && o.cascade_window >= 0.0, "cascade_window",

@@ -49,7 +49,7 @@ void forward_message(int error_code, const char*, const char* function, char* me
 
 }  // namespace
 
-bool uses_krylov(const Options& options, int n) {
+bool uses_krylov(const Options& options, int n, int ns) {
   switch (options.linear_solver) {
     case LinearSolver::Dense:
       return false;
@@ -61,7 +61,7 @@ bool uses_krylov(const Options& options, int n) {
       throw InputError(
           "linear solver 'sparse' is for IDAS runs (--integrator idas, or a DAE); CVODES takes dense, krylov or auto");
   }
-  return n >= options.krylov_min_states;
+  return n >= (ns > 0 ? options.krylov_min_states_with_sensitivities : options.krylov_min_states);
 }
 
 bool uses_fixed_point(const Options& options, int n) {
@@ -108,7 +108,7 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
   check_cvode(CVodeSVtolerances(mem_, options.rtol, atol_), "CVodeSVtolerances");
   check_cvode(CVodeSetMaxNumSteps(mem_, options.max_steps), "CVodeSetMaxNumSteps");
   check_cvode(CVodeSetStopTime(mem_, options.tf), "CVodeSetStopTime");
-  krylov_ = cb.jacobian_times != nullptr && uses_krylov(options, n);
+  krylov_ = cb.jacobian_times != nullptr && uses_krylov(options, n, ns);
   fixed_point_ = uses_fixed_point(options, n);
   if (fixed_point_) {
     // Functional iteration (no Anderson acceleration: on the chain of rods it took as many

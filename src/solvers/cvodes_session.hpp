@@ -66,8 +66,10 @@ struct CvodesCallbacks {
   CVQuadSensRhsFn quadrature_sensitivity = nullptr;
 };
 
-/// Whether a forward session of n states takes matrix-free GMRES (Options::linear_solver).
-bool uses_krylov(const Options& options, int n);
+/// Whether a forward session of n states with ns forward sensitivities takes matrix-free GMRES
+/// (Options::linear_solver; Automatic: from krylov_min_states states on, or with sensitivities
+/// from krylov_min_states_with_sensitivities).
+bool uses_krylov(const Options& options, int n, int ns = 0);
 /// Whether CVODES's corrector takes fixed-point iteration (no linear solver) for an n-state
 /// problem with these options (NonlinearSolver; Automatic: where the automatic linear solver
 /// would be Krylov).

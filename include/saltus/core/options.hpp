@@ -135,6 +135,12 @@ struct Options {
   /// 0.022 s; 64 states: 0.108 s, 0.098 s). Also where the backward pass of an adjoint through a
   /// completion takes GMRES (with every LinearSolver but Dense; docs/dae.md).
   int krylov_min_states = 64;
+  /// As krylov_min_states for a run with forward sensitivities under Newton iteration: the dense
+  /// LU serves the state and every sensitivity's linear systems with one factorization, where
+  /// GMRES iterates for each. Measured (docs/benchmarks.md, "The linear solver of forward
+  /// runs"): the chain of 32 rods, 128 states, dense 0.74 s against GMRES 0.82 s; 64 rods, 256
+  /// states, 5.10 s against 3.25 s; the vehicle in maggi 12.4 s against 29.0 s.
+  int krylov_min_states_with_sensitivities = 192;
   /// LinearSolver::Automatic on IDAS takes Sparse from this many components (states and cost
   /// integrals) on, unless the colouring needs more than half as many tangents as columns: the
   /// sparse matrix was as fast or faster on every mechanism from 14 components (paddle) up
