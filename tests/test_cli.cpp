@@ -171,6 +171,14 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       {"run", "ball1d", "--method", "adjoint", "--checkpoint-steps", "0"},
       {"run", "ball1d", "--method", "adjoint", "--adjoint-memory", "512k"},
       {"run", "ball1d", "--method", "adjoint", "--adjoint-memory", "lots"},
+      // Too large (an outside reader's findings): 2^62 steps overflowed the buffer's byte count
+      // (a double free, or all the machine's memory), 9e8 failed in CVodeAdjInit (exit 1),
+      // 2^63 - 1 wrapped to a negative "option" value; a huge budget was called too small.
+      {"run", "ball1d", "--method", "adjoint", "--checkpoint-steps", "4611686018427387904"},
+      {"run", "ball1d", "--method", "adjoint", "--checkpoint-steps", "9223372036854775807"},
+      {"run", "ball1d", "--method", "adjoint", "--checkpoint-steps", "900000000"},
+      {"run", "ball1d", "--method", "adjoint", "--adjoint-memory", "1e30G"},
+      {"run", "ball1d", "--fd-step", "inf"},
       {"frobnicate"},
   };
   const std::vector<std::string> expected_words = {
@@ -180,7 +188,12 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
       "--atol must be positive, got 0", "--tend -2: the final time must exceed",
       "magic", "checkpoint-steps must be a positive integer, got 0",
       "--adjoint-memory must be at least 1M (1048576 bytes), got 512k",
-      "--adjoint-memory: 'lots' is not a size", "frobnicate"};
+      "--adjoint-memory: 'lots' is not a size",
+      "--checkpoint-steps must be at most 1000000000, got 4611686018427387904",
+      "--checkpoint-steps must be at most 1000000000, got 9223372036854775807",
+      "checkpoint_steps (--checkpoint-steps) = 900000000: its interpolation buffer of 900000001 points",
+      "--adjoint-memory must be at most 1048576G (2^50 bytes), got 1e30G", "must be a finite number, got inf",
+      "frobnicate"};
   for (size_t i = 0; i < bad.size(); ++i) {
     const Outcome r = saltus_cmd(bad[i]);
     EXPECT_NE(r.status, 0) << i;

@@ -153,6 +153,16 @@ TEST(GradientAgreement, AnEntryWithinALargeNoiseIsUnchecked) {
   EXPECT_FALSE(zero.entries[entry].unchecked[1]);
   EXPECT_EQ(zero.unchecked_entries[1], 1);  // entry (0, 0) only
   EXPECT_FALSE(check.entries[0].unchecked[0]);
+  // A row that is zero in every method (a ball at rest whatever its parameters) under a large
+  // noise: equal values agree, checked (it was marked "noise", with advice that changed nothing).
+  exact.cost_gradient.row(2).setZero();
+  central.cost_gradient.row(2).setZero();
+  central.noise.row(2).setConstant(1e-3);
+  const GradientCheck at_rest = compare_gradients(pb, {exact, central});
+  for (int k = 0; k < pb.n_parameters(); ++k) {
+    EXPECT_FALSE(at_rest.entries[static_cast<size_t>(2 * pb.n_parameters() + k)].unchecked[1]) << k;
+  }
+  EXPECT_EQ(at_rest.unchecked_entries[1], 1);
 }
 
 // The same floor from the spread of central differences' own two-point estimates: hysteretic's

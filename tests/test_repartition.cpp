@@ -233,7 +233,8 @@ TEST(Repartition, SwitchesOfTiedSpinningBodiesAreTheSameInDoubleAndInDual) {
 
 // A trial state outside the domain of Maggi's independent set is a recoverable failure of the
 // right-hand side, as a rate that is not finite: CVODES shrinks the step. The twin pendulums at
-// 60 rad/s and rtol 1e-4, and the vehicle example at its own tolerances, predicted an Euler
+// 60 rad/s and rtol 1e-4 (simulated and by the complex step), and the vehicle example at its own
+// tolerances, predicted an Euler
 // parameter in the independent set past its turning point (left.e3 = -1.001; the vehicle's
 // wheel e0 = 1 + 5.6e-7), where no unit quaternion has it, and the simulation stopped ("cannot be
 // assembled", t = 0.368 and t = 2.27). The vehicle's costs agree with index1's simulation to its
@@ -249,6 +250,9 @@ TEST(Repartition, ATrialStatePastAnEulerParametersTurningPointShrinksTheStep) {
   loose.atol = 1e-6;
   const Solution s = simulate(spinning, p, loose);
   EXPECT_GE(s.events.size(), 10U);  // a switch of set every half turn or so, each body
+  // The complex step's run too (its right-hand side failed at t = 0.262, left.e3 = 1.00008).
+  const GradientEstimate cs = complex_step(spinning, p, loose);
+  EXPECT_TRUE(cs.cost_gradient.allFinite());
   multibody::Model vehicle = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/vehicle.yaml");
   vehicle.formulation.type = FormulationType::Maggi;
   const Solution maggi = simulate(multibody::make_problem(vehicle));

@@ -57,8 +57,11 @@ long parse_memory_size(const std::string& text) {
                                  what, text));
   }
   const double bytes = value * unit;
-  if (!(bytes >= static_cast<double>(kMinAdjointMemoryBudget)) || bytes > 0x1p62) {
+  if (!(bytes >= static_cast<double>(kMinAdjointMemoryBudget))) {
     throw UsageError(fmt::format("{} must be at least 1M (1048576 bytes), got {}", what, text));
+  }
+  if (!(bytes <= static_cast<double>(kMaxAdjointMemoryBudget))) {
+    throw UsageError(fmt::format("{} must be at most 1048576G (2^50 bytes), got {}", what, text));
   }
   return static_cast<long>(bytes);
 }
@@ -157,6 +160,10 @@ void apply_overrides(Problem& pb, Options& options, const RunArgs& a) {
       throw UsageError(fmt::format("--checkpoint-steps must be a positive integer, got {}",
                                    a.checkpoint_steps));
     }
+    if (steps > static_cast<double>(kMaxCheckpointSteps)) {
+      throw UsageError(fmt::format("--checkpoint-steps must be at most {}, got {}", kMaxCheckpointSteps,
+                                   a.checkpoint_steps));
+    }
     options.checkpoint_steps = static_cast<long>(steps);
   }
   if (!a.adjoint_memory.empty()) options.adjoint_memory_budget = parse_memory_size(a.adjoint_memory);
@@ -212,7 +219,8 @@ CLI::Validator positive_number() {
       [](std::string& text) -> std::string {
         double value = 0.0;
         if (!CLI::detail::lexical_cast(text, value)) return "must be a number, got '" + text + "'";
-        if (!(value > 0.0) || !std::isfinite(value)) return "must be a positive number, got " + text;
+        if (!std::isfinite(value)) return "must be a finite number, got " + text;
+        if (!(value > 0.0)) return "must be a positive number, got " + text;
         return {};
       },
       "POSITIVE");

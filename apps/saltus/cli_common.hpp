@@ -30,7 +30,7 @@ long parse_memory_size(const std::string& text);
 /// The --linear-solver option's help and its values (run and optimize).
 inline constexpr const char* kLinearSolverHelp =
     "Newton solver: dense | krylov (CVODES: matrix-free GMRES) | sparse (IDAS: KLU on the sparse Newton matrix) | "
-    "auto (CVODES: krylov from 64 states; IDAS: sparse from 14 components) (default: the model's: auto for "
+    "auto (CVODES: krylov from 64 states, with forward sensitivities from 192; IDAS: sparse from 14 components) (default: the model's: auto for "
     "mechanisms except penalty, dense otherwise)";
 inline const std::vector<std::string> kLinearSolvers{"dense", "krylov", "sparse", "auto"};
 /// The --nonlinear-solver option's help and its values (run and optimize).

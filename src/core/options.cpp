@@ -73,10 +73,12 @@ void validate(const Options& o, int n_states, int n_parameters) {
   require(positive(o.zeno_tail), "zeno_tail", o.zeno_tail, "must be > 0");
   require(std::isfinite(o.grazing_tolerance) && o.grazing_tolerance >= 0.0, "grazing_tolerance",
           o.grazing_tolerance, "must be >= 0");
-  require(o.checkpoint_steps >= 0, "checkpoint_steps", static_cast<double>(o.checkpoint_steps),
-          "must be positive (or 0 for the automatic spacing)");
-  require(o.adjoint_memory_budget >= kMinAdjointMemoryBudget, "adjoint_memory_budget",
-          static_cast<double>(o.adjoint_memory_budget), "must be at least 1 MiB (1048576 bytes)");
+  require(o.checkpoint_steps >= 0 && o.checkpoint_steps <= kMaxCheckpointSteps, "checkpoint_steps",
+          static_cast<double>(o.checkpoint_steps),
+          fmt::format("must be positive and at most {} (or 0 for the automatic spacing)", kMaxCheckpointSteps));
+  require(o.adjoint_memory_budget >= kMinAdjointMemoryBudget && o.adjoint_memory_budget <= kMaxAdjointMemoryBudget,
+          "adjoint_memory_budget", static_cast<double>(o.adjoint_memory_budget),
+          "must be at least 1 MiB (1048576 bytes) and at most 2^50 bytes");
   require(o.adjoint_rtol < 0.0 || (positive(o.adjoint_rtol) && o.adjoint_rtol >= kMinRtol), "adjoint_rtol",
           o.adjoint_rtol, fmt::format("must be at least {} (kMinRtol; or negative for rtol)", kMinRtol));
   require(positive(o.adjoint_rtol_scale) && o.adjoint_rtol_scale <= 1.0, "adjoint_rtol_scale", o.adjoint_rtol_scale,

@@ -298,7 +298,8 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
   o.motion_first_step_at_restarts = settings.type == FormulationType::Index3;
   // The index-1 and Maggi forms solve their constraints inside the right-hand side: their Newton
   // matrix is well conditioned, and matrix-free GMRES beats the dense LU from 64 states on
-  // (docs/benchmarks.md, the chain of rods). The penalty form is stiff: dense. The DAE forms
+  // (docs/benchmarks.md, the chain of rods; with forward sensitivities from 192, "The linear
+  // solver of forward runs"). The penalty form is stiff: dense. The DAE forms
   // (IDAS) take Automatic as KLU on the sparse Newton matrix from Options::sparse_min_states
   // components on: their residuals couple few coordinates per equation.
   if (settings.type != FormulationType::Penalty) o.linear_solver = LinearSolver::Automatic;

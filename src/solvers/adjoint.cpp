@@ -88,6 +88,13 @@ int AdjointSweep::guarded(const char* what, double t, const std::function<void()
   if (interrupt_requested()) return -1;
   try {
     body();
+  } catch (const ModelError& e) {
+    // The backward pass reads the forward solution between its points (Hermite interpolation),
+    // which may leave the model's domain where the recorded states did not (a Maggi independent
+    // set near a turning point): recoverable, as a value that is not finite, and named if the
+    // backward step cannot shrink past it.
+    error_ = e.what();
+    return 1;
   } catch (...) {
     if (!exception_) exception_ = std::current_exception();
     return -1;

@@ -252,18 +252,19 @@ int ComplexDaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype*
   auto* self = static_cast<ComplexDaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
     self->load(y, yp);
-    GuardPoint<Complex>& read = self->guard_point_;
-    read.read(self->pb_, self->watched_, self->mode_, t, self->xc_, self->xdotc_, self->p_, self->ws_);
-    const int failed =
-        evaluate_guards<Complex>(self->pb_, self->watched_, t, read.x(), read.rates(), self->p_, g, self->model_error_);
+    GuardPoint<Complex>& point = self->guard_point_;
+    const bool own = point.read(self->pb_, self->watched_, self->mode_, t, self->xc_, self->xdotc_, self->p_, self->ws_);
+    const int failed = evaluate_guards<Complex>(self->pb_, self->watched_, t, own ? point.x() : self->xc_,
+                                                own ? point.rates() : self->xdotc_, self->p_, g, self->model_error_);
     if (failed != 0) return failed;
     // The real run's excursions (DaeRun::roots_cb), on the real parts (the first nx entries).
     const auto interpolate = [self](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
       if (!self->ida_->interpolate_head(at, self->nx_, x_at, xdot_at)) return false;
       GuardPoint<double>& real = self->real_guard_point_;
-      real.read(self->pb_, self->watched_, self->mode_, at, x_at, xdot_at, self->p_real_, self->ws_);
-      x_at = real.x();
-      xdot_at = real.rates();
+      if (real.read(self->pb_, self->watched_, self->mode_, at, x_at, xdot_at, self->p_real_, self->ws_)) {
+        x_at = real.x();
+        xdot_at = real.rates();
+      }
       return true;
     };
     g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_real_, interpolate);

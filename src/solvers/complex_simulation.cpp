@@ -70,6 +70,7 @@ class ComplexRun : private detail::SegmentIntegrator {
   detail::CascadeGuard cascade_;
   detail::ZenoWatch zeno_;  // the same resting decisions as the real run, on the real parts
   std::string model_error_;
+  int failed_evaluations_ = 0;  // recoverable failures in a row (recoverable_callback)
   ComplexSolution sol_;
   std::unique_ptr<detail::CvodesSession> cv_;
 };
@@ -126,7 +127,8 @@ void ComplexRun::load_state(N_Vector y) {
 
 int ComplexRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
   auto* self = static_cast<ComplexRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  // A model error at a trial state is recoverable, as in the real run (HybridRun::rhs_cb).
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
   self->load_state(y);
   self->pb_.mode(self->mode_).rhs.complex(Complex(t), self->xc_, self->p_, self->fc_);
   auto out = view(ydot);
@@ -136,7 +138,7 @@ int ComplexRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr)
     self->model_error_ = fmt::format("the right-hand side of mode '{}' is not finite at t = "
                                      "{:.17g} (complex run)",
                                      self->pb_.mode(self->mode_).name, t);
-    return 1;
+    return ++self->failed_evaluations_ > detail::kRecoverableFailures ? -1 : 1;
   }
   return 0;
   });
@@ -185,7 +187,7 @@ int ComplexRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_p
 
 int ComplexRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
   auto* self = static_cast<ComplexRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
   self->load_state(y);
   self->pb_.mode(self->mode_).rhs.complex(Complex(t), self->xc_, self->p_, self->fc_);
   auto out = view(q);
@@ -267,6 +269,7 @@ detail::Reached ComplexRun::advance(double tout, double& t) {
   const int flag = cv_->advance(tout, t);
   if (flag < 0) fail(flag, t);
   model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
+  failed_evaluations_ = 0;
   segment_advanced_ = true;
   if (flag == CV_ROOT_RETURN) return detail::Reached::Roots;
   load_state(cv_->y());

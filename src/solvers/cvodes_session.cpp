@@ -460,7 +460,8 @@ CheckpointUsage CvodesSession::checkpoint_usage() const {
 }
 
 long CvodesSession::plain_bytes(int n, int nq, const Options& options) {
-  return session_base_bytes(n, nq, bdf(options), false, uses_krylov(options, n), uses_fixed_point(options, n));
+  // No forward sensitivities: the sessions of an adjoint's forward pass.
+  return session_base_bytes(n, nq, bdf(options), false, uses_krylov(options, n, 0), uses_fixed_point(options, n));
 }
 
 long CvodesSession::recording_bytes(int n, int nq, const Options& options, long checkpoint_steps) {
@@ -474,7 +475,7 @@ long CvodesSession::checkpoint_bytes(int n, int nq, const Options& options) {
 
 long CvodesSession::backward_bytes(int nB, int nqB, const Options& options, int n) {
   // The adjoint stacks one block of n per cost (AdjointSweep::settings).
-  return backward_problem_bytes(nB, nqB, bdf(options), uses_krylov(options, n), n);
+  return backward_problem_bytes(nB, nqB, bdf(options), uses_krylov(options, n, 0), n);
 }
 
 void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, double tB0,

@@ -69,10 +69,10 @@ struct CvodesCallbacks {
 /// Whether a forward session of n states with ns forward sensitivities takes matrix-free GMRES
 /// (Options::linear_solver; Automatic: from krylov_min_states states on, or with sensitivities
 /// from krylov_min_states_with_sensitivities).
-bool uses_krylov(const Options& options, int n, int ns = 0);
+bool uses_krylov(const Options& options, int n, int ns);
 /// Whether CVODES's corrector takes fixed-point iteration (no linear solver) for an n-state
-/// problem with these options (NonlinearSolver; Automatic: where the automatic linear solver
-/// would be Krylov).
+/// problem with these options (NonlinearSolver; Automatic: with an automatic linear solver from
+/// Options::krylov_min_states states on, with forward sensitivities or not).
 bool uses_fixed_point(const Options& options, int n);
 
 /// One CVODES instance for a state of size n, with optional quadratures (nq) and forward

@@ -71,7 +71,7 @@ std::vector<double> DaeRun::component_atol() const {
 
 int DaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self_ptr) {
   auto* self = static_cast<DaeRun*>(self_ptr);
-  return guarded_callback(self->model_error_, [&]() -> int {
+  return recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
     const int n = self->nx_, nq = self->nq_;
     const auto x = view(y).head(n);
     const auto xdot = view(yp).head(n);
@@ -86,7 +86,7 @@ int DaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void
     self->model_error_ = fmt::format("the residual of mode '{}' or a running cost is not finite at t = {:.17g}, x = {}",
                                      self->pb_.mode(self->mode_).name, t, describe_state(self->pb_, Eigen::VectorXd(x)));
     // Recoverable a few times (a trial step may leave the model's domain), then fatal.
-    return ++self->non_finite_evaluations_ > kMaxNonFiniteEvaluations ? -1 : 1;
+    return ++self->failed_evaluations_ > kRecoverableFailures ? -1 : 1;
   });
 }
 
@@ -129,17 +129,20 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
 int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, void* self_ptr) {
   auto* self = static_cast<DaeRun*>(self_ptr);
   return guarded_callback(self->model_error_, [&]() -> int {
-    GuardPoint<double>& read = self->guard_point_;
-    read.read(self->pb_, self->watched_, self->mode_, t, view(y).head(self->nx_), view(yp).head(self->nx_), self->p_,
-              self->ws_);
-    const int failed =
-        evaluate_guards<double>(self->pb_, self->watched_, t, read.x(), read.rates(), self->p_, g, self->model_error_);
+    GuardPoint<double>& point = self->guard_point_;
+    const auto x = view(y).head(self->nx_);
+    const auto xdot = view(yp).head(self->nx_);
+    const bool own = point.read(self->pb_, self->watched_, self->mode_, t, x, xdot, self->p_, self->ws_);
+    const int failed = evaluate_guards<double>(self->pb_, self->watched_, t, own ? In<double>(point.x()) : In<double>(x),
+                                               own ? In<double>(point.rates()) : In<double>(xdot), self->p_, g,
+                                               self->model_error_);
     if (failed != 0) return failed;
-    const auto interpolate = [self, &read](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
+    const auto interpolate = [self, &point](double at, Eigen::VectorXd& x_at, Eigen::VectorXd& xdot_at) {
       if (!self->ida_->interpolate_head(at, self->nx_, x_at, xdot_at)) return false;
-      read.read(self->pb_, self->watched_, self->mode_, at, x_at, xdot_at, self->p_, self->ws_);
-      x_at = read.x();
-      xdot_at = read.rates();
+      if (point.read(self->pb_, self->watched_, self->mode_, at, x_at, xdot_at, self->p_, self->ws_)) {
+        x_at = point.x();
+        xdot_at = point.rates();
+      }
       return true;
     };
     g[self->watched_.events.size()] = self->excursions_.sentinel(self->pb_, self->watched_, t, g, self->p_, interpolate);
@@ -267,14 +270,18 @@ Reached DaeRun::advance(double tout, double& t) {
   if ((flag == IDA_ERR_FAIL || flag == IDA_CONV_FAIL) && release_cost_sensitivities()) flag = start_again(tout, t);
   if (flag < 0) fail(flag, t);
   model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
+  failed_evaluations_ = 0;
   if (kind_ == RunKind::AdjointRecording) segments_.back().advanced = true;
   if (flag == IDA_ROOT_RETURN) {
     fired_ = excursions_.guard_roots(ida_->root_info(), watched_.events.size());
     return Reached::Roots;
   }
   if (kind_ == RunKind::AdjointRecording && t == opt_.tf) {
-    guard_point_.read(pb_, watched_, mode_, t, view(ida_->y()).head(nx_), view(ida_->yp()).head(nx_), p_, ws_);
-    fired_ = roots_at_the_final_time(pb_, watched_, mode_, t, guard_point_.x(), guard_point_.rates(), p_,
+    const auto x = view(ida_->y()).head(nx_);
+    const auto xdot = view(ida_->yp()).head(nx_);
+    const bool own = guard_point_.read(pb_, watched_, mode_, t, x, xdot, p_, ws_);
+    fired_ = roots_at_the_final_time(pb_, watched_, mode_, t, own ? In<double>(guard_point_.x()) : In<double>(x),
+                                     own ? In<double>(guard_point_.rates()) : In<double>(xdot), p_,
                                      opt_.grazing_tolerance, ws_);
     if (!fired_.empty()) return Reached::Roots;
   }
@@ -303,7 +310,7 @@ int DaeRun::start_again(double tout, double& t) {
     segments_.pop_back();
   }
   model_error_.clear();
-  non_finite_evaluations_ = 0;
+  failed_evaluations_ = 0;
   begin_segment(restart_.segment_start());
   return ida_->advance(tout, t);
 }

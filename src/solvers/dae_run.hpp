@@ -115,9 +115,8 @@ class DaeRun : private SegmentIntegrator {
   WatchedEvents watched_;
   GuardExcursions excursions_;            // a crossing pair inside one step (guard_excursions.hpp)
   std::string model_error_;
-  int non_finite_evaluations_ = 0;
+  int failed_evaluations_ = 0;  // recoverable failures in a row (recoverable_callback)
   bool cost_sensitivities_released_ = false;  ///< release_cost_sensitivities took them out
-  static constexpr int kMaxNonFiniteEvaluations = 50;
   std::unique_ptr<SparseIterationMatrix> sparse_;  // a sparse Newton matrix (Options::linear_solver)
   IdasCallbacks callbacks_;
   std::unique_ptr<IdasSession> session_;  // simulation and forward runs

@@ -60,26 +60,19 @@ bool HybridRun::non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const cha
 
 int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
   auto* self = static_cast<HybridRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  // A model error at a trial state is recoverable (recoverable_callback): the vehicle's maggi
+  // simulation predicted a wheel's Euler parameter e0, in the independent set, at 1 + 5.6e-7,
+  // where no unit quaternion has it, and stopped at t = 2.27.
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
   auto x = view(y);
   auto out = view(ydot);
-  try {
-    self->evaluate_rate(t, x, out);
-  } catch (const ModelError& e) {
-    // A trial state outside the model's domain, as a rate that is not finite: a Maggi position
-    // analysis that does not converge there (the vehicle's wheel with its Euler parameter e0,
-    // an independent coordinate near its turning point 1, predicted at 1 + 5.6e-7, where no
-    // unit quaternion has it; the run failed at t = 2.27). CVODES shrinks the step; the message
-    // stands if it cannot.
-    self->model_error_ = e.what();
-    return ++self->non_finite_evaluations_ > kMaxNonFiniteEvaluations ? -1 : 1;
-  }
+  self->evaluate_rate(t, x, out);
   if (!out.allFinite()) {
     self->x_ = x;
     self->non_finite(out, "the right-hand side", t);
-    // Recoverable a few times (a trial step may leave the model's domain), then fatal: a model
-    // that keeps returning NaN would otherwise make CVODES creep towards the bad point.
-    return ++self->non_finite_evaluations_ > kMaxNonFiniteEvaluations ? -1 : 1;
+    // Recoverable a few times in a row (a trial step may leave the model's domain), then fatal:
+    // a model that keeps returning NaN would otherwise make CVODES creep towards the bad point.
+    return ++self->failed_evaluations_ > kRecoverableFailures ? -1 : 1;
   }
   return 0;
   });
@@ -137,7 +130,7 @@ int HybridRun::roots_cb(sunrealtype t, N_Vector y, sunrealtype* g, void* self_pt
 
 int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_ptr) {
   auto* self = static_cast<HybridRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
   auto x = view(y);
   auto out = view(q);
   if (self->last_rate_.kept) {
@@ -163,7 +156,7 @@ int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_p
 int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vector* yS,
                               N_Vector* ySdot, void* self_ptr, N_Vector, N_Vector) {
   auto* self = static_cast<HybridRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
   auto x = view(y);
   const Mode& mode = self->pb_.mode(self->mode_);
   const bool analytic = mode.jacobian && mode.jacobian->state && mode.jacobian->parameters;
@@ -198,7 +191,7 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
                                          N_Vector, N_Vector* qS, void* self_ptr, N_Vector,
                                          N_Vector) {
   auto* self = static_cast<HybridRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
   auto x = view(y);
   if (self->pb_.mode(self->mode_).rhs_tangents) {
     // Every direction's rates from one evaluation per block (Problem::set_block_tangents).
@@ -348,6 +341,7 @@ Reached HybridRun::advance(double tout, double& t) {
   // A non-finite evaluation the integrator recovered from names no later integrator failure,
   // only a failed read of this advance's solution (read_solution).
   recovered_error_ = std::exchange(model_error_, {});
+  failed_evaluations_ = 0;
   segment_advanced_ = true;
   if (flag == CV_ROOT_RETURN) {
     fired_ = excursions_.guard_roots(cv_->root_info(), watched_.events.size());
@@ -395,6 +389,7 @@ void HybridRun::recompute(RecordedSegment& s) {
   account(s);
   mode_ = s.mode;
   model_error_.clear();
+  failed_evaluations_ = 0;
   double t = s.t_start;
   int flag = CvodesSession::kPaused;
   while (flag == CvodesSession::kPaused) {

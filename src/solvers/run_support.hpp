@@ -1,6 +1,7 @@
 #pragma once
 // Bookkeeping shared by the real and the complex hybrid runs: the output grid, the watched
 // guards of a mode, the Zeno guard, and the absolute-tolerance vector.
+#include <saltus/core/error.hpp>
 #include <saltus/core/interrupt.hpp>
 #include <saltus/core/problem.hpp>
 #include <saltus/derivatives/tangent.hpp>
@@ -36,6 +37,30 @@ int guarded_callback(std::string& error, Body&& body) noexcept {
     error = "a model function threw an unknown exception";
   }
   return -1;
+}
+
+/// The number of model errors and non-finite values in a row that a run's right-hand sides
+/// report to the integrator as recoverable (recoverable_callback) before they end the run.
+inline constexpr int kRecoverableFailures = 50;
+
+/// Runs the body of a right-hand-side callback (of the state, its sensitivities or the cost
+/// quadratures) as guarded_callback, with a ModelError recoverable: a trial state the
+/// integrator only tried may lie outside the model's domain (a Maggi position analysis that does
+/// not converge there: a spinning wheel's Euler parameter in the independent set predicted past
+/// its turning point 1), and the integrator then retries with a shorter step, as for a value that
+/// is not finite. The message is kept as `error`; `failures` counts them, and after
+/// kRecoverableFailures the callback fails for good (the run resets the count where the
+/// integrator advanced).
+template <class Body>
+int recoverable_callback(std::string& error, int& failures, Body&& body) noexcept {
+  return guarded_callback(error, [&]() -> int {
+    try {
+      return body();
+    } catch (const ModelError& e) {
+      error = e.what();
+      return ++failures > kRecoverableFailures ? -1 : 1;
+    }
+  });
 }
 
 /// What a real run computes.

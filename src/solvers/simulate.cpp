@@ -40,7 +40,7 @@ bool runs_on_idas(const Problem& problem, const Options& options) {
 void check_run_options(const Problem& problem, const Options& options) {
   if (detail::runs_discrete(problem, options)) return;
   if (detail::runs_on_idas(problem, options)) return;
-  detail::uses_krylov(options, problem.n_states());  // throws for the sparse solver
+  detail::uses_krylov(options, problem.n_states(), 0);  // throws for the sparse solver
 }
 
 void check_start(const Problem& problem, const Eigen::VectorXd& p, const Options& options) {

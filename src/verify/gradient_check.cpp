@@ -64,8 +64,10 @@ GradientCheck compare_gradients(const Problem& problem,
         // Measured against the entry's size, or for an entry near zero the row's (a zero entry
         // within a noise small beside the row's largest is checked absolutely, and agrees).
         const double size = std::max({std::abs(ref(c, k)), kUncheckedRowFraction * row_scale, rounding});
-        const bool unchecked =
-            m > 0 && difference <= noise && noise > kUncheckedNoiseFraction * size && noise > rounding;
+        // (Equal values agree, whatever the noise: an entry that is zero in every method, a ball
+        // at rest whatever its parameters, was marked unchecked with advice that changed nothing.)
+        const bool unchecked = m > 0 && difference > 0.0 && difference <= noise &&
+                               noise > kUncheckedNoiseFraction * size && noise > rounding;
         entry.unchecked.push_back(unchecked);
         if (unchecked) ++check.unchecked_entries[m];
         check.max_relative_error[m] = std::max(check.max_relative_error[m],

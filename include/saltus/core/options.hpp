@@ -30,8 +30,9 @@ enum class LinearMultistep { BDF, Adams };
 /// the sensitivities' corrector equations).
 enum class NonlinearSolver {
   /// FixedPoint when Options::linear_solver is Automatic too and the problem has at least
-  /// Options::krylov_min_states states (where the linear solver would take Krylov), Newton
-  /// otherwise.
+  /// Options::krylov_min_states states (where a simulation's linear solver would take Krylov;
+  /// a forward run's too, though its Newton iterations would take the dense LU below
+  /// krylov_min_states_with_sensitivities), Newton otherwise.
   Automatic,
   /// Newton iterations with the linear solver of Options::linear_solver.
   Newton,
@@ -70,8 +71,9 @@ inline bool is_discrete(Integrator integrator) {
 
 /// The linear solver of the integrator's Newton iterations.
 enum class LinearSolver {
-  /// CVODES: Dense below Options::krylov_min_states states, Krylov from there on. IDAS: Dense
-  /// below Options::sparse_min_states components, Sparse from there on.
+  /// CVODES: Dense below Options::krylov_min_states states (with forward sensitivities below
+  /// Options::krylov_min_states_with_sensitivities), Krylov from there on. IDAS: Dense below
+  /// Options::sparse_min_states components, Sparse from there on.
   Automatic,
   /// Dense LU of the n x n Newton matrix I - gamma f_x, f_x from the model (forward AD, or the
   /// mode's analytic Jacobian): O(n^2) memory, O(n^3) per factorization.
@@ -104,6 +106,13 @@ inline constexpr double kLargestParameterScale = 1e100;
 /// The smallest Options::adjoint_memory_budget: room for one recorded segment of a small
 /// model with its backward problem.
 inline constexpr long kMinAdjointMemoryBudget = 1L << 20;
+/// The largest Options::adjoint_memory_budget (2^50 bytes, 1024 TiB): beyond it byte counts
+/// would no longer be exact in a double.
+inline constexpr long kMaxAdjointMemoryBudget = 1L << 50;
+/// The largest Options::checkpoint_steps: a user's interval is allocated whole as a Hermite
+/// buffer of that many points, so it must also fit in adjoint_memory_budget (checked when the
+/// adjoint starts); 2^62 steps overflowed its byte count and crashed the run.
+inline constexpr long kMaxCheckpointSteps = 1'000'000'000;
 
 struct Options {
   double t0 = 0.0;  ///< initial time [s]
@@ -181,7 +190,8 @@ struct Options {
   /// one interval, within 1/32 of adjoint_memory_budget (docs/adjoint.md, "Check-point
   /// spacing"). The backward pass recomputes the forward steps of every interval of a segment
   /// but its last; larger: fewer recomputed steps, more memory for the interpolation buffer
-  /// (allocated whole when the segment starts).
+  /// (allocated whole when the segment starts: (checkpoint_steps + 1) points of the state must
+  /// fit in adjoint_memory_budget, or the adjoint refuses them; at most kMaxCheckpointSteps).
   long checkpoint_steps = 0;
   /// Bytes the adjoint may hold at once for its backward pass [B], at least
   /// kMinAdjointMemoryBudget: the CVODES sessions of the segments it keeps, with their check
