@@ -229,6 +229,7 @@ void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
   session.start_backward(nx_ * nc_, np_ * nc_, settings(), seg.t_end, stacked);
   run_.account(seg);
   Eigen::VectorXd yB, qB;
+  error_.clear();  // a failure an earlier segment recovered from names none of this one's
   const int flag = session.integrate_backward(seg.t_start, yB, qB);
   session.add_backward_stats(sol_.adjoint.backward);
   if (exception_) std::rethrow_exception(exception_);

@@ -19,13 +19,17 @@ long checkpoint_interval(const Options& options, long states, long previous_segm
     if (options.checkpoint_steps >= points_affordable) {
       throw InputError(fmt::format(
           "checkpoint_steps (--checkpoint-steps) = {}: its interpolation buffer of {} points of {} bytes ({:.4g} "
-          "MiB) exceeds the adjoint's memory budget of {:.4g} MiB (--adjoint-memory); give at most {} steps, or "
-          "a larger budget",
+          "MiB) exceeds the adjoint's memory budget of {:.4g} MiB (--adjoint-memory); {}",
           options.checkpoint_steps, options.checkpoint_steps + 1, point_bytes,
           static_cast<double>(options.checkpoint_steps + 1) * static_cast<double>(point_bytes) / 0x1p20,
-          static_cast<double>(options.adjoint_memory_budget) / 0x1p20, points_affordable - 1));
+          static_cast<double>(options.adjoint_memory_budget) / 0x1p20,
+          points_affordable > 1 ? fmt::format("give at most {} steps, or a larger budget", points_affordable - 1)
+                                : std::string("give a larger budget")));
     }
-    return options.checkpoint_steps;
+    // Where the recordings kept so far leave less (IDAS keeps every segment's), the spacing
+    // that still fits: the budget bounds the buffers together.
+    const long points_free = free_bytes / std::max(1L, point_bytes);
+    return std::max(1L, std::min(options.checkpoint_steps, points_free - 1));
   }
   // Past LONG_MAX / 2 steps the cap below decides anyway.
   const long wanted = previous_segment_steps > 0

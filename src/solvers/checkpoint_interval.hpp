@@ -8,7 +8,8 @@ namespace saltus::detail {
 
 /// Forward steps between two check points of one segment's recording (CVodeAdjInit's and
 /// IDAAdjInit's Nd): Options::checkpoint_steps when it is set (> 0; InputError where its buffer
-/// of Nd + 1 points would not fit in Options::adjoint_memory_budget); otherwise chosen so that a
+/// of Nd + 1 points would not fit in Options::adjoint_memory_budget, and closer where it would
+/// not fit in `free_bytes`, at least 1); otherwise chosen so that a
 /// segment usually fits in one interval. The backward pass recomputes the forward steps of every
 /// interval of a segment but its last (the forward pass leaves that one in the Hermite buffer),
 /// so a segment within one interval is integrated forward once instead of about twice; but the

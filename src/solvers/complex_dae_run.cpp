@@ -85,6 +85,7 @@ class ComplexDaeRun : private SegmentIntegrator {
   RootMemory roots_;  // what the last root leaves for the segment that starts there (DaeRun's)
   CascadeGuard cascade_;
   ZenoWatch zeno_;
+  int failed_evaluations_ = 0;  // recoverable failures in this advance (recoverable_callback)
   std::string model_error_;
   ComplexSolution sol_;
   std::unique_ptr<IdasSession> ida_;
@@ -161,7 +162,8 @@ void ComplexDaeRun::load(N_Vector y, N_Vector yp) {
 
 int ComplexDaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void* self_ptr) {
   auto* self = static_cast<ComplexDaeRun*>(self_ptr);
-  return guarded_callback(self->model_error_, [&]() -> int {
+  // A model error at a trial state is recoverable, as in the real run (DaeRun::residual_cb).
+  return recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
     self->load(y, yp);
     const int n = self->nx_, nq = self->nq_;
     mode_residual(self->pb_, self->mode_, Complex(t), self->xc_, self->xdotc_, self->p_, self->residual_);
@@ -341,6 +343,7 @@ Reached ComplexDaeRun::advance(double tout, double& t) {
   if ((flag == IDA_ERR_FAIL || flag == IDA_CONV_FAIL) && release_cost_perturbations()) flag = start_again(tout, t);
   if (flag < 0) fail(flag, t);
   model_error_.clear();  // a non-finite evaluation the integrator recovered from names no later failure
+  failed_evaluations_ = 0;
   load(ida_->y(), ida_->yp());
   if (flag != IDA_ROOT_RETURN) restart_.passed_output();
   return flag == IDA_ROOT_RETURN ? Reached::Roots : Reached::Output;

@@ -70,7 +70,7 @@ class ComplexRun : private detail::SegmentIntegrator {
   detail::CascadeGuard cascade_;
   detail::ZenoWatch zeno_;  // the same resting decisions as the real run, on the real parts
   std::string model_error_;
-  int failed_evaluations_ = 0;  // recoverable failures in a row (recoverable_callback)
+  int failed_evaluations_ = 0;  // recoverable failures in this advance (recoverable_callback)
   ComplexSolution sol_;
   std::unique_ptr<detail::CvodesSession> cv_;
 };

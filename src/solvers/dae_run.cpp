@@ -153,7 +153,7 @@ int DaeRun::roots_cb(sunrealtype t, N_Vector y, N_Vector yp, sunrealtype* g, voi
 int DaeRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vector, N_Vector* yS, N_Vector* ypS,
                            N_Vector* rS, void* self_ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<DaeRun*>(self_ptr);
-  return guarded_callback(self->model_error_, [&]() -> int {
+  return recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
     // F_x S_j + F_xdot S-dot_j + F_p e_j, and for the cost integrals S-dot_q - (g_x S_j +
     // g_xdot S-dot_j + g_p e_j).
     const int n = self->nx_, nq = self->nq_;

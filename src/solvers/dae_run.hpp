@@ -115,7 +115,7 @@ class DaeRun : private SegmentIntegrator {
   WatchedEvents watched_;
   GuardExcursions excursions_;            // a crossing pair inside one step (guard_excursions.hpp)
   std::string model_error_;
-  int failed_evaluations_ = 0;  // recoverable failures in a row (recoverable_callback)
+  int failed_evaluations_ = 0;  // recoverable failures in this advance (recoverable_callback)
   bool cost_sensitivities_released_ = false;  ///< release_cost_sensitivities took them out
   std::unique_ptr<SparseIterationMatrix> sparse_;  // a sparse Newton matrix (Options::linear_solver)
   IdasCallbacks callbacks_;

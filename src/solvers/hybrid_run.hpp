@@ -156,7 +156,7 @@ class HybridRun : private SegmentIntegrator {
   // that is NaN past some time (sqrt(x) with x = 1 - t) let CVode return success at the output
   // time while its quadrature interpolation then failed with CV_BAD_T.
   std::string recovered_error_;
-  int failed_evaluations_ = 0;  // recoverable failures in a row (recoverable_callback)
+  int failed_evaluations_ = 0;  // recoverable failures in this advance (recoverable_callback)
   CvodesCallbacks callbacks_;
   std::unique_ptr<CvodesSession> session_;  // simulation and forward runs
   std::vector<RecordedSegment> segments_;            // adjoint recordings

@@ -39,8 +39,9 @@ int guarded_callback(std::string& error, Body&& body) noexcept {
   return -1;
 }
 
-/// The number of model errors and non-finite values in a row that a run's right-hand sides
-/// report to the integrator as recoverable (recoverable_callback) before they end the run.
+/// The number of model errors and non-finite values that a run's right-hand sides report to the
+/// integrator as recoverable within one advance (to the next output or root; recoverable_callback)
+/// before they end the run.
 inline constexpr int kRecoverableFailures = 50;
 
 /// Runs the body of a right-hand-side callback (of the state, its sensitivities or the cost
@@ -49,8 +50,8 @@ inline constexpr int kRecoverableFailures = 50;
 /// not converge there: a spinning wheel's Euler parameter in the independent set predicted past
 /// its turning point 1), and the integrator then retries with a shorter step, as for a value that
 /// is not finite. The message is kept as `error`; `failures` counts them, and after
-/// kRecoverableFailures the callback fails for good (the run resets the count where the
-/// integrator advanced).
+/// kRecoverableFailures the callback fails for good (the run resets the count after each
+/// advance of the integrator).
 template <class Body>
 int recoverable_callback(std::string& error, int& failures, Body&& body) noexcept {
   return guarded_callback(error, [&]() -> int {
