@@ -6,6 +6,7 @@
 // formulations that use them (formulations.hpp).
 #include <saltus/multibody/spatial_joints.hpp>
 
+#include "patterned_assembly.hpp"
 #include "position_analysis.hpp"
 
 #include <algorithm>
@@ -206,37 +207,8 @@ MatX<S> solve_kkt(const Model& m, In<S> q, In<S> p, const SparseMat<S>& force, c
     scatter([&K](int i, int j, const S& v) { K(i, j) += v; });
     return solve_dense<S>(K, rhs, what);
   }
-  // Large: compressed rows straight from the pieces; each row's columns come sorted (M's, then
-  // force^T's from n, then extra^T's from n + m).
-  const SparseMat<S> M = mass_matrix<S>(m, q, p);
-  const SparseMat<S> force_t = force.transpose(), extra_t = extra.transpose();
-  SparseMat<S> K(size, size);
-  K.resizeNonZeros(M.nonZeros() + force.nonZeros() + jac.nonZeros() + 2 * extra.nonZeros());
-  int* starts = K.outerIndexPtr();
-  int* columns = K.innerIndexPtr();
-  S* values = K.valuePtr();
-  int at = 0;
-  const auto append = [&](const SparseMat<S>& A, int row, int offset) {
-    for (typename SparseMat<S>::InnerIterator it(A, row); it; ++it, ++at) {
-      columns[at] = offset + static_cast<int>(it.col());
-      values[at] = it.value();
-    }
-  };
-  starts[0] = 0;
-  for (int i = 0; i < n; ++i) {
-    append(M, i, 0);
-    append(force_t, i, n);
-    append(extra_t, i, n + rows);
-    starts[i + 1] = at;
-  }
-  for (int r = 0; r < rows; ++r) {
-    append(jac, r, 0);
-    starts[n + r + 1] = at;
-  }
-  for (int r = 0; r < k; ++r) {
-    append(extra, r, 0);
-    starts[n + rows + r + 1] = at;
-  }
+  // Large: into the pattern kept from the previous call (patterned_assembly.hpp).
+  const SparseMat<S>& K = thread_assembly<S, KktAssemblySite>().assemble(size, size, scatter);
   return solve_sparse<S>(K, rhs, what);
 }
 

@@ -9,6 +9,7 @@
 #include <saltus/core/same_bits.hpp>
 
 #include "contacts.hpp"
+#include "patterned_assembly.hpp"
 #include "partitioning_law.hpp"
 
 #include <algorithm>
@@ -522,8 +523,20 @@ struct CartesianForm : FullCoordinateForm {
         }
         a = solve_dense<S>(M_alpha, rhs, what);
       } else {
-        const SparseMat<S> penalty_term = force.transpose() * cs.jac;
-        a = solve_sparse<S>(SparseMat<S>(mass_matrix<S>(*model, st.q, p) + alpha * penalty_term), rhs, what);
+        // M + alpha force^T Phi_q: each constraint row adds the outer product of its force
+        // direction and its gradient, into the pattern kept from the previous call.
+        const auto scatter = [&](auto&& put) {
+          for_each_mass_entry<S>(*model, st.q, p, put);
+          for (Eigen::Index r = 0; r < force.outerSize(); ++r) {
+            for (typename SparseMat<S>::InnerIterator f(force, r); f; ++f) {
+              const S scaled = alpha * f.value();
+              for (typename SparseMat<S>::InnerIterator g(cs.jac, r); g; ++g) {
+                put(static_cast<int>(f.col()), static_cast<int>(g.col()), scaled * g.value());
+              }
+            }
+          }
+        };
+        a = solve_sparse<S>(thread_assembly<S, PenaltyAssemblySite>().assemble(n, n, scatter), rhs, what);
       }
       const VectorX<S> mu = alpha * (cs.jac * a + target);
       return {a, mu};

@@ -174,9 +174,24 @@ DenseMatrix<typename Matrix::Scalar> solve_dual(const Matrix& matrix, const Rhs&
   const Eigen::MatrixXd X_value = factored.solve(Eigen::MatrixXd(B.unaryExpr([](const D& d) { return d.a; })));
   // Direction k's residual in columns k * cols ... (k + 1) * cols - 1.
   Eigen::MatrixXd residuals(rows, directions * cols);
-  for (int k = 0; k < directions; ++k) {
-    const RealMatrix A_tangent = dual_part<RealMatrix>(matrix, [k](const D& d) { return d.v[k]; });
-    residuals.middleCols(k * cols, cols) = B.unaryExpr([k](const D& d) { return d.v[k]; }) - A_tangent * X_value;
+  for (int k = 0; k < directions; ++k) residuals.middleCols(k * cols, cols) = B.unaryExpr([k](const D& d) { return d.v[k]; });
+  if constexpr (std::is_base_of_v<Eigen::SparseMatrixBase<Matrix>, Matrix>) {
+    // Every direction from one pass over the stored entries: a double copy of A' per direction
+    // cost an allocation and a copy of the pattern each.
+    for (Eigen::Index outer = 0; outer < matrix.outerSize(); ++outer) {
+      for (typename Matrix::InnerIterator it(matrix, outer); it; ++it) {
+        const D& entry = it.value();
+        for (Eigen::Index j = 0; j < cols; ++j) {
+          const double x = X_value(it.col(), j);
+          for (int k = 0; k < directions; ++k) residuals(it.row(), k * cols + j) -= entry.v[k] * x;
+        }
+      }
+    }
+  } else {
+    for (int k = 0; k < directions; ++k) {
+      const RealMatrix A_tangent = dual_part<RealMatrix>(matrix, [k](const D& d) { return d.v[k]; });
+      residuals.middleCols(k * cols, cols).noalias() -= A_tangent * X_value;
+    }
   }
   const Eigen::MatrixXd X_tangent = factored.solve(residuals);
   DenseMatrix<D> X(rows, cols);
