@@ -2,6 +2,7 @@
 // implicit differentiation, with its per-thread factorization cache) and the reverse path (the
 // solve recorded as one tape operation that sweeps with the transposed LU) against the complex
 // step of Gaussian elimination in complex arithmetic, an independent computation.
+#include <saltus/core/dual_block.hpp>
 #include <saltus/multibody/dense_solve.hpp>
 
 #include <gtest/gtest.h>
@@ -377,6 +378,51 @@ TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
       const double reference = solve_dense<Complex>(Ac, bc, "chain KKT matrix").col(0).sum().imag() / 1e-30;
       EXPECT_NEAR(gradient_k, reference, 1e-10 * (1.0 + std::abs(reference))) << size << ", " << k;
     }
+  }
+}
+
+// A DualBlock solve of a matrix assembled sparse, with two right-hand sides: every direction's
+// tangent of every column (one pass over the stored entries for all directions) against the
+// complex step of the complex-arithmetic elimination, through KLU (40 links) and the dense LU
+// (2 links).
+TEST(DenseSolve, ADualBlocksSparseSolveHasEveryDirectionOfEveryColumn) {
+  for (const int links : {40, 2}) {
+    const std::string size = std::to_string(links) + " links";
+    const double p_values[3] = {0.7, -0.4, 1.3};
+    VectorX<DualBlock> p(3);
+    for (int k = 0; k < 3; ++k) {
+      p[k] = DualBlock(p_values[k]);
+      p[k].v[static_cast<size_t>(k)] = 1.0;  // direction k: d / d p_k; the fourth stays zero
+    }
+    multibody::DenseMatrix<DualBlock> A;
+    VectorX<DualBlock> b;
+    chain_kkt<DualBlock>(p, links, A, b);
+    multibody::DenseMatrix<DualBlock> B(b.size(), 2);
+    B.col(0) = b;
+    B.col(1) = second_rhs<DualBlock>(p, b);
+    const multibody::DenseMatrix<DualBlock> X = multibody::solve_sparse<DualBlock>(compressed(A), B, "chain KKT matrix");
+    for (int k = 0; k < 3; ++k) {
+      VectorX<Complex> pc(3);
+      for (int i = 0; i < 3; ++i) pc[i] = Complex(p_values[i], i == k ? 1e-30 : 0.0);
+      multibody::DenseMatrix<Complex> Ac;
+      VectorX<Complex> bc;
+      chain_kkt<Complex>(pc, links, Ac, bc);
+      multibody::DenseMatrix<Complex> Bc(bc.size(), 2);
+      Bc.col(0) = bc;
+      Bc.col(1) = second_rhs<Complex>(pc, bc);
+      const multibody::DenseMatrix<Complex> Xc = solve_dense<Complex>(Ac, Bc, "chain KKT matrix");
+      for (Eigen::Index j = 0; j < 2; ++j) {
+        for (Eigen::Index i = 0; i < X.rows(); ++i) {
+          const double reference = Xc(i, j).imag() / 1e-30;
+          EXPECT_NEAR(X(i, j).v[static_cast<size_t>(k)], reference, 1e-10 * (1.0 + std::abs(reference)))
+              << size << ", direction " << k << ", column " << j << ", row " << i;
+          if (k == 0) {
+            EXPECT_NEAR(X(i, j).a, Xc(i, j).real(), 1e-12 * (1.0 + std::abs(Xc(i, j).real())));
+          }
+        }
+      }
+    }
+    for (Eigen::Index i = 0; i < X.rows(); ++i) EXPECT_EQ(X(i, 0).v[3], 0.0) << size;
   }
 }
 

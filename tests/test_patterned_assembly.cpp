@@ -2,13 +2,16 @@
 // the matrix is always the sum of the contributions handed, against a dense sum written here;
 // a sequence that differs from every kept one (another structure, a longer or a shorter one)
 // rebuilds rather than reusing a stale pattern; a structure seen before is found again among
-// the kept ones; and a Dual's tangents come through like its values.
+// the kept ones, also past the number kept; a contribution outside the matrix, or a scatter
+// whose sequence changes between two runs, is refused; and a Dual's tangents come through
+// like its values.
 #include "../src/multibody/patterned_assembly.hpp"
 
 #include <saltus/core/scalar.hpp>
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
@@ -42,28 +45,46 @@ TEST(PatternedAssembly, EachCallHoldsTheSumOfItsOwnContributions) {
   PatternedAssembly<double> assembly;
   for (double scale : {1.0, -2.0, 0.5}) {  // the same pattern refilled with new values
     const auto& m = assembly.assemble(3, 3, scatter_of<double>(kFirst, scale));
+    ASSERT_EQ(m.rows(), 3);
+    ASSERT_EQ(m.cols(), 3);
     EXPECT_EQ(m.nonZeros(), 4);
     EXPECT_EQ(Eigen::MatrixXd(m), dense_sum(3, 3, kFirst, scale));
   }
   for (const auto* contributions : {&kMoved, &kLonger, &kShorter, &kFirst, &kMoved}) {
     const auto& m = assembly.assemble(3, 3, scatter_of<double>(*contributions, 3.0));
+    ASSERT_EQ(m.cols(), 3);
     EXPECT_EQ(Eigen::MatrixXd(m), dense_sum(3, 3, *contributions, 3.0));
   }
   // Another size with the same sequence is another matrix.
   const auto& wide = assembly.assemble(3, 4, scatter_of<double>(kFirst, 1.0));
+  ASSERT_EQ(wide.cols(), 4);
   EXPECT_EQ(Eigen::MatrixXd(wide), dense_sum(3, 4, kFirst, 1.0));
 }
 
 TEST(PatternedAssembly, MoreStructuresThanKeptPatternsStayExact) {
   PatternedAssembly<double> assembly;
-  std::vector<std::vector<Contribution>> structures;
-  for (int s = 0; s < 7; ++s) structures.push_back({{s % 3, (s + 1) % 3, 1.0 + s}, {2, 2, 0.5}, {s % 3, (s + 1) % 3, 0.25}});
+  std::vector<std::vector<Contribution>> structures;  // 7 distinct sequences, 4 kept
+  for (int s = 0; s < 7; ++s) structures.push_back({{s / 3, s % 3, 1.0 + s}, {2, 2, 0.5}, {s / 3, s % 3, 0.25}});
   for (int round = 0; round < 3; ++round) {
     for (const auto& contributions : structures) {
       const auto& m = assembly.assemble(3, 3, scatter_of<double>(contributions, 1.0 + round));
+      ASSERT_EQ(m.rows(), 3);
+      ASSERT_EQ(m.cols(), 3);
       EXPECT_EQ(Eigen::MatrixXd(m), dense_sum(3, 3, contributions, 1.0 + round));
     }
   }
+}
+
+TEST(PatternedAssembly, AnEntryOutsideOrASequenceThatChangesIsAnError) {
+  PatternedAssembly<double> assembly;
+  const std::vector<Contribution> outside = {{0, 0, 1.0}, {3, 0, 1.0}};
+  EXPECT_THROW(assembly.assemble(3, 3, scatter_of<double>(outside, 1.0)), std::logic_error);
+  int calls = 0;
+  const auto changing = [&calls](auto&& put) { put(0, (calls++) % 2, 1.0); };
+  EXPECT_THROW(assembly.assemble(2, 2, changing), std::logic_error);
+  // The assembly still serves a well-formed scatter.
+  const auto& m = assembly.assemble(3, 3, scatter_of<double>(kFirst, 1.0));
+  EXPECT_EQ(Eigen::MatrixXd(m), dense_sum(3, 3, kFirst, 1.0));
 }
 
 saltus::Dual dual(double value, double tangent) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <limits>
 #include <numbers>
+#include <stdexcept>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -525,6 +526,7 @@ struct CartesianForm : FullCoordinateForm {
       } else {
         // M + alpha force^T Phi_q: each constraint row adds the outer product of its force
         // direction and its gradient, into the pattern kept from the previous call.
+        if (force.rows() != cs.jac.rows()) throw std::logic_error("accelerations: as many force directions as constraint rows");
         const auto scatter = [&](auto&& put) {
           for_each_mass_entry<S>(*model, st.q, p, put);
           for (Eigen::Index r = 0; r < force.outerSize(); ++r) {

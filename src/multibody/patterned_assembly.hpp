@@ -17,19 +17,21 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
 namespace saltus::multibody::detail {
 
 /// One pattern: the contributions' (row, column) in call order, the value slot each lands in,
-/// whether it is the first to land there (it assigns; later ones add: no zeroing pass, and an
-/// AD scalar gains no addition of zero), and the matrix whose values are rewritten each call.
+/// whether it assigns there (the first to land does; later ones add: no zeroing pass, and an AD
+/// scalar gains no addition of zero), and the matrix whose values are rewritten each call.
 template <class S>
 class KeptPattern {
  public:
   /// Fills the kept matrix from `scatter` if it hands this pattern's sequence; false (the matrix
-  /// then holds partial values) if not.
+  /// then holds partial values and must not be read) if not.
   template <class Scatter>
   bool refill(Eigen::Index rows, Eigen::Index cols, const Scatter& scatter) {
     if (matrix_.rows() != rows || matrix_.cols() != cols || calls_.empty()) return false;
@@ -43,7 +45,7 @@ class KeptPattern {
         return;
       }
       S& entry = values[slots_[k]];
-      if (first_[k]) {
+      if (assigns_[k] != 0) {
         entry = v;
       } else {
         entry += v;
@@ -53,11 +55,31 @@ class KeptPattern {
     return same && k == calls_.size();
   }
 
-  /// Records the sequence `scatter` hands, builds its pattern and fills it.
+  /// Records the sequence `scatter` hands, builds its pattern and fills it. Throws
+  /// std::logic_error for an entry outside rows x cols or a scatter that hands another
+  /// sequence when called again (its contributions must be a function of the structure).
   template <class Scatter>
   void rebuild(Eigen::Index rows, Eigen::Index cols, const Scatter& scatter) {
-    calls_.clear();
-    scatter([this](int i, int j, const S&) { calls_.emplace_back(i, j); });
+    // Recorded apart: a scatter that throws leaves the kept pattern whole.
+    std::vector<std::pair<int, int>> calls;
+    scatter([&calls, rows, cols](int i, int j, const S&) {
+      if (i < 0 || j < 0 || i >= rows || j >= cols) {
+        throw std::logic_error("PatternedAssembly: a contribution outside the matrix");
+      }
+      calls.emplace_back(i, j);
+    });
+    calls_ = std::move(calls);
+    build_pattern(rows, cols);
+    if (!refill(rows, cols, scatter)) {
+      throw std::logic_error("PatternedAssembly: the scatter handed another sequence when called again");
+    }
+  }
+
+  const SparseMat<S>& matrix() const { return matrix_; }
+
+ private:
+  /// The matrix's compressed rows for the distinct entries of calls_, and each call's slot.
+  void build_pattern(Eigen::Index rows, Eigen::Index cols) {
     std::vector<std::pair<int, int>> entries = calls_;
     std::sort(entries.begin(), entries.end());
     entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
@@ -72,53 +94,56 @@ class KeptPattern {
     }
     for (Eigen::Index r = 0; r < rows; ++r) starts[r + 1] += starts[r];
     slots_.resize(calls_.size());
-    first_.assign(calls_.size(), false);
-    std::vector<bool> taken(entries.size(), false);
+    assigns_.assign(calls_.size(), 0);
+    std::vector<char> taken(entries.size(), 0);
     for (size_t k = 0; k < calls_.size(); ++k) {
       const auto at = std::lower_bound(entries.begin(), entries.end(), calls_[k]);
       const auto slot = static_cast<size_t>(at - entries.begin());
       slots_[k] = static_cast<int>(slot);
-      first_[k] = !taken[slot];
-      taken[slot] = true;
+      assigns_[k] = taken[slot] == 0 ? 1 : 0;
+      taken[slot] = 1;
     }
-    refill(rows, cols, scatter);
   }
 
-  const SparseMat<S>& matrix() const { return matrix_; }
-
- private:
   std::vector<std::pair<int, int>> calls_;
   std::vector<int> slots_;
-  std::vector<bool> first_;
+  std::vector<char> assigns_;
   SparseMat<S> matrix_;
 };
 
 /// A few kept patterns: a run alternates between a handful of structures (the right-hand
-/// side's KKT matrix, with and without active contacts; an impact's), each keeps its own.
+/// side's KKT matrix, with and without active contacts; an impact's), each keeps its own; a
+/// new one replaces the least recently used.
 template <class S>
 class PatternedAssembly {
  public:
-  /// The rows x cols matrix of the contributions `scatter` hands (called once when a kept
-  /// pattern matches, a few times when the structure changed). The reference is valid until
-  /// the next call.
+  /// The rows x cols matrix of the contributions `scatter` hands. The reference is valid until
+  /// the next call. The scatter runs once when the last structure recurs; a structure that
+  /// changed costs up to one run per kept pattern tried and two to rebuild (for the reverse
+  /// tape, nodes that no output reads).
   template <class Scatter>
   const SparseMat<S>& assemble(Eigen::Index rows, Eigen::Index cols, const Scatter& scatter) {
+    ++clock_;
     for (size_t k = 0; k < patterns_.size(); ++k) {
       const size_t slot = (last_ + k) % patterns_.size();
-      if (patterns_[slot].refill(rows, cols, scatter)) {
-        last_ = slot;
-        return patterns_[slot].matrix();
-      }
+      if (patterns_[slot].refill(rows, cols, scatter)) return use(slot);
     }
-    last_ = next_;
-    next_ = (next_ + 1) % patterns_.size();
-    patterns_[last_].rebuild(rows, cols, scatter);
-    return patterns_[last_].matrix();
+    const size_t oldest = static_cast<size_t>(std::min_element(used_.begin(), used_.end()) - used_.begin());
+    patterns_[oldest].rebuild(rows, cols, scatter);
+    return use(oldest);
   }
 
  private:
+  const SparseMat<S>& use(size_t slot) {
+    last_ = slot;
+    used_[slot] = clock_;
+    return patterns_[slot].matrix();
+  }
+
   std::array<KeptPattern<S>, 4> patterns_;
-  size_t last_ = 0, next_ = 0;
+  std::array<std::uint64_t, 4> used_{};
+  std::uint64_t clock_ = 0;
+  size_t last_ = 0;
 };
 
 /// Call sites with an assembly each.
@@ -126,7 +151,8 @@ struct KktAssemblySite {};
 struct PenaltyAssemblySite {};
 
 /// This thread's assembly for the scalar type S and the call site `Site` (a tag type): the
-/// kept values are a scratch of one call, so threads and problems never share a live one.
+/// kept values are a scratch of one call, so threads and problems never share a live one
+/// (neither scatter calls back into an assembly of its own site).
 template <class S, class Site>
 PatternedAssembly<S>& thread_assembly() {
   thread_local PatternedAssembly<S> assembly;
