@@ -381,6 +381,22 @@ TEST(DenseSolve, SparseAssembledMatricesSolveInEveryScalarType) {
   }
 }
 
+// The chain's KKT matrix with the right-hand sides [b, p0 b + 1], in any scalar type.
+template <class S>
+struct TwoRightHandSides {
+  multibody::DenseMatrix<S> A, B;
+};
+template <class S>
+TwoRightHandSides<S> two_right_hand_sides(const VectorX<S>& p, int links) {
+  TwoRightHandSides<S> system;
+  VectorX<S> b;
+  chain_kkt<S>(p, links, system.A, b);
+  system.B.resize(b.size(), 2);
+  system.B.col(0) = b;
+  system.B.col(1) = second_rhs<S>(p, b);
+  return system;
+}
+
 // A DualBlock solve of a matrix assembled sparse, with two right-hand sides: every direction's
 // tangent of every column (one pass over the stored entries for all directions) against the
 // complex step of the complex-arithmetic elimination, through KLU (40 links) and the dense LU
@@ -394,23 +410,14 @@ TEST(DenseSolve, ADualBlocksSparseSolveHasEveryDirectionOfEveryColumn) {
       p[k] = DualBlock(p_values[k]);
       p[k].v[static_cast<size_t>(k)] = 1.0;  // direction k: d / d p_k; the fourth stays zero
     }
-    multibody::DenseMatrix<DualBlock> A;
-    VectorX<DualBlock> b;
-    chain_kkt<DualBlock>(p, links, A, b);
-    multibody::DenseMatrix<DualBlock> B(b.size(), 2);
-    B.col(0) = b;
-    B.col(1) = second_rhs<DualBlock>(p, b);
-    const multibody::DenseMatrix<DualBlock> X = multibody::solve_sparse<DualBlock>(compressed(A), B, "chain KKT matrix");
+    const TwoRightHandSides<DualBlock> system = two_right_hand_sides<DualBlock>(p, links);
+    const multibody::DenseMatrix<DualBlock> X =
+        multibody::solve_sparse<DualBlock>(compressed(system.A), system.B, "chain KKT matrix");
     for (int k = 0; k < 3; ++k) {
       VectorX<Complex> pc(3);
       for (int i = 0; i < 3; ++i) pc[i] = Complex(p_values[i], i == k ? 1e-30 : 0.0);
-      multibody::DenseMatrix<Complex> Ac;
-      VectorX<Complex> bc;
-      chain_kkt<Complex>(pc, links, Ac, bc);
-      multibody::DenseMatrix<Complex> Bc(bc.size(), 2);
-      Bc.col(0) = bc;
-      Bc.col(1) = second_rhs<Complex>(pc, bc);
-      const multibody::DenseMatrix<Complex> Xc = solve_dense<Complex>(Ac, Bc, "chain KKT matrix");
+      const TwoRightHandSides<Complex> complex_system = two_right_hand_sides<Complex>(pc, links);
+      const multibody::DenseMatrix<Complex> Xc = solve_dense<Complex>(complex_system.A, complex_system.B, "chain KKT matrix");
       for (Eigen::Index j = 0; j < 2; ++j) {
         for (Eigen::Index i = 0; i < X.rows(); ++i) {
           const double reference = Xc(i, j).imag() / 1e-30;
