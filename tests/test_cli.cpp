@@ -1,4 +1,5 @@
 // The `saltus` command: reports, JSON shape, CSV files and one-line errors with exit status.
+#include "cli_common.hpp"
 #include "support/cli_runner.hpp"
 
 #include <nlohmann/json.hpp>
@@ -199,6 +200,18 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
     EXPECT_NE(r.status, 0) << i;
     EXPECT_TRUE(contains(r.err, expected_words[i])) << i << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << i << ": " << r.err;
+  }
+}
+
+// Every spelling of a binary unit is the same size: a user's "512MB" is 512 MiB, not an error.
+TEST(Cli, MemorySizesTakeEverySpellingOfTheirUnit) {
+  const std::vector<std::pair<std::string, long>> sizes = {
+      {"1048576", 1L << 20}, {"1048576B", 1L << 20}, {"1024k", 1L << 20}, {"1024KB", 1L << 20},
+      {"1024KiB", 1L << 20}, {"512M", 512L << 20}, {"512MB", 512L << 20}, {"512mb", 512L << 20},
+      {"512MiB", 512L << 20}, {"1.5G", 3L << 29}, {"2GB", 2L << 30}, {"2gib", 2L << 30}};
+  for (const auto& [text, bytes] : sizes) EXPECT_EQ(saltus::cli::parse_memory_size(text), bytes) << text;
+  for (const std::string text : {"512MBB", "MB", "12 apples", "512BM"}) {
+    EXPECT_THROW(saltus::cli::parse_memory_size(text), saltus::cli::UsageError) << text;
   }
 }
 

@@ -45,8 +45,10 @@ long parse_memory_size(const std::string& text) {
     }
     return false;
   };
-  for (const auto& [suffix, factor] : {std::pair<std::string_view, double>{"KIB", 0x1p10}, {"MIB", 0x1p20},
-                                       {"GIB", 0x1p30}, {"K", 0x1p10}, {"M", 0x1p20}, {"G", 0x1p30}, {"B", 1.0}}) {
+  // Every unit is binary, KB as KiB: a user who writes 512MB means the same budget as 512M.
+  for (const auto& [suffix, factor] :
+       {std::pair<std::string_view, double>{"KIB", 0x1p10}, {"MIB", 0x1p20}, {"GIB", 0x1p30}, {"KB", 0x1p10},
+        {"MB", 0x1p20}, {"GB", 0x1p30}, {"K", 0x1p10}, {"M", 0x1p20}, {"G", 0x1p30}, {"B", 1.0}}) {
     if (strip(suffix, factor)) break;
   }
   double value = 0.0;

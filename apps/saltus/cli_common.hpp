@@ -23,8 +23,8 @@ struct UsageError : InputError {
 /// The number `text` spells (all of it, finite), or UsageError naming `what`.
 double parse_number(const std::string& text, const std::string& what);
 
-/// "--adjoint-memory" sizes: bytes, or a number with K, M or G (binary: KiB, MiB, GiB; "512M",
-/// "1.5G", "64MiB"), at least kMinAdjointMemoryBudget.
+/// "--adjoint-memory" sizes: bytes, or a number with K, M or G, KB, MB or GB, KiB, MiB or GiB,
+/// any case, all binary ("512M", "512MB", "1.5G", "64MiB"), at least kMinAdjointMemoryBudget.
 long parse_memory_size(const std::string& text);
 
 /// The --linear-solver option's help and its values (run and optimize).
