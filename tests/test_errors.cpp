@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,41 @@ TEST(Errors, NaNRightHandSideNamesModeTimeAndState) {
   EXPECT_TRUE(contains(msg, "fragile")) << msg;
   EXPECT_TRUE(contains(msg, "not finite")) << msg;
   EXPECT_TRUE(contains(msg, "t = ")) << msg;
+}
+
+// A model error at a trial state that the integrator recovered from (a shorter step) is not the
+// cause of a later failure within the same stretch between two outputs: the step limit is
+// named as the cause, the recovered error as a note. Without the step limit the run recovers
+// and ends where the closed form says.
+TEST(Errors, AFailureRecoveredFromDoesNotTakeTheBlameForTheStepLimit) {
+  const auto thrown = std::make_shared<bool>(false);
+  Problem pb("oscillating");
+  pb.set_states({"x"});
+  pb.add_parameter("w", 200.0);
+  pb.set_initial_state([](const auto&, auto x) { x[0] = 0.0; });
+  pb.add_mode("fast", [thrown](auto t, const auto&, const auto& p, auto xdot) {
+    using std::cos;
+    if (real_part(t) > 0.05 && !*thrown) {
+      *thrown = true;
+      throw ModelError("the test's trial failure");
+    }
+    xdot[0] = cos(p[0] * t);
+  });
+  pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
+  Options o = pb.options();
+  o.tf = 10.0;
+  o.n_outputs = 2;  // one stretch: the failure and the step limit fall in it
+  o.max_steps = 300;
+  const auto msg = message_of<SolverError>([&] { simulate(pb, pb.nominal_parameters(), o); });
+  EXPECT_TRUE(*thrown);
+  EXPECT_TRUE(contains(msg, "max_steps = 300")) << msg;
+  EXPECT_TRUE(contains(msg, "earlier in this stretch the model failed at a trial state")) << msg;
+  EXPECT_TRUE(contains(msg, "the test's trial failure")) << msg;
+  *thrown = false;
+  o.max_steps = 500000;
+  const Solution s = simulate(pb, pb.nominal_parameters(), o);
+  EXPECT_TRUE(*thrown);
+  EXPECT_NEAR(s.final_state[0], std::sin(2000.0) / 200.0, 1e-5);
 }
 
 TEST(Errors, NaNInitialStateIsReported) {

@@ -443,9 +443,9 @@ void ComplexDaeRun::apply_event(int k, double t, bool after_another) {
 void ComplexDaeRun::fail(int flag, double t) {
   throw_if_interrupted(t);
   const std::string context = fmt::format("at t = {:.17g} in mode '{}' (complex-step run)", t, pb_.mode(mode_).name);
-  if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, ida_flag_name(flag), context));
-  throw SolverError(fmt::format("IDAS failed with {} {}{}", ida_flag_name(flag), context,
-                                pb_.diagnose_failure(t, view(ida_->y()).head(nx_), p_real_)));
+  const std::string recovered = blame_model_error(model_error_, flag, ida_flag_name(flag), context);
+  throw SolverError(fmt::format("IDAS failed with {} {}{}{}", ida_flag_name(flag), context,
+                                pb_.diagnose_failure(t, view(ida_->y()).head(nx_), p_real_), recovered));
 }
 
 void ComplexDaeRun::finish(double t) {

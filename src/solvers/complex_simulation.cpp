@@ -307,11 +307,10 @@ void ComplexRun::fail(int flag, double t) {
   const std::string flag_name = detail::flag_name(flag);
   const std::string context = fmt::format("at t = {:.17g} in mode '{}' (complex-step run)", t,
                                           pb_.mode(mode_).name);
-  if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name,
-                                                          context));
+  const std::string recovered = detail::blame_model_error(model_error_, flag, flag_name, context);
   // The real parts of the state CVODES reached: the model reads them as the real run's.
-  throw SolverError(fmt::format("CVODES failed with {} {}{}", flag_name, context,
-                                pb_.diagnose_failure(t, view(cv_->y()).head(nx_), p_real_)));
+  throw SolverError(fmt::format("CVODES failed with {} {}{}{}", flag_name, context,
+                                pb_.diagnose_failure(t, view(cv_->y()).head(nx_), p_real_), recovered));
 }
 
 ComplexSolution ComplexRun::run() {

@@ -413,7 +413,7 @@ void DaeRun::apply_event(int k, double t, const std::optional<Accumulation>& res
 void DaeRun::fail(int flag, double t) {
   throw_if_interrupted(t);
   const std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
-  if (!model_error_.empty()) throw ModelError(fmt::format("{} ({} {})", model_error_, ida_flag_name(flag), context));
+  const std::string recovered = blame_model_error(model_error_, flag, ida_flag_name(flag), context);
   std::string hint;
   if (flag == IDA_TOO_MUCH_WORK) {
     hint = fmt::format("; Options::max_steps = {} steps were not enough", opt_.max_steps);
@@ -428,7 +428,7 @@ void DaeRun::fail(int flag, double t) {
     hint = "; the corrector kept failing: is the DAE index 1 along the motion (docs/dae.md)?";
   }
   if (ida_ != nullptr) hint += pb_.diagnose_failure(t, view(ida_->y()).head(nx_), p_);  // the state IDAS reached
-  throw SolverError(fmt::format("IDAS failed with {} {}{}", ida_flag_name(flag), context, hint));
+  throw SolverError(fmt::format("IDAS failed with {} {}{}{}", ida_flag_name(flag), context, hint, recovered));
 }
 
 void DaeRun::finish(double tf) {

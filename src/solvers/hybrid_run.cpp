@@ -515,9 +515,7 @@ void HybridRun::fail(int flag, double t) {
   throw_if_interrupted(t);
   const std::string name = flag_name(flag);
   std::string context = fmt::format("at t = {:.17g} in mode '{}'", t, pb_.mode(mode_).name);
-  if (!model_error_.empty()) {  // the model said what went wrong
-    throw ModelError(fmt::format("{} ({} {})", model_error_, name, context));
-  }
+  const std::string recovered = blame_model_error(model_error_, flag, name, context);  // the model said what went wrong
   if (t == opt_.t0 && book_.solution().events.empty()) {
     // CVODES sizes its first step from the horizon: an absurd horizon fails here, not later.
     context += fmt::format("; the first step failed (CVODES sizes it from the initial state, the tolerances "
@@ -534,7 +532,7 @@ void HybridRun::fail(int flag, double t) {
     if (cv_ != nullptr) hint += vanishing_steps_hint(cv_->last_step(), t);
   }
   if (cv_ != nullptr) hint += pb_.diagnose_failure(t, view(cv_->y()), p_);  // the state CVODES reached
-  throw SolverError(fmt::format("CVODES failed with {} {}{}", name, context, hint));
+  throw SolverError(fmt::format("CVODES failed with {} {}{}{}", name, context, hint, recovered));
 }
 
 void HybridRun::finish(double tf) {

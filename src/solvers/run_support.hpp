@@ -64,6 +64,25 @@ int recoverable_callback(std::string& error, int& failures, Body&& body) noexcep
   });
 }
 
+/// Whether an integrator's failure is one of its own limits, which no failed evaluation causes:
+/// the step limit, an accuracy beyond reach, repeated error-test failures. CVODES's
+/// CV_TOO_MUCH_WORK, CV_TOO_MUCH_ACC, CV_ERR_FAILURE and IDAS's IDA_TOO_MUCH_WORK,
+/// IDA_TOO_MUCH_ACC, IDA_ERR_FAIL are -1, -2 and -3 in both (a failed evaluation shows as a
+/// convergence failure or a callback's own flag).
+inline bool integrator_limit(int flag) { return flag == -1 || flag == -2 || flag == -3; }
+
+/// The model error kept from this advance (`model_error`, empty if none) when the integrator
+/// then failed with `flag` (`flag_name`, `context`: where): thrown as the cause, unless the
+/// failure is one of the integrator's own limits. An evaluation the integrator recovered from
+/// (a trial state outside the model's domain, a shorter step taken) did not cause those: then
+/// the returned note says that it happened, for the integrator's own message.
+inline std::string blame_model_error(const std::string& model_error, int flag, const std::string& flag_name,
+                                     const std::string& context) {
+  if (model_error.empty()) return {};
+  if (!integrator_limit(flag)) throw ModelError(model_error + " (" + flag_name + " " + context + ")");
+  return "; earlier in this stretch the model failed at a trial state and the step was shortened: " + model_error;
+}
+
 /// What a real run computes.
 enum class RunKind {
   Simulation,          ///< states, events, costs
