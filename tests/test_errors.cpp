@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace saltus;
@@ -117,6 +118,25 @@ TEST(Errors, AFailureRecoveredFromDoesNotTakeTheBlameForTheStepLimit) {
   const Solution s = simulate(pb, pb.nominal_parameters(), o);
   EXPECT_TRUE(*thrown);
   EXPECT_NEAR(s.final_state[0], std::sin(2000.0) / 200.0, 1e-5);
+}
+
+// Sensitivities that are not finite where the state's rates are (a model whose derivatives fail
+// past t = 0.5) end the forward run with a ModelError naming them, after the recoverable tries,
+// rather than CVODES's flag alone.
+TEST(Errors, NaNSensitivityRatesAreNamed) {
+  Problem pb("breaks_in_derivatives");
+  pb.set_states({"x"});
+  pb.add_parameter("a", 1.0);
+  pb.set_initial_state([](const auto&, auto x) { x[0] = 0.0; });
+  pb.add_mode("fragile", [](auto t, const auto&, const auto& p, auto xdot) {
+    xdot[0] = p[0];
+    using S = std::decay_t<decltype(t)>;
+    if (!std::is_same_v<S, double> && real_part(t) > 0.5) xdot[0] = xdot[0] * std::numeric_limits<double>::quiet_NaN();
+  });
+  pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
+  EXPECT_NEAR(simulate(pb).final_state[0], 1.0, 1e-9);  // the state's own rates stay finite
+  const auto msg = message_of<ModelError>([&] { forward_sensitivity(pb); });
+  EXPECT_TRUE(contains(msg, "the sensitivities' right-hand side of mode 'fragile' is not finite")) << msg;
 }
 
 TEST(Errors, NaNInitialStateIsReported) {

@@ -50,12 +50,14 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
   cost_tangents_.resize(nc_, np_);
 }
 
-bool HybridRun::non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what,
-                           double t) {
-  if (v.allFinite()) return false;
-  model_error_ = fmt::format("{} of mode '{}' is not finite at t = {:.17g}, x = {}", what,
-                             pb_.mode(mode_).name, t, describe_state(pb_, x_));
-  return true;
+int HybridRun::non_finite(std::string message) {
+  model_error_ = std::move(message);
+  return ++failed_evaluations_ > kRecoverableFailures ? -1 : 1;
+}
+
+int HybridRun::non_finite(const char* what, double t, const Eigen::Ref<const Eigen::VectorXd>& x) {
+  return non_finite(
+      fmt::format("{} of mode '{}' is not finite at t = {:.17g}, x = {}", what, pb_.mode(mode_).name, t, describe_state(pb_, x)));
 }
 
 int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) {
@@ -67,14 +69,7 @@ int HybridRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr) 
   auto x = view(y);
   auto out = view(ydot);
   self->evaluate_rate(t, x, out);
-  if (!out.allFinite()) {
-    self->x_ = x;
-    self->non_finite(out, "the right-hand side", t);
-    // Recoverable a few times in a row (a trial step may leave the model's domain), then fatal:
-    // a model that keeps returning NaN would otherwise make CVODES creep towards the bad point.
-    return ++self->failed_evaluations_ > kRecoverableFailures ? -1 : 1;
-  }
-  return 0;
+  return out.allFinite() ? 0 : self->non_finite("the right-hand side", t, x);
   });
 }
 
@@ -144,9 +139,8 @@ int HybridRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_p
   }
   for (int c = 0; c < self->nc_; ++c) {
     if (!std::isfinite(out[c])) {
-      self->model_error_ = fmt::format("the running cost of '{}' is {} at t = {:.17g}, x = {}", self->pb_.cost(c).name,
-                                       std::isnan(out[c]) ? "nan" : "infinite", t, describe_state(self->pb_, x));
-      return 1;
+      return self->non_finite(fmt::format("the running cost of '{}' is {} at t = {:.17g}, x = {}", self->pb_.cost(c).name,
+                                          std::isnan(out[c]) ? "nan" : "infinite", t, describe_state(self->pb_, x)));
     }
   }
   return 0;
@@ -170,7 +164,7 @@ int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vec
     rhs_tangents(self->pb_, self->mode_, t, x, self->p_, self->sensitivities_.leftCols(ns),
                  self->identity_p_.leftCols(ns), self->sensitivity_rates_.leftCols(ns), self->ws_);
     for (int j = 0; j < ns; ++j) view(ySdot[j]) = self->sensitivity_rates_.col(j);
-    return self->sensitivity_rates_.leftCols(ns).allFinite() ? 0 : 1;
+    return self->sensitivity_rates_.leftCols(ns).allFinite() ? 0 : self->non_finite("the sensitivities' right-hand side", t, x);
   }
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
@@ -181,7 +175,7 @@ int HybridRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector, N_Vec
       rhs_tangent(self->pb_, self->mode_, t, x, self->p_, 0.0, s, self->identity_p_.col(j), out,
                   self->ws_);
     }
-    if (!out.allFinite()) return 1;
+    if (!out.allFinite()) return self->non_finite("the sensitivities' right-hand side", t, x);
   }
   return 0;
   });
@@ -205,14 +199,14 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
     running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, self->sensitivities_.leftCols(ns),
                           self->identity_p_.leftCols(ns), self->cost_tangents_.leftCols(ns), self->ws_, rates);
     for (int j = 0; j < ns; ++j) view(qS[j]) = self->cost_tangents_.col(j);
-    return self->cost_tangents_.leftCols(ns).allFinite() ? 0 : 1;
+    return self->cost_tangents_.leftCols(ns).allFinite() ? 0 : self->non_finite("the running costs' sensitivities", t, x);
   }
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
     auto out = view(qS[j]);
     running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, 0.0, s,
                           self->identity_p_.col(j), out, self->ws_);
-    if (!out.allFinite()) return 1;
+    if (!out.allFinite()) return self->non_finite("the running costs' sensitivities", t, x);
   }
   return 0;
   });

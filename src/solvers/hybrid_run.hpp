@@ -102,7 +102,12 @@ class HybridRun : private SegmentIntegrator {
   void recompute(RecordedSegment& segment);
   [[noreturn]] void fail_recomputation(const RecordedSegment& segment, int flag, double t);
   void apply_event(int k, double t, const std::optional<Accumulation>& rest = std::nullopt);
-  bool non_finite(const Eigen::Ref<const Eigen::VectorXd>& v, const char* what, double t);
+  /// Keeps `message` (what was not finite, where) and returns the callback's flag: recoverable
+  /// up to kRecoverableFailures times in an advance (a trial step may leave the model's
+  /// domain), then fatal (a model that keeps returning NaN would make CVODES creep towards the
+  /// bad point).
+  int non_finite(std::string message);
+  int non_finite(const char* what, double t, const Eigen::Ref<const Eigen::VectorXd>& x);
   /// The current mode's right-hand side at (t, x); the last point's value when it is the same
   /// point (see LastRate).
   void evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> xdot);
