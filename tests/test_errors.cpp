@@ -139,6 +139,27 @@ TEST(Errors, NaNSensitivityRatesAreNamed) {
   EXPECT_TRUE(contains(msg, "the sensitivities' right-hand side of mode 'fragile' is not finite")) << msg;
 }
 
+// The same on IDAS, whose Newton matrix reads the same derivatives: named at once, in the
+// simulation and the forward run. Before, the Newton matrix's failure was recoverable without a
+// name or a limit, and IDAS crept towards t = 0.5 in steps of 5e-17 s until max_steps.
+TEST(Errors, NaNDerivativesAreNamedOnIdas) {
+  Problem pb("breaks_in_derivatives_dae");
+  pb.set_states({"x"});
+  pb.add_parameter("a", 1.0);
+  pb.set_initial_state([](const auto&, auto x) { x[0] = 0.0; });
+  pb.add_residual_mode("fragile", [](auto t, const auto&, const auto& xdot, const auto& p, auto r) {
+    r[0] = xdot[0] - p[0];
+    using S = std::decay_t<decltype(t)>;
+    if (!std::is_same_v<S, double> && real_part(t) > 0.5) r[0] = r[0] * std::numeric_limits<double>::quiet_NaN();
+  });
+  pb.add_terminal_cost("x_T", [](const auto& x, const auto&) { return x[0]; });
+  for (const bool sensitivities : {false, true}) {
+    const auto msg = message_of<ModelError>([&] { sensitivities ? forward_sensitivity(pb) : simulate(pb); });
+    EXPECT_TRUE(contains(msg, "of mode 'fragile'")) << msg;
+    EXPECT_TRUE(contains(msg, "is not finite at t = 0.5")) << msg;
+  }
+}
+
 TEST(Errors, NaNInitialStateIsReported) {
   Problem pb("bad_start");
   pb.set_states({"x"});

@@ -238,14 +238,14 @@ void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
     const std::string context =
         fmt::format("on [{:.17g}, {:.17g}] in mode '{}'", seg.t_start, seg.t_end,
                     pb_.mode(seg.mode).name);
-    if (!error_.empty()) throw ModelError(fmt::format("{} ({})", error_, context));
+    const std::string recovered = detail::blame_model_error(error_, flag, detail::flag_name(flag), context);
     double t_stop = 0.0;
     Eigen::VectorXd x_stop;
     const std::string diagnosis = session.backward_stop(t_stop, x_stop)
                                       ? fmt::format(", stopped at t = {:.17g}{}", t_stop, pb_.diagnose_failure(t_stop, x_stop, p_))
                                       : std::string();
-    throw SolverError(fmt::format("the backward (adjoint) integration failed with {} {}{}",
-                                  detail::flag_name(flag), context, diagnosis));
+    throw SolverError(fmt::format("the backward (adjoint) integration failed with {} {}{}{}",
+                                  detail::flag_name(flag), context, diagnosis, recovered));
   }
   lambda_ = yB.reshaped(nx_, nc_);
   if (np_ > 0) grad_ += qB.reshaped(np_, nc_).transpose();

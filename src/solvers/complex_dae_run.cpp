@@ -178,9 +178,9 @@ int ComplexDaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector 
       out.tail(nq) = d.tail(nq) - g.imag();
     }
     if (out.allFinite()) return 0;
-    self->model_error_ = fmt::format("the residual of mode '{}' is not finite at t = {:.17g} (complex-step run)",
-                                     self->pb_.mode(self->mode_).name, t);
-    return 1;
+    return recoverable_failure(
+        self->model_error_, self->failed_evaluations_,
+        fmt::format("the residual of mode '{}' is not finite at t = {:.17g} (complex-step run)", self->pb_.mode(self->mode_).name, t));
   });
 }
 
@@ -189,7 +189,7 @@ int ComplexDaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vect
   // [J_r, -J_i; J_i, J_r]: J_r = F_x + cj F_xdot at the real parts, J_i its imaginary part at
   // the complex state (coupling_block).
   auto* self = static_cast<ComplexDaeRun*>(self_ptr);
-  return guarded_callback(self->model_error_, [&]() -> int {
+  return recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
     const int n = self->nx_;
     self->real_x_ = view(y).head(n);
     self->real_xdot_ = view(yp).head(n);
@@ -220,7 +220,10 @@ int ComplexDaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vect
       jac.block(2 * n + nq, 0, nq, n) = self->jac_imag_.bottomRows(nq);
     }
     jac.bottomRightCorner(2 * nq, 2 * nq).diagonal().setConstant(cj);
-    return jac.allFinite() ? 0 : 1;
+    if (jac.allFinite()) return 0;
+    return recoverable_failure(
+        self->model_error_, self->failed_evaluations_,
+        fmt::format("the Newton matrix of mode '{}' is not finite at t = {:.17g} (complex-step run)", self->pb_.mode(self->mode_).name, t));
   });
 }
 

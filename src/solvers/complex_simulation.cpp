@@ -135,10 +135,9 @@ int ComplexRun::rhs_cb(sunrealtype t, N_Vector y, N_Vector ydot, void* self_ptr)
   out.head(self->nx_) = self->fc_.real();
   out.tail(self->nx_) = self->fc_.imag();
   if (!out.allFinite()) {
-    self->model_error_ = fmt::format("the right-hand side of mode '{}' is not finite at t = "
-                                     "{:.17g} (complex run)",
-                                     self->pb_.mode(self->mode_).name, t);
-    return ++self->failed_evaluations_ > detail::kRecoverableFailures ? -1 : 1;
+    return detail::recoverable_failure(
+        self->model_error_, self->failed_evaluations_,
+        fmt::format("the right-hand side of mode '{}' is not finite at t = {:.17g} (complex run)", self->pb_.mode(self->mode_).name, t));
   }
   return 0;
   });
@@ -149,7 +148,7 @@ int ComplexRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, vo
   // Block-diagonal approximation diag(f_x, f_x) at the real part: the off-diagonal blocks
   // are O(h) and only slow Newton convergence negligibly.
   auto* self = static_cast<ComplexRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
   const int n = self->nx_;
   auto v = view(y);
   self->real_x_ = v.head(n);
@@ -162,7 +161,10 @@ int ComplexRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, vo
     jac.block(0, j, n, 1) = col;
     jac.block(n, n + j, n, 1) = col;
   }
-  return jac.allFinite() ? 0 : 1;
+  if (jac.allFinite()) return 0;
+  return detail::recoverable_failure(
+      self->model_error_, self->failed_evaluations_,
+      fmt::format("the Jacobian of mode '{}' is not finite at t = {:.17g} (complex run)", self->pb_.mode(self->mode_).name, t));
   });
 }
 
@@ -201,12 +203,11 @@ int ComplexRun::quadrature_cb(sunrealtype t, N_Vector y, N_Vector q, void* self_
       // would not say which cost failed.
       // A finite cost whose derivative is not (sqrt at 0) is named by its complex-step part.
       const double part = std::isfinite(value.real()) ? value.imag() : value.real();
-      self->model_error_ = fmt::format("the running cost of '{}'{} is {} at t = {:.17g}, x = {} (complex run)",
-                                       self->pb_.cost(c).name,
-                                       std::isfinite(value.real()) ? "'s complex-step derivative" : "",
-                                       std::isnan(part) ? "nan" : "infinite", t,
-                                       detail::describe_state(self->pb_, self->xc_.real().eval()));
-      return 1;
+      return detail::recoverable_failure(
+          self->model_error_, self->failed_evaluations_,
+          fmt::format("the running cost of '{}'{} is {} at t = {:.17g}, x = {} (complex run)", self->pb_.cost(c).name,
+                      std::isfinite(value.real()) ? "'s complex-step derivative" : "", std::isnan(part) ? "nan" : "infinite",
+                      t, detail::describe_state(self->pb_, self->xc_.real().eval())));
     }
   }
   return 0;

@@ -83,21 +83,27 @@ int DaeRun::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector r, void
       out.tail(nq) = view(yp).tail(nq) - self->cost_values_;
     }
     if (out.allFinite()) return 0;
-    self->model_error_ = fmt::format("the residual of mode '{}' or a running cost is not finite at t = {:.17g}, x = {}",
-                                     self->pb_.mode(self->mode_).name, t, describe_state(self->pb_, Eigen::VectorXd(x)));
-    // Recoverable a few times (a trial step may leave the model's domain), then fatal.
-    return ++self->failed_evaluations_ > kRecoverableFailures ? -1 : 1;
+    return recoverable_failure(
+        self->model_error_, self->failed_evaluations_,
+        fmt::format("the residual of mode '{}' or a running cost is not finite at t = {:.17g}, x = {}",
+                    self->pb_.mode(self->mode_).name, t, describe_state(self->pb_, Eigen::VectorXd(x))));
   });
 }
 
 int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector, SUNMatrix J,
                         void* self_ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<DaeRun*>(self_ptr);
-  return guarded_callback(self->model_error_, [&]() -> int {
+  const auto non_finite = [self, t, y]() {
+    return recoverable_failure(self->model_error_, self->failed_evaluations_,
+                               fmt::format("the Newton matrix of mode '{}' is not finite at t = {:.17g}, x = {}",
+                                           self->pb_.mode(self->mode_).name, t,
+                                           describe_state(self->pb_, Eigen::VectorXd(view(y).head(self->nx_)))));
+  };
+  return recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
     if (self->sparse_) {
       const auto x = view(y).head(self->nx_);
       const auto xdot = view(yp).head(self->nx_);
-      return self->sparse_->fill(t, x, xdot, self->p_, cj, J) ? 0 : 1;
+      return self->sparse_->fill(t, x, xdot, self->p_, cj, J) ? 0 : non_finite();
     }
     // dF/dx + cj dF/dx-dot, one AD tangent per column; for the cost integrals the rows
     // -(g_x + cj g_xdot) and cj I.
@@ -122,7 +128,7 @@ int DaeRun::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, 
         self->unit_xdot_[i] = 0.0;
       }
     }
-    return jac.allFinite() ? 0 : 1;
+    return jac.allFinite() ? 0 : non_finite();
   });
 }
 
@@ -183,7 +189,12 @@ int DaeRun::sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Vector yp, N_Vec
                                       self->identity_p_.col(j), self->cost_values_, self->ws_);
         out.tail(nq) = s_dot.tail(nq) - self->cost_values_;
       }
-      if (!out.allFinite()) return 1;
+      if (!out.allFinite()) {
+        return recoverable_failure(
+            self->model_error_, self->failed_evaluations_,
+            fmt::format("the sensitivity residual of mode '{}' or of a running cost is not finite at t = {:.17g}, x = {}",
+                        self->pb_.mode(self->mode_).name, t, describe_state(self->pb_, Eigen::VectorXd(x))));
+      }
     }
     return 0;
   });

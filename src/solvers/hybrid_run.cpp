@@ -51,8 +51,12 @@ HybridRun::HybridRun(const Problem& problem, const Eigen::VectorXd& p, const Opt
 }
 
 int HybridRun::non_finite(std::string message) {
-  model_error_ = std::move(message);
-  return ++failed_evaluations_ > kRecoverableFailures ? -1 : 1;
+  return recoverable_failure(model_error_, failed_evaluations_, std::move(message));
+}
+
+int HybridRun::non_finite_cost_sensitivities(double t, const Eigen::Ref<const Eigen::VectorXd>& x) {
+  return non_finite(fmt::format("the sensitivities of the running costs in mode '{}' are not finite at t = {:.17g}, x = {}",
+                                pb_.mode(mode_).name, t, describe_state(pb_, x)));
 }
 
 int HybridRun::non_finite(const char* what, double t, const Eigen::Ref<const Eigen::VectorXd>& x) {
@@ -91,21 +95,21 @@ void HybridRun::evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>&
 int HybridRun::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, SUNMatrix J, void* self_ptr,
                            N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<HybridRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
   auto x = view(y);
   Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(J), self->nx_, self->nx_);
   rhs_state_jacobian(self->pb_, self->mode_, t, x, self->p_, jac, self->ws_);
-  return jac.allFinite() ? 0 : 1;
+  return jac.allFinite() ? 0 : self->non_finite("the Jacobian of the right-hand side", t, x);
   });
 }
 
 int HybridRun::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector, void* self_ptr,
                                  N_Vector) {
   auto* self = static_cast<HybridRun*>(self_ptr);
-  return detail::guarded_callback(self->model_error_, [&]() -> int {
+  return detail::recoverable_callback(self->model_error_, self->failed_evaluations_, [&]() -> int {
     auto out = view(Jv);
     rhs_tangent(self->pb_, self->mode_, t, view(y), self->p_, 0.0, view(v), self->zero_p_, out, self->ws_);
-    return out.allFinite() ? 0 : 1;
+    return out.allFinite() ? 0 : self->non_finite("the Jacobian product of the right-hand side", t, view(y));
   });
 }
 
@@ -199,14 +203,14 @@ int HybridRun::quadrature_sensitivity_cb(int ns, sunrealtype t, N_Vector y, N_Ve
     running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, self->sensitivities_.leftCols(ns),
                           self->identity_p_.leftCols(ns), self->cost_tangents_.leftCols(ns), self->ws_, rates);
     for (int j = 0; j < ns; ++j) view(qS[j]) = self->cost_tangents_.col(j);
-    return self->cost_tangents_.leftCols(ns).allFinite() ? 0 : self->non_finite("the running costs' sensitivities", t, x);
+    return self->cost_tangents_.leftCols(ns).allFinite() ? 0 : self->non_finite_cost_sensitivities(t, x);
   }
   for (int j = 0; j < ns; ++j) {
     auto s = view(yS[j]);
     auto out = view(qS[j]);
     running_cost_tangents(self->pb_, self->mode_, t, x, self->p_, 0.0, s,
                           self->identity_p_.col(j), out, self->ws_);
-    if (!out.allFinite()) return self->non_finite("the running costs' sensitivities", t, x);
+    if (!out.allFinite()) return self->non_finite_cost_sensitivities(t, x);
   }
   return 0;
   });
@@ -335,6 +339,7 @@ Reached HybridRun::advance(double tout, double& t) {
   // A non-finite evaluation the integrator recovered from names no later integrator failure,
   // only a failed read of this advance's solution (read_solution).
   recovered_error_ = std::exchange(model_error_, {});
+  if (kind_ == RunKind::AdjointRecording && !segments_.empty()) segments_.back().recovered_failures += failed_evaluations_;
   failed_evaluations_ = 0;
   segment_advanced_ = true;
   if (flag == CV_ROOT_RETURN) {
@@ -383,7 +388,8 @@ void HybridRun::recompute(RecordedSegment& s) {
   account(s);
   mode_ = s.mode;
   model_error_.clear();
-  failed_evaluations_ = 0;
+  // The forward pass's recovered failures of the whole segment come again in this one advance.
+  failed_evaluations_ = -static_cast<int>(std::min<long>(s.recovered_failures, 1L << 30));
   double t = s.t_start;
   int flag = CvodesSession::kPaused;
   while (flag == CvodesSession::kPaused) {
@@ -407,11 +413,9 @@ void HybridRun::fail_recomputation(const RecordedSegment& s, int flag, double t)
       "at t = {:.17g} while recomputing the segment [{:.17g}, {:.17g}] in mode '{}' for the "
       "backward pass",
       t, s.t_start, s.t_end, pb_.mode(s.mode).name);
-  if (!model_error_.empty()) {
-    throw ModelError(fmt::format("{} ({} {})", model_error_, flag_name(flag), context));
-  }
-  throw SolverError(fmt::format("CVODES failed with {} {}{}", flag_name(flag), context,
-                                pb_.diagnose_failure(t, view(s.session->y()), p_)));
+  const std::string recovered = blame_model_error(model_error_, flag, flag_name(flag), context);
+  throw SolverError(fmt::format("CVODES failed with {} {}{}{}", flag_name(flag), context,
+                                pb_.diagnose_failure(t, view(s.session->y()), p_), recovered));
 }
 
 template <class Read>

@@ -40,6 +40,9 @@ struct RecordedSegment {
   Eigen::VectorXd q_start;    ///< cost quadratures at t_start (their error weights shape steps)
   double initial_step = 0.0;  ///< CVODES' first step (it was sized from the next output time)
   long steps = 0;             ///< steps of the forward pass
+  /// Recoverable evaluation failures of the forward pass in this segment, over all its
+  /// advances: its recomputation repeats the same steps in one advance, and meets them again.
+  long recovered_failures = 0;
   long checkpoint_steps = 0;  ///< its check points' spacing (checkpoint_interval), recorded or not
   long accounted_bytes = 0;   ///< what the run's MemoryLedger holds for this segment
 
@@ -108,6 +111,7 @@ class HybridRun : private SegmentIntegrator {
   /// bad point).
   int non_finite(std::string message);
   int non_finite(const char* what, double t, const Eigen::Ref<const Eigen::VectorXd>& x);
+  int non_finite_cost_sensitivities(double t, const Eigen::Ref<const Eigen::VectorXd>& x);
   /// The current mode's right-hand side at (t, x); the last point's value when it is the same
   /// point (see LastRate).
   void evaluate_rate(double t, const Eigen::Ref<const Eigen::VectorXd>& x, Eigen::Ref<Eigen::VectorXd> xdot);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace saltus {
@@ -52,14 +53,21 @@ inline constexpr int kRecoverableFailures = 50;
 /// is not finite. The message is kept as `error`; `failures` counts them, and after
 /// kRecoverableFailures the callback fails for good (the run resets the count after each
 /// advance of the integrator).
+/// Keeps `message` as `error` and returns a callback's flag for a failed evaluation:
+/// recoverable (1) up to kRecoverableFailures times (`failures` counts them), then fatal (-1): a
+/// model that keeps failing would otherwise make the integrator creep towards the bad point.
+inline int recoverable_failure(std::string& error, int& failures, std::string message) {
+  error = std::move(message);
+  return ++failures > kRecoverableFailures ? -1 : 1;
+}
+
 template <class Body>
 int recoverable_callback(std::string& error, int& failures, Body&& body) noexcept {
   return guarded_callback(error, [&]() -> int {
     try {
       return body();
     } catch (const ModelError& e) {
-      error = e.what();
-      return ++failures > kRecoverableFailures ? -1 : 1;
+      return recoverable_failure(error, failures, e.what());
     }
   });
 }
