@@ -203,6 +203,18 @@ TEST(Cli, BadInputGivesOneLineAndNonZeroStatus) {
   }
 }
 
+// A model without parameters (the shipped URDF arm) has no gradient: every method and
+// formulation says so and runs; the penalty form's forward run failed allocating sensitivity
+// tolerances for no parameter ("SUNDIALS could not allocate the sensitivity tolerances").
+TEST(Cli, AModelWithoutParametersRunsEveryMethod) {
+  const std::string arm = std::string(SALTUS_SOURCE_DIR) + "/examples/arm.urdf";
+  for (const char* formulation : {"penalty", "index1", "ggl"}) {
+    const Outcome r = saltus_cmd({"run", arm, "--formulation", formulation, "--method", "all"});
+    EXPECT_EQ(r.status, 0) << formulation << ": " << r.err;
+    EXPECT_TRUE(contains(r.out, "Parameters: none (no gradient to compute)")) << formulation << ": " << r.out;
+  }
+}
+
 // Every spelling of a binary unit is the same size: a user's "512MB" is 512 MiB, not an error.
 TEST(Cli, MemorySizesTakeEverySpellingOfTheirUnit) {
   const std::vector<std::pair<std::string, long>> sizes = {

@@ -200,6 +200,7 @@ CvodesSession::CvodesSession(int n, int nq, int ns, const Options& options,
 }
 
 void CvodesSession::set_sensitivity_atol(const std::vector<double>& atol_state, double rtol) {
+  if (ns_ == 0) return;  // no parameter to differentiate: no sensitivities, nothing to set
   N_Vector* atol = N_VCloneVectorArray(ns_, y_);
   check_alloc(atol, "the sensitivity tolerances");
   for (int k = 0; k < ns_; ++k) {

@@ -207,6 +207,7 @@ void IdasSession::set_state_atol(const std::vector<double>& atol, double rtol) {
 }
 
 void IdasSession::set_sensitivity_atol(const std::vector<double>& atol, double rtol) {
+  if (ns_ == 0) return;  // no parameter to differentiate: no sensitivities, nothing to set
   N_Vector* atol_s = N_VCloneVectorArray(ns_, y_);
   check_alloc(atol_s, "the sensitivity tolerances");
   for (int k = 0; k < ns_; ++k) {
