@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -155,8 +156,12 @@ struct PenaltyAssemblySite {};
 /// (neither scatter calls back into an assembly of its own site).
 template <class S, class Site>
 PatternedAssembly<S>& thread_assembly() {
-  thread_local PatternedAssembly<S> assembly;
-  return assembly;
+  // On the heap, a pointer in thread-local storage: the library's TLS block comes from the
+  // loader's small static surplus when Python loads the module (the assemblies held in it made
+  // `import saltus` fail: "cannot allocate memory in static TLS block"; PointMemo likewise).
+  thread_local std::unique_ptr<PatternedAssembly<S>> assembly;
+  if (!assembly) assembly = std::make_unique<PatternedAssembly<S>>();
+  return *assembly;
 }
 
 }  // namespace saltus::multibody::detail
