@@ -1,5 +1,6 @@
 // Bad input and misbehaving models give clear errors that name the problem.
 #include <saltus/examples/builtin.hpp>
+#include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 
 #include <gtest/gtest.h>
@@ -157,6 +158,73 @@ TEST(Errors, NaNDerivativesAreNamedOnIdas) {
     const auto msg = message_of<ModelError>([&] { sensitivities ? forward_sensitivity(pb) : simulate(pb); });
     EXPECT_TRUE(contains(msg, "of mode 'fragile'")) << msg;
     EXPECT_TRUE(contains(msg, "is not finite at t = 0.5")) << msg;
+  }
+}
+
+namespace {
+
+// Throws a ModelError from a derivative evaluation in 0.2 < t < 0.5, once the backward pass has
+// begun.
+struct BackwardTrap {
+  bool armed = false;      // by the terminal cost's derivative: the forward pass has ended
+  bool persists = false;   // throw at every such evaluation, not once
+  int thrown = 0;
+  template <class T>
+  void spring(const T& t) {
+    // Inside the run, not at its ends, which the gradient's last steps evaluate outside the
+    // integrator (no shorter step exists there).
+    if (!armed || std::is_same_v<T, double> || real_part(t) <= 0.2 || real_part(t) >= 0.5) return;
+    if (thrown > 0 && !persists) return;
+    ++thrown;
+    throw ModelError("the test's backward failure");
+  }
+};
+
+}  // namespace
+
+// A model error that only the backward pass meets (it reads the forward solution between its
+// points, where a model's domain may end though the recorded states stayed in it) is recovered
+// from, with a shorter backward step, on CVODES and IDAS alike: the gradient is the one without
+// the failure. One that persists ends the run with a ModelError naming it after a limited number
+// of tries, rather than a creeping backward step or an unnamed flag. Before, IDAS's backward pass
+// ended at the first such failure, and CVODES's retried without a limit.
+TEST(Errors, AModelErrorOfTheBackwardPassAloneIsRecoveredFromOnCvodesAndIdas) {
+  const auto trap = std::make_shared<BackwardTrap>();
+  for (const bool residual : {false, true}) {
+    Problem pb(residual ? "decay_dae" : "decay");
+    pb.set_states({"x"});
+    pb.add_parameter("a", 0.7);
+    pb.set_initial_state([](const auto&, auto x) { x[0] = 2.0; });
+    if (residual) {
+      pb.add_residual_mode("decaying", [trap](auto t, const auto& x, const auto& xdot, const auto& p, auto r) {
+        trap->spring(t);
+        r[0] = xdot[0] + p[0] * x[0];
+      });
+    } else {
+      pb.add_mode("decaying", [trap](auto t, const auto& x, const auto& p, auto xdot) {
+        trap->spring(t);
+        xdot[0] = -p[0] * x[0];
+      });
+    }
+    pb.add_terminal_cost("x_T", [trap](const auto& x, const auto&) {
+      // Its derivative is first taken for the backward pass's terminal conditions.
+      if (!std::is_same_v<std::decay_t<decltype(x[0])>, double>) trap->armed = true;
+      return x[0];
+    });
+    Options o = pb.options();
+    o.tf = 1.0;
+    o.rtol = 1e-9;
+    o.atol = 1e-12;
+    *trap = BackwardTrap{};
+    const Solution s = adjoint(pb, pb.nominal_parameters(), o);
+    EXPECT_EQ(trap->thrown, 1) << pb.name();
+    EXPECT_NEAR(s.cost_gradient(0, 0), -2.0 * std::exp(-0.7), 1e-7) << pb.name();  // d(x0 e^{-aT})/da
+    *trap = BackwardTrap{};
+    trap->persists = true;
+    const auto msg = message_of<ModelError>([&] { adjoint(pb, pb.nominal_parameters(), o); });
+    EXPECT_TRUE(contains(msg, "the test's backward failure")) << msg;
+    EXPECT_GT(trap->thrown, 1) << pb.name();
+    EXPECT_LT(trap->thrown, 200) << pb.name();  // a limited number of tries
   }
 }
 

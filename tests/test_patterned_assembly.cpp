@@ -3,7 +3,8 @@
 // a sequence that differs from every kept one (another structure, a longer or a shorter one)
 // rebuilds rather than reusing a stale pattern; a structure seen before is found again among
 // the kept ones, also past the number kept; a contribution outside the matrix, or a scatter
-// whose sequence changes between two runs, is refused; and a Dual's tangents come through
+// whose sequence changes between two runs, is refused; no contribution at all is the zero
+// matrix; and a Dual's tangents come through
 // like its values.
 #include "../src/multibody/patterned_assembly.hpp"
 
@@ -85,6 +86,21 @@ TEST(PatternedAssembly, AnEntryOutsideOrASequenceThatChangesIsAnError) {
   // The assembly still serves a well-formed scatter.
   const auto& m = assembly.assemble(3, 3, scatter_of<double>(kFirst, 1.0));
   EXPECT_EQ(Eigen::MatrixXd(m), dense_sum(3, 3, kFirst, 1.0));
+}
+
+TEST(PatternedAssembly, NoContributionsIsAMatrixWithoutEntries) {
+  // A mechanism without constraints or forces in some mode hands nothing: that is the zero
+  // matrix, kept and found again like any other structure.
+  PatternedAssembly<double> assembly;
+  const std::vector<Contribution> none;
+  for (int round = 0; round < 2; ++round) {
+    const auto& m = assembly.assemble(2, 3, scatter_of<double>(none, 1.0));
+    ASSERT_EQ(m.rows(), 2);
+    ASSERT_EQ(m.cols(), 3);
+    EXPECT_EQ(m.nonZeros(), 0);
+    const auto& full = assembly.assemble(3, 3, scatter_of<double>(kFirst, 1.0));
+    EXPECT_EQ(Eigen::MatrixXd(full), dense_sum(3, 3, kFirst, 1.0));
+  }
 }
 
 saltus::Dual dual(double value, double tangent) {

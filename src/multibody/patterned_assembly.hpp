@@ -35,7 +35,7 @@ class KeptPattern {
   /// then holds partial values and must not be read) if not.
   template <class Scatter>
   bool refill(Eigen::Index rows, Eigen::Index cols, const Scatter& scatter) {
-    if (matrix_.rows() != rows || matrix_.cols() != cols || calls_.empty()) return false;
+    if (!built_ || matrix_.rows() != rows || matrix_.cols() != cols) return false;
     S* values = matrix_.valuePtr();
     size_t k = 0;
     bool same = true;
@@ -71,6 +71,7 @@ class KeptPattern {
     });
     calls_ = std::move(calls);
     build_pattern(rows, cols);
+    built_ = true;
     if (!refill(rows, cols, scatter)) {
       throw std::logic_error("PatternedAssembly: the scatter handed another sequence when called again");
     }
@@ -110,6 +111,7 @@ class KeptPattern {
   std::vector<int> slots_;
   std::vector<char> assigns_;
   SparseMat<S> matrix_;
+  bool built_ = false;  ///< an empty sequence is a pattern too (a matrix without entries)
 };
 
 /// A few kept patterns: a run alternates between a handful of structures (the right-hand

@@ -39,7 +39,9 @@ class AdjointSweep {
   /// fills dx_ (n_x x n_c) and dp_ (n_p x n_c).
   void products_at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                    const Eigen::Ref<const Eigen::VectorXd>& yB);
-  int guarded(const char* what, double t, const std::function<void()>& body);
+  /// Runs a backward callback's body, which returns whether its output is finite (see the
+  /// definition for what fails how).
+  int guarded(const char* what, double t, const std::function<bool()>& body);
   void terminal_conditions();
   void integrate_segment(detail::RecordedSegment& segment);
   void transpose_event(const EventRecord& event);
@@ -62,7 +64,8 @@ class AdjointSweep {
   long sweep_recordings_ = -1;
   Eigen::VectorXd sweep_yB_;
   Eigen::MatrixXd dx_, dp_;
-  std::string error_;
+  std::string error_;  // the last recoverable failure of the segment being integrated
+  int failures_ = 0;   // and how many there were (detail::recoverable_failure)
   std::exception_ptr exception_;
 };
 
@@ -82,30 +85,25 @@ AdjointSweep::AdjointSweep(const Problem& problem, const Eigen::VectorXd& p,
   dp_.resize(np_, nc_);
 }
 
-int AdjointSweep::guarded(const char* what, double t, const std::function<void()>& body) {
+int AdjointSweep::guarded(const char* what, double t, const std::function<bool()>& body) {
   // Exceptions must not cross CVODES' C frames: keep the first and report failure. A requested
   // stop fails the step; integrate_segment then throws saltus::Interrupted.
   if (interrupt_requested()) return -1;
   try {
-    body();
+    if (body()) return 0;
   } catch (const ModelError& e) {
     // The backward pass reads the forward solution between its points (Hermite interpolation),
     // which may leave the model's domain where the recorded states did not (a Maggi independent
-    // set near a turning point): recoverable, as a value that is not finite, and named if the
-    // backward step cannot shrink past it.
-    error_ = e.what();
-    return 1;
+    // set near a turning point): recoverable, as a value that is not finite, counted as in the
+    // forward runs (a model that keeps failing would make the step creep towards the bad
+    // point), and named if the backward step cannot shrink past it.
+    return detail::recoverable_failure(error_, failures_, e.what());
   } catch (...) {
     if (!exception_) exception_ = std::current_exception();
     return -1;
   }
-  if (!dx_.allFinite() || !dp_.allFinite()) {
-
-    error_ = fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what,
-                         pb_.mode(mode_).name, t);
-    return 1;
-  }
-  return 0;
+  return detail::recoverable_failure(
+      error_, failures_, fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, pb_.mode(mode_).name, t));
 }
 
 void AdjointSweep::products_at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -129,6 +127,7 @@ int AdjointSweep::rhs_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector yBdot,
     self->products_at(t, view(y), view(yB));
     auto out = view(yBdot);
     for (int c = 0; c < self->nc_; ++c) out.segment(c * self->nx_, self->nx_) = -self->dx_.col(c);
+    return out.allFinite();
   });
 }
 
@@ -141,6 +140,7 @@ int AdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector
     self->products_at(t, view(y), view(yB));
     auto out = view(qBdot);
     for (int c = 0; c < self->nc_; ++c) out.segment(c * self->np_, self->np_) = -self->dp_.col(c);
+    return out.allFinite();
   });
 }
 
@@ -148,20 +148,16 @@ int AdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yB, N_Vector
 int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUNMatrix JB,
                               void* ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<AdjointSweep*>(ptr);
-  if (interrupt_requested()) return -1;  // as in guarded(): integrate_segment throws Interrupted
-  const int n = self->nx_ * self->nc_;
-  Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(JB), n, n);
-  try {
+  return self->guarded("Jacobian", t, [&] {
+    const int n = self->nx_ * self->nc_;
+    Eigen::Map<Eigen::MatrixXd> jac(SM_DATA_D(JB), n, n);
     rhs_state_jacobian(self->pb_, self->mode_, t, view(y), self->p_, self->fx_, self->ws_);
-  } catch (...) {
-    if (!self->exception_) self->exception_ = std::current_exception();
-    return -1;
-  }
-  jac.setZero();
-  for (int c = 0; c < self->nc_; ++c) {
-    jac.block(c * self->nx_, c * self->nx_, self->nx_, self->nx_) = -self->fx_.transpose();
-  }
-  return jac.allFinite() ? 0 : 1;
+    jac.setZero();
+    for (int c = 0; c < self->nc_; ++c) {
+      jac.block(c * self->nx_, c * self->nx_, self->nx_, self->nx_) = -self->fx_.transpose();
+    }
+    return jac.allFinite();
+  });
 }
 
 // -f_x^T v block by block (the matrix-free backward solver): one sweep of the point's recording
@@ -169,7 +165,7 @@ int AdjointSweep::jacobian_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, SUN
 int AdjointSweep::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Vector y, N_Vector, N_Vector,
                                     void* ptr, N_Vector) {
   auto* self = static_cast<AdjointSweep*>(ptr);
-  const int flag = self->guarded("Jacobian product", t, [&] {
+  return self->guarded("Jacobian product", t, [&] {
     self->rhs_.record(self->mode_, t, view(y));
     auto in = view(v);
     auto out = view(Jv);
@@ -179,8 +175,8 @@ int AdjointSweep::jacobian_times_cb(N_Vector v, N_Vector Jv, sunrealtype t, N_Ve
     Eigen::Map<Eigen::MatrixXd> products(out.data(), n, m);
     self->rhs_.state_products(blocks, products);  // every cost's block in one sweep
     products *= -1.0;
+    return products.allFinite();
   });
-  return flag == 0 && !view(Jv).allFinite() ? 1 : flag;
 }
 
 detail::BackwardSettings AdjointSweep::settings() {
@@ -230,6 +226,7 @@ void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
   run_.account(seg);
   Eigen::VectorXd yB, qB;
   error_.clear();  // a failure an earlier segment recovered from names none of this one's
+  failures_ = 0;
   const int flag = session.integrate_backward(seg.t_start, yB, qB);
   session.add_backward_stats(sol_.adjoint.backward);
   if (exception_) std::rethrow_exception(exception_);

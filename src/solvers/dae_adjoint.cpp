@@ -82,8 +82,10 @@ class DaeAdjointSweep {
   /// the point's in the conservative form.
   const ResidualLinearization& at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                   const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters);
+  /// Runs a backward callback's body, which returns 0, or 1 where its output is not finite;
+  /// `what` names the output in messages.
   template <class Body>
-  int guarded(Body&& body);
+  int guarded(const char* what, double t, Body&& body);
   /// F and the running costs (rates folded in, rate_costs.hpp) at a point of `mode`.
   void linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
                             ResidualLinearization& lin);
@@ -176,6 +178,8 @@ class DaeAdjointSweep {
   bool lin_parameters_valid_ = false;  // and the parameter part
   RateCostFold fold_;
   CompletedLinearization completed_;
+  std::string error_;  // the last recoverable failure of the segment being integrated
+  int failures_ = 0;   // and how many there were (detail::recoverable_failure)
   std::exception_ptr exception_;
 };
 
@@ -201,15 +205,22 @@ DaeAdjointSweep::DaeAdjointSweep(const Problem& problem, const Eigen::VectorXd& 
 }
 
 template <class Body>
-int DaeAdjointSweep::guarded(Body&& body) {
+int DaeAdjointSweep::guarded(const char* what, double t, Body&& body) {
   // Exceptions must not cross IDAS' C frames: keep the first and report failure.
   if (interrupt_requested()) return -1;
   try {
-    return body();
+    if (body() == 0) return 0;
+  } catch (const ModelError& e) {
+    // As on CVODES (AdjointSweep::guarded): the forward solution read between its points may
+    // leave the model's domain where the recorded states did not; IDAS retries with a shorter
+    // step, a limited number of times (detail::recoverable_failure).
+    return detail::recoverable_failure(error_, failures_, e.what());
   } catch (...) {
     if (!exception_) exception_ = std::current_exception();
+    return -1;
   }
-  return -1;
+  return detail::recoverable_failure(
+      error_, failures_, fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, pb_.mode(mode_).name, t));
 }
 
 const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -243,7 +254,7 @@ const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<cons
 int DaeAdjointSweep::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector ypB, N_Vector rB,
                                  void* ptr) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
-  return self->guarded([&] {
+  return self->guarded("residual", t, [&] {
     if (self->segment_completed_) {
       self->completed_residual(t, view(y).head(self->nx_), view(yB), view(ypB), view(rB));
       return view(rB).allFinite() ? 0 : 1;
@@ -282,7 +293,7 @@ int DaeAdjointSweep::residual_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vecto
 int DaeAdjointSweep::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Vector yp, N_Vector, N_Vector,
                                  N_Vector, SUNMatrix JB, void* ptr, N_Vector, N_Vector, N_Vector) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
-  return self->guarded([&] {
+  return self->guarded("Jacobian", t, [&] {
     const int n = self->nx_, b = self->block();
     const int nq = self->gradient_states();
     const int size = self->adjoint_states() + nq;
@@ -327,7 +338,7 @@ int DaeAdjointSweep::jacobian_cb(sunrealtype t, sunrealtype cj, N_Vector y, N_Ve
 int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vector yB, N_Vector, N_Vector qdot,
                                    void* ptr) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
-  return self->guarded([&] {
+  return self->guarded("quadrature", t, [&] {
     if (self->segment_completed_) {
       // -(R_p^T lambda + g~_p^T), by one reverse sweep for every cost.
       view(qdot) = -self->completed_products(t, view(y).head(self->nx_), view(yB)).p.reshaped();
@@ -349,7 +360,7 @@ int DaeAdjointSweep::quadrature_cb(sunrealtype t, N_Vector y, N_Vector yp, N_Vec
 int DaeAdjointSweep::jacobian_times_cb(sunrealtype t, N_Vector y, N_Vector, N_Vector, N_Vector, N_Vector,
                                        N_Vector v, N_Vector Jv, sunrealtype cj, void* ptr, N_Vector, N_Vector) {
   auto* self = static_cast<DaeAdjointSweep*>(ptr);
-  return self->guarded([&] {
+  return self->guarded("Jacobian product", t, [&] {
     const int n = self->nx_, nc = self->nc_, na = n * nc, nq = self->gradient_states();
     const auto direction = view(v);
     auto out = view(Jv);
@@ -576,20 +587,24 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   }
   session.start_backward(na + nq, nq > 0 ? 0 : np_ * nc_, settings(), seg.t_end, yB0, ypB0);
   Eigen::VectorXd yB, qB;
+  error_.clear();  // a failure an earlier segment recovered from names none of this one's
+  failures_ = 0;
   const int flag = session.integrate_backward(seg.t_start, yB, qB);
   session.add_backward_stats(sol_.adjoint.backward);
   if (exception_) std::rethrow_exception(exception_);
   if (flag < 0) {
     throw_if_interrupted(seg.t_start);
+    const std::string context =
+        fmt::format("on [{:.17g}, {:.17g}] in mode '{}'", seg.t_start, seg.t_end, pb_.mode(seg.mode).name);
+    const std::string recovered = detail::blame_model_error(error_, flag, ida_flag_name(flag), context);
     double t_stop = 0.0;
     Eigen::VectorXd x_stop;
     const std::string diagnosis =
         session.backward_stop(t_stop, x_stop)
             ? fmt::format(", stopped at t = {:.17g}{}", t_stop, pb_.diagnose_failure(t_stop, x_stop.head(nx_), p_))
             : std::string();
-    throw SolverError(fmt::format("the backward (adjoint) integration on IDAS failed with {} on [{:.17g}, {:.17g}] "
-                                  "in mode '{}'{}",
-                                  ida_flag_name(flag), seg.t_start, seg.t_end, pb_.mode(seg.mode).name, diagnosis));
+    throw SolverError(fmt::format("the backward (adjoint) integration on IDAS failed with {} {}{}{}", ida_flag_name(flag),
+                                  context, diagnosis, recovered));
   }
   if (nq > 0) qB = yB.tail(nq);
   for (int c = 0; c < nc_; ++c) lambda_.col(c) = yB.segment(c * b, nx_);

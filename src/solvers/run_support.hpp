@@ -41,9 +41,17 @@ int guarded_callback(std::string& error, Body&& body) noexcept {
 }
 
 /// The number of model errors and non-finite values that a run's right-hand sides report to the
-/// integrator as recoverable within one advance (to the next output or root; recoverable_callback)
-/// before they end the run.
+/// integrator as recoverable within one advance (to the next output or root; recoverable_callback),
+/// or a backward pass within one segment, before they end the run.
 inline constexpr int kRecoverableFailures = 50;
+
+/// Keeps `message` as `error` and returns a callback's flag for a failed evaluation:
+/// recoverable (1) up to kRecoverableFailures times (`failures` counts them), then fatal (-1): a
+/// model that keeps failing would otherwise make the integrator creep towards the bad point.
+inline int recoverable_failure(std::string& error, int& failures, std::string message) {
+  error = std::move(message);
+  return ++failures > kRecoverableFailures ? -1 : 1;
+}
 
 /// Runs the body of a right-hand-side callback (of the state, its sensitivities or the cost
 /// quadratures) as guarded_callback, with a ModelError recoverable: a trial state the
@@ -53,14 +61,6 @@ inline constexpr int kRecoverableFailures = 50;
 /// is not finite. The message is kept as `error`; `failures` counts them, and after
 /// kRecoverableFailures the callback fails for good (the run resets the count after each
 /// advance of the integrator).
-/// Keeps `message` as `error` and returns a callback's flag for a failed evaluation:
-/// recoverable (1) up to kRecoverableFailures times (`failures` counts them), then fatal (-1): a
-/// model that keeps failing would otherwise make the integrator creep towards the bad point.
-inline int recoverable_failure(std::string& error, int& failures, std::string message) {
-  error = std::move(message);
-  return ++failures > kRecoverableFailures ? -1 : 1;
-}
-
 template <class Body>
 int recoverable_callback(std::string& error, int& failures, Body&& body) noexcept {
   return guarded_callback(error, [&]() -> int {
