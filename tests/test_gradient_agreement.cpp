@@ -234,3 +234,23 @@ TEST(GradientAgreement, RoundingOnAZeroGradientIsNoDisagreement) {
   adjoint.cost_gradient(0, 0) = 2.0 * (1 + 1e-8);
   EXPECT_NEAR(compare_gradients(pb, {forward, adjoint}).entries[0].relative_errors[1], 1e-8, 1e-12);
 }
+
+// Central differences whose step reaches past a parameter's domain (ball1d's restitution e in
+// [0, 1], at 0.995 with a relative step of 0.01: runs at e = 1.00495 and 1.0149) still run, as
+// the model continues smoothly past e = 1, and say so once for that parameter; inside the
+// domain they say nothing.
+TEST(GradientAgreement, CentralDifferencesOutsideAParametersDomainAreNoted) {
+  Problem pb = examples::ball1d();
+  pb.set_nominal("e", 0.995);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const GradientEstimate wide = central_differences(pb, p, pb.options(), 0.01);
+  ASSERT_EQ(wide.notes.size(), 1u);
+  EXPECT_NE(wide.notes[0].find("central differences for 'e' ran at e = 1.0"), std::string::npos) << wide.notes[0];
+  EXPECT_NE(wide.notes[0].find("outside its domain"), std::string::npos) << wide.notes[0];
+  const GradientEstimate forward = forward_estimate(forward_sensitivity(pb, p, pb.options()));
+  const int e = pb.parameter_index("e");
+  for (int c = 0; c < pb.n_costs(); ++c) {
+    EXPECT_NEAR(wide.cost_gradient(c, e), forward.cost_gradient(c, e), 1e-4 * (1.0 + std::abs(forward.cost_gradient(c, e))));
+  }
+  EXPECT_TRUE(central_differences(pb, p, pb.options(), 1e-4).notes.empty());
+}

@@ -115,6 +115,7 @@ nlohmann::json to_json(const Problem& pb, const RunResult& r) {
       if (r.estimates[m].event_sequence_changed[k]) changed.push_back(params[k]);
     }
     mj["event_sequence_changed"] = changed;
+    mj["notes"] = r.estimates[m].notes;
     methods[r.estimates[m].method] = mj;
   }
   j["methods"] = methods;

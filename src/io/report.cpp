@@ -80,8 +80,9 @@ void print_gradient(std::ostream& out, const Problem& pb, const GradientEstimate
   }
 }
 
-/// Every estimate (a method run alone too) whose perturbed runs took another event sequence.
-void print_event_sequence_warnings(std::ostream& out, const Problem& pb, const RunResult& r) {
+/// Every estimate's (a method run alone too) warnings, where its perturbed runs took another
+/// event sequence, and notes (central differences that ran outside a parameter's domain).
+void print_estimate_remarks(std::ostream& out, const Problem& pb, const RunResult& r) {
   for (const auto& est : r.estimates) {
     for (size_t k = 0; k < est.event_sequence_changed.size(); ++k) {
       if (!est.event_sequence_changed[k]) continue;
@@ -89,6 +90,7 @@ void print_event_sequence_warnings(std::ostream& out, const Problem& pb, const R
                       "estimate straddles a non-smooth point and is not a derivative\n",
                  est.method, pb.parameter_names()[k]);
     }
+    for (const std::string& note : est.notes) fmt::print(out, "  note: {}\n", note);
   }
 }
 
@@ -228,7 +230,7 @@ void print_report(std::ostream& out, const Problem& pb, const RunResult& r) {
   if (pb.n_parameters() > 0 && !r.estimates.empty()) {
     print_gradient(out, pb, r.estimates.front());
     print_agreement(out, r);
-    print_event_sequence_warnings(out, pb, r);
+    print_estimate_remarks(out, pb, r);
   }
   print_adjoint(out, pb, r);
   fmt::print(out, "\nSolver ({}): {} segments, {} steps, {} {} evals, {} Jacobians, {} guard evals, {} "

@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace saltus {
 
@@ -49,6 +50,16 @@ T stencil(const T& minus2, const T& minus1, const T& plus1, const T& plus2, doub
   throw ModelError(message);
 }
 
+/// Why `p` lies outside the problem's domain (check_domains' message), or empty if it does not.
+std::string domain_violation(const Problem& problem, const Eigen::VectorXd& p) {
+  try {
+    problem.check_domains(p);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return {};
+}
+
 }  // namespace
 
 GradientEstimate central_differences(const Problem& problem, const Eigen::VectorXd& p,
@@ -73,10 +84,19 @@ GradientEstimate central_differences(const Problem& problem, const Eigen::Vector
     std::array<Solution, 4> runs;
     const std::array<double, 4> offsets = {-2.0 * h, -h, h, 2.0 * h};
     std::array<bool, 4> same{};
+    bool noted = false;  // one note per parameter, at the first run outside its domain
     for (size_t r = 0; r < runs.size(); ++r) {
       Eigen::VectorXd shifted = p;
       shifted[k] += offsets[r];
       const bool outer = r == 0 || r == 3;
+      if (const std::string outside = noted ? std::string() : domain_violation(problem, shifted); !outside.empty()) {
+        const std::string name = problem.parameter_names()[static_cast<size_t>(k)];
+        est.notes.push_back(fmt::format("central differences for '{}' ran at {} = {:.17g}, outside its domain ({}); the "
+                                        "estimate holds where the model continues smoothly past the bound, and a "
+                                        "smaller step (--fd-step) stays inside",
+                                        name, name, shifted[k], outside));
+        noted = true;
+      }
       try {
         runs[r] = simulate(problem, shifted, options);
         same[r] = same_event_sequence(nominal, runs[r]);

@@ -33,6 +33,11 @@ struct GradientEstimate {
   /// (where the fourth-order stencil ran). compare_gradients judges entries below it absolutely
   /// and counts a difference within it as none.
   Eigen::MatrixXd noise;
+  /// Central differences: per parameter whose perturbed runs stepped outside its domain
+  /// (Problem::check_domains; a restitution e = 0.995 with a step of 0.01 ran at e = 1.005), a
+  /// sentence naming the parameter, the value and the bound. The runs go on: the estimate is
+  /// right where the model continues smoothly past the bound, and a smaller step stays inside.
+  std::vector<std::string> notes;
 };
 
 /// Step of central differences for parameter value v: relative_step * |v|, or relative_step
