@@ -198,6 +198,12 @@ py::dict estimate_dict(const Model& model, const GradientEstimate& e) {
   d["costs"] = named(model.problem.cost_names(), e.costs);
   d["gradient"] = named_matrix(model.problem.cost_names(), model.problem.parameter_names(), e.cost_gradient);
   d["gradient_matrix"] = e.cost_gradient;
+  std::vector<std::string> changed;  // parameters whose perturbed runs took another event sequence
+  for (size_t k = 0; k < e.event_sequence_changed.size(); ++k) {
+    if (e.event_sequence_changed[k]) changed.push_back(model.problem.parameter_names()[k]);
+  }
+  d["event_sequence_changed"] = changed;
+  d["notes"] = e.notes;
   return d;
 }
 

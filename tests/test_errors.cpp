@@ -224,7 +224,9 @@ TEST(Errors, AModelErrorOfTheBackwardPassAloneIsRecoveredFromOnCvodesAndIdas) {
     const auto msg = message_of<ModelError>([&] { adjoint(pb, pb.nominal_parameters(), o); });
     EXPECT_TRUE(contains(msg, "the test's backward failure")) << msg;
     EXPECT_GT(trap->thrown, 1) << pb.name();
-    EXPECT_LT(trap->thrown, 200) << pb.name();  // a limited number of tries
+    // kRecoverableFailures tries per stretch between two output times (here the stretch that
+    // reaches t = 0.5, shortening its steps to land there, and the next), then fatal.
+    EXPECT_LE(trap->thrown, 2 * 51) << pb.name();
   }
 }
 

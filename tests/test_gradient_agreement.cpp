@@ -252,5 +252,15 @@ TEST(GradientAgreement, CentralDifferencesOutsideAParametersDomainAreNoted) {
   for (int c = 0; c < pb.n_costs(); ++c) {
     EXPECT_NEAR(wide.cost_gradient(c, e), forward.cost_gradient(c, e), 1e-4 * (1.0 + std::abs(forward.cost_gradient(c, e))));
   }
+  EXPECT_NE(wide.notes[0].find("a smaller relative step stays inside"), std::string::npos) << wide.notes[0];
   EXPECT_TRUE(central_differences(pb, p, pb.options(), 1e-4).notes.empty());
+  // On the bound itself no step stays inside, and the note says so.
+  pb.set_nominal("e", 1.0);
+  const GradientEstimate on_bound = central_differences(pb, pb.nominal_parameters(), pb.options(), 1e-4);
+  ASSERT_EQ(on_bound.notes.size(), 1u);
+  EXPECT_NE(on_bound.notes[0].find("lies on the bound"), std::string::npos) << on_bound.notes[0];
+  // A p given outside the domain (the C++ API runs it) was the caller's choice: no notes.
+  Eigen::VectorXd outside = pb.nominal_parameters();
+  outside[e] = 1.05;
+  EXPECT_TRUE(central_differences(pb, outside, pb.options(), 0.01).notes.empty());
 }

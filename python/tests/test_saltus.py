@@ -158,6 +158,17 @@ def test_check_compares_the_methods():
         assert difference < 1e-4, method
 
 
+def test_check_notes_central_differences_outside_a_parameters_domain():
+    # ball1d's restitution e lies in [0, 1]: from 0.995 a relative step of 0.01 runs at e = 1.00495.
+    model = saltus.load("ball1d")
+    model.set_param("e", 0.995)
+    fd = model.check("fd", fd_step=0.01)["estimates"][1]
+    assert fd["method"] == "central differences"
+    assert len(fd["notes"]) == 1 and "for 'e' ran at e = 1.00495" in fd["notes"][0]
+    assert isinstance(fd["event_sequence_changed"], list)
+    assert model.check("fd", fd_step=1e-4)["estimates"][1]["notes"] == []
+
+
 def test_equation_model_from_a_dict_reproduces_the_built_in():
     model = saltus.from_dict({
         "name": "galan", "horizon": 5, "tolerances": {"rtol": 1e-10, "atol": 1e-12},

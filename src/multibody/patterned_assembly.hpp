@@ -69,6 +69,7 @@ class KeptPattern {
       }
       calls.emplace_back(i, j);
     });
+    built_ = false;  // until the pattern matches calls_ again (build_pattern may throw bad_alloc)
     calls_ = std::move(calls);
     build_pattern(rows, cols);
     built_ = true;

@@ -41,7 +41,8 @@ class AdjointSweep {
                    const Eigen::Ref<const Eigen::VectorXd>& yB);
   /// Runs a backward callback's body, which returns whether its output is finite (see the
   /// definition for what fails how).
-  int guarded(const char* what, double t, const std::function<bool()>& body);
+  template <class Body>
+  int guarded(const char* what, double t, Body&& body) noexcept;
   void terminal_conditions();
   void integrate_segment(detail::RecordedSegment& segment);
   void transpose_event(const EventRecord& event);
@@ -64,7 +65,8 @@ class AdjointSweep {
   long sweep_recordings_ = -1;
   Eigen::VectorXd sweep_yB_;
   Eigen::MatrixXd dx_, dp_;
-  std::string error_;  // the last recoverable failure of the segment being integrated
+  std::vector<double> outputs_;  // the run's output times: where the backward pass stops
+  std::string error_;  // the last recoverable failure since the backward pass's last stop
   int failures_ = 0;   // and how many there were (detail::recoverable_failure)
   std::exception_ptr exception_;
 };
@@ -79,31 +81,37 @@ AdjointSweep::AdjointSweep(const Problem& problem, const Eigen::VectorXd& p,
       nx_(problem.n_states()),
       np_(problem.n_parameters()),
       nc_(problem.n_costs()),
-      rhs_(problem, p) {
+      rhs_(problem, p),
+      outputs_(detail::output_grid(options)) {
   fx_.resize(nx_, nx_);
   dx_.resize(nx_, nc_);
   dp_.resize(np_, nc_);
 }
 
-int AdjointSweep::guarded(const char* what, double t, const std::function<bool()>& body) {
+template <class Body>
+int AdjointSweep::guarded(const char* what, double t, Body&& body) noexcept {
   // Exceptions must not cross CVODES' C frames: keep the first and report failure. A requested
   // stop fails the step; integrate_segment then throws saltus::Interrupted.
   if (interrupt_requested()) return -1;
   try {
     if (body()) return 0;
+    return detail::recoverable_failure(
+        error_, failures_, fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, pb_.mode(mode_).name, t));
   } catch (const ModelError& e) {
     // The backward pass reads the forward solution between its points (Hermite interpolation),
     // which may leave the model's domain where the recorded states did not (a Maggi independent
     // set near a turning point): recoverable, as a value that is not finite, counted as in the
     // forward runs (a model that keeps failing would make the step creep towards the bad
     // point), and named if the backward step cannot shrink past it.
-    return detail::recoverable_failure(error_, failures_, e.what());
+    try {
+      return detail::recoverable_failure(error_, failures_, e.what());
+    } catch (...) {
+      if (!exception_) exception_ = std::current_exception();
+    }
   } catch (...) {
     if (!exception_) exception_ = std::current_exception();
-    return -1;
   }
-  return detail::recoverable_failure(
-      error_, failures_, fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, pb_.mode(mode_).name, t));
+  return -1;
 }
 
 void AdjointSweep::products_at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -225,17 +233,16 @@ void AdjointSweep::integrate_segment(detail::RecordedSegment& seg) {
   session.start_backward(nx_ * nc_, np_ * nc_, settings(), seg.t_end, stacked);
   run_.account(seg);
   Eigen::VectorXd yB, qB;
-  error_.clear();  // a failure an earlier segment recovered from names none of this one's
-  failures_ = 0;
-  const int flag = session.integrate_backward(seg.t_start, yB, qB);
+  const int flag = detail::integrate_backward_by_stops(outputs_, seg.t_start, seg.t_end, error_, failures_, exception_,
+                                                       [&](double stop) { return session.integrate_backward(stop, yB, qB); });
   session.add_backward_stats(sol_.adjoint.backward);
   if (exception_) std::rethrow_exception(exception_);
   if (flag < 0) throw_if_interrupted(seg.t_start);
   if (flag < 0) {
     const std::string context =
-        fmt::format("on [{:.17g}, {:.17g}] in mode '{}'", seg.t_start, seg.t_end,
-                    pb_.mode(seg.mode).name);
-    const std::string recovered = detail::blame_model_error(error_, flag, detail::flag_name(flag), context);
+        fmt::format("on [{:.17g}, {:.17g}] in mode '{}'", seg.t_start, seg.t_end, pb_.mode(seg.mode).name);
+    const std::string recovered =
+        detail::blame_model_error(error_, flag, detail::flag_name(flag), "in the backward (adjoint) pass " + context);
     double t_stop = 0.0;
     Eigen::VectorXd x_stop;
     const std::string diagnosis = session.backward_stop(t_stop, x_stop)

@@ -85,7 +85,7 @@ class DaeAdjointSweep {
   /// Runs a backward callback's body, which returns 0, or 1 where its output is not finite;
   /// `what` names the output in messages.
   template <class Body>
-  int guarded(const char* what, double t, Body&& body);
+  int guarded(const char* what, double t, Body&& body) noexcept;
   /// F and the running costs (rates folded in, rate_costs.hpp) at a point of `mode`.
   void linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
                             ResidualLinearization& lin);
@@ -178,7 +178,8 @@ class DaeAdjointSweep {
   bool lin_parameters_valid_ = false;  // and the parameter part
   RateCostFold fold_;
   CompletedLinearization completed_;
-  std::string error_;  // the last recoverable failure of the segment being integrated
+  std::vector<double> outputs_;  // the run's output times: where the backward pass stops
+  std::string error_;  // the last recoverable failure since the backward pass's last stop
   int failures_ = 0;   // and how many there were (detail::recoverable_failure)
   std::exception_ptr exception_;
 };
@@ -197,7 +198,8 @@ DaeAdjointSweep::DaeAdjointSweep(const Problem& problem, const Eigen::VectorXd& 
       rate_slot_(static_cast<size_t>(problem.n_states()), -1),
       work_x_(problem.n_states()),
       work_e_(problem.n_states()),
-      rate_products_(problem, p) {
+      rate_products_(problem, p),
+      outputs_(detail::output_grid(options)) {
   int slot = 0;
   for (int i = 0; i < nx_; ++i) {
     if (!problem.is_algebraic(i)) rate_slot_[static_cast<size_t>(i)] = slot++;
@@ -205,27 +207,36 @@ DaeAdjointSweep::DaeAdjointSweep(const Problem& problem, const Eigen::VectorXd& 
 }
 
 template <class Body>
-int DaeAdjointSweep::guarded(const char* what, double t, Body&& body) {
+int DaeAdjointSweep::guarded(const char* what, double t, Body&& body) noexcept {
   // Exceptions must not cross IDAS' C frames: keep the first and report failure.
   if (interrupt_requested()) return -1;
   try {
-    if (body() == 0) return 0;
+    const int flag = body();
+    if (flag <= 0) return flag;
+    return detail::recoverable_failure(
+        error_, failures_, fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, pb_.mode(mode_).name, t));
   } catch (const ModelError& e) {
     // As on CVODES (AdjointSweep::guarded): the forward solution read between its points may
     // leave the model's domain where the recorded states did not; IDAS retries with a shorter
     // step, a limited number of times (detail::recoverable_failure).
-    return detail::recoverable_failure(error_, failures_, e.what());
+    try {
+      return detail::recoverable_failure(error_, failures_, e.what());
+    } catch (...) {
+      if (!exception_) exception_ = std::current_exception();
+    }
   } catch (...) {
     if (!exception_) exception_ = std::current_exception();
-    return -1;
   }
-  return detail::recoverable_failure(
-      error_, failures_, fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, pb_.mode(mode_).name, t));
+  return -1;
 }
 
 const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                                  const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters) {
   if (!(lin_valid_ && t == lin_t_ && x == lin_x_ && xdot == lin_xdot_)) {
+    // Invalid until complete: a model error below (recoverable) must not leave this point's keys
+    // on the previous point's linearization, which IDAS's retry at the same point would read.
+    lin_valid_ = false;
+    lin_parameters_valid_ = false;
     lin_t_ = t;
     lin_x_ = x;
     lin_xdot_ = xdot;
@@ -587,16 +598,16 @@ void DaeAdjointSweep::integrate_segment(DaeSegment& seg) {
   }
   session.start_backward(na + nq, nq > 0 ? 0 : np_ * nc_, settings(), seg.t_end, yB0, ypB0);
   Eigen::VectorXd yB, qB;
-  error_.clear();  // a failure an earlier segment recovered from names none of this one's
-  failures_ = 0;
-  const int flag = session.integrate_backward(seg.t_start, yB, qB);
+  const int flag = detail::integrate_backward_by_stops(outputs_, seg.t_start, seg.t_end, error_, failures_, exception_,
+                                                       [&](double stop) { return session.integrate_backward(stop, yB, qB); });
   session.add_backward_stats(sol_.adjoint.backward);
   if (exception_) std::rethrow_exception(exception_);
   if (flag < 0) {
     throw_if_interrupted(seg.t_start);
     const std::string context =
         fmt::format("on [{:.17g}, {:.17g}] in mode '{}'", seg.t_start, seg.t_end, pb_.mode(seg.mode).name);
-    const std::string recovered = detail::blame_model_error(error_, flag, ida_flag_name(flag), context);
+    const std::string recovered =
+        detail::blame_model_error(error_, flag, ida_flag_name(flag), "in the backward (adjoint) pass " + context);
     double t_stop = 0.0;
     Eigen::VectorXd x_stop;
     const std::string diagnosis =

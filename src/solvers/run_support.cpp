@@ -125,6 +125,15 @@ std::vector<double> output_grid(const Options& o) {
   return grid;
 }
 
+std::vector<double> backward_stops(const std::vector<double>& outputs, double t_start, double t_end) {
+  std::vector<double> stops;
+  for (auto t = outputs.rbegin(); t != outputs.rend(); ++t) {
+    if (*t > t_start && *t < t_end) stops.push_back(*t);
+  }
+  stops.push_back(t_start);
+  return stops;
+}
+
 double WatchedEvents::level_of(const Problem& problem, int event) const {
   for (size_t i = 0; i < events.size() && i < level.size(); ++i) {
     if (events[i] == event || problem.event(events[i]).rest_event == event) return level[i];

@@ -42,7 +42,7 @@ int guarded_callback(std::string& error, Body&& body) noexcept {
 
 /// The number of model errors and non-finite values that a run's right-hand sides report to the
 /// integrator as recoverable within one advance (to the next output or root; recoverable_callback),
-/// or a backward pass within one segment, before they end the run.
+/// or a backward pass between two stops (backward_stops), before they end the run.
 inline constexpr int kRecoverableFailures = 50;
 
 /// Keeps `message` as `error` and returns a callback's flag for a failed evaluation:
@@ -79,7 +79,7 @@ int recoverable_callback(std::string& error, int& failures, Body&& body) noexcep
 /// convergence failure or a callback's own flag).
 inline bool integrator_limit(int flag) { return flag == -1 || flag == -2 || flag == -3; }
 
-/// The model error kept from this advance (`model_error`, empty if none) when the integrator
+/// The model error kept from this advance or backward stretch (`model_error`, empty if none) when the integrator
 /// then failed with `flag` (`flag_name`, `context`: where): thrown as the cause, unless the
 /// failure is one of the integrator's own limits. An evaluation the integrator recovered from
 /// (a trial state outside the model's domain, a shorter step taken) did not cause those: then
@@ -140,6 +140,26 @@ AdjointTolerances adjoint_tolerances(const Options& options, const Eigen::Vector
 
 /// Output times: options.output_times (tf appended if missing) or n_outputs uniform points.
 std::vector<double> output_grid(const Options& options);
+/// Where a backward pass over [t_start, t_end] stops on its way down: the output times strictly
+/// inside, descending, then t_start. Between two stops its recoverable failures are counted as a
+/// forward run's are between two outputs (kRecoverableFailures); the stops change no step.
+std::vector<double> backward_stops(const std::vector<double>& outputs, double t_start, double t_end);
+
+/// Runs a backward pass over [t_start, t_end] stop by stop (backward_stops): `error` and
+/// `failures` start afresh at each, and `integrate(stop)`, a SUNDIALS flag, runs until the first
+/// negative flag or a kept `exception`. Returns the last flag.
+template <class Integrate>
+int integrate_backward_by_stops(const std::vector<double>& outputs, double t_start, double t_end, std::string& error,
+                                int& failures, const std::exception_ptr& exception, Integrate&& integrate) {
+  int flag = 0;
+  for (const double stop : backward_stops(outputs, t_start, t_end)) {
+    error.clear();  // a failure recovered from before this stop names none of its failures
+    failures = 0;
+    flag = integrate(stop);
+    if (flag < 0 || exception) break;
+  }
+  return flag;
+}
 
 /// Events watched in `mode`, in declaration order, and their CVODES direction flags.
 struct WatchedEvents {

@@ -60,6 +60,22 @@ std::string domain_violation(const Problem& problem, const Eigen::VectorXd& p) {
   return {};
 }
 
+/// The note for central differences in p_k that ran at p_k + offset, outside the domain
+/// (`outside`, check_domains' message; p itself inside): whether a smaller step would stay inside,
+/// or p_k lies on the bound itself.
+std::string domain_note(const Problem& problem, const Eigen::VectorXd& p, int k, double offset,
+                        const std::string& outside) {
+  const std::string name = problem.parameter_names()[static_cast<size_t>(k)];
+  Eigen::VectorXd nudged = p;
+  nudged[k] += 1e-6 * offset;
+  const char* remedy = domain_violation(problem, nudged).empty()
+                           ? "a smaller relative step stays inside"
+                           : "its value lies on the bound, so every central difference steps past it";
+  return fmt::format("central differences for '{}' ran at {} = {:.10g}, outside its domain ({}); the estimate "
+                     "holds where the model continues smoothly past the bound; {}",
+                     name, name, p[k] + offset, outside, remedy);
+}
+
 }  // namespace
 
 GradientEstimate central_differences(const Problem& problem, const Eigen::VectorXd& p,
@@ -78,6 +94,8 @@ GradientEstimate central_differences(const Problem& problem, const Eigen::Vector
   est.final_sensitivity.resize(problem.n_states(), np);
   est.event_time_gradient.setConstant(static_cast<Eigen::Index>(nominal.events.size()), np,
                                       std::numeric_limits<double>::quiet_NaN());
+  // Notes only for runs that leave a domain p is in (a p given outside it was the caller's choice).
+  const bool nominal_inside = domain_violation(problem, p).empty();
   for (int k = 0; k < np; ++k) {
     const double h = central_difference_step(p[k], relative_step);
     // Runs at p_k - 2h, p_k - h, p_k + h, p_k + 2h.
@@ -89,12 +107,9 @@ GradientEstimate central_differences(const Problem& problem, const Eigen::Vector
       Eigen::VectorXd shifted = p;
       shifted[k] += offsets[r];
       const bool outer = r == 0 || r == 3;
-      if (const std::string outside = noted ? std::string() : domain_violation(problem, shifted); !outside.empty()) {
-        const std::string name = problem.parameter_names()[static_cast<size_t>(k)];
-        est.notes.push_back(fmt::format("central differences for '{}' ran at {} = {:.17g}, outside its domain ({}); the "
-                                        "estimate holds where the model continues smoothly past the bound, and a "
-                                        "smaller step (--fd-step) stays inside",
-                                        name, name, shifted[k], outside));
+      if (const std::string outside = noted || !nominal_inside ? std::string() : domain_violation(problem, shifted);
+          !outside.empty()) {
+        est.notes.push_back(domain_note(problem, p, k, offsets[r], outside));
         noted = true;
       }
       try {

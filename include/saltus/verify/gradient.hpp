@@ -34,9 +34,11 @@ struct GradientEstimate {
   /// and counts a difference within it as none.
   Eigen::MatrixXd noise;
   /// Central differences: per parameter whose perturbed runs stepped outside its domain
-  /// (Problem::check_domains; a restitution e = 0.995 with a step of 0.01 ran at e = 1.005), a
-  /// sentence naming the parameter, the value and the bound. The runs go on: the estimate is
-  /// right where the model continues smoothly past the bound, and a smaller step stays inside.
+  /// (Problem::check_domains; a restitution e = 0.995 with a relative step of 0.01 ran at
+  /// e = 1.00495), a sentence naming the parameter, the value and the bound, and whether a
+  /// smaller step stays inside (not when the value lies on the bound). The runs go on: the
+  /// estimate is right where the model continues smoothly past the bound. Empty when p itself
+  /// lies outside the domain.
   std::vector<std::string> notes;
 };
 
