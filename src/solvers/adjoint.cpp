@@ -39,8 +39,8 @@ class AdjointSweep {
   /// fills dx_ (n_x x n_c) and dp_ (n_p x n_c).
   void products_at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                    const Eigen::Ref<const Eigen::VectorXd>& yB);
-  /// Runs a backward callback's body, which returns whether its output is finite (see the
-  /// definition for what fails how).
+  /// Runs a backward callback's body, which returns whether its output is finite, as
+  /// detail::backward_callback (what fails how); `what` names the output in messages.
   template <class Body>
   int guarded(const char* what, double t, Body&& body) noexcept;
   void terminal_conditions();
@@ -90,28 +90,9 @@ AdjointSweep::AdjointSweep(const Problem& problem, const Eigen::VectorXd& p,
 
 template <class Body>
 int AdjointSweep::guarded(const char* what, double t, Body&& body) noexcept {
-  // Exceptions must not cross CVODES' C frames: keep the first and report failure. A requested
-  // stop fails the step; integrate_segment then throws saltus::Interrupted.
-  if (interrupt_requested()) return -1;
-  try {
-    if (body()) return 0;
-    return detail::recoverable_failure(
-        error_, failures_, fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, pb_.mode(mode_).name, t));
-  } catch (const ModelError& e) {
-    // The backward pass reads the forward solution between its points (Hermite interpolation),
-    // which may leave the model's domain where the recorded states did not (a Maggi independent
-    // set near a turning point): recoverable, as a value that is not finite, counted as in the
-    // forward runs (a model that keeps failing would make the step creep towards the bad
-    // point), and named if the backward step cannot shrink past it.
-    try {
-      return detail::recoverable_failure(error_, failures_, e.what());
-    } catch (...) {
-      if (!exception_) exception_ = std::current_exception();
-    }
-  } catch (...) {
-    if (!exception_) exception_ = std::current_exception();
-  }
-  return -1;
+  // A requested stop fails the step; integrate_segment then throws saltus::Interrupted.
+  return detail::backward_callback(error_, failures_, exception_, pb_.mode(mode_).name, what, t,
+                                   [&] { return body() ? 0 : 1; });
 }
 
 void AdjointSweep::products_at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,

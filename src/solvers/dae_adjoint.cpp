@@ -82,8 +82,8 @@ class DaeAdjointSweep {
   /// the point's in the conservative form.
   const ResidualLinearization& at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,
                                   const Eigen::Ref<const Eigen::VectorXd>& xdot, bool parameters);
-  /// Runs a backward callback's body, which returns 0, or 1 where its output is not finite;
-  /// `what` names the output in messages.
+  /// Runs a backward callback's body, which returns 0, or 1 where its output is not finite, as
+  /// detail::backward_callback (what fails how); `what` names the output in messages.
   template <class Body>
   int guarded(const char* what, double t, Body&& body) noexcept;
   /// F and the running costs (rates folded in, rate_costs.hpp) at a point of `mode`.
@@ -208,26 +208,7 @@ DaeAdjointSweep::DaeAdjointSweep(const Problem& problem, const Eigen::VectorXd& 
 
 template <class Body>
 int DaeAdjointSweep::guarded(const char* what, double t, Body&& body) noexcept {
-  // Exceptions must not cross IDAS' C frames: keep the first and report failure.
-  if (interrupt_requested()) return -1;
-  try {
-    const int flag = body();
-    if (flag <= 0) return flag;
-    return detail::recoverable_failure(
-        error_, failures_, fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, pb_.mode(mode_).name, t));
-  } catch (const ModelError& e) {
-    // As on CVODES (AdjointSweep::guarded): the forward solution read between its points may
-    // leave the model's domain where the recorded states did not; IDAS retries with a shorter
-    // step, a limited number of times (detail::recoverable_failure).
-    try {
-      return detail::recoverable_failure(error_, failures_, e.what());
-    } catch (...) {
-      if (!exception_) exception_ = std::current_exception();
-    }
-  } catch (...) {
-    if (!exception_) exception_ = std::current_exception();
-  }
-  return -1;
+  return detail::backward_callback(error_, failures_, exception_, pb_.mode(mode_).name, what, t, body);
 }
 
 const ResidualLinearization& DaeAdjointSweep::at(double t, const Eigen::Ref<const Eigen::VectorXd>& x,

@@ -125,6 +125,10 @@ std::vector<double> output_grid(const Options& o) {
   return grid;
 }
 
+std::string nonfinite_adjoint_message(const std::string& mode, const char* what, double t) {
+  return fmt::format("the adjoint {} of mode '{}' is not finite at t = {:.17g}", what, mode, t);
+}
+
 std::vector<double> backward_stops(const std::vector<double>& outputs, double t_start, double t_end) {
   std::vector<double> stops;
   for (auto t = outputs.rbegin(); t != outputs.rend(); ++t) {

@@ -72,6 +72,36 @@ int recoverable_callback(std::string& error, int& failures, Body&& body) noexcep
   });
 }
 
+/// "the adjoint <what> of mode '<mode>' is not finite at t = <t>": a backward callback's value.
+std::string nonfinite_adjoint_message(const std::string& mode, const char* what, double t);
+
+/// Runs the body of a backward (adjoint) callback, which returns 0, or 1 where its output (`what`,
+/// in mode `mode`, at t) is not finite. Exceptions must not cross the integrator's C frames. A
+/// ModelError is recoverable as a value that is not finite is: the backward pass reads the
+/// forward solution between its points, which may leave the model's domain where the recorded
+/// states did not (a Maggi independent set near a turning point). Both are kept as `error` and
+/// counted in `failures`, up to kRecoverableFailures (recoverable_failure). Any other exception
+/// (the first is kept in `exception`) and a requested stop fail for good.
+template <class Body>
+int backward_callback(std::string& error, int& failures, std::exception_ptr& exception, const std::string& mode,
+                      const char* what, double t, Body&& body) noexcept {
+  if (interrupt_requested()) return -1;
+  try {
+    const int flag = body();
+    if (flag <= 0) return flag;
+    return recoverable_failure(error, failures, nonfinite_adjoint_message(mode, what, t));
+  } catch (const ModelError& e) {
+    try {
+      return recoverable_failure(error, failures, e.what());
+    } catch (...) {
+      if (!exception) exception = std::current_exception();
+    }
+  } catch (...) {
+    if (!exception) exception = std::current_exception();
+  }
+  return -1;
+}
+
 /// Whether an integrator's failure is one of its own limits, which no failed evaluation causes:
 /// the step limit, an accuracy beyond reach, repeated error-test failures. CVODES's
 /// CV_TOO_MUCH_WORK, CV_TOO_MUCH_ACC, CV_ERR_FAILURE and IDAS's IDA_TOO_MUCH_WORK,
