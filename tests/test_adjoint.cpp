@@ -8,7 +8,10 @@
 // Central differences carry ~rtol^(2/3) error amplified by event localisation: 1e-4, as in
 // test_gradient_agreement.
 #include <saltus/derivatives/reverse.hpp>
+#include <saltus/derivatives/tangent.hpp>
 #include <saltus/examples/builtin.hpp>
+#include <saltus/multibody/formulation.hpp>
+#include <saltus/multibody/model_file.hpp>
 #include <saltus/solvers/adjoint.hpp>
 #include <saltus/solvers/simulate.hpp>
 #include <saltus/verify/gradient.hpp>
@@ -287,3 +290,41 @@ TEST_P(ReverseProducts, AgreeWithComplexStepAtEveryEvent) {
 INSTANTIATE_TEST_SUITE_P(Builtin, ReverseProducts,
                          ::testing::Values("ball1d", "galan", "box2d", "time_events", "robertson",
                                            "hiskens"));
+
+// The Maggi form remembers its kinematics (a position Newton, the null-space solve) within one
+// tape recording, so that the right-hand side and the running costs that read it record it once
+// (PointMemo in Reverse). Its products must be the complex step's; and a second recording at the
+// same point, on a cleared tape whose node numbers repeat the first's, must record its own
+// nodes rather than reuse the first recording's (the memo is keyed by the tape's generation).
+TEST(ReverseProductsMultibody, MaggiKinematicsRememberedPerRecordingAgreeWithComplexStep) {
+  multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/vehicle.yaml");
+  model.formulation.type = multibody::FormulationType::Maggi;
+  const Problem pb = multibody::make_problem(model);
+  const Eigen::VectorXd p = pb.nominal_parameters();
+  const Eigen::VectorXd x = initial_state(pb, p);
+  const int mode = pb.initial_mode_for(x, p);
+  const double t = pb.options().t0 + 0.01;
+  const int nx = pb.n_states(), np = pb.n_parameters(), nc = pb.n_costs();
+  ASSERT_GE(nc, 2);  // costs with running terms that read the kinematics the right-hand side read
+  std::srand(11);
+  const Eigen::VectorXd dx = Eigen::VectorXd::Random(nx), dp = Eigen::VectorXd::Random(np);
+  const Eigen::VectorXd l = Eigen::VectorXd::Random(nx);
+  const double h = 1e-20;
+  const VectorX<Complex> xc = x.cast<Complex>() + Complex(0, h) * dx.cast<Complex>();
+  const VectorX<Complex> pc = p.cast<Complex>() + Complex(0, h) * dp.cast<Complex>();
+  VectorX<Complex> fc(nx);
+  pb.mode(mode).rhs.complex(Complex(t), xc, pc, fc);
+  for (int recording = 0; recording < 2; ++recording) {
+    AdjointRhs rhs(pb, p);  // a new recording each time: the tape is cleared and refilled
+    rhs.record(mode, t, x);
+    Eigen::MatrixXd gxs(nx, nc), gps(np, nc);
+    rhs.apply_all(l.replicate(1, nc), gxs, gps);
+    for (int c = 0; c < nc; ++c) {
+      Complex g = 0.0;
+      if (pb.cost(c).running) g = pb.cost(c).running.complex(Complex(t), xc, fc, pc);
+      const double reference = (l.cast<Complex>().dot(fc) + g).imag() / h;
+      EXPECT_NEAR(gxs.col(c).dot(dx) + gps.col(c).dot(dp), reference, 1e-8 * (1.0 + std::abs(reference)))
+          << "recording " << recording << ", cost " << pb.cost(c).name;
+    }
+  }
+}
