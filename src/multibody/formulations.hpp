@@ -10,8 +10,9 @@
 #include <saltus/core/same_bits.hpp>
 
 #include "contacts.hpp"
-#include "patterned_assembly.hpp"
 #include "partitioning_law.hpp"
+#include "patterned_assembly.hpp"
+#include "recorded_product.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -821,14 +822,32 @@ struct MaggiForm : FormBase {
     write_partition<S>(next, k.st, x_plus);
   }
 
+  /// The reduced mass matrix R^T M R and forces R^T (F - M S_Phi c). In Reverse each of the two
+  /// products (M [R, S_Phi c], then R^T [M R, F - M S_Phi c]) is one operation on the tape
+  /// (recorded_product.hpp) instead of a node per multiply and add.
+  template <class S>
+  std::pair<MatX<S>, VectorX<S>> reduced_dynamics(const Kinematics<S>& k, In<S> p) const {
+    const VectorX<S> F = applied_forces(*model, k.st, p);
+    if constexpr (std::is_same_v<S, Reverse>) {
+      std::vector<ProductEntry> mass;
+      for_each_mass_entry<S>(*model, k.st.q, p, [&mass](int i, int j, const S& v) { mass.push_back({i, j, v}); });
+      MatX<S> R_s(n, f() + 1);
+      R_s << k.R, k.s_c;
+      MatX<S> M_R_s = recorded_product(n, mass, R_s);
+      M_R_s.col(f()) = F - M_R_s.col(f());
+      const MatX<S> reduced = recorded_product(f(), transposed_entries(k.R), M_R_s);
+      return {reduced.leftCols(f()), reduced.col(f())};
+    } else {
+      const MatX<S> MR = mass_times<S>(*model, k.st.q, p, k.R);
+      return {k.R.transpose() * MR, k.R.transpose() * (F - mass_times_vector<S>(*model, k.st.q, p, k.s_c))};
+    }
+  }
+
   /// u-ddot and the multipliers of the persistent contacts' rows (empty without any).
   template <class S>
   std::pair<VectorX<S>, VectorX<S>> independent_accelerations(const Kinematics<S>& k, In<S> p,
                                                               const ContactSet& set) const {
-    const VectorX<S> F = applied_forces(*model, k.st, p);
-    const MatX<S> MR = mass_times<S>(*model, k.st.q, p, k.R);
-    const MatX<S> M_bar = k.R.transpose() * MR;
-    const VectorX<S> F_bar = k.R.transpose() * (F - mass_times_vector<S>(*model, k.st.q, p, k.s_c));
+    const auto [M_bar, F_bar] = reduced_dynamics(k, p);
     if (set.empty()) return {solve_dense<S>(M_bar, F_bar, "reduced mass matrix R^T M R"), VectorX<S>()};
     const ConstraintSet<S> cs = with_contacts(*model, k.cs, set, k.st, p);
     const int a = set.rows();
