@@ -11,7 +11,7 @@
 //     simulation time per step and the forward (l, m) and adjoint costs relative to it;
 //  5. examples/vehicle.yaml (issue 14): simulation, forward and adjoint time per simulated
 //     second and their ratios, the adjoint's stored bytes and the process's peak memory, in
-//     index1, ggl and stabilized_index1 (one run each: the forward run takes tens of seconds).
+//     index1, maggi, ggl and stabilized_index1 (one run each: the forward run takes tens of seconds).
 // Usage: build/bench/saltus_multibody_bench [path/to/examples] [max_gradient_n]
 //        build/bench/saltus_multibody_bench --chain-yaml N   (prints the chain's model file)
 //        build/bench/saltus_multibody_bench --spatial-chain-yaml N   (the spatial chain's file)
@@ -193,8 +193,8 @@ void vehicle_table(const std::string& examples) {
              model.n_coordinates(), model.rtol, model.parameters.size(), horizon);
   fmt::print("{:>18} {:>10} {:>10} {:>10} {:>12} {:>12} {:>14} {:>8}\n", "formulation", "sim s/s", "fwd s/s", "adj s/s",
              "forward/sim", "adjoint/sim", "adjoint MiB", "steps");
-  for (auto type : {multibody::FormulationType::Index1, multibody::FormulationType::GGL,
-                    multibody::FormulationType::StabilizedIndex1}) {
+  for (auto type : {multibody::FormulationType::Index1, multibody::FormulationType::Maggi,
+                    multibody::FormulationType::GGL, multibody::FormulationType::StabilizedIndex1}) {
     multibody::FormulationSettings settings = model.formulation;
     settings.type = type;
     const Problem pb = multibody::make_problem(model, settings);
