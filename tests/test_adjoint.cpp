@@ -291,18 +291,28 @@ INSTANTIATE_TEST_SUITE_P(Builtin, ReverseProducts,
                          ::testing::Values("ball1d", "galan", "box2d", "time_events", "robertson",
                                            "hiskens"));
 
+/// The vehicle example in the Maggi formulation, at its initial state.
+struct MaggiVehicle {
+  Problem pb = [] {
+    multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/vehicle.yaml");
+    model.formulation.type = multibody::FormulationType::Maggi;
+    return multibody::make_problem(model);
+  }();
+  Eigen::VectorXd p = pb.nominal_parameters();
+  Eigen::VectorXd x = initial_state(pb, p);
+  int mode = pb.initial_mode_for(x, p);
+};
+
 // The Maggi form remembers its kinematics (a position Newton, the null-space solve) within one
 // tape recording, so that the right-hand side and the running costs that read it record it once
 // (PointMemo in Reverse). Its products must be the complex step's; and a second recording at the
 // same point, on a cleared tape whose node numbers repeat the first's, must record its own
 // nodes rather than reuse the first recording's (the memo is keyed by the tape's generation).
 TEST(ReverseProductsMultibody, MaggiKinematicsRememberedPerRecordingAgreeWithComplexStep) {
-  multibody::Model model = multibody::load_model(std::string(SALTUS_SOURCE_DIR) + "/examples/vehicle.yaml");
-  model.formulation.type = multibody::FormulationType::Maggi;
-  const Problem pb = multibody::make_problem(model);
-  const Eigen::VectorXd p = pb.nominal_parameters();
-  const Eigen::VectorXd x = initial_state(pb, p);
-  const int mode = pb.initial_mode_for(x, p);
+  const MaggiVehicle v;
+  const Problem& pb = v.pb;
+  const Eigen::VectorXd &p = v.p, &x = v.x;
+  const int mode = v.mode;
   const double t = pb.options().t0 + 0.01;
   const int nx = pb.n_states(), np = pb.n_parameters(), nc = pb.n_costs();
   ASSERT_GE(nc, 2);  // costs with running terms that read the kinematics the right-hand side read
@@ -327,4 +337,29 @@ TEST(ReverseProductsMultibody, MaggiKinematicsRememberedPerRecordingAgreeWithCom
           << "recording " << recording << ", cost " << pb.cost(c).name;
     }
   }
+}
+
+// Within one recording, the right-hand side evaluated again at the same variables records the
+// kinematics no second time: the second evaluation adds fewer nodes than the first (without the
+// memo it added as many: the position Newton, the constraints and the null-space solve).
+TEST(ReverseProductsMultibody, MaggiKinematicsAreRecordedOncePerRecording) {
+  const MaggiVehicle v;
+  const Problem& pb = v.pb;
+  const Eigen::VectorXd &p = v.p, &x = v.x;
+  const int mode = v.mode;
+  ReverseTape::clear();
+  VectorX<Reverse> x_ad(x.size()), p_ad(p.size());
+  for (Eigen::Index i = 0; i < x.size(); ++i) x_ad[i] = Reverse::independent(x[i]);
+  for (Eigen::Index i = 0; i < p.size(); ++i) p_ad[i] = Reverse::independent(p[i]);
+  const Reverse t(pb.options().t0 + 0.01);
+  VectorX<Reverse> f1(x.size()), f2(x.size());
+  const std::int32_t start = ReverseTape::size();
+  pb.mode(mode).rhs.reverse(t, x_ad, p_ad, f1);
+  const std::int32_t first = ReverseTape::size() - start;
+  pb.mode(mode).rhs.reverse(t, x_ad, p_ad, f2);
+  const std::int32_t second = ReverseTape::size() - start - first;
+  EXPECT_GT(first, 0);
+  EXPECT_LT(second, first / 2) << "first evaluation " << first << " nodes, second " << second;
+  for (Eigen::Index i = 0; i < x.size(); ++i) EXPECT_EQ(f1[i].value(), f2[i].value()) << "entry " << i;
+  ReverseTape::clear();
 }

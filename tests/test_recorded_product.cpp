@@ -168,6 +168,7 @@ TEST(RecordedProduct, AnEntryOutsideAIsRefused) {
   DenseMatrix<Reverse> b = DenseMatrix<Reverse>::Ones(2, 1);
   EXPECT_THROW(recorded_product(2, {{2, 0, Reverse(1.0)}}, b), std::invalid_argument);
   EXPECT_THROW(recorded_product(2, {{0, 2, Reverse(1.0)}}, b), std::invalid_argument);
+  EXPECT_THROW(recorded_product(-1, {}, b), std::invalid_argument);
   ReverseTape::clear();
 }
 

@@ -743,10 +743,10 @@ struct MaggiForm : FormBase {
     VectorX<S> s_c;     ///< S_Phi c, n
   };
 
-  /// The last kinematics a thread computed in scalar type S (double, Dual, Complex, DualBlock), by
-  /// form and point: a step's cost integrand reads the kinematics of the right-hand side it has
-  /// just evaluated at the same point (a position Newton, its constraints and the Maggi solve: a
-  /// third of a fivebar_floor simulation).
+  /// The last kinematics a thread computed in scalar type S (double, Dual, Complex, DualBlock, and
+  /// Reverse within one tape recording), by form and point: a step's cost integrand reads the
+  /// kinematics of the right-hand side it has just evaluated at the same point (a position
+  /// Newton, its constraints and the Maggi solve: a third of a fivebar_floor simulation).
   template <class S>
   using KinematicsMemo = PointMemo<S, Kinematics<S>>;
 

@@ -4,6 +4,7 @@
 #include <Eigen/SparseCore>
 #include <fmt/format.h>
 
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -104,6 +105,11 @@ class RecordedProduct final : public ReverseOperation {
 }  // namespace
 
 DenseMatrix<Reverse> recorded_product(int rows, const std::vector<ProductEntry>& a, const DenseMatrix<Reverse>& b) {
+  const long long outputs = static_cast<long long>(rows) * static_cast<long long>(b.cols());
+  if (rows < 0 || outputs > std::numeric_limits<std::int32_t>::max() - static_cast<long long>(ReverseTape::size())) {
+    throw std::invalid_argument(fmt::format("recorded_product: {} x {} outputs do not fit the tape ({} nodes)", rows,
+                                            b.cols(), ReverseTape::size()));
+  }
   auto operation = std::make_unique<RecordedProduct>(rows, a, b);
   const RowMajorMatrix values = operation->values();
   RecordedProduct& recorded = *operation;
