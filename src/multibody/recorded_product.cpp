@@ -1,6 +1,8 @@
 // A matrix product recorded on the reverse tape as one operation: recorded_product.hpp.
 #include "recorded_product.hpp"
 
+#include "operation_adjoints.hpp"
+
 #include <Eigen/SparseCore>
 #include <fmt/format.h>
 
@@ -12,11 +14,7 @@ namespace saltus::multibody::detail {
 
 namespace {
 
-/// An input's node and coefficient (Reverse::coefficient); node -1: a constant.
-struct Term {
-  std::int32_t node;
-  double coefficient;
-};
+using Term = InputTerm;
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -53,19 +51,10 @@ class RecordedProduct final : public ReverseOperation {
   /// adjoint spent 12 % here; a dense A^T C-bar for its 63 x 63 mass matrix, more).
   void backward(std::vector<double>& adjoint, int columns) const override {
     const Eigen::Index rows = a_values_.rows(), inner = b_values_.rows(), width = b_values_.cols();
-    const auto m = static_cast<size_t>(columns);
-    const auto at = [m](std::int32_t node, Eigen::Index c) { return static_cast<size_t>(node) * m + static_cast<size_t>(c); };
-    c_bar_.resize(rows, width * columns);
-    bool any = false;
-    for (Eigen::Index i = 0; i < rows; ++i) {
-      for (Eigen::Index c = 0; c < columns; ++c) {
-        for (Eigen::Index j = 0; j < width; ++j) {
-          const double v = adjoint[at(first_output_ + static_cast<std::int32_t>(i * width + j), c)];
-          c_bar_(i, c * width + j) = v;
-          any = any || v != 0.0;
-        }
-      }
-    }
+    const auto at = [columns](std::int32_t node, Eigen::Index c) { return adjoint_slot(node, c, columns); };
+    const bool any = gather_output_adjoints(
+        adjoint, columns, first_output_, rows, width, [width](Eigen::Index i, Eigen::Index j) { return i * width + j; },
+        c_bar_);
     if (!any) return;
     b_bar_.noalias() = a_values_.transpose() * c_bar_;
     for (Eigen::Index i = 0; i < inner; ++i) {

@@ -9,19 +9,9 @@ void RecordedSolve::backward(std::vector<double>& adjoint, int columns) const {
   // X = A^-1 B for each of the sweep's columns c: B-bar = A^-T X-bar, A-bar = -B-bar X^T, every
   // column's X-bar solved at once (bar's column c k + j).
   const Eigen::Index n = values_.rows(), k = values_.cols();
-  const auto m = static_cast<size_t>(columns);
-  const auto at = [m](std::int32_t node, Eigen::Index c) { return static_cast<size_t>(node) * m + static_cast<size_t>(c); };
-  bar_.resize(n, k * columns);  // kept between this operation's sweeps
-  bool any = false;
-  for (Eigen::Index c = 0; c < columns; ++c) {
-    for (Eigen::Index j = 0; j < k; ++j) {
-      for (Eigen::Index i = 0; i < n; ++i) {
-        const double a = adjoint[at(first_output_ + static_cast<std::int32_t>(j * n + i), c)];
-        bar_(i, c * k + j) = a;
-        any = any || a != 0.0;
-      }
-    }
-  }
+  const auto at = [columns](std::int32_t node, Eigen::Index c) { return adjoint_slot(node, c, columns); };
+  const bool any = gather_output_adjoints(adjoint, columns, first_output_, n, k,
+                                          [n](Eigen::Index i, Eigen::Index j) { return j * n + i; }, bar_);
   if (!any) return;
   solve_transposed(bar_);  // now B-bar
   for (Eigen::Index c = 0; c < columns; ++c) {

@@ -8,6 +8,8 @@
 #include <saltus/core/reverse_scalar.hpp>
 #include <saltus/multibody/dense_solve.hpp>
 
+#include "operation_adjoints.hpp"
+
 #include <Eigen/Core>
 
 #include <cstdint>
@@ -35,11 +37,7 @@ class RecordedSolve : public ReverseOperation {
   }
   friend DenseMatrix<Reverse> push_recorded_solve(std::unique_ptr<RecordedSolve> operation,
                                                   const DenseMatrix<Reverse>& rhs, Eigen::MatrixXd values);
-  /// An input's node and coefficient (Reverse::coefficient).
-  struct Term {
-    std::int32_t node;
-    double coefficient;
-  };
+  using Term = InputTerm;  ///< B's entries
   struct MatrixEntry {
     int row, col;
     std::int32_t node;
