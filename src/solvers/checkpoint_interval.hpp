@@ -13,8 +13,9 @@ namespace saltus::detail {
 /// segment usually fits in one interval. The backward pass recomputes the forward steps of every
 /// interval of a segment but its last (the forward pass leaves that one in the Hermite buffer),
 /// so a segment within one interval is integrated forward once instead of about twice; but the
-/// buffer of Nd + 1 points is allocated whole when the recording starts (about 0.4 us per
-/// point, measured), which a short segment does not repay. The automatic spacing is
+/// buffer of Nd + 1 points is allocated whole when the recording starts (two vector headers and
+/// two records per point; the data pages only once written: vector_store.hpp), which a short
+/// segment does not repay. The automatic spacing is
 ///   - for the first segment, kCheckpointStepsPerState steps per state: a step costs more the
 ///     more states there are (2 us for a 2-state ball, 7 us for the 12-state five-bar, about
 ///     200 us for the 126-state vehicle) while a buffer point's allocation barely grows;

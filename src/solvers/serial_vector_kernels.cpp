@@ -1,5 +1,7 @@
 #include "serial_vector_kernels.hpp"
 
+#include "vector_clones.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -220,17 +222,6 @@ int op_linear_combination_array(int count, int sums, double* c, N_Vector** x, N_
   return 0;
 }
 
-/// A clone whose entries are zero, not whatever the heap held: with Adams and forward
-/// sensitivities CVODES 6.4 takes a norm of history vectors it has not written yet (valgrind:
-/// N_VWrmsNormVectorArray on memory from N_VClone_Serial), and a run's gradient depended on
-/// what earlier allocations had left there (6e119 where --json was given, CV_ERR_FAILURE with
-/// --tend). Zero makes the run deterministic, at the cost of one pass over each new vector.
-N_Vector op_clone_zeroed(N_Vector w) {
-  N_Vector v = N_VClone_Serial(w);
-  if (v != nullptr) std::fill_n(data(v), length(v), 0.0);
-  return v;
-}
-
 /// Sets `slot` to `kernel` where SUNDIALS has set it: an operation left unset stays unset.
 template <class Slot, class Kernel>
 void replace(Slot& slot, Kernel kernel) {
@@ -241,7 +232,8 @@ void replace(Slot& slot, Kernel kernel) {
 
 void use_compiled_vector_kernels(N_Vector v) {
   N_Vector_Ops ops = v->ops;
-  replace(ops->nvclone, op_clone_zeroed);
+  replace(ops->nvclone, clone_from_store);
+  replace(ops->nvcloneempty, clone_without_data);
   replace(ops->nvlinearsum, op_linear_sum);
   replace(ops->nvconst, op_const);
   replace(ops->nvprod, op_prod);

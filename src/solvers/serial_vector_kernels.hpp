@@ -12,9 +12,11 @@
 namespace saltus::detail {
 
 /// Replaces, in `v`'s operation table, every serial operation that SUNDIALS set (fused and
-/// vector-array operations only where they are enabled) with its compiled kernel. Clones of `v`
-/// (CVODES' and IDAS' work vectors, the sensitivity arrays) copy the table, so this is called
-/// once on each vector Saltus creates, before the integrator clones it.
+/// vector-array operations only where they are enabled) with its compiled kernel, and its clone
+/// operations with vector_clones.hpp's (data from the vector store). Clones of `v` (CVODES' and
+/// IDAS' work vectors, the sensitivity arrays, the Hermite buffers) share that table, so this is
+/// called once on each vector Saltus creates, after enabling any operations on it and before the
+/// integrator clones it.
 void use_compiled_vector_kernels(N_Vector v);
 
 }  // namespace saltus::detail

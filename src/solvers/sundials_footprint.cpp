@@ -1,5 +1,7 @@
 #include "sundials_footprint.hpp"
 
+#include "vector_clones.hpp"
+
 #include <nvector/nvector_serial.h>
 #include <sundials/sundials_config.h>
 #include <sundials/sundials_linearsolver.h>
@@ -70,8 +72,8 @@ long heap_block(long request) {
 }
 
 long nvector(long n) {
-  return generic_object<_generic_N_Vector, _generic_N_Vector_Ops>() +
-         heap_block(sizeof(_N_VectorContent_Serial)) + heap_block(n * kReal);
+  const CloneBytes clone = clone_bytes(n);
+  return heap_block(clone.header_request) + clone.data;
 }
 
 long dense_matrix(long n) {

@@ -12,8 +12,10 @@ namespace saltus::detail::footprint {
 /// 32-byte minimum chunk (0 for an empty request, which SUNDIALS never makes).
 long heap_block(long request);
 
-/// One serial N_Vector of length n: the generic struct, its operation table (by far the largest
-/// part for short vectors: ~60 function pointers), the serial content and the data.
+/// One serial N_Vector of length n as the integrators clone it from Saltus' vectors
+/// (vector_clones.hpp): its header on the heap and its data in the vector store, its operation
+/// table shared. (The few vectors Saltus creates itself, with SUNDIALS' own layout, are not
+/// counted.)
 long nvector(long n);
 
 /// A dense n x n SUNMatrix: structs, the data and the column pointers.
