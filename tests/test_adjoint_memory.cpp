@@ -183,10 +183,11 @@ constexpr bool kHeapIsMeasurable = true;
 constexpr bool kHeapIsMeasurable = true;
 #endif
 
-/// glibc's heap in use and the vector store's blocks (the clones' data, vector_store.hpp).
+/// glibc's heap in use and the blocks in the vector store's mappings (the clones' data,
+/// vector_store.hpp).
 size_t heap_in_use() {
   const struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd + saltus::detail::vector_data_in_use();
+  return m.uordblks + m.hblkhd + saltus::detail::vector_data_in_mappings();
 }
 
 /// The elastic ball again, with a right-hand side that samples the heap whenever CVODES calls

@@ -12,6 +12,7 @@
 #include <sundials/sundials_context.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
@@ -62,30 +63,34 @@ TEST(VectorStore, BlocksAreZeroedAlignedAndCounted) {
 
 TEST(VectorStore, BlocksPastOneMappingAndPastTheLargestStoredSize) {
   const std::size_t before = vector_data_in_use();
-  // 100 blocks of 1 MiB: more than one 64 MiB mapping. Each is written whole, and each keeps
-  // its own values.
+  // 100 blocks of 1 MiB: more than one 64 MiB mapping. Each is written whole (block k with
+  // k + 1, nowhere zero), and each keeps its own values.
   constexpr std::size_t kLength = (std::size_t{1} << 20) / sizeof(double);
   std::vector<double*> blocks;
   for (int k = 0; k < 100; ++k) {
     double* block = acquire_vector_data(kLength);
     ASSERT_NE(block, nullptr);
     ASSERT_TRUE(all_zero(block, kLength)) << k;
-    std::fill_n(block, kLength, static_cast<double>(k));
+    std::fill_n(block, kLength, static_cast<double>(k + 1));
     blocks.push_back(block);
   }
   for (int k = 0; k < 100; ++k) {
     const double* block = blocks[static_cast<std::size_t>(k)];
-    EXPECT_EQ(block[0], k);
-    EXPECT_EQ(block[kLength - 1], k);
+    EXPECT_EQ(block[0], k + 1);
+    EXPECT_EQ(block[kLength - 1], k + 1);
   }
   EXPECT_EQ(vector_data_in_use(), before + 100 * vector_data_bytes(kLength));
   for (int k = 0; k < 100; ++k) release_vector_data(blocks[static_cast<std::size_t>(k)], kLength);
   EXPECT_EQ(vector_data_in_use(), before);
-  // The mappings start over once empty: new blocks are zero again.
-  double* again = acquire_vector_data(kLength);
-  ASSERT_NE(again, nullptr);
-  EXPECT_TRUE(all_zero(again, kLength));
-  release_vector_data(again, kLength);
+  // The mappings start over once empty: new blocks, where the old ones were written, are zero
+  // again (the store hands them out without zeroing them).
+  std::vector<double*> again;
+  for (int k = 0; k < 100; ++k) {
+    again.push_back(acquire_vector_data(kLength));
+    ASSERT_NE(again.back(), nullptr);
+    ASSERT_TRUE(all_zero(again.back(), kLength)) << k;
+  }
+  for (double* block : again) release_vector_data(block, kLength);
   // 16 MiB: from the heap, zeroed and counted the same way.
   constexpr std::size_t kLarge = (std::size_t{16} << 20) / sizeof(double);
   double* large = acquire_vector_data(kLarge);
@@ -207,6 +212,45 @@ TEST_F(Clones, ArraysAndEmptyClonesWithACallersData) {
   EXPECT_EQ(mine[4], 10.0);
   N_VDestroy(replaced);
   EXPECT_EQ(vector_data_in_use(), before);
+}
+
+TEST_F(Clones, OfTwoVectorsWithTheSameOperationsShareOneTable) {
+  N_Vector other = N_VNew_Serial(3, ctx_);
+  saltus::detail::use_compiled_vector_kernels(other);
+  N_Vector a = N_VClone(like_), b = N_VClone(other);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->ops, b->ops);
+  EXPECT_EQ(N_VGetLength(b), 3);
+  // Another kind (SUNDIALS' own kernels and fused operations) has a table of its own, whose
+  // clones still come from the store.
+  N_Vector fused = N_VNew_Serial(3, ctx_);
+  N_VEnableFusedOps_Serial(fused, SUNTRUE);
+  saltus::detail::use_compiled_vector_kernels(fused);
+  N_Vector c = N_VClone(fused);
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->ops, a->ops);
+  EXPECT_NE(c->ops->nvlinearcombination, nullptr);
+  EXPECT_EQ(a->ops->nvlinearcombination, nullptr);
+  EXPECT_TRUE(all_zero(NV_DATA_S(c), 3));
+  for (N_Vector v : {a, b, c, other, fused}) N_VDestroy(v);
+}
+
+// SALTUS_VECTORS_ON_HEAP (read once per process, so in a process of its own): every block from
+// the heap, none in the store's mappings.
+TEST(VectorStoreOnHeap, TheEnvironmentSendsEveryBlockToTheHeap) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: the setting is read once
+  EXPECT_EXIT(
+      {
+        setenv("SALTUS_VECTORS_ON_HEAP", "1", 1);
+        double* block = acquire_vector_data(100);
+        const bool from_heap = block != nullptr && all_zero(block, 100) && aligned(block) &&
+                               saltus::detail::vector_data_in_mappings() == 0 &&
+                               vector_data_in_use() == vector_data_bytes(100);
+        release_vector_data(block, 100);
+        std::exit(from_heap && vector_data_in_use() == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(CloneBytes, HeaderAndDataAsTheStoreTakesThem) {

@@ -1,6 +1,7 @@
 #include "vector_clones.hpp"
 
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -55,8 +56,13 @@ N_Vector clone_without_data(N_Vector w) {
   if (w == nullptr) return nullptr;
   auto* c = new (std::nothrow) ClonedVector{};
   if (c == nullptr) return nullptr;
+  try {
+    c->vector.ops = shared_table(w);
+  } catch (const std::exception&) {  // no memory for a new table, or the mutex failed
+    delete c;
+    return nullptr;
+  }
   c->vector.content = &c->content;
-  c->vector.ops = shared_table(w);
   c->vector.sunctx = w->sunctx;
   c->content.length = NV_LENGTH_S(w);
   c->content.own_data = SUNFALSE;  // the store's block, released by destroy_clone

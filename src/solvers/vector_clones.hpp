@@ -16,7 +16,8 @@ namespace saltus::detail {
 
 /// N_VClone for Saltus' serial vectors: a vector of w's length with zero entries (CVODES 6.4
 /// takes norms of history vectors it has not written yet: from the heap, a run's gradient
-/// depended on what earlier allocations had left there), nullptr if out of memory.
+/// depended on what earlier allocations had left there), nullptr if out of memory (which
+/// SUNDIALS 6.4's N_VClone does not check, as with its own serial clone).
 N_Vector clone_from_store(N_Vector w);
 
 /// N_VCloneEmpty likewise: w's length without data (N_VSetArrayPointer gives it some).

@@ -13,26 +13,33 @@
 // point that is never used costs neither a fault nor memory.
 //
 // Blocks are 64-byte aligned and zeroed. Released blocks are kept per size for reuse (zeroed
-// again when handed out); a mapping whose blocks are all released is returned to the system. The
-// store is shared by every thread (a mutex per acquire and release: clones are made when
-// integrators are set up, not per step). Under AddressSanitizer the blocks come from calloc
-// instead, so that the sanitizer checks every access to them.
+// again when handed out); when every block of a mapping is back, one empty mapping is kept with
+// its pages given back to the system, any other is unmapped. Blocks of more than 8 MiB come from
+// the heap (aligned_alloc): one would take most of a mapping. The store is shared by every
+// thread (a mutex per acquire and release: clones are made when integrators are set up, not per
+// step). Under AddressSanitizer, or with the environment variable SALTUS_VECTORS_ON_HEAP set
+// (for valgrind, which checks the heap's blocks but not the store's), every block comes from the
+// heap, so that the checker sees every access to them.
 #include <cstddef>
 
 namespace saltus::detail {
 
 /// Zeroed, 64-byte aligned storage for `length` doubles (nullptr for length 0, or if the system
 /// has no memory left). Give it back with release_vector_data(data, length).
-double* acquire_vector_data(std::size_t length);
+double* acquire_vector_data(std::size_t length) noexcept;
 
-/// Returns a block from acquire_vector_data with the same length.
-void release_vector_data(double* data, std::size_t length);
+/// Returns a block from acquire_vector_data with the same length (nullptr: nothing).
+void release_vector_data(double* data, std::size_t length) noexcept;
 
 /// Bytes one block of `length` doubles takes in the store (the footprint of a clone's data).
 std::size_t vector_data_bytes(std::size_t length);
 
 /// Bytes of the blocks handed out and not yet released (what the store holds for its users, as
-/// glibc's in-use heap counts malloc's blocks).
+/// glibc's in-use heap counts malloc's blocks), wherever they came from.
 std::size_t vector_data_in_use();
+
+/// The part of vector_data_in_use() in the store's own mappings, which glibc's heap statistics
+/// (mallinfo2) do not see; the heap's blocks they count already.
+std::size_t vector_data_in_mappings();
 
 }  // namespace saltus::detail
