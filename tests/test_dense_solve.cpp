@@ -4,6 +4,7 @@
 // step of Gaussian elimination in complex arithmetic, an independent computation.
 #include <saltus/core/dual_block.hpp>
 #include <saltus/multibody/dense_solve.hpp>
+#include <saltus/core/same_bits.hpp>
 
 #include <gtest/gtest.h>
 
@@ -280,6 +281,41 @@ TEST(DenseSolve, LargeSparseMatricesSolveWithKlu) {
   expect_dual_solve_matches_complex_step(p, links, x, [](const multibody::DenseMatrix<Dual>& Ad, const VectorX<Dual>& bd) {
     return VectorX<Dual>(solve_dense<Dual>(Ad, bd, "chain KKT matrix").col(0));
   });
+}
+
+// The sparse path remembers its last two solves per factorization (sparse_factorization.hpp):
+// more matrices of one pattern than the cache holds, so that its entries are factored anew with
+// other values, each solved with the same two right-hand sides in turn, round after round. Every
+// answer solves its own matrix (a remembered solve of an entry's earlier matrix would not), and
+// a repeated solve gives the first one's bits.
+TEST(DenseSolve, RememberedSparseSolvesBelongToTheirMatrix) {
+  const int links = 40;
+  std::vector<Eigen::MatrixXd> matrices;
+  Eigen::VectorXd b;
+  for (int k = 0; k < 6; ++k) {
+    VectorX<double> p(3);
+    p << 0.7 + 0.1 * k, -0.4, 1.3 - 0.05 * k;
+    multibody::DenseMatrix<double> A;
+    VectorX<double> b_k;
+    chain_kkt<double>(p, links, A, b_k);
+    matrices.push_back(A);
+    if (k == 0) b = b_k;
+  }
+  const Eigen::VectorXd b2 = Eigen::VectorXd::LinSpaced(b.size(), -1.0, 2.0);
+  std::vector<Eigen::VectorXd> first(matrices.size());
+  for (int round = 0; round < 3; ++round) {
+    for (size_t k = 0; k < matrices.size(); ++k) {
+      const Eigen::MatrixXd& A = matrices[k];
+      for (int again = 0; again < 2; ++again) {
+        const Eigen::VectorXd x = solve_dense<double>(A, b, "chain KKT matrix").col(0);
+        const Eigen::VectorXd x2 = solve_dense<double>(A, b2, "chain KKT matrix").col(0);
+        EXPECT_LT((A * x - b).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + b.cwiseAbs().maxCoeff())) << k << ", " << round;
+        EXPECT_LT((A * x2 - b2).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + b2.cwiseAbs().maxCoeff())) << k << ", " << round;
+        if (round == 0 && again == 0) first[k] = x;
+        EXPECT_TRUE(same_bits_entries(x, first[k])) << k << ", " << round;
+      }
+    }
+  }
 }
 
 // A singular large sparse matrix (a link whose direction cannot be resolved: a zero row and

@@ -6,6 +6,7 @@
 #include <saltus/multibody/dense_solve.hpp>
 
 #include <saltus/core/error.hpp>
+#include <saltus/core/same_bits.hpp>
 #include <saltus/core/reverse_scalar.hpp>
 
 #include <Eigen/SparseLU>
@@ -110,6 +111,42 @@ struct NumericDeleter {
 
 }  // namespace
 
+/// The last two solves X = A^-1 B with one factorization, by their right-hand sides' bits.
+/// A forward sensitivity's right-hand side, and each product of CVODES's GMRES with the
+/// Jacobian, solves for the accelerations' tangents at the point of the last right-hand side:
+/// solve_dual first solves again for the values themselves, with the same factors and the
+/// right-hand side that evaluation solved, then for the tangents. Two entries so that a run of
+/// tangent solves at one point keeps the values' solve. A solve is a function of its factors
+/// and right-hand side alone, so a remembered X is bit for bit the one a solve would give.
+class RecentSolves {
+ public:
+  /// The remembered X for B, or nullptr.
+  const Eigen::MatrixXd* find(const Eigen::MatrixXd& rhs) {
+    for (int k = 0; k < 2; ++k) {
+      if (held_[k] && same_bits_entries(rhs_[k], rhs)) {
+        last_used_ = k;
+        return &x_[k];
+      }
+    }
+    return nullptr;
+  }
+  /// Remembers X for B in the entry not used last (assignments into kept storage: no allocation
+  /// once the sizes have been seen).
+  void remember(const Eigen::MatrixXd& rhs, const Eigen::MatrixXd& x) {
+    const int k = 1 - last_used_;
+    rhs_[k] = rhs;
+    x_[k] = x;
+    held_[k] = true;
+    last_used_ = k;
+  }
+  void forget() { held_[0] = held_[1] = false; }
+
+ private:
+  std::array<Eigen::MatrixXd, 2> rhs_, x_;
+  std::array<bool, 2> held_{false, false};
+  int last_used_ = 1;
+};
+
 /// One factored matrix: its nonzeros (to recognise it), KLU's analysis of their pattern and its
 /// numeric factors.
 struct SparseFactors {
@@ -117,6 +154,9 @@ struct SparseFactors {
   std::shared_ptr<klu_symbolic> symbolic;  // shared by the entries with one pattern
   std::unique_ptr<klu_numeric, NumericDeleter> numeric;
   bool valid = false;
+  /// sparse_solve's; cleared when the entry is factored anew. Mutable: a solve leaves the factors
+  /// as they are.
+  mutable RecentSolves recent;
 };
 
 /// As the dense cache (dense_solve.cpp): the two matrices a formulation solves per right-hand
@@ -196,6 +236,7 @@ const std::shared_ptr<SparseFactors>& factored(Eigen::Index n, const char* what)
   SparseFactors& entry = *slot;
   const bool same_pattern = entry.symbolic && entry.columns.same_pattern(columns);
   entry.valid = false;
+  entry.recent.forget();
   entry.numeric.reset();
   entry.columns = columns;
   std::shared_ptr<klu_symbolic> symbolic = same_pattern ? entry.symbolic : nullptr;
@@ -262,8 +303,10 @@ std::shared_ptr<const SparseFactors> sparse_factors(const Eigen::SparseMatrix<do
 }
 
 Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what) {
+  if (const Eigen::MatrixXd* known = factors.recent.find(rhs)) return *known;
   Eigen::MatrixXd x = rhs;
   solve_in_place(factors, x, false, what);
+  factors.recent.remember(rhs, x);
   return x;
 }
 

@@ -32,7 +32,9 @@ const SparseFactors* sparse_factors(const Eigen::MatrixXd& matrix, const char* w
 /// them until the tape is cleared (record_sparse_solve).
 std::shared_ptr<const SparseFactors> sparse_factors(const Eigen::SparseMatrix<double, Eigen::RowMajor, int>& matrix,
                                                     const char* what);
-/// X = A^-1 B (B n x k) with the factors.
+/// X = A^-1 B (B n x k) with the factors; the last two solves with them are remembered by B's
+/// bits and not repeated (a tangent's solve_dual solves again for the values that the right-hand
+/// side at its point solved).
 Eigen::MatrixXd sparse_solve(const SparseFactors& factors, const Eigen::MatrixXd& rhs, const char* what);
 inline constexpr Eigen::Index kSparseMinSize = kSparseSolveMinRows;
 inline constexpr double kSparseMaxDensity = 0.15;
