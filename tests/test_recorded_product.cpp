@@ -163,6 +163,66 @@ TEST(RecordedProduct, IsOneOperationOnTheTape) {
   ReverseTape::clear();
 }
 
+/// A dense A (20 x 16, every entry a function of the inputs, one entry given twice, one a
+/// constant: past the size from which a sweep forms A-bar as one dense product) and B (16 x 3).
+template <class S>
+void dense_factors(const std::vector<S>& z, std::vector<std::pair<std::pair<int, int>, S>>& a, DenseMatrix<S>& b) {
+  a.clear();
+  for (int i = 0; i < 20; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      const S entry = (i == 3 && j == 5) ? S(0.75)
+                                         : sin(z[static_cast<size_t>((i + j) % kInputs)] * S(0.1 * (i - j) + 0.3)) +
+                                               z[static_cast<size_t>(i % kInputs)] * S(0.05 * j);
+      a.push_back({{i, j}, entry});
+    }
+  }
+  a.push_back({{7, 2}, z[1] * z[4]});
+  b.resize(16, 3);
+  for (int i = 0; i < 16; ++i) {
+    for (int j = 0; j < 3; ++j) b(i, j) = cos(z[static_cast<size_t>((i * 3 + j) % kInputs)] + S(0.2 * i)) * S(1.0 + j);
+  }
+}
+
+TEST(RecordedProduct, ADenseAMatchesComplexStepInTwoSweepColumns) {
+  using C = std::complex<double>;
+  const double h = 1e-30;
+  Eigen::MatrixXd reference(2, kInputs);
+  for (int k = 0; k < kInputs; ++k) {
+    std::vector<C> z(kNominal.begin(), kNominal.end());
+    z[static_cast<size_t>(k)] += C(0.0, h);
+    std::vector<std::pair<std::pair<int, int>, C>> a;
+    DenseMatrix<C> b;
+    dense_factors<C>(z, a, b);
+    DenseMatrix<C> amat = DenseMatrix<C>::Zero(20, 16);
+    for (const auto& [at, v] : a) amat(at.first, at.second) += v;
+    const std::vector<C> y = outputs<C>(DenseMatrix<C>(amat * b));
+    for (int o = 0; o < 2; ++o) reference(o, k) = y[static_cast<size_t>(o)].imag() / h;
+  }
+  ReverseTape::clear();
+  std::vector<Reverse> z;
+  for (double v : kNominal) z.push_back(Reverse::independent(v));
+  std::vector<std::pair<std::pair<int, int>, Reverse>> a;
+  DenseMatrix<Reverse> b;
+  dense_factors<Reverse>(z, a, b);
+  std::vector<ProductEntry> entries;
+  for (const auto& [at, v] : a) entries.push_back({at.first, at.second, v});
+  const std::vector<Reverse> y = outputs<Reverse>(recorded_product(20, entries, b));
+  std::vector<double> adjoint(static_cast<size_t>(ReverseTape::size()) * 2, 0.0);
+  for (int o = 0; o < 2; ++o) {
+    adjoint[static_cast<size_t>(y[static_cast<size_t>(o)].node()) * 2 + static_cast<size_t>(o)] =
+        y[static_cast<size_t>(o)].coefficient();
+  }
+  ReverseTape::sweep(adjoint, 2);
+  for (int o = 0; o < 2; ++o) {
+    for (int k = 0; k < kInputs; ++k) {
+      EXPECT_NEAR(adjoint[static_cast<size_t>(z[static_cast<size_t>(k)].node()) * 2 + static_cast<size_t>(o)],
+                  reference(o, k), 1e-11 * (1.0 + std::abs(reference(o, k))))
+          << "column " << o << ", input " << k;
+    }
+  }
+  ReverseTape::clear();
+}
+
 TEST(RecordedProduct, AnEntryOutsideAIsRefused) {
   ReverseTape::clear();
   DenseMatrix<Reverse> b = DenseMatrix<Reverse>::Ones(2, 1);

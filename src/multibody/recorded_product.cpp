@@ -18,21 +18,35 @@ using Term = InputTerm;
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+/// Entries of A from which a sweep forms A-bar as a dense product (RecordedProduct).
+constexpr size_t kDenseMinEntries = 256;
+
 class RecordedProduct final : public ReverseOperation {
  public:
   RecordedProduct(int rows, const std::vector<ProductEntry>& a, const DenseMatrix<Reverse>& b)
-      : a_values_(rows, b.rows()), b_values_(b.rows(), b.cols()) {
-    std::vector<Eigen::Triplet<double, int>> entries;
-    entries.reserve(a.size());
+      : rows_(rows), b_values_(b.rows(), b.cols()) {
     for (const ProductEntry& e : a) {
       if (e.row < 0 || e.row >= rows || e.col < 0 || e.col >= b.rows()) {
         throw std::invalid_argument(fmt::format("recorded_product: entry ({}, {}) outside A, {} x {}", e.row, e.col,
                                                 rows, b.rows()));
       }
-      entries.emplace_back(e.row, e.col, e.value.value());
       if (!e.value.is_constant()) a_terms_.push_back({e.row, e.col, {e.value.node(), e.value.coefficient()}});
     }
-    a_values_.setFromTriplets(entries.begin(), entries.end());  // repeated entries summed
+    // A mostly on the tape (R^T in the Maggi form's R^T (M R)) and not tiny: A is held dense and
+    // the sweep forms A-bar as one dense product (dense_a_adjoints). Below kDenseMinEntries
+    // (fivebar_floor's 2 x 10 R^T) the dense products' set-up costs more than they save.
+    const size_t size = static_cast<size_t>(rows) * static_cast<size_t>(b.rows());
+    dense_ = size >= kDenseMinEntries && 4 * a_terms_.size() >= size;
+    if (dense_) {
+      a_dense_ = RowMajorMatrix::Zero(rows, b.rows());
+      for (const ProductEntry& e : a) a_dense_(e.row, e.col) += e.value.value();  // repeated entries summed
+    } else {
+      std::vector<Eigen::Triplet<double, int>> entries;
+      entries.reserve(a.size());
+      for (const ProductEntry& e : a) entries.emplace_back(e.row, e.col, e.value.value());
+      a_values_.resize(rows, b.rows());
+      a_values_.setFromTriplets(entries.begin(), entries.end());  // repeated entries summed
+    }
     b_terms_.resize(static_cast<size_t>(b.size()));
     for (Eigen::Index i = 0; i < b.rows(); ++i) {
       for (Eigen::Index j = 0; j < b.cols(); ++j) {
@@ -43,26 +57,37 @@ class RecordedProduct final : public ReverseOperation {
   }
 
   /// C's values (its output nodes row by row).
-  RowMajorMatrix values() const { return a_values_ * b_values_; }
+  RowMajorMatrix values() const {
+    if (dense_) return a_dense_ * b_values_;
+    return a_values_ * b_values_;
+  }
 
   /// For every sweep column at once (side by side in C-bar): B-bar = A^T C-bar as one sparse
   /// product, then A-bar_ik = C-bar_i. B_k. for A's entries on the tape, each a run over one
   /// row of each (an entry at a time through Eigen's row expressions, the vehicle's maggi
   /// adjoint spent 12 % here; a dense A^T C-bar for its 63 x 63 mass matrix, more).
   void backward(std::vector<double>& adjoint, int columns) const override {
-    const Eigen::Index rows = a_values_.rows(), inner = b_values_.rows(), width = b_values_.cols();
+    const Eigen::Index rows = rows_, inner = b_values_.rows(), width = b_values_.cols();
     const auto at = [columns](std::int32_t node, Eigen::Index c) { return adjoint_slot(node, c, columns); };
     const bool any = gather_output_adjoints(
         adjoint, columns, first_output_, rows, width, [width](Eigen::Index i, Eigen::Index j) { return i * width + j; },
         c_bar_);
     if (!any) return;
-    b_bar_.noalias() = a_values_.transpose() * c_bar_;
+    if (dense_) {
+      b_bar_.noalias() = a_dense_.transpose() * c_bar_;
+    } else {
+      b_bar_.noalias() = a_values_.transpose() * c_bar_;
+    }
     for (Eigen::Index i = 0; i < inner; ++i) {
       for (Eigen::Index j = 0; j < width; ++j) {
         const Term& t = b_terms_[static_cast<size_t>(i * width + j)];
         if (t.node < 0) continue;
         for (Eigen::Index c = 0; c < columns; ++c) adjoint[at(t.node, c)] += t.coefficient * b_bar_(i, c * width + j);
       }
+    }
+    if (dense_) {
+      dense_a_adjoints(adjoint, columns);
+      return;
     }
     for (const ATerm& e : a_terms_) {
       const double* b_row = b_values_.data() + e.col * width;
@@ -78,17 +103,37 @@ class RecordedProduct final : public ReverseOperation {
   void set_first_output(std::int32_t first) { first_output_ = first; }
 
  private:
+  /// A-bar = C-bar B^T per sweep column as one dense product, then each of A's tape entries
+  /// takes its entry. Entry by entry (a dot product of a row of C-bar with a row of B each, a
+  /// chain of dependent additions), R^T's 2,048 entries in the 32-rod chain's Maggi form took a
+  /// third of its adjoint.
+  void dense_a_adjoints(std::vector<double>& adjoint, int columns) const {
+    const Eigen::Index rows = a_dense_.rows(), inner = a_dense_.cols(), width = b_values_.cols();
+    a_bar_.resize(rows, columns * inner);
+    for (Eigen::Index c = 0; c < columns; ++c) {
+      a_bar_.middleCols(c * inner, inner).noalias() = c_bar_.middleCols(c * width, width) * b_values_.transpose();
+    }
+    for (const ATerm& e : a_terms_) {
+      for (Eigen::Index c = 0; c < columns; ++c) {
+        adjoint[adjoint_slot(e.term.node, c, columns)] += e.term.coefficient * a_bar_(e.row, c * inner + e.col);
+      }
+    }
+  }
+
   /// An entry of A on the tape.
   struct ATerm {
     int row, col;
     Term term;
   };
-  Eigen::SparseMatrix<double, Eigen::RowMajor, int> a_values_;  ///< A, repeated entries summed
+  Eigen::Index rows_;                                           ///< A's row count
+  Eigen::SparseMatrix<double, Eigen::RowMajor, int> a_values_;  ///< A, repeated entries summed (unless dense_)
   std::vector<ATerm> a_terms_;                                  ///< A's entries on the tape
   RowMajorMatrix b_values_;
   std::vector<Term> b_terms_;  ///< row-major
   std::int32_t first_output_ = 0;
-  mutable RowMajorMatrix c_bar_, b_bar_;  // scratch of the sweep (the tape is one thread's)
+  bool dense_ = false;      ///< A mostly on the tape: dense_a_adjoints
+  RowMajorMatrix a_dense_;  ///< A, where dense_
+  mutable RowMajorMatrix c_bar_, b_bar_, a_bar_;  // scratch of the sweep (the tape is one thread's)
 };
 
 }  // namespace
