@@ -165,6 +165,8 @@ void print_adjoint(std::ostream& out, const Problem& pb, const RunResult& r) {
   if (a.backward.linear_solver.starts_with("GMRES")) {
     fmt::print(out, "Adjoint backward linear solver: {}, {} iterations\n", a.backward.linear_solver,
                a.backward.linear_iterations);
+  } else if (a.backward.linear_solver.starts_with("none")) {
+    fmt::print(out, "Adjoint backward linear solver: {}\n", a.backward.linear_solver);
   }
   fmt::print(out, "Initial-state gradient d cost / d x0 (adjoint):\n  {:<14}", "cost");
   for (const auto& name : pb.state_names()) fmt::print(out, " {:>14}", name);

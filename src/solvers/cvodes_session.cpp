@@ -235,6 +235,7 @@ CvodesSession::~CvodesSession() {
   if (mem_ && adjoint_freed_ && CVodeAdjInit(mem_, 1, CV_HERMITE) != CV_SUCCESS) mem_ = nullptr;
   if (mem_) CVodeFree(&mem_);
   if (NLS_sens_) SUNNonlinSolFree(NLS_sens_);
+  if (NLSB_) SUNNonlinSolFree(NLSB_);
   if (NLS_) SUNNonlinSolFree(NLS_);
   if (LS_) SUNLinSolFree(LS_);
   if (A_) SUNMatDestroy(A_);
@@ -429,11 +430,20 @@ long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol, bo
 
 /// CVODES' backward problem plus the vectors, matrix and solver the session gives it.
 /// `block`: the order of the backward matrix's diagonal blocks (BackwardSettings), 0 for none.
-long backward_problem_bytes(int nB, int nqB, bool bdf, bool krylov, int block) {
+long backward_problem_bytes(int nB, int nqB, bool bdf, footprint::Corrector corrector, int block) {
   using namespace footprint;
   const long solver = block > 0 && nB / block > 1 ? block_dense_solver_bytes(block) : dense_solver(nB);
-  return backward_problem(nB, nqB, bdf, krylov ? Corrector::KrylovNewton : Corrector::DenseNewton) + nvector(nB) +
-         (krylov ? gmres_solver(nB) : dense_matrix(nB) + solver) + (nqB > 0 ? nvector(nqB) : 0);
+  const long linear_solver = corrector == Corrector::FixedPoint    ? fixed_point_solver(nB)
+                             : corrector == Corrector::KrylovNewton ? gmres_solver(nB)
+                                                                    : dense_matrix(nB) + solver;
+  return backward_problem(nB, nqB, bdf, corrector) + nvector(nB) + linear_solver + (nqB > 0 ? nvector(nqB) : 0);
+}
+
+/// The backward problem's corrector: fixed-point iteration where the forward one iterates so
+/// (start_backward), else Newton with GMRES or the dense LU.
+footprint::Corrector backward_corrector(bool fixed_point, bool krylov) {
+  return fixed_point ? footprint::Corrector::FixedPoint
+                     : krylov ? footprint::Corrector::KrylovNewton : footprint::Corrector::DenseNewton;
 }
 
 bool bdf(const Options& options) { return options.method == LinearMultistep::BDF; }
@@ -452,7 +462,9 @@ long CvodesSession::held_bytes() const {
   if (recording_) {
     bytes += footprint::hermite_adjoint_memory(n_, checkpoint_steps_) + checkpoint_bytes_;
   }
-  if (which_ >= 0) bytes += backward_problem_bytes(nB_, nqB_, bdf, krylov_backward_, blockB_);
+  if (which_ >= 0) {
+    bytes += backward_problem_bytes(nB_, nqB_, bdf, backward_corrector(fixed_point_backward_, krylov_backward_), blockB_);
+  }
   return bytes;
 }
 
@@ -476,7 +488,8 @@ long CvodesSession::checkpoint_bytes(int n, int nq, const Options& options) {
 
 long CvodesSession::backward_bytes(int nB, int nqB, const Options& options, int n) {
   // The adjoint stacks one block of n per cost (AdjointSweep::settings).
-  return backward_problem_bytes(nB, nqB, bdf(options), uses_krylov(options, n, 0), n);
+  return backward_problem_bytes(nB, nqB, bdf(options),
+                               backward_corrector(uses_fixed_point(options, n), uses_krylov(options, n, 0)), n);
 }
 
 void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, double tB0,
@@ -497,8 +510,17 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
               "CVodeSVtolerancesB");
   check_cvode(CVodeSetUserDataB(mem_, which_, s.user_data), "CVodeSetUserDataB");
   check_cvode(CVodeSetMaxNumStepsB(mem_, which_, s.max_steps), "CVodeSetMaxNumStepsB");
-  krylov_backward_ = krylov_ && s.jacobian_times != nullptr;
-  if (krylov_backward_) {
+  // Where the forward problem is non-stiff enough for fixed-point iteration, so is the backward
+  // one (lambda' = -f_x^T lambda - g_x^T has f_x's eigenvalues): one reverse sweep per
+  // iteration and no GMRES products. The 16-rod chain's adjoint 0.100 -> 0.080 s with equal
+  // accuracy (docs/benchmarks.md, "The backward pass iterates as the forward one").
+  fixed_point_backward_ = fixed_point_;
+  krylov_backward_ = !fixed_point_backward_ && krylov_ && s.jacobian_times != nullptr;
+  if (fixed_point_backward_) {
+    NLSB_ = SUNNonlinSol_FixedPoint(yB_, 0, ctx_);
+    check_alloc(NLSB_, "the adjoint's fixed-point nonlinear solver");
+    check_cvode(CVodeSetNonlinearSolverB(mem_, which_, NLSB_), "CVodeSetNonlinearSolverB");
+  } else if (krylov_backward_) {
     // lambda' = -f_x^T lambda - g_x^T is as well conditioned as the forward problem.
     LSB_ = SUNLinSol_SPGMR(yB_, SUN_PREC_NONE, 0, ctx_);
     check_alloc(LSB_, "the adjoint GMRES linear solver");
@@ -565,8 +587,9 @@ void CvodesSession::add_backward_stats(SolverStats& s) const {
   void* memB = CVodeGetAdjCVodeBmem(mem_, which_);
   if (!memB) return;
   add_integrator_counters(memB, s);
-  // The backward pass keeps Newton whatever the forward corrector: its own linear solver.
-  s.linear_solver = krylov_backward_ ? "GMRES (matrix-free)" : "dense";
+  s.linear_solver = fixed_point_backward_ ? "none (fixed-point iteration)"
+                    : krylov_backward_     ? "GMRES (matrix-free)"
+                                           : "dense";
   long v = 0;
   if (krylov_backward_ && CVodeGetNumLinIters(memB, &v) == CV_SUCCESS) s.linear_iterations += v;
 }

@@ -188,6 +188,7 @@ class CvodesSession {
   SUNLinearSolver LS_ = nullptr;
   SUNNonlinearSolver NLS_ = nullptr;      // the fixed-point corrector, if taken
   SUNNonlinearSolver NLS_sens_ = nullptr;  // and the sensitivities'
+  SUNNonlinearSolver NLSB_ = nullptr;      // the backward problem's, when the forward one iterates so
   int n_, nq_, ns_;
   std::vector<double> pbar_;  ///< parameter scales of the sensitivities
   CVRootFn roots_fn_;
@@ -204,6 +205,7 @@ class CvodesSession {
   bool krylov_ = false;      // Newton's solves would take GMRES (the backward pass does)
   bool fixed_point_ = false;  // the forward corrector is fixed-point iteration, no linear solver
   bool krylov_backward_ = false;
+  bool fixed_point_backward_ = false;
   bool adjoint_freed_ = false;  // stop_recording() freed the adjoint memory
   long checkpoints_ = 0;        // CVODES' count, without the initial check point
   long checkpoint_bytes_ = 0;   // all check points, the initial one included

@@ -42,8 +42,9 @@ enum class NonlinearSolver {
   /// the step times the Jacobian's norm is below about 1): the planar index-1 and Maggi
   /// mechanisms, whose constraints are solved inside the right-hand side. A stiff model (stiff
   /// springs, the penalty formulation) is still integrated correctly, but with steps cut to the
-  /// iteration's convergence limit. The adjoint's backward pass keeps Newton with the linear
-  /// solver Options::linear_solver gives it. CVODES only: IDAS runs refuse it.
+  /// iteration's convergence limit. The adjoint's backward pass then iterates so too (its
+  /// problem has the forward one's eigenvalues): one reverse sweep per iteration, no linear
+  /// solver. CVODES only: IDAS runs refuse it.
   FixedPoint,
 };
 
