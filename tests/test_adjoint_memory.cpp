@@ -217,8 +217,8 @@ Problem sampling_ball(std::shared_ptr<size_t> peak_heap) {
 }
 
 // With the dense LU, with matrix-free GMRES (sundials_footprint.hpp counts SPGMR's vectors
-// and arrays instead of the dense matrices) and with a fixed-point forward corrector (no linear
-// solver in the forward pass; the backward pass keeps the dense LU).
+// and arrays instead of the dense matrices) and with a fixed-point corrector (no linear solver
+// in either pass).
 TEST(AdjointMemory, ReportedBytesAreWhatTheHeapHolds) {
   if (!kHeapIsMeasurable) GTEST_SKIP() << "mallinfo2 does not see a sanitizer's heap";
   struct Case {

@@ -63,9 +63,10 @@ class RecordedProduct final : public ReverseOperation {
   }
 
   /// For every sweep column at once (side by side in C-bar): B-bar = A^T C-bar as one sparse
-  /// product, then A-bar_ik = C-bar_i. B_k. for A's entries on the tape, each a run over one
-  /// row of each (an entry at a time through Eigen's row expressions, the vehicle's maggi
-  /// adjoint spent 12 % here; a dense A^T C-bar for its 63 x 63 mass matrix, more).
+  /// product (dense where A is held dense), then A-bar_ik = C-bar_i. B_k. for A's entries on the
+  /// tape: each a run over one row of each (an entry at a time through Eigen's row expressions,
+  /// the vehicle's maggi adjoint spent 12 % here; a dense A^T C-bar for its 63 x 63 mass
+  /// matrix, more), or where A is held dense all of A-bar as one dense product.
   void backward(std::vector<double>& adjoint, int columns) const override {
     const Eigen::Index rows = rows_, inner = b_values_.rows(), width = b_values_.cols();
     const auto at = [columns](std::int32_t node, Eigen::Index c) { return adjoint_slot(node, c, columns); };

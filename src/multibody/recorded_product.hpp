@@ -5,7 +5,8 @@
 // adds A-bar_ij = C-bar_i. . B_j. to A's entries on the tape and B-bar = A^T C-bar to B's.
 // The Maggi formulation's reduced mass matrix R^T (M R) of the vehicle (63 coordinates, 14
 // independent ones) was about 24,000 of the 31,000 nodes of each right-hand side's recording,
-// and every adjoint product swept them all.
+// and every adjoint product swept them all. A mostly on the tape and not tiny (R^T there) is held
+// dense, and a sweep forms A-bar = C-bar B^T as one dense product.
 #include <saltus/core/reverse_scalar.hpp>
 #include <saltus/multibody/dense_solve.hpp>
 

@@ -433,7 +433,8 @@ long session_base_bytes(int n, int nq, bool bdf, bool vector_quadrature_atol, bo
 long backward_problem_bytes(int nB, int nqB, bool bdf, footprint::Corrector corrector, int block) {
   using namespace footprint;
   const long solver = block > 0 && nB / block > 1 ? block_dense_solver_bytes(block) : dense_solver(nB);
-  const long linear_solver = corrector == Corrector::FixedPoint    ? fixed_point_solver(nB)
+  // The fixed-point solver is the integrator's (backward_problem counts it); no linear solver.
+  const long linear_solver = corrector == Corrector::FixedPoint    ? 0
                              : corrector == Corrector::KrylovNewton ? gmres_solver(nB)
                                                                     : dense_matrix(nB) + solver;
   return backward_problem(nB, nqB, bdf, corrector) + nvector(nB) + linear_solver + (nqB > 0 ? nvector(nqB) : 0);
@@ -512,8 +513,9 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   check_cvode(CVodeSetMaxNumStepsB(mem_, which_, s.max_steps), "CVodeSetMaxNumStepsB");
   // Where the forward problem is non-stiff enough for fixed-point iteration, so is the backward
   // one (lambda' = -f_x^T lambda - g_x^T has f_x's eigenvalues): one reverse sweep per
-  // iteration and no GMRES products. The 16-rod chain's adjoint 0.100 -> 0.080 s with equal
-  // accuracy (docs/benchmarks.md, "The backward pass iterates as the forward one").
+  // iteration and no GMRES products. The 16-rod chain's adjoint 0.087 -> 0.081 s with equal
+  // accuracy (docs/benchmarks.md, "The Maggi adjoint's R^T (M R) as dense products; the
+  // backward pass iterates as the forward one").
   fixed_point_backward_ = fixed_point_;
   krylov_backward_ = !fixed_point_backward_ && krylov_ && s.jacobian_times != nullptr;
   if (fixed_point_backward_) {

@@ -164,9 +164,9 @@ long largest_checkpoint(long n, long nq, bool bdf) {
 long backward_problem(long nB, long nqB, bool bdf, Corrector corrector) {
   // CVodeCreateB's record, the backward CVODES integrator (vector tolerances: one per cost's
   // adjoint), the copy of yB0 CVodeInitB keeps, the quadratures with vector tolerances and
-  // CVodeSetLinearSolverB's record.
+  // CVodeSetLinearSolverB's record (none with fixed-point iteration: no linear solver).
   return heap_block(kCVodeBMemRec) + integrator(nB, bdf, true, corrector) + nvector(nB) +
-         quadratures(nqB, bdf, true) + heap_block(kCVLsMemRecB);
+         quadratures(nqB, bdf, true) + (corrector == Corrector::FixedPoint ? 0 : heap_block(kCVLsMemRecB));
 }
 
 }  // namespace saltus::detail::footprint
