@@ -36,8 +36,7 @@ class RecordedProduct final : public ReverseOperation {
     // the sweep forms A-bar as one dense product (dense_a_adjoints). Below kDenseMinEntries
     // (fivebar_floor's 2 x 10 R^T) the dense products' set-up costs more than they save.
     const size_t size = static_cast<size_t>(rows) * static_cast<size_t>(b.rows());
-    dense_ = size >= kDenseMinEntries && 4 * a_terms_.size() >= size;
-    if (dense_) {
+    if (size >= kDenseMinEntries && 4 * a_terms_.size() >= size) {
       a_dense_ = RowMajorMatrix::Zero(rows, b.rows());
       for (const ProductEntry& e : a) a_dense_(e.row, e.col) += e.value.value();  // repeated entries summed
     } else {
@@ -58,7 +57,7 @@ class RecordedProduct final : public ReverseOperation {
 
   /// C's values (its output nodes row by row).
   RowMajorMatrix values() const {
-    if (dense_) return a_dense_ * b_values_;
+    if (dense()) return a_dense_ * b_values_;
     return a_values_ * b_values_;
   }
 
@@ -74,7 +73,7 @@ class RecordedProduct final : public ReverseOperation {
         adjoint, columns, first_output_, rows, width, [width](Eigen::Index i, Eigen::Index j) { return i * width + j; },
         c_bar_);
     if (!any) return;
-    if (dense_) {
+    if (dense()) {
       b_bar_.noalias() = a_dense_.transpose() * c_bar_;
     } else {
       b_bar_.noalias() = a_values_.transpose() * c_bar_;
@@ -86,7 +85,7 @@ class RecordedProduct final : public ReverseOperation {
         for (Eigen::Index c = 0; c < columns; ++c) adjoint[at(t.node, c)] += t.coefficient * b_bar_(i, c * width + j);
       }
     }
-    if (dense_) {
+    if (dense()) {
       dense_a_adjoints(adjoint, columns);
       return;
     }
@@ -104,6 +103,9 @@ class RecordedProduct final : public ReverseOperation {
   void set_first_output(std::int32_t first) { first_output_ = first; }
 
  private:
+  /// A is held dense (a_dense_) rather than sparse (a_values_).
+  bool dense() const { return a_dense_.size() > 0; }
+
   /// A-bar = C-bar B^T per sweep column as one dense product, then each of A's tape entries
   /// takes its entry. Entry by entry (a dot product of a row of C-bar with a row of B each, a
   /// chain of dependent additions), R^T's 2,048 entries in the 32-rod chain's Maggi form took a
@@ -127,13 +129,12 @@ class RecordedProduct final : public ReverseOperation {
     Term term;
   };
   Eigen::Index rows_;                                           ///< A's row count
-  Eigen::SparseMatrix<double, Eigen::RowMajor, int> a_values_;  ///< A, repeated entries summed (unless dense_)
+  Eigen::SparseMatrix<double, Eigen::RowMajor, int> a_values_;  ///< A, repeated entries summed (unless dense())
   std::vector<ATerm> a_terms_;                                  ///< A's entries on the tape
   RowMajorMatrix b_values_;
   std::vector<Term> b_terms_;  ///< row-major
   std::int32_t first_output_ = 0;
-  bool dense_ = false;      ///< A mostly on the tape: dense_a_adjoints
-  RowMajorMatrix a_dense_;  ///< A, where dense_
+  RowMajorMatrix a_dense_;  ///< A, where held dense (else empty)
   mutable RowMajorMatrix c_bar_, b_bar_, a_bar_;  // scratch of the sweep (the tape is one thread's)
 };
 

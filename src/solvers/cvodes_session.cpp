@@ -464,7 +464,7 @@ long CvodesSession::held_bytes() const {
     bytes += footprint::hermite_adjoint_memory(n_, checkpoint_steps_) + checkpoint_bytes_;
   }
   if (which_ >= 0) {
-    bytes += backward_problem_bytes(nB_, nqB_, bdf, backward_corrector(fixed_point_backward_, krylov_backward_), blockB_);
+    bytes += backward_problem_bytes(nB_, nqB_, bdf, backward_corrector(fixed_point_, krylov_backward_), blockB_);
   }
   return bytes;
 }
@@ -516,9 +516,8 @@ void CvodesSession::start_backward(int nB, int nqB, const BackwardSettings& s, d
   // iteration and no GMRES products. The 16-rod chain's adjoint 0.087 -> 0.081 s with equal
   // accuracy (docs/benchmarks.md, "The Maggi adjoint's R^T (M R) as dense products; the
   // backward pass iterates as the forward one").
-  fixed_point_backward_ = fixed_point_;
-  krylov_backward_ = !fixed_point_backward_ && krylov_ && s.jacobian_times != nullptr;
-  if (fixed_point_backward_) {
+  krylov_backward_ = !fixed_point_ && krylov_ && s.jacobian_times != nullptr;
+  if (fixed_point_) {
     NLSB_ = SUNNonlinSol_FixedPoint(yB_, 0, ctx_);
     check_alloc(NLSB_, "the adjoint's fixed-point nonlinear solver");
     check_cvode(CVodeSetNonlinearSolverB(mem_, which_, NLSB_), "CVodeSetNonlinearSolverB");
@@ -589,9 +588,7 @@ void CvodesSession::add_backward_stats(SolverStats& s) const {
   void* memB = CVodeGetAdjCVodeBmem(mem_, which_);
   if (!memB) return;
   add_integrator_counters(memB, s);
-  s.linear_solver = fixed_point_backward_ ? "none (fixed-point iteration)"
-                    : krylov_backward_     ? "GMRES (matrix-free)"
-                                           : "dense";
+  s.linear_solver = fixed_point_ ? "none (fixed-point iteration)" : krylov_backward_ ? "GMRES (matrix-free)" : "dense";
   long v = 0;
   if (krylov_backward_ && CVodeGetNumLinIters(memB, &v) == CV_SUCCESS) s.linear_iterations += v;
 }

@@ -203,9 +203,8 @@ class CvodesSession {
   // Recording (CVodeAdjInit).
   bool recording_ = false;
   bool krylov_ = false;      // Newton's solves would take GMRES (the backward pass does)
-  bool fixed_point_ = false;  // the forward corrector is fixed-point iteration, no linear solver
+  bool fixed_point_ = false;  // the corrector is fixed-point iteration, no linear solver (backward too)
   bool krylov_backward_ = false;
-  bool fixed_point_backward_ = false;
   bool adjoint_freed_ = false;  // stop_recording() freed the adjoint memory
   long checkpoints_ = 0;        // CVODES' count, without the initial check point
   long checkpoint_bytes_ = 0;   // all check points, the initial one included
