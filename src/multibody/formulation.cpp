@@ -46,8 +46,15 @@ void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form
     auto running = [form, i, mu, pass_rates](auto t, const auto& x, const auto& xdot, const auto& p) {
       using S = ScalarOf<decltype(x)>;
       const VectorX<S> xd = xdot;
-      const FullState<S> fs = form->template full_state<S>(t, x, p, pass_rates ? &xd : nullptr, mu);
-      return cost_terms(*form->model, form->model->costs[i].running, fs, p);
+      if constexpr (std::is_same_v<Form, detail::DaeForm>) {
+        // In Reverse a DAE form's running costs are recorded by the completed adjoint alone
+        // (CompletionRateProducts::record), at the (rate) completion's state and rates.
+        const auto rates = std::is_same_v<S, Reverse> ? detail::DaeForm::Rates::Completion : detail::DaeForm::Rates::Integrator;
+        return cost_terms(*form->model, form->model->costs[i].running, form->template full_state<S>(t, x, p, &xd, mu, rates), p);
+      } else {
+        const FullState<S> fs = form->template full_state<S>(t, x, p, pass_rates ? &xd : nullptr, mu);
+        return cost_terms(*form->model, form->model->costs[i].running, fs, p);
+      }
     };
     // At the run's final time (a driving constraint in Maggi makes positions depend on t).
     auto terminal = [form, i](auto t, const auto& x, const auto& p) {
@@ -257,11 +264,9 @@ Problem build(const Model& model, std::shared_ptr<const Form> form, const Formul
     };
     pb.set_completion(mode, completion);
     pb.set_block_completion_tangents(mode, completion);
-    if (!form->index3()) {  // index3 keeps its velocities' drift: their completion solves them anew
-      pb.set_rate_completion(mode, [form](Reverse t, In<Reverse> guess, In<Reverse> p, Out<Reverse> x, Out<Reverse> xdot) {
-        form->template rate_completion<Reverse>(t, guess, p, x, xdot);
-      });
-    }
+    pb.set_rate_completion(mode, [form](Reverse t, In<Reverse> guess, In<Reverse> p, Out<Reverse> x, Out<Reverse> xdot) {
+      form->template rate_completion<Reverse>(t, guess, p, x, xdot);
+    });
   } else {
     const auto rhs = [form](auto t, const auto& x, const auto& p, auto xdot) {
       using S = ScalarOf<decltype(x)>;

@@ -24,8 +24,9 @@
 // (derivatives/reverse.hpp, CompletionRateProducts::cost_sweep: one recording per point, which
 // the dense Jacobian's sweep of n_x columns and GMRES's products share; from
 // Options::krylov_min_states states on, GMRES's products instead, dae_adjoint.cpp). Where the
-// mode has a rate completion (Problem::set_rate_completion: the multibody ggl and
-// stabilized_index1 forms, velocities projected and positions kept) R is that map's rates: an
+// mode has a rate completion (Problem::set_rate_completion: the multibody ggl,
+// stabilized_index1 and index3 forms, velocities projected and positions kept) R is that map's
+// rates, and the running costs read its state and rates: an
 // ODE with the completion's motions from consistent states, so with the same gradient; the
 // transposes at the final time, events and the start stay the completion's. The linearization
 // below (forward tangents of the completion, n_x + n_p of them, one evaluation per four where
