@@ -226,8 +226,9 @@ TEST(DaeFormulations, TheAdjointThroughTheCompletionAgreesWithIndex1ThroughImpac
 // state and rates (its reactions as they are: stabilized_index1 read them from psi', index3 from
 // lambda, not from a second completion). urdf_arm's motor_torque and tip_height against index1's
 // forward gradient at rtol 1e-12, largest difference relative to each cost's largest entry,
-// measured: stabilized_index1 2.6e-7, index3 3.5e-5 (through a second completion: 1.4e-6 and
-// 4.3e-5).
+// measured: stabilized_index1 2.6e-7 (1.4e-6 through a second completion: the bound tells them
+// apart); index3 3.5e-5 (4.3e-5 through its own completion, before it recorded the rate
+// completion: a bound on regressions only).
 TEST(DaeFormulations, AReactionCostsAdjointReadsTheRateCompletion) {
   const Problem index1 = load("urdf_arm.yaml", multibody::FormulationType::Index1);
   Options tight = index1.options();

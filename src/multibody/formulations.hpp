@@ -1274,7 +1274,9 @@ struct DaeForm : FullCoordinateForm {
 
   /// Where the x-dot handed to full_state comes from.
   enum class Rates {
-    Integrator,  ///< IDAS's (the forward pass): index3's v' and lambda are out of its error test
+    Integrator,  ///< IDAS's, or any caller's that does not say (the forward pass; the Dual
+                 ///< tangents of a completed point, which a second completion leaves as they are):
+                 ///< index3's v' and lambda are out of IDAS's error test
     Completion,  ///< a completion's or the rate completion's, with x its completed state (the
                  ///< completed adjoint's recording): accelerations and reactions as they are
   };

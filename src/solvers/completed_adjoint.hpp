@@ -28,9 +28,11 @@
 // stabilized_index1 and index3 forms, velocities projected and positions kept) R is that map's
 // rates, and the running costs read its state and rates: an
 // ODE with the completion's motions from consistent states, so with the same gradient; the
-// transposes at the final time, events and the start stay the completion's. The linearization
-// below (forward tangents of the completion, n_x + n_p of them, one evaluation per four where
-// the mode has block completion tangents) starts each segment's backward pass.
+// transposes at the final time, events and the start stay the completion's (one reverse sweep
+// of the completion each, below); each segment's backward pass starts from the residual's own
+// rates (dae_adjoint.cpp, completed_start). No forward tangents of the completion: its n_x + n_p
+// of them at the final time and before each event were computed and not read (6.7 % of the
+// 32-rod chain's ggl adjoint).
 #include <saltus/core/problem.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 
@@ -45,26 +47,5 @@ struct CompletionTranspose {
 };
 CompletionTranspose transpose_completion(const Problem& problem, int mode, double t, In<double> x, In<double> p,
                                          const Eigen::MatrixXd& w);
-
-class CompletedLinearization {
- public:
-  /// F_xdot = I, F_x = -R_x, F_p = -R_p and the costs' g~_x, g~_p at (t, x) of mode `mode` into
-  /// `out`: at a segment's ends, where the backward pass starts.
-  void all(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
-           TangentWorkspace& ws);
-
- private:
-  /// The state part of all().
-  void states(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
-              TangentWorkspace& ws);
-  /// The parameter part of all(), at the point of the last call to states().
-  void parameters(const Problem& problem, int mode, double t, In<double> x, In<double> p, ResidualLinearization& out,
-                  TangentWorkspace& ws);
-
-  ConsistentPoint point_;  // the completion of the last states() call
-  // The directions of states() and parameters(), and the completed x's tangents along them.
-  Eigen::MatrixXd unit_x_, zero_p_by_x_, x_tangents_, unit_p_, zero_x_by_p_, p_tangents_;
-  Eigen::VectorXd zero_p_, rate_tangent_, costs_;
-};
 
 }  // namespace saltus::detail

@@ -86,13 +86,15 @@ class DaeAdjointSweep {
   /// detail::backward_callback (what fails how); `what` names the output in messages.
   template <class Body>
   int guarded(const char* what, double t, Body&& body) noexcept;
-  /// F and the running costs (rates folded in, rate_costs.hpp) at a point of `mode`.
+  /// F and the running costs (rates folded in, rate_costs.hpp) at a point of `mode`, a mode
+  /// without a completion (a completed mode's lambda comes from the completion's transpose).
   void linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
                             ResidualLinearization& lin);
   void terminal_conditions();
   /// lambda_ in mode_ from the coefficients ell (n_x x n_c) of x there (at (t, x)), and those
   /// of x-dot (`ell_rate`, n_x x n_c, or empty: an event whose guard reads rates); grad_ gets
-  /// the parameter part of the reduction.
+  /// the parameter part of the reduction. `lin` is F's linearization there (unread, and left
+  /// empty, in a mode with a completion).
   void consistent_lambda(double t, const Eigen::VectorXd& x, const ResidualLinearization& lin,
                          const Eigen::MatrixXd& ell, const Eigen::MatrixXd& ell_rate = {});
   /// Whether `mode` takes the adjoint through its completion (completed_adjoint.hpp).
@@ -177,7 +179,6 @@ class DaeAdjointSweep {
   bool lin_valid_ = false;             // the state part is at (lin_t_, lin_x_, lin_xdot_)
   bool lin_parameters_valid_ = false;  // and the parameter part
   RateCostFold fold_;
-  CompletedLinearization completed_;
   std::vector<double> outputs_;  // the run's output times: where the backward pass stops
   std::string error_;  // the last recoverable failure since the backward pass's last stop
   int failures_ = 0;   // and how many there were (detail::recoverable_failure)
@@ -429,7 +430,7 @@ void DaeAdjointSweep::terminal_conditions() {
   mode_ = sol_.final_mode;
   const DaeSegment& last = run_.segments().back();
   ResidualLinearization lin;
-  linearize_with_costs(mode_, tf, last.end.x, last.end.xdot, lin);
+  if (!completed(mode_)) linearize_with_costs(mode_, tf, last.end.x, last.end.xdot, lin);
   Eigen::MatrixXd ell(nx_, nc_);
   grad_.resize(nc_, np_);
   for (int c = 0; c < nc_; ++c) {
@@ -665,16 +666,13 @@ void DaeAdjointSweep::transpose_event(const EventRecord& e) {
   grad_ += transfer.gradient;
   ResidualLinearization before;
   mode_ = v.mode_before;
-  linearize_with_costs(v.mode_before, v.time, v.x_minus, v.f_minus, before);
+  if (!completed(mode_)) linearize_with_costs(v.mode_before, v.time, v.x_minus, v.f_minus, before);
   consistent_lambda(v.time, v.x_minus, before, transfer.lambda_minus, transfer.rate_coefficients);
 }
 
 void DaeAdjointSweep::linearize_with_costs(int mode, double t, const Eigen::VectorXd& x, const Eigen::VectorXd& xdot,
                                            ResidualLinearization& lin) {
-  if (completed(mode)) {
-    completed_.all(pb_, mode, t, x, p_, lin, ws_);
-    return;
-  }
+  if (completed(mode)) throw std::logic_error("linearize_with_costs: a mode with a completion");
   linearize(pb_, mode, t, x, xdot, p_, lin, ws_);
   fold_.apply(pb_, t, x, xdot, p_, lin, RateCostFold::Part::Both, ws_);
 }

@@ -228,17 +228,11 @@ void consistent_sensitivities(const Problem& problem, int mode, double t, const 
   s_dot.setZero(nx, np);
   if (np == 0) return;
   if (problem.mode(mode).index2()) {
-    // The completion's tangent along (S_j, e_j): its projection and hidden-constraint solve,
-    // differentiated.
-    Eigen::VectorXd unit = Eigen::VectorXd::Zero(np), s_column(nx), x_tangent(nx), xdot_tangent(nx);
-    for (Eigen::Index j = 0; j < np; ++j) {
-      s_column = s.col(j);
-      unit[j] = 1.0;
-      completion_tangent(problem, mode, t, point.x, p, 0.0, s_column, unit, x_tangent, xdot_tangent, ws);
-      unit[j] = 0.0;
-      s.col(j) = x_tangent;
-      s_dot.col(j) = xdot_tangent;
-    }
+    // The completion's tangents along (S_j, e_j): its projection and hidden-constraint solve,
+    // differentiated (one evaluation per block of directions where the mode has block tangents).
+    const Eigen::MatrixXd directions = s;
+    const Eigen::MatrixXd units = Eigen::MatrixXd::Identity(np, np);
+    completion_tangents(problem, mode, t, point.x, p, directions, units, s, s_dot, ws);
     return;
   }
   const auto lu = factor_index1(problem, mode, t, point.x, point.xdot, p, "for the sensitivities", ws);

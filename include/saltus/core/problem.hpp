@@ -109,8 +109,8 @@ struct Mode {
   /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
   Instantiated<CompletionFn> completion;
   /// Optional (Problem::set_block_completion_tangents): several tangents of `completion` from one
-  /// evaluation; when set, the adjoint's linearization through the completion (its dense
-  /// backward Jacobian) uses them (derivatives/residual.hpp, completion_tangents).
+  /// evaluation; when set, the forward sensitivities' completion at a segment's start (one
+  /// direction per parameter) uses them (derivatives/residual.hpp, completion_tangents).
   CompletionTangentsFn completion_tangents;
   /// Optional (Problem::set_rate_completion): the map whose rates the adjoint's backward pass
   /// records in place of the completion's.
@@ -349,8 +349,9 @@ class Problem {
   void set_completion(int mode, const C& c) {
     set_completion_impl(mode, Instantiated<CompletionFn>::from(c));
   }
-  /// set_block_tangents for a completion (after set_completion): the adjoint's linearization
-  /// through it evaluates the completion once per kTangentBlock directions, in DualBlock scalars.
+  /// set_block_tangents for a completion (after set_completion): the forward sensitivities'
+  /// completion at the start and after events evaluates it once per kTangentBlock directions, in
+  /// DualBlock scalars.
   /// `c` must be the generic lambda given to set_completion for that mode.
   template <class C>
   void set_block_completion_tangents(int mode, const C& c) {
