@@ -123,11 +123,13 @@ void completion_tangents(const Problem& problem, int mode, double t, In<double> 
                          Eigen::Ref<Eigen::MatrixXd> x_tangents, Eigen::Ref<Eigen::MatrixXd> xdot_tangents,
                          TangentWorkspace& ws) {
   const Mode& m = problem.mode(mode);
-  if (m.completion_tangents) {
-    m.completion_tangents(t, x_guess, p, dx_guess, dp, x_tangents, xdot_tangents);
-    return;
+  // A lone last direction takes one Dual evaluation, not a block of one (dual_seed.hpp).
+  const Eigen::Index blocked = m.completion_tangents ? blocked_directions(dx_guess.cols()) : 0;
+  if (blocked > 0) {
+    m.completion_tangents(t, x_guess, p, dx_guess.leftCols(blocked), dp.leftCols(blocked), x_tangents.leftCols(blocked),
+                          xdot_tangents.leftCols(blocked));
   }
-  for (Eigen::Index j = 0; j < dx_guess.cols(); ++j) {
+  for (Eigen::Index j = blocked; j < dx_guess.cols(); ++j) {
     completion_tangent(problem, mode, t, x_guess, p, 0.0, dx_guess.col(j), dp.col(j), x_tangents.col(j),
                        xdot_tangents.col(j), ws);
   }

@@ -30,9 +30,10 @@
 // ODE with the completion's motions from consistent states, so with the same gradient; the
 // transposes at the final time, events and the start stay the completion's (one reverse sweep
 // of the completion each, below); each segment's backward pass starts from the residual's own
-// rates (dae_adjoint.cpp, completed_start). No forward tangents of the completion: its n_x + n_p
-// of them at the final time and before each event were computed and not read (6.7 % of the
-// 32-rod chain's ggl adjoint).
+// rates (dae_adjoint.cpp, completed_start). No forward tangents of the completion at the final
+// time and before each event: n_x + n_p of them were computed there and not read (6.7 % of the
+// 32-rod chain's ggl adjoint). (An implicit transition still takes the completion's tangents
+// for its own linearization, implicit_transition.cpp.)
 #include <saltus/core/problem.hpp>
 #include <saltus/solvers/dae_transfer.hpp>
 

@@ -109,8 +109,9 @@ struct Mode {
   /// For residual modes of index 2 (Problem::set_completion): the model's consistent completion.
   Instantiated<CompletionFn> completion;
   /// Optional (Problem::set_block_completion_tangents): several tangents of `completion` from one
-  /// evaluation; when set, the forward sensitivities' completion at a segment's start (one
-  /// direction per parameter) uses them (derivatives/residual.hpp, completion_tangents).
+  /// evaluation; when set, the forward sensitivities' completion (at the start, at outputs and
+  /// around events; one direction per parameter) uses them (derivatives/residual.hpp,
+  /// completion_tangents).
   CompletionTangentsFn completion_tangents;
   /// Optional (Problem::set_rate_completion): the map whose rates the adjoint's backward pass
   /// records in place of the completion's.
@@ -350,8 +351,8 @@ class Problem {
     set_completion_impl(mode, Instantiated<CompletionFn>::from(c));
   }
   /// set_block_tangents for a completion (after set_completion): the forward sensitivities'
-  /// completion at the start and after events evaluates it once per kTangentBlock directions, in
-  /// DualBlock scalars.
+  /// completion (at the start, at outputs and around events) evaluates it once per kTangentBlock
+  /// directions, in DualBlock scalars.
   /// `c` must be the generic lambda given to set_completion for that mode.
   template <class C>
   void set_block_completion_tangents(int mode, const C& c) {
