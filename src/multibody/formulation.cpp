@@ -46,15 +46,18 @@ void add_costs(Problem& pb, const Model& model, const std::shared_ptr<const Form
     auto running = [form, i, mu, pass_rates](auto t, const auto& x, const auto& xdot, const auto& p) {
       using S = ScalarOf<decltype(x)>;
       const VectorX<S> xd = xdot;
-      if constexpr (std::is_same_v<Form, detail::DaeForm>) {
-        // In Reverse a DAE form's running costs are recorded by the completed adjoint alone
-        // (CompletionRateProducts::record), at the (rate) completion's state and rates.
-        const auto rates = std::is_same_v<S, Reverse> ? detail::DaeForm::Rates::Completion : detail::DaeForm::Rates::Integrator;
-        return cost_terms(*form->model, form->model->costs[i].running, form->template full_state<S>(t, x, p, &xd, mu, rates), p);
-      } else {
-        const FullState<S> fs = form->template full_state<S>(t, x, p, pass_rates ? &xd : nullptr, mu);
-        return cost_terms(*form->model, form->model->costs[i].running, fs, p);
-      }
+      const VectorX<S>* rates = pass_rates ? &xd : nullptr;
+      const FullState<S> fs = [&] {
+        if constexpr (std::is_same_v<Form, detail::DaeForm>) {
+          // In Reverse a DAE form's running costs are recorded by the completed adjoint alone
+          // (CompletionRateProducts::record), at the (rate) completion's state and rates.
+          using Rates = detail::DaeForm::Rates;
+          return form->template full_state<S>(t, x, p, rates, mu, std::is_same_v<S, Reverse> ? Rates::Completion : Rates::Integrator);
+        } else {
+          return form->template full_state<S>(t, x, p, rates, mu);
+        }
+      }();
+      return cost_terms(*form->model, form->model->costs[i].running, fs, p);
     };
     // At the run's final time (a driving constraint in Maggi makes positions depend on t).
     auto terminal = [form, i](auto t, const auto& x, const auto& p) {
